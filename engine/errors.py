@@ -1,0 +1,83 @@
+"""The engine's exception types.
+
+Every error a user can cause has a type here and a one-line message that names
+the input and the problem; the CLI prints `str(exc)` and exits non-zero, and
+never shows a traceback for these.  Programming errors stay ordinary Python
+exceptions (those are bugs, and the CLI reports them as such).
+"""
+from __future__ import annotations
+
+import os
+
+
+class EngineError(Exception):
+    """Base of every error the engine reports to a user."""
+
+    exit_code = 2
+
+
+class InputFileError(EngineError):
+    """A file that is missing, unreadable, truncated or malformed."""
+
+    def __init__(self, path: str | os.PathLike | None, problem: str):
+        self.path = None if path is None else os.fspath(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}" if self.path else problem)
+
+
+class FormatError(InputFileError):
+    """The bytes of a file do not follow its format (magic, version, sections, sizes)."""
+
+
+class MismatchError(EngineError):
+    """Inputs that are each valid but do not belong together (witness of another circuit, ...)."""
+
+
+class CurveMismatchError(MismatchError):
+    """Inputs of different curves, or a curve an operation does not support."""
+
+
+class UnsatisfiedWitnessError(EngineError):
+    """The witness does not satisfy the circuit's constraints."""
+
+    def __init__(self, message: str, constraint: int | None = None):
+        self.constraint = constraint
+        super().__init__(message)
+
+
+class VerificationError(EngineError):
+    """A proof failed the check that runs before it is returned or written."""
+
+    exit_code = 1
+
+
+class WitnessGenerationError(EngineError):
+    """Computing a witness from circuit.wasm and inputs failed (bad input, failed assertion)."""
+
+
+class BackendUnavailableError(EngineError):
+    """The requested backend cannot run here (for example, --backend gpu with no CUDA device)."""
+
+
+class DeviceError(EngineError):
+    """A CUDA driver call failed; the message names the call and the driver's error."""
+
+
+class DeviceOutOfMemoryError(DeviceError):
+    """The device could not hold a buffer; the message says how much was asked for."""
+
+
+class KernelCompileError(DeviceError):
+    """NVRTC rejected a kernel source; `log` holds the compiler's output."""
+
+    def __init__(self, message: str, log: str = ""):
+        self.log = log
+        super().__init__(message + (f"\n{log}" if log else ""))
+
+
+class BudgetError(EngineError):
+    """A job asks for more of a budget (VRAM, host memory) than the whole budget holds."""
+
+
+class EngineClosedError(EngineError):
+    """The engine was shut down (or not started) when a job was submitted."""

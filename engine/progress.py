@@ -1,0 +1,97 @@
+"""Progress and stage timing for long commands.
+
+A terminal gets a one-line bar on stderr; `--quiet` prints nothing; `--json`
+writes one JSON object per event on stderr for machines.  `--verbose` adds the
+elapsed time per stage at the end.  Library code reports through a `Progress`
+and never prints.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from typing import Iterator, TextIO
+
+import msgspec
+
+
+class Progress:
+    """Reports stages of a long task.  The base class records timings and shows nothing."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    def stage(self, name: str, fraction: float | None = None) -> None:
+        """A new stage starts; `fraction` is the overall completion in [0, 1] when known."""
+
+    def done(self) -> None:
+        """The task finished (clears a bar)."""
+
+    @contextmanager
+    def timed(self, name: str, fraction: float | None = None) -> Iterator[None]:
+        self.stage(name, fraction)
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t
+
+    def add_timings(self, timings: dict[str, float], prefix: str = "") -> None:
+        for k, v in timings.items():
+            self.timings[prefix + k] = self.timings.get(prefix + k, 0.0) + v
+
+
+class BarProgress(Progress):
+    """A single updating line on a terminal."""
+
+    def __init__(self, title: str, stream: TextIO | None = None, width: int = 28) -> None:
+        super().__init__()
+        self.title, self.stream, self.width = title, stream or sys.stderr, width
+        self._fraction = 0.0
+        self._t0 = time.perf_counter()
+
+    def stage(self, name: str, fraction: float | None = None) -> None:
+        if fraction is not None:
+            self._fraction = max(0.0, min(1.0, fraction))
+        filled = int(self._fraction * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        elapsed = time.perf_counter() - self._t0
+        self.stream.write(f"\r{self.title} [{bar}] {self._fraction * 100:5.1f}% {elapsed:6.2f}s {name:<24.24}")
+        self.stream.flush()
+
+    def done(self) -> None:
+        self.stream.write("\r" + " " * (len(self.title) + self.width + 48) + "\r")
+        self.stream.flush()
+
+
+class JsonProgress(Progress):
+    """One JSON object per stage on a stream: {"event": "stage", "name": ..., "fraction": ..., "t": ...}."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__()
+        self.stream = stream or sys.stderr
+        self._t0 = time.perf_counter()
+
+    def stage(self, name: str, fraction: float | None = None) -> None:
+        msg = {"event": "stage", "name": name, "fraction": fraction, "t": round(time.perf_counter() - self._t0, 6)}
+        self.stream.write(msgspec.json.encode(msg).decode() + "\n")
+        self.stream.flush()
+
+
+def make_progress(title: str, *, quiet: bool = False, json: bool = False, stream: TextIO | None = None) -> Progress:
+    """The right reporter for this invocation: JSON, a bar on a terminal, or silent."""
+    stream = stream or sys.stderr
+    if json:
+        return JsonProgress(stream)
+    if quiet or not stream.isatty():
+        return Progress()
+    return BarProgress(title, stream)
+
+
+def format_timings(timings: dict[str, float]) -> str:
+    """The `--verbose` table: one stage per line with milliseconds."""
+    if not timings:
+        return ""
+    width = max(len(k) for k in timings)
+    lines = [f"  {k:<{width}}  {v * 1000:10.2f} ms" for k, v in timings.items()]
+    return "stage timings:\n" + "\n".join(lines)
