@@ -1,11 +1,15 @@
-"""`.wtns` witness files (spec §3).  CONTRACT STUB: the formats work fills this in."""
+"""`.wtns` witness files (spec §3): version 2, a header section and the plain values."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves import Curve
+from ..curves import Curve, curve_by_scalar_prime
+from .binfile import open_binfile, write_binfile
+
+SECTION_NAMES = {1: "header", 2: "values"}
+N8 = 32  # bytes per value; both supported curves have a 32-byte scalar field
 
 
 @dataclass
@@ -17,9 +21,44 @@ class Witness:
 
 
 def read_wtns(path) -> Witness:
-    raise NotImplementedError
+    """Map a .wtns and return its values as an (n, 4) uint64 view; header errors are FormatErrors.
+
+    The prime is reported, not judged: the prover and the r1cs check compare it
+    with their key.  A value section whose u64 size is wrong because circom's JS
+    writer garbles sizes >= 2^32 (spec §3) is accepted when it is the last
+    record and the file holds exactly nWitness*n8 bytes after its header.
+    """
+    bf = open_binfile(path, "wtns", min_version=2, max_version=2, names=SECTION_NAMES, lenient_last=2)
+    cur = bf.cursor(bf.section(1))
+    n8 = cur.u32("n8")
+    if n8 == 0 or n8 % 8:
+        raise bf.error(f"header: n8 = {n8} is not a whole number of 64-bit words")
+    prime = cur.bigint(n8, "the prime")
+    n_witness = cur.u32("nWitness")
+    cur.finish()
+    curve = curve_by_scalar_prime(prime)
+    if n8 != N8:
+        raise bf.error(f"header: {n8}-byte field elements (prime {prime:#x}) are not supported; "
+                       "only bn128 and bls12381 witnesses (32 bytes) are")
+    sec = bf.section(2)
+    need = n_witness * n8
+    if sec.offset + min(sec.size, need) > bf.size:
+        have = bf.size - sec.offset
+        raise bf.error(f"truncated: {bf.label(2)} needs {min(sec.size, need)} bytes but the file ends after {have}")
+    if sec.size != need:
+        lenient = sec.index == len(bf.records) - 1 and sec.offset + need == bf.size
+        if not lenient:
+            raise bf.error(f"{bf.label(2)} has {sec.size} bytes but nWitness = {n_witness} needs {need}")
+    if n_witness == 0:
+        raise bf.error("nWitness = 0: a witness holds at least the constant-one wire")
+    values = bf.array(sec, "<u8", n_witness * (n8 // 8), shape=(n_witness, n8 // 8))
+    return Witness(bf.path, prime, curve, values)
 
 
 def write_wtns(path, prime: int, values: np.ndarray) -> None:
     """Write version 2, two sections, byte-identical to snarkjs `wtns calculate`."""
-    raise NotImplementedError
+    vals = np.ascontiguousarray(values, dtype="<u8")
+    if vals.ndim != 2 or vals.shape[1] != N8 // 8:
+        raise ValueError(f"witness values must be (n, {N8 // 8}) uint64, got {vals.shape}")
+    header = N8.to_bytes(4, "little") + prime.to_bytes(N8, "little") + vals.shape[0].to_bytes(4, "little")
+    write_binfile(path, "wtns", 2, [(1, [header]), (2, [vals])])

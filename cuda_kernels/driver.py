@@ -1,0 +1,299 @@
+"""A small runtime over the CUDA driver API (cuda.bindings.driver), nothing else.
+
+Every call goes through `_call`, which turns a driver error into an exception
+naming the call and the error.  Memory comes from one stream-ordered pool per
+device (cuMemAllocFromPoolAsync / cuMemFreeAsync, release threshold high);
+host buffers that are copied are pinned.  Completion is waited for on events
+and streams only.
+
+The calls that act on the whole device (context synchronise, pool trim, free
+memory query) are kept to `Device.synchronize`, `Device.trim_pool` and
+`Device.memory_info`.  They are for start-up, idle time and shutdown, never a
+proof's path (design.md §5 rule 1); each first asks the installed guard
+(`set_device_global_guard`), which the scheduler uses to refuse them while any
+VRAM reservation is outstanding.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Callable, Sequence
+
+import numpy as np
+from cuda.bindings import driver as cu
+
+from engine.errors import DeviceError, DeviceOutOfMemoryError
+
+_init_lock = threading.Lock()
+_initialised = False
+_guard: Callable[[str, int], None] = lambda call, device: None  # noqa: E731
+
+
+def set_device_global_guard(guard: Callable[[str, int], None]) -> None:
+    """Install a check run before every device-global call: guard(call_name, device_index)
+    raises to refuse the call (the scheduler refuses them while proofs hold reservations)."""
+    global _guard
+    _guard = guard
+
+
+def _call(name: str, ret, *, nbytes: int | None = None):
+    """Unpack a driver call's (err, *values), raising on error."""
+    if isinstance(ret, tuple):
+        err, values = ret[0], ret[1:]
+    else:
+        err, values = ret, ()
+    if err != cu.CUresult.CUDA_SUCCESS:
+        _, err_name = cu.cuGetErrorName(err)
+        _, err_text = cu.cuGetErrorString(err)
+        name_s = err_name.decode() if isinstance(err_name, bytes) else str(err_name)
+        text_s = err_text.decode() if isinstance(err_text, bytes) else str(err_text)
+        if err == cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+            what = f" ({nbytes / 2**20:.1f} MiB requested)" if nbytes is not None else ""
+            raise DeviceOutOfMemoryError(f"device out of memory in {name}{what}: {text_s}")
+        raise DeviceError(f"{name} failed: {name_s} ({text_s})")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+def init() -> None:
+    global _initialised
+    with _init_lock:
+        if not _initialised:
+            _call("cuInit", cu.cuInit(0))
+            _initialised = True
+
+
+def device_count() -> int:
+    init()
+    return int(_call("cuDeviceGetCount", cu.cuDeviceGetCount()))
+
+
+class Stream:
+    def __init__(self, handle):
+        self.handle = handle
+
+    def wait_event(self, event: "Event") -> None:
+        _call("cuStreamWaitEvent", cu.cuStreamWaitEvent(self.handle, event.handle, 0))
+
+    def synchronize(self) -> None:
+        """Wait for this stream only (not the device)."""
+        _call("cuStreamSynchronize", cu.cuStreamSynchronize(self.handle))
+
+    def destroy(self) -> None:
+        if self.handle is not None:
+            _call("cuStreamDestroy", cu.cuStreamDestroy(self.handle))
+            self.handle = None
+
+
+class Event:
+    def __init__(self, timing: bool = False):
+        flags = cu.CUevent_flags.CU_EVENT_DEFAULT if timing else cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        self.handle = _call("cuEventCreate", cu.cuEventCreate(flags))
+
+    def record(self, stream: Stream) -> "Event":
+        _call("cuEventRecord", cu.cuEventRecord(self.handle, stream.handle))
+        return self
+
+    def synchronize(self) -> None:
+        """Block this thread until the event fires (the GIL is released inside the driver)."""
+        _call("cuEventSynchronize", cu.cuEventSynchronize(self.handle))
+
+    def query(self) -> bool:
+        err = cu.cuEventQuery(self.handle)[0]
+        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        _call("cuEventQuery", (err,))
+        return True
+
+    def elapsed_ms(self, later: "Event") -> float:
+        return float(_call("cuEventElapsedTime", cu.cuEventElapsedTime(self.handle, later.handle)))
+
+    def destroy(self) -> None:
+        if self.handle is not None:
+            _call("cuEventDestroy", cu.cuEventDestroy(self.handle))
+            self.handle = None
+
+
+class DeviceBuffer:
+    """Device memory from the stream-ordered pool; freed on the stream that last used it."""
+
+    __slots__ = ("ptr", "nbytes")
+
+    def __init__(self, ptr: int, nbytes: int):
+        self.ptr, self.nbytes = ptr, nbytes
+
+    def offset(self, nbytes: int) -> int:
+        return self.ptr + nbytes
+
+
+class PinnedBuffer:
+    """Page-locked host memory with a numpy view.  Kept and reused: freeing pinned memory can
+    synchronise the device, so it only happens at shutdown."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = max(int(nbytes), 1)
+        self.ptr = int(_call("cuMemHostAlloc", cu.cuMemHostAlloc(self.nbytes, 0), nbytes=self.nbytes))
+        raw = (ctypes.c_uint8 * self.nbytes).from_address(self.ptr)
+        self.array = np.frombuffer(raw, dtype=np.uint8)
+
+    def view(self, dtype, count: int | None = None) -> np.ndarray:
+        a = self.array.view(dtype)
+        return a if count is None else a[:count]
+
+    def free(self) -> None:
+        if self.ptr:
+            self.array = None
+            _call("cuMemFreeHost", cu.cuMemFreeHost(self.ptr))
+            self.ptr = 0
+
+
+class Module:
+    def __init__(self, cubin: bytes):
+        self.handle = _call("cuModuleLoadData", cu.cuModuleLoadData(cubin))
+        self._functions: dict[str, object] = {}
+
+    def function(self, name: str):
+        f = self._functions.get(name)
+        if f is None:
+            f = _call(f"cuModuleGetFunction({name})", cu.cuModuleGetFunction(self.handle, name.encode()))
+            self._functions[name] = f
+        return f
+
+    def allow_shared(self, name: str, nbytes: int) -> None:
+        """Let `name` use more than 48 KiB of dynamic shared memory."""
+        attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _call("cuFuncSetAttribute", cu.cuFuncSetAttribute(self.function(name), attr, nbytes))
+
+
+class U32(ctypes.c_uint32):
+    """A 32-bit kernel argument."""
+
+
+class Ptr(ctypes.c_uint64):
+    """A device pointer kernel argument."""
+
+
+def launch(module: Module, name: str, grid: int | Sequence[int], block: int, stream: Stream, *args,
+           shared: int = 0) -> None:
+    """Launch `name` with ctypes arguments (Ptr/U32); ints are taken as pointers."""
+    if isinstance(grid, int):
+        grid = (grid, 1, 1)
+    if grid[0] == 0:
+        return
+    vals = [a if isinstance(a, ctypes._SimpleCData) else Ptr(a.ptr if isinstance(a, DeviceBuffer) else int(a))
+            for a in args]
+    ptrs = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
+    _call(
+        f"cuLaunchKernel({name})",
+        cu.cuLaunchKernel(module.function(name), grid[0], grid[1], grid[2], block, 1, 1, shared,
+                          stream.handle, ctypes.addressof(ptrs), 0),
+    )
+
+
+class Device:
+    """One GPU: its primary context, a stream-ordered memory pool, and streams."""
+
+    def __init__(self, index: int = 0):
+        init()
+        self.index = index
+        self.handle = _call("cuDeviceGet", cu.cuDeviceGet(index))
+        self.context = _call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self.handle))
+        self.make_current()
+        name = _call("cuDeviceGetName", cu.cuDeviceGetName(128, self.handle))
+        self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
+        a = cu.CUdevice_attribute
+        self.sm_count = self._attr(a.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        self.cc = (self._attr(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                   self._attr(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self.max_shared_per_block = self._attr(a.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.total_memory = int(_call("cuDeviceTotalMem", cu.cuDeviceTotalMem(self.handle)))
+        self.pool = self._create_pool()
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    def _attr(self, attr) -> int:
+        return int(_call("cuDeviceGetAttribute", cu.cuDeviceGetAttribute(attr, self.handle)))
+
+    def make_current(self) -> None:
+        """Bind this device's primary context to the calling thread."""
+        _call("cuCtxSetCurrent", cu.cuCtxSetCurrent(self.context))
+
+    def _create_pool(self):
+        props = cu.CUmemPoolProps()
+        props.allocType = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        props.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        props.location.id = self.index
+        pool = _call("cuMemPoolCreate", cu.cuMemPoolCreate(props))
+        # keep freed memory in the pool: returning it to the OS is what trim (idle only) is for
+        threshold = cu.cuuint64_t(0xFFFFFFFFFFFFFFFF)
+        _call("cuMemPoolSetAttribute",
+              cu.cuMemPoolSetAttribute(pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold))
+        return pool
+
+    def stream(self) -> Stream:
+        return Stream(_call("cuStreamCreate", cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value)))
+
+    def alloc(self, nbytes: int, stream: Stream) -> DeviceBuffer:
+        """Stream-ordered allocation from the device's pool (never a synchronous cuMemAlloc)."""
+        nbytes = max(int(nbytes), 16)
+        ptr = _call("cuMemAllocFromPoolAsync", cu.cuMemAllocFromPoolAsync(nbytes, self.pool, stream.handle),
+                    nbytes=nbytes)
+        return DeviceBuffer(int(ptr), nbytes)
+
+    @staticmethod
+    def free(buf: DeviceBuffer, stream: Stream) -> None:
+        if buf.ptr:
+            _call("cuMemFreeAsync", cu.cuMemFreeAsync(buf.ptr, stream.handle))
+            buf.ptr = 0
+
+    @staticmethod
+    def upload(buf: DeviceBuffer | int, host: np.ndarray, stream: Stream, offset: int = 0) -> None:
+        """Host -> device, asynchronous when `host` is pinned (otherwise the driver stages it)."""
+        dst = (buf.ptr if isinstance(buf, DeviceBuffer) else int(buf)) + offset
+        src = np.ascontiguousarray(host)
+        _call("cuMemcpyHtoDAsync", cu.cuMemcpyHtoDAsync(dst, src.ctypes.data, src.nbytes, stream.handle))
+
+    @staticmethod
+    def download(host: np.ndarray, buf: DeviceBuffer | int, stream: Stream, offset: int = 0) -> None:
+        src = (buf.ptr if isinstance(buf, DeviceBuffer) else int(buf)) + offset
+        assert host.flags.c_contiguous
+        _call("cuMemcpyDtoHAsync", cu.cuMemcpyDtoHAsync(host.ctypes.data, src, host.nbytes, stream.handle))
+
+    @staticmethod
+    def copy(dst: DeviceBuffer | int, src: DeviceBuffer | int, nbytes: int, stream: Stream) -> None:
+        d = dst.ptr if isinstance(dst, DeviceBuffer) else int(dst)
+        s = src.ptr if isinstance(src, DeviceBuffer) else int(src)
+        _call("cuMemcpyDtoDAsync", cu.cuMemcpyDtoDAsync(d, s, nbytes, stream.handle))
+
+    @staticmethod
+    def memset32(buf: DeviceBuffer | int, value: int, count: int, stream: Stream) -> None:
+        ptr = buf.ptr if isinstance(buf, DeviceBuffer) else int(buf)
+        _call("cuMemsetD32Async", cu.cuMemsetD32Async(ptr, value, count, stream.handle))
+
+    # ---- device-global calls: start-up, idle and shutdown only (see module docstring)
+    def synchronize(self) -> None:
+        _guard("cuCtxSynchronize", self.index)  # off the proof path: shutdown/tests only
+        self.make_current()
+        _call("cuCtxSynchronize", cu.cuCtxSynchronize())
+
+    def trim_pool(self, keep_bytes: int = 0) -> None:
+        _guard("cuMemPoolTrimTo", self.index)  # off the proof path: idle trim only
+        _call("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(self.pool, keep_bytes))
+
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) bytes: a live, device-wide reading, for start-up budgets only."""
+        _guard("cuMemGetInfo", self.index)  # off the proof path: start-up budget only
+        self.make_current()
+        free, total = _call("cuMemGetInfo", cu.cuMemGetInfo())
+        return int(free), int(total)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            _call("cuMemPoolDestroy", cu.cuMemPoolDestroy(self.pool))
+            self.pool = None
+        if self.context is not None:
+            _call("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease(self.handle))
+            self.context = None

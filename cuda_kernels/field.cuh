@@ -1,0 +1,170 @@
+// Prime fields and their quadratic extension, written once as templates over a field's
+// constants (a struct P with N, MOD, INV, ONE, R2, MODM2, BITS; made by the build from
+// engine/curves.py).  Elements are kept fully reduced, in Montgomery form with
+// R = 2^(32N): exactly the bytes of a snarkjs zkey, so key data uploads unchanged.
+#pragma once
+
+#ifndef GROTH16_STDINT
+#define GROTH16_STDINT
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef int int32_t;
+#endif
+
+#include "mont_ptx.cuh"
+
+template <class P>
+struct fp {
+    static constexpr int N = P::N;
+    uint32_t v[N];
+
+    static __device__ __forceinline__ fp zero() {
+        fp r;
+#pragma unroll
+        for (int j = 0; j < N; j++) r.v[j] = 0;
+        return r;
+    }
+    static __device__ __forceinline__ fp one() {  // R mod p
+        fp r;
+#pragma unroll
+        for (int j = 0; j < N; j++) r.v[j] = P::ONE[j];
+        return r;
+    }
+    __device__ __forceinline__ bool is_zero() const {
+        uint32_t x = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) x |= v[j];
+        return x == 0;
+    }
+    __device__ __forceinline__ bool operator==(const fp& o) const {
+        uint32_t x = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) x |= v[j] ^ o.v[j];
+        return x == 0;
+    }
+    __device__ __forceinline__ bool operator!=(const fp& o) const { return !(*this == o); }
+
+    friend __device__ __forceinline__ fp operator+(const fp& a, const fp& b) {
+        fp r;
+        mont_ptx<N>::template add<P>(r.v, a.v, b.v);
+        return r;
+    }
+    friend __device__ __forceinline__ fp operator-(const fp& a, const fp& b) {
+        fp r;
+        mont_ptx<N>::template sub<P>(r.v, a.v, b.v);
+        return r;
+    }
+    friend __device__ __forceinline__ fp operator*(const fp& a, const fp& b) {
+        fp r;
+        mont_ptx<N>::template mul<P>(r.v, a.v, b.v);
+        return r;
+    }
+    __device__ __forceinline__ fp& operator+=(const fp& b) { return *this = *this + b; }
+    __device__ __forceinline__ fp& operator-=(const fp& b) { return *this = *this - b; }
+    __device__ __forceinline__ fp& operator*=(const fp& b) { return *this = *this * b; }
+    __device__ __forceinline__ fp sqr() const { return *this * *this; }
+    __device__ __forceinline__ fp dbl() const { return *this + *this; }
+    __device__ __forceinline__ fp neg() const { return zero() - *this; }
+
+    // Montgomery form <-> plain: multiply by 1 or by R^2.
+    __device__ __forceinline__ fp from_mont() const {
+        fp one_plain = zero();
+        one_plain.v[0] = 1;
+        return *this * one_plain;
+    }
+    __device__ __forceinline__ fp to_mont() const {
+        fp r2;
+#pragma unroll
+        for (int j = 0; j < N; j++) r2.v[j] = P::R2[j];
+        return *this * r2;
+    }
+
+    // x^(p-2) by square-and-multiply over the constant exponent: Fermat inversion (0 -> 0).
+    __device__ fp inverse() const {
+        fp acc = one();
+#pragma unroll 1
+        for (int w = N - 1; w >= 0; w--) {
+            const uint32_t e = P::MODM2[w];
+#pragma unroll 1
+            for (int bit = 31; bit >= 0; bit--) {
+                acc = acc.sqr();
+                if ((e >> bit) & 1) acc = acc * *this;
+            }
+        }
+        return acc;
+    }
+
+    // 16-byte vector loads: an element is 32 or 48 bytes, 16-byte aligned in every buffer.
+    static __device__ __forceinline__ fp load(const uint32_t* p) {
+        fp r;
+        const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+        for (int j = 0; j < N / 4; j++) {
+            uint4 t = q[j];
+            r.v[4 * j] = t.x, r.v[4 * j + 1] = t.y, r.v[4 * j + 2] = t.z, r.v[4 * j + 3] = t.w;
+        }
+        return r;
+    }
+    // Read-only data (key points, twiddles): through the non-coherent cache.
+    static __device__ __forceinline__ fp load_ro(const uint32_t* p) {
+        fp r;
+        const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+        for (int j = 0; j < N / 4; j++) {
+            uint4 t = __ldg(q + j);
+            r.v[4 * j] = t.x, r.v[4 * j + 1] = t.y, r.v[4 * j + 2] = t.z, r.v[4 * j + 3] = t.w;
+        }
+        return r;
+    }
+    __device__ __forceinline__ void store(uint32_t* p) const {
+        uint4* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+        for (int j = 0; j < N / 4; j++) q[j] = make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+    }
+    static constexpr int WORDS = N;
+};
+
+// Fq2 = Fq[u]/(u^2 + 1), stored c0 then c1 (the zkey's order).
+template <class F>
+struct fp2 {
+    F c0, c1;
+    static constexpr int WORDS = 2 * F::WORDS;
+
+    static __device__ __forceinline__ fp2 zero() { return {F::zero(), F::zero()}; }
+    static __device__ __forceinline__ fp2 one() { return {F::one(), F::zero()}; }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ bool operator==(const fp2& o) const { return c0 == o.c0 && c1 == o.c1; }
+    __device__ __forceinline__ bool operator!=(const fp2& o) const { return !(*this == o); }
+    friend __device__ __forceinline__ fp2 operator+(const fp2& a, const fp2& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
+    friend __device__ __forceinline__ fp2 operator-(const fp2& a, const fp2& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
+    // Not inlined: a G2 formula holds a dozen of these, and inlining them all makes kernels
+    // that take NVRTC minutes and spill; the call costs little next to three products.
+    friend __device__ __noinline__ fp2 operator*(const fp2& a, const fp2& b) {
+        // Karatsuba: three base-field products
+        F v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
+        F s = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return {v0 - v1, s - v0 - v1};
+    }
+    __device__ __forceinline__ fp2& operator+=(const fp2& b) { return *this = *this + b; }
+    __device__ __forceinline__ fp2& operator-=(const fp2& b) { return *this = *this - b; }
+    __device__ __forceinline__ fp2& operator*=(const fp2& b) { return *this = *this * b; }
+    __device__ __noinline__ fp2 sqr() const {
+        // (c0 + c1 u)^2 = (c0 + c1)(c0 - c1) + 2 c0 c1 u
+        F t = c0 * c1;
+        return {(c0 + c1) * (c0 - c1), t + t};
+    }
+    __device__ __forceinline__ fp2 dbl() const { return *this + *this; }
+    __device__ __forceinline__ fp2 neg() const { return {c0.neg(), c1.neg()}; }
+    __device__ fp2 inverse() const {
+        F t = (c0.sqr() + c1.sqr()).inverse();
+        return {c0 * t, (c1 * t).neg()};
+    }
+    static __device__ __forceinline__ fp2 load(const uint32_t* p) { return {F::load(p), F::load(p + F::WORDS)}; }
+    static __device__ __forceinline__ fp2 load_ro(const uint32_t* p) {
+        return {F::load_ro(p), F::load_ro(p + F::WORDS)};
+    }
+    __device__ __forceinline__ void store(uint32_t* p) const {
+        c0.store(p);
+        c1.store(p + F::WORDS);
+    }
+};

@@ -1,0 +1,169 @@
+// Entry point compiled by NVRTC once per curve.  The build prepends "params.cuh", which
+// defines the field-constants structs FR_P and FQ_P for the curve; everything below is
+// curve-independent.  Kernels are extern "C" so the runtime finds them by name.
+#include "params.cuh"
+#include "field.cuh"
+#include "curve.cuh"
+#include "ntt.cuh"
+#include "msm.cuh"
+#include "evaluate.cuh"
+
+typedef fp<FR_P> fr_t;
+typedef fp<FQ_P> fq_t;
+typedef fp2<fq_t> fq2_t;
+typedef affine<fq_t> g1_aff;
+typedef xyzz<fq_t> g1_acc;
+typedef affine<fq2_t> g2_aff;
+typedef xyzz<fq2_t> g2_acc;
+typedef ntt_kernels<fr_t> NTT;
+typedef eval_kernels<fr_t> EVAL;
+typedef msm_kernels<g1_aff, g1_acc> MSM1;
+typedef msm_kernels<g2_aff, g2_acc> MSM2;
+
+// ---- field tests and conversions
+extern "C" __global__ void fr_mul_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t x = fr_t::load(a + 8ull * i), y = fr_t::load(b + 8ull * i);
+    (x * y).store(out + 32ull * i);
+    (x + y).store(out + 32ull * i + 8);
+    (x - y).store(out + 32ull * i + 16);
+    x.inverse().store(out + 32ull * i + 24);
+}
+extern "C" __global__ void fq_mul_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint32_t W = fq_t::N;
+    fq_t x = fq_t::load(a + (uint64_t)W * i), y = fq_t::load(b + (uint64_t)W * i);
+    (x * y).store(out + 4ull * W * i);
+    (x + y).store(out + 4ull * W * i + W);
+    (x - y).store(out + 4ull * W * i + 2 * W);
+    x.inverse().store(out + 4ull * W * i + 3 * W);
+}
+extern "C" __global__ void fr_to_mont(uint32_t* x, uint32_t n) { EVAL::convert(x, n, true); }
+extern "C" __global__ void fr_from_mont(uint32_t* x, uint32_t n) { EVAL::convert(x, n, false); }
+
+// ---- evaluate / quotient
+extern "C" __global__ void __launch_bounds__(256) evaluate_ab(
+    const uint32_t* rp_a, const uint32_t* wire_a, const uint32_t* coef_a, const uint32_t* rp_b,
+    const uint32_t* wire_b, const uint32_t* coef_b, const uint32_t* w, uint32_t n, uint32_t* a, uint32_t* b,
+    uint32_t* c) {
+    EVAL::evaluate(rp_a, wire_a, coef_a, rp_b, wire_b, coef_b, w, n, a, b, c);
+}
+extern "C" __global__ void __launch_bounds__(256) quotient_h(const uint32_t* a, const uint32_t* b,
+                                                              const uint32_t* c, uint32_t n, uint32_t* h) {
+    EVAL::quotient(a, b, c, n, h);
+}
+
+// ---- NTT
+extern "C" __global__ void __launch_bounds__(512) ntt_dif_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
+                                                                uint32_t k, uint32_t l0, uint32_t b,
+                                                                const uint32_t* scale) {
+    extern __shared__ uint32_t shm[];
+    NTT::dif_pass(data, tw, tw_stride, k, l0, b, scale, shm);
+}
+extern "C" __global__ void __launch_bounds__(512) ntt_dit_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
+                                                                uint32_t k, uint32_t s0, uint32_t b) {
+    extern __shared__ uint32_t shm[];
+    NTT::dit_pass(data, tw, tw_stride, k, s0, b, shm);
+}
+extern "C" __global__ void fr_powers(uint32_t* out, const uint32_t* base, const uint32_t* scale, uint32_t n) {
+    NTT::powers(out, base, scale, n);
+}
+extern "C" __global__ void fr_bit_reverse(const uint32_t* in, uint32_t* out, uint32_t k) { NTT::bit_reverse(in, out, k); }
+extern "C" __global__ void fr_scale(uint32_t* data, const uint32_t* table, uint32_t k) { NTT::scale(data, table, k); }
+
+// ---- MSM: scalar side (shared by G1 and G2)
+extern "C" __global__ void __launch_bounds__(256) msm_count(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                             uint32_t windows, uint32_t fold, uint32_t* counts) {
+    msm_digits<false>(scalars, n, c, windows, fold, counts, nullptr);
+}
+extern "C" __global__ void __launch_bounds__(256) msm_scatter(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                               uint32_t windows, uint32_t fold, uint32_t* cursor,
+                                                               uint32_t* sorted) {
+    msm_digits<true>(scalars, n, c, windows, fold, cursor, sorted);
+}
+// scan: 1024 threads x 4 entries a block
+extern "C" __global__ void __launch_bounds__(1024) scan_blocks(const uint32_t* in, uint32_t count, uint32_t* out,
+                                                                uint32_t* block_sums) {
+    __shared__ uint32_t shm[32];
+    const uint32_t base = blockIdx.x * 4096 + threadIdx.x * 4;
+    uint32_t v[4], s = 0;
+    for (int j = 0; j < 4; j++) {
+        v[j] = base + j < count ? in[base + j] : 0;
+        s += v[j];
+    }
+    uint32_t total;
+    uint32_t prefix = block_exclusive_scan(s, shm, total);
+    for (int j = 0; j < 4; j++) {
+        if (base + j < count) out[base + j] = prefix;
+        prefix += v[j];
+    }
+    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
+}
+extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint32_t* cursor, uint32_t count,
+                                                             const uint32_t* block_sums, uint32_t nblocks) {
+    // block_sums were scanned in place (exclusive) by scan_blocks with one block; the
+    // grand total sits at block_sums[nblocks]... computed here: out[count] = total.
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) {
+        const uint32_t v = out[i] + block_sums[i / 4096];
+        out[i] = v;
+        cursor[i] = v;
+    }
+}
+
+#define MSM_GROUP_KERNELS(G, MSM)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(256) msm_accumulate_##G(                                          \
+        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
+        uint32_t* buckets, uint32_t* partials) {                                                                    \
+        MSM::accumulate(sorted, offsets, K, bases, T, buckets, partials);                                           \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_fix_##G(const uint32_t* offsets, uint32_t K, uint32_t T,  \
+                                                                  const uint32_t* partials, uint32_t* buckets,      \
+                                                                  uint32_t* heavy, uint32_t* heavy_count,           \
+                                                                  uint32_t heavy_threshold) {                       \
+        MSM::fix(offsets, K, T, partials, buckets, heavy, heavy_count, heavy_threshold);                            \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_fix_heavy_##G(                                            \
+        const uint32_t* heavy, const uint32_t* heavy_count, const uint32_t* offsets, uint32_t T,                    \
+        const uint32_t* partials, uint32_t* buckets) {                                                              \
+        extern __shared__ uint32_t shm[];                                                                           \
+        MSM::fix_heavy(heavy, heavy_count, offsets, T, partials, buckets, shm);                                     \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_reduce_segments_##G(                                      \
+        const uint32_t* buckets, uint32_t B, uint32_t groups, uint32_t L, uint32_t* seg_out) {                      \
+        MSM::reduce_segments(buckets, B, groups, L, seg_out);                                                       \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_sum_segments_##G(const uint32_t* seg_out, uint32_t segs,  \
+                                                                           uint32_t* group_out) {                   \
+        extern __shared__ uint32_t shm[];                                                                           \
+        MSM::sum_segments(seg_out, segs, group_out, shm);                                                           \
+    }                                                                                                               \
+    extern "C" __global__ void msm_combine_##G(const uint32_t* group_out, uint32_t groups, uint32_t shift,          \
+                                               uint32_t* result) {                                                  \
+        MSM::combine(group_out, groups, shift, result);                                                             \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_precompute_##G(uint32_t* bases, uint32_t n, uint32_t c,   \
+                                                                         uint32_t fold) {                           \
+        MSM::precompute(bases, n, c, fold);                                                                         \
+    }
+
+MSM_GROUP_KERNELS(g1, MSM1)
+MSM_GROUP_KERNELS(g2, MSM2)
+
+// ---- the integer-rate ceiling for perf/ (design.md §9): independent 32-bit multiply-adds
+extern "C" __global__ void perf_imad(uint32_t* out, uint32_t iters, uint32_t seed) {
+    uint32_t a0 = seed + threadIdx.x, a1 = a0 ^ 0x9e3779b9u, a2 = a0 * 3u, a3 = a0 + 17u;
+    uint32_t a4 = a0 * 5u, a5 = a0 ^ 0x85ebca6bu, a6 = a0 + 99u, a7 = a0 * 7u;
+    const uint32_t m = seed | 1u, c = seed >> 3;
+#pragma unroll 1
+    for (uint32_t i = 0; i < iters; i++) {
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            a0 = a0 * m + c; a1 = a1 * m + c; a2 = a2 * m + c; a3 = a3 * m + c;
+            a4 = a4 * m + c; a5 = a5 * m + c; a6 = a6 * m + c; a7 = a7 * m + c;
+        }
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
+}

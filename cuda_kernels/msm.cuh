@@ -1,0 +1,272 @@
+// Pippenger multi-scalar multiplication with signed digits, bucket sorting by counting,
+// chunked bucket accumulation (load-balanced however skewed the scalars are), and
+// running-sum bucket reduction.  Templated over the point type so G1 and G2 share it.
+//
+// Layout of one MSM (host picks c, windows W, fold f; groups G = ceil(W / f), B = 2^(c-1)):
+//   bases    : f tables of n affine points, table t holding 2^(c*t) * P_i   (t = 0 is the key)
+//   key      : bucket id = (w / f) * B + |digit| - 1       (K = G * B buckets)
+//   entry    : ((w % f) * n + i) | sign << 31             (which table row, and the sign)
+//   result   : sum over groups g of 2^(c*f*g) * sum_b (b+1) * bucket[g][b]
+#pragma once
+#include "curve.cuh"
+
+// Signed c-bit digit of window w of a 256-bit scalar (little-endian 32-bit limbs), given the
+// carry from window w-1.  Digits lie in [-2^(c-1), 2^(c-1)].
+__device__ __forceinline__ int32_t window_digit(const uint32_t* s, uint32_t w, uint32_t c, uint32_t& carry) {
+    const uint32_t bit = w * c, limb = bit >> 5, shift = bit & 31;
+    uint64_t lo = limb < 8 ? s[limb] : 0, hi = limb + 1 < 8 ? s[limb + 1] : 0;
+    uint32_t val = (uint32_t)(((hi << 32) | lo) >> shift) & ((1u << c) - 1);
+    val += carry;
+    if (val > (1u << (c - 1))) {
+        carry = 1;
+        return (int32_t)val - (int32_t)(1u << c);
+    }
+    carry = 0;
+    return (int32_t)val;
+}
+
+__device__ __forceinline__ void load_scalar(const uint32_t* scalars, uint32_t i, uint32_t* s) {
+    const uint4* q = reinterpret_cast<const uint4*>(scalars + 8ull * i);
+    uint4 a = q[0], b = q[1];
+    s[0] = a.x, s[1] = a.y, s[2] = a.z, s[3] = a.w, s[4] = b.x, s[5] = b.y, s[6] = b.z, s[7] = b.w;
+}
+
+// Counting pass (scatter == false) or placement pass (scatter == true) of the bucket sort.
+// Lanes of a warp that hit the same bucket share one atomic (skewed inputs, e.g. many
+// scalars equal to 1, would otherwise serialise on one counter).
+template <bool scatter>
+__device__ __forceinline__ void msm_digits(const uint32_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
+                                           uint32_t fold, uint32_t* counters, uint32_t* sorted) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool valid = i < n;
+    uint32_t s[8];
+    if (valid) load_scalar(scalars, i, s);
+    else
+        for (int j = 0; j < 8; j++) s[j] = 0;
+    const uint32_t B = 1u << (c - 1);
+    const uint32_t lane = threadIdx.x & 31;
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < windows; w++) {
+        int32_t d = window_digit(s, w, c, carry);
+        const bool hit = valid && d != 0;
+        const uint32_t active = __ballot_sync(0xffffffffu, hit);
+        if (!hit) continue;
+        const uint32_t key = (w / fold) * B + (uint32_t)(d < 0 ? -d : d) - 1;
+        const uint32_t peers = __match_any_sync(active, key);
+        const uint32_t leader = __ffs(peers) - 1;
+        uint32_t base = 0;
+        if (lane == leader) base = atomicAdd(&counters[key], __popc(peers));
+        if (scatter) {
+            base = __shfl_sync(peers, base, leader);
+            const uint32_t rank = __popc(peers & ((1u << lane) - 1));
+            sorted[base + rank] = ((w % fold) * n + i) | (d < 0 ? 0x80000000u : 0u);
+        }
+    }
+}
+
+// Exclusive scan of `count` counters into offsets[0..count] (offsets[count] = total) and a
+// copy for the placement pass's cursors.  Three launches: per-block scan (4096 entries a
+// block), scan of the block sums (one block), then the add-back.
+__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* shm, uint32_t& total) {
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    uint32_t x = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= (uint32_t)o) x += y;
+    }
+    if (lane == 31) shm[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t t = lane < nwarps ? shm[lane] : 0;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            uint32_t y = __shfl_up_sync(0xffffffffu, t, o);
+            if (lane >= (uint32_t)o) t += y;
+        }
+        shm[lane] = t;  // inclusive prefix of warp sums
+    }
+    __syncthreads();
+    total = shm[nwarps - 1];
+    const uint32_t warp_prefix = warp ? shm[warp - 1] : 0;
+    __syncthreads();
+    return warp_prefix + x - v;
+}
+
+template <class Aff, class Acc>
+struct msm_kernels {
+    // One thread per chunk of T consecutive sorted entries; a run of entries of one bucket
+    // that is the whole bucket goes straight to `buckets`, a cut run goes to the chunk's
+    // partial slot (2t: the chunk's first run, 2t+1: its last run).
+    static __device__ __forceinline__ void accumulate(const uint32_t* sorted, const uint32_t* offsets, uint32_t K,
+                                                      const uint32_t* bases, uint32_t T, uint32_t* buckets,
+                                                      uint32_t* partials) {
+        const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+        const uint32_t L = offsets[K];
+        const uint64_t s0_64 = (uint64_t)t * T;
+        if (s0_64 >= L) return;
+        const uint32_t s0 = (uint32_t)s0_64;
+        const uint32_t e0 = min(s0 + T, L);
+        // largest k with offsets[k] <= s0
+        uint32_t lo = 0, hi = K;
+        while (hi - lo > 1) {
+            uint32_t mid = (lo + hi) >> 1;
+            if (offsets[mid] <= s0) lo = mid;
+            else hi = mid;
+        }
+        uint32_t k = lo;
+        uint32_t b_start = offsets[k], b_end = offsets[k + 1];
+        uint32_t run_start = s0;
+        Acc acc = Acc::inf();
+        for (uint32_t p = s0; p < e0; p++) {
+            const uint32_t e = sorted[p];
+            const uint32_t idx = e & 0x7fffffffu;
+            Aff pt = Aff::load_ro(bases + (uint64_t)idx * Aff::WORDS);
+            if (e >> 31) pt = pt.neg();
+            acc.add(pt);
+            const uint32_t q = p + 1;
+            if (q == b_end || q == e0) {
+                if (run_start == b_start && q == b_end) {
+                    acc.store(buckets + (uint64_t)k * Acc::WORDS);
+                } else {
+                    const uint64_t slot = 2ull * t + (run_start == s0 ? 0 : 1);
+                    acc.store(partials + slot * Acc::WORDS);
+                }
+                acc = Acc::inf();
+                run_start = q;
+                if (q < e0) {
+                    k++;
+                    while (offsets[k + 1] <= q) k++;
+                    b_start = offsets[k];
+                    b_end = offsets[k + 1];
+                }
+            }
+        }
+    }
+
+    // Partial slots of bucket k, in chunk order.
+    static __device__ __forceinline__ uint64_t first_slot(uint32_t s, uint32_t T) {
+        const uint32_t c_lo = s / T;
+        return 2ull * c_lo + (s == c_lo * T ? 0 : 1);
+    }
+
+    // One thread per bucket: empty -> infinity; cut across few chunks -> sum its partials;
+    // cut across many -> hand it to `fix_heavy` (a block per bucket).
+    static __device__ __forceinline__ void fix(const uint32_t* offsets, uint32_t K, uint32_t T,
+                                               const uint32_t* partials, uint32_t* buckets, uint32_t* heavy,
+                                               uint32_t* heavy_count, uint32_t heavy_threshold) {
+        const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+        if (k >= K) return;
+        const uint32_t s = offsets[k], e = offsets[k + 1];
+        if (s == e) {
+            Acc::inf().store(buckets + (uint64_t)k * Acc::WORDS);
+            return;
+        }
+        const uint32_t c_lo = s / T, c_hi = (e - 1) / T;
+        if (c_lo == c_hi) return;  // written whole by accumulate
+        if (c_hi - c_lo + 1 > heavy_threshold) {
+            heavy[atomicAdd(heavy_count, 1u)] = k;
+            return;
+        }
+        Acc acc = Acc::load(partials + first_slot(s, T) * Acc::WORDS);
+        for (uint32_t c = c_lo + 1; c <= c_hi; c++) acc.add(Acc::load(partials + 2ull * c * Acc::WORDS));
+        acc.store(buckets + (uint64_t)k * Acc::WORDS);
+    }
+
+    // Block-wide sum of one value per thread (result valid in thread 0).
+    static __device__ __forceinline__ Acc block_sum(Acc v, uint32_t* shm) {
+        const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+#pragma unroll 1
+        for (uint32_t o = 16; o > 0; o >>= 1) {
+            Acc other;
+            uint32_t* src = reinterpret_cast<uint32_t*>(&v);
+            uint32_t* dst = reinterpret_cast<uint32_t*>(&other);
+#pragma unroll
+            for (int j = 0; j < Acc::WORDS; j++) dst[j] = __shfl_down_sync(0xffffffffu, src[j], o);
+            if (lane + o < 32) v.add(other);
+        }
+        if (lane == 0) v.store(shm + warp * Acc::WORDS);
+        __syncthreads();
+        if (warp == 0) {
+            Acc r = Acc::inf();
+            if (lane == 0)
+                for (uint32_t w = 0; w < nwarps; w++) r.add(Acc::load(shm + w * Acc::WORDS));
+            v = r;
+        }
+        __syncthreads();
+        return v;
+    }
+
+    // A block per heavy bucket (grid-stride over the list).
+    static __device__ __forceinline__ void fix_heavy(const uint32_t* heavy, const uint32_t* heavy_count,
+                                                     const uint32_t* offsets, uint32_t T, const uint32_t* partials,
+                                                     uint32_t* buckets, uint32_t* shm) {
+        const uint32_t count = *heavy_count;
+        for (uint32_t h = blockIdx.x; h < count; h += gridDim.x) {
+            const uint32_t k = heavy[h];
+            const uint32_t s = offsets[k], e = offsets[k + 1];
+            const uint32_t c_lo = s / T, c_hi = (e - 1) / T;
+            Acc acc = Acc::inf();
+            if (threadIdx.x == 0) acc = Acc::load(partials + first_slot(s, T) * Acc::WORDS);
+            for (uint32_t c = c_lo + 1 + threadIdx.x; c <= c_hi; c += blockDim.x)
+                acc.add(Acc::load(partials + 2ull * c * Acc::WORDS));
+            acc = block_sum(acc, shm);
+            if (threadIdx.x == 0) acc.store(buckets + (uint64_t)k * Acc::WORDS);
+        }
+    }
+
+    // One thread per (group, segment of L buckets): sum_b (b+1) * bucket[b] over the segment
+    // by running sums from the top, plus lo * (segment sum).
+    static __device__ __forceinline__ void reduce_segments(const uint32_t* buckets, uint32_t B, uint32_t groups,
+                                                           uint32_t L, uint32_t* seg_out) {
+        const uint32_t segs = (B + L - 1) / L;
+        const uint32_t id = blockIdx.x * blockDim.x + threadIdx.x;
+        if (id >= groups * segs) return;
+        const uint32_t g = id / segs, sgi = id % segs;
+        const uint32_t lo = sgi * L, hi = min(lo + L, B);
+        Acc run = Acc::inf(), acc = Acc::inf();
+        for (uint32_t j = hi; j-- > lo;) {
+            run.add(Acc::load(buckets + ((uint64_t)g * B + j) * Acc::WORDS));
+            acc.add(run);
+        }
+        run.mul_small(lo);
+        acc.add(run);
+        acc.store(seg_out + (uint64_t)id * Acc::WORDS);
+    }
+
+    // A block per group: sum of its segments.
+    static __device__ __forceinline__ void sum_segments(const uint32_t* seg_out, uint32_t segs, uint32_t* group_out,
+                                                        uint32_t* shm) {
+        const uint32_t g = blockIdx.x;
+        Acc acc = Acc::inf();
+        for (uint32_t s = threadIdx.x; s < segs; s += blockDim.x)
+            acc.add(Acc::load(seg_out + ((uint64_t)g * segs + s) * Acc::WORDS));
+        acc = block_sum(acc, shm);
+        if (threadIdx.x == 0) acc.store(group_out + (uint64_t)g * Acc::WORDS);
+    }
+
+    // One thread: Horner over groups, shifting by c*fold bits between them.
+    static __device__ __forceinline__ void combine(const uint32_t* group_out, uint32_t groups, uint32_t shift,
+                                                   uint32_t* result) {
+        if (blockIdx.x != 0 || threadIdx.x != 0) return;
+        Acc acc = Acc::load(group_out + (uint64_t)(groups - 1) * Acc::WORDS);
+        for (uint32_t g = groups - 1; g-- > 0;) {
+            for (uint32_t d = 0; d < shift; d++) acc.dbl();
+            acc.add(Acc::load(group_out + (uint64_t)g * Acc::WORDS));
+        }
+        acc.store(result);
+    }
+
+    // Window tables for fold > 1: table t holds 2^(c*t) * P_i (affine), t = 1..fold-1.
+    static __device__ __forceinline__ void precompute(uint32_t* bases, uint32_t n, uint32_t c, uint32_t fold) {
+        const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        Aff p = Aff::load(bases + (uint64_t)i * Aff::WORDS);
+        Acc acc = Acc::from_affine(p);
+        for (uint32_t t = 1; t < fold; t++) {
+            for (uint32_t d = 0; d < c; d++) acc.dbl();
+            Aff a = acc.to_affine();
+            a.store(bases + ((uint64_t)t * n + i) * Aff::WORDS);
+        }
+    }
+};

@@ -1,0 +1,659 @@
+"""The embeddable asyncio engine: `async with Engine(config) as eng: proof = await eng.prove(key, w)`.
+
+`Engine` composes the scheduler (budgets, device workers, locks, the
+synthesis pool, the timeline; all in scheduler/) with a backend per device and
+the prover's epilogue.  Many tasks may call `prove` at once; each job runs in
+the engine's own task group, so
+
+* cancelling a caller's await cancels its job, which gives back everything
+  it reserved (device memory only once the device is done with it);
+* a failing job raises its own error in its caller and the engine keeps
+  serving the others;
+* leaving the `async with` block drains the jobs in flight (a cancelled body
+  cancels them instead), then stops the pool, the device threads and the
+  backends.
+
+Works under asyncio and uvloop (internals on anyio); an engine belongs to the
+event loop that entered it.  For the CLI, `prove_files` runs one engine for a
+batch of witness files (see `python -m engine prove --timeline FILE`).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+
+import anyio
+import numpy as np
+
+from scheduler.budget import Budget
+from scheduler.device_worker import DeviceWorker
+from scheduler.pipeline import KeyRecord, Partition, Pipeline
+from scheduler.synth_pool import SynthPool
+from scheduler.timeline import Event, MemorySink, Stage, Timeline
+
+from .config import ConfigError, EngineConfig
+from .errors import EngineClosedError, EngineError, MismatchError, VerificationError
+
+UNLIMITED = 1 << 62  # a budget that never binds (the CPU backend's device memory)
+
+
+# ------------------------------------------------------------------ Groth16 pieces (run in workers / threads)
+
+def synthesise_wtns(path: str) -> tuple[dict, np.ndarray]:
+    """Synthesis task: load a .wtns file (runs in a synthesis worker process)."""
+    from .formats import read_wtns  # noqa: PLC0415
+
+    w = read_wtns(path)
+    return {"prime": int(w.prime)}, w.values
+
+
+def synthesise_wasm(wasm_path: str, inputs: dict) -> tuple[dict, np.ndarray]:
+    """Synthesis task: compute a witness from circuit.wasm and inputs (runs in a worker process)."""
+    from .wasm_witness import compute_witness  # noqa: PLC0415
+
+    out = compute_witness(wasm_path, inputs)
+    values = getattr(out, "values", out)
+    prime = getattr(out, "prime", None)
+    return {"prime": None if prime is None else int(prime)}, np.asarray(values)
+
+
+@dataclass
+class Groth16Key:
+    """What the Groth16 kit keeps per key: the parsed zkey, the optional circuit.wasm, the cached vk."""
+
+    zkey: Any
+    wasm: str | None = None
+    vk: Any = None
+
+
+class Groth16Kit:
+    """The engine-side pieces of a Groth16 job: synthesis tasks, checks, epilogue, verification."""
+
+    name = "groth16"
+
+    def read_key(self, path: Any, wasm: Any = None) -> Groth16Key:
+        from .formats import read_zkey  # noqa: PLC0415
+
+        return Groth16Key(read_zkey(path), None if wasm is None else os.fspath(wasm))
+
+    def backend_key(self, key: Groth16Key) -> Any:
+        return key.zkey
+
+    def key_label(self, key: Groth16Key) -> str:
+        z = key.zkey
+        return os.path.basename(z.path) if getattr(z, "path", None) else f"{z.curve.name} key"
+
+    def describe(self, key: Groth16Key) -> dict:
+        z = key.zkey
+        return {"path": z.path, "curve": z.curve.name, "n_vars": z.n_vars, "n_public": z.n_public,
+                "domain_size": z.domain_size}
+
+    def witness_bytes(self, key: Groth16Key) -> int:
+        return int(key.zkey.n_vars) * 32  # (m, 4) uint64
+
+    def make_partition(self, key: Groth16Key, index: int, item: Any) -> Partition:
+        """item: a .wtns path, a dict of circuit inputs (needs wasm=), a Witness, or (m, 4) uint64 values."""
+        if isinstance(item, (str, os.PathLike)):
+            path = os.fspath(item)
+            return Partition(index, path, task=(synthesise_wtns, (path,)))
+        if isinstance(item, dict):
+            if key.wasm is None:
+                raise MismatchError(
+                    f"{self.key_label(key)}: circuit inputs were given but the key was loaded without "
+                    "wasm= (the circuit.wasm that computes the witness)"
+                )
+            return Partition(index, f"inputs for {os.path.basename(key.wasm)}", task=(synthesise_wasm, (key.wasm, item)))
+        if hasattr(item, "values") and hasattr(item, "prime"):
+            name = getattr(item, "path", None) or f"witness {index}"
+            return Partition(index, name, values=item.values, meta={"prime": int(item.prime)})
+        if isinstance(item, np.ndarray):
+            return Partition(index, f"witness {index}", values=item, meta={"prime": None})
+        raise TypeError(f"cannot prove {type(item).__name__}: give a .wtns path, an inputs dict, a Witness or values")
+
+    def check(self, key: Groth16Key, meta: Any, values: np.ndarray, label: str) -> None:
+        from .prover import check_witness_for_key  # noqa: PLC0415
+
+        prime = (meta or {}).get("prime") or key.zkey.curve.r
+        check_witness_for_key(key.zkey, prime, values, label)
+
+    def public(self, key: Groth16Key, values: np.ndarray) -> np.ndarray:
+        # The epilogue reads only w_0..w_nPublic (prover.public_signals); copying them lets the
+        # witness's host memory go back as soon as the device is done with it.
+        return np.array(values[: key.zkey.n_public + 1])
+
+    def finish(self, key: Groth16Key, core: Any, public: np.ndarray) -> Any:
+        from .prover import finish  # noqa: PLC0415
+
+        return finish(key.zkey, core, public, verify=False)
+
+    def verify(self, key: Groth16Key, proof: Any) -> None:
+        from .verifier import verify, vk_from_zkey  # noqa: PLC0415
+
+        if key.vk is None:
+            key.vk = vk_from_zkey(key.zkey)
+        if not verify(key.vk, proof.public, proof):
+            raise VerificationError(
+                f"the proof for {key.zkey.path or 'this key'} does not verify: the witness does not satisfy the "
+                "circuit (check it with --r1cs), or a backend computed a wrong result; no proof was returned"
+            )
+
+
+# ------------------------------------------------------------------ public handles
+
+@dataclass(eq=False)
+class KeyHandle:
+    """A proving key loaded into an engine (resident on its devices)."""
+
+    label: str
+    path: str | None
+    curve: str | None
+    n_vars: int
+    n_public: int
+    domain_size: int
+    working_set_bytes: int  # device memory one proof reserves
+    witness_bytes: int  # host memory one synthesised witness reserves
+    devices: tuple[int, ...]
+    _record: KeyRecord = field(repr=False, default=None)
+    _engine: "Engine" = field(repr=False, default=None)
+    _jobs: int = field(repr=False, default=0)
+    _resident_bytes: dict = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class StreamResult:
+    """One item of `Engine.prove_stream`: its position, and the proof or the error."""
+
+    index: int
+    item: Any
+    proof: Any = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _JobHandle:
+    def __init__(self, job_id: int):
+        self.id = job_id
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.cancelled = False
+        self.callbacks: list[Callable[["_JobHandle"], None]] = []
+
+    async def result(self) -> Any:
+        try:
+            await self.done.wait()
+        except BaseException:
+            self.scope.cancel()  # the caller gave up: the job gives back what it holds
+            raise
+        if self.error is not None:
+            raise self.error
+        if self.cancelled:
+            raise EngineClosedError(f"job {self.id} was cancelled because the engine shut down")
+        return self.value
+
+
+# ------------------------------------------------------------------ the engine
+
+class Engine:
+    """A proving engine on this event loop.  See the module docstring."""
+
+    def __init__(
+        self,
+        config: EngineConfig | None = None,
+        *,
+        backends: Sequence[Any] | None = None,
+        kit: Any = None,
+        timeline: Timeline | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ):
+        """`backends` (one per device) and `kit` override what `config.backend` selects (tests, embedding)."""
+        self.config = config or EngineConfig()
+        self._given_backends = list(backends) if backends is not None else None
+        self._kit = kit
+        self.timeline = timeline or Timeline()
+        if on_event is not None:
+            self.timeline.add_sink(on_event)
+        self._state = "new"
+        self._job_ids = itertools.count(1)
+        self._jobs: set[_JobHandle] = set()
+        self._idle = anyio.Event()
+        self._keys: list[KeyHandle] = []
+        self.devices: list[DeviceWorker] = []
+        self.synth: SynthPool | None = None
+        self.vram: Budget | None = None
+        self.host: Budget | None = None
+        self._pipeline: Pipeline | None = None
+        self._tg = None
+        self._backends: list[Any] = []
+
+    # ---- lifecycle
+    async def __aenter__(self) -> "Engine":
+        if self._state != "new":
+            raise EngineClosedError("an Engine can be entered once")
+        cfg = self.config
+        try:
+            kit, backends, device_ids = self._make_backends()
+        except BaseException:
+            self._state = "closed"
+            raise
+        if cfg.timeline:
+            self.timeline.add_file(cfg.timeline)
+        self._kit, self._backends = kit, backends
+        capacities = []
+        for b in backends:
+            if cfg.vram_budget is not None:
+                capacities.append(cfg.vram_budget)
+            else:
+                measured = getattr(b, "memory_budget_bytes", None)
+                capacities.append(int(measured()) if measured is not None else UNLIMITED)
+        self.vram = Budget(capacities, name="VRAM budget", guard_devices=device_ids)
+        self.host = Budget([cfg.host_budget if cfg.host_budget is not None else _default_host_budget()],
+                           name="host budget")
+        for pool, (dev, backend) in enumerate(zip(device_ids, backends)):
+            threads = cfg.device_threads
+            if getattr(backend, "synchronous_compute", getattr(backend, "name", "") == "cpu"):
+                threads = max(threads, cfg.compute_slots)  # compute runs on the thread: one per slot
+            self.devices.append(DeviceWorker(dev, backend, self.vram, pool=pool, lock_mode=cfg.lock_mode,
+                                             compute_slots=cfg.compute_slots, device_threads=threads,
+                                             timeline=self.timeline))
+        self.synth = SynthPool(cfg.synthesis_workers, start_method=cfg.synthesis_start_method,
+                               preload=[type(kit).__module__])
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            for worker in self.devices:
+                worker.start()
+            await self.synth.start()
+            if cfg.idle_trim_s:
+                for worker in self.devices:
+                    self._tg.start_soon(worker.idle_trim_loop, cfg.idle_trim_s)
+        except BaseException:
+            self._tg.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await self._tg.__aexit__(None, None, None)
+                await self._teardown()
+            raise
+        self._pipeline = Pipeline(self.devices, self.vram, self.host, self.synth, kit, timeline=self.timeline,
+                                  verify=cfg.verify, cpu_threads=cfg.epilogue_threads)
+        self._state = "open"
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> bool | None:
+        self._state = "closing"
+        try:
+            if exc_type is None or issubclass(exc_type, Exception):
+                with anyio.move_on_after(self.config.shutdown_timeout_s) if self.config.shutdown_timeout_s else _null():
+                    await self.drain()
+            for handle in list(self._jobs):  # a cancelled body or a timed-out drain: stop the rest
+                handle.scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await self.drain()
+        finally:
+            self._tg.cancel_scope.cancel()  # the idle-trim loops
+            try:
+                await self._tg.__aexit__(exc_type, exc, tb)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._teardown()
+                self._state = "closed"
+        return None
+
+    async def _teardown(self) -> None:
+        if self.synth is not None:
+            await self.synth.close()
+        for key in list(self._keys):
+            await self._unload(key)
+        for worker in self.devices:
+            close = getattr(worker.backend, "close", None)
+            if close is not None:
+                await worker.call(close)
+            await worker.stop()
+        if self.vram is not None:
+            self.vram.close()
+        self.timeline.close()
+
+    def _make_backends(self) -> tuple[Any, list[Any], list[int]]:
+        cfg = self.config
+        if cfg.backend == "simulated" and self._given_backends is None:
+            from scheduler.simulated import SimParams, SimulatedDevice, SimulatedKit  # noqa: PLC0415
+
+            s = cfg.simulation
+            params = SimParams(upload_ms=s.upload_ms, stage_host_ms=s.stage_host_ms, gpu_ms=s.gpu_ms,
+                               vram_bytes=s.vram, working_set_bytes=s.working_set, key_bytes=s.key_resident,
+                               concurrency_gain=s.concurrency_gain, jitter=s.jitter, seed=s.seed)
+            kit = self._kit or SimulatedKit(s.witness_rows, s.synth_ms, s.epilogue_ms, s.verify_ms, s.seed)
+            return kit, [SimulatedDevice(i, params) for i in range(s.devices)], list(range(s.devices))
+        kit = self._kit or Groth16Kit()
+        if self._given_backends is not None:
+            ids = list(cfg.devices) if cfg.devices else list(range(len(self._given_backends)))
+            if len(ids) != len(self._given_backends):
+                raise ConfigError(f"devices: {ids} does not match the {len(self._given_backends)} backends given")
+            return kit, self._given_backends, ids
+        from .backend import cuda_device_count, select_backend  # noqa: PLC0415
+
+        name = cfg.backend
+        count = cuda_device_count() if name in ("auto", "gpu") else 0
+        if name == "auto":
+            name = "gpu" if count > 0 else "cpu"
+        if name == "gpu":
+            ids = list(cfg.devices) if cfg.devices else list(range(count))
+            missing = [d for d in ids if d >= count]
+            if missing:
+                raise ConfigError(f"devices: {missing} not present (this machine has {count} CUDA device(s))")
+            return kit, [select_backend("gpu", device=d) for d in ids], ids
+        return kit, [select_backend("cpu")], [0]
+
+    # ---- keys
+    async def load_key(self, path: Any, *, wasm: Any = None, label: str | None = None) -> KeyHandle:
+        """Read a proving key and make it resident on every device."""
+        self._check_open()
+        kit = self._kit
+        data = await anyio.to_thread.run_sync(kit.read_key, path, wasm)
+        label = label or kit.key_label(data)
+        self.timeline.emit(Stage.KEY_LOAD_START, key=label)
+        resident: dict[int, Any] = {}
+        taken: dict[int, int] = {}
+
+        async def load_on(worker: DeviceWorker) -> None:
+            resident[worker.index] = await worker.call(worker.backend.load_key, kit.backend_key(data))
+            measure = getattr(worker.backend, "resident_bytes", None)
+            nbytes = int(measure(resident[worker.index])) if measure is not None else 0
+            if nbytes:
+                self.vram.adjust_capacity(worker.pool, -nbytes)
+                taken[worker.index] = nbytes
+
+        handle = KeyHandle(label=label, path=None, curve=None, n_vars=0, n_public=0, domain_size=0,
+                           working_set_bytes=0, witness_bytes=kit.witness_bytes(data),
+                           devices=tuple(w.index for w in self.devices), _engine=self)
+        handle._resident_bytes = taken
+        try:
+            with anyio.CancelScope(shield=True):  # a half-loaded key would leak device memory
+                async with anyio.create_task_group() as tg:
+                    for worker in self.devices:
+                        tg.start_soon(load_on, worker)
+            ws = max(w.backend.working_set_bytes(resident[w.index]) for w in self.devices)
+        except BaseException:
+            handle._record = KeyRecord(label, data, resident, 0, 0)
+            with anyio.CancelScope(shield=True):
+                await self._unload(handle)
+            raise
+        for name, value in kit.describe(data).items():
+            setattr(handle, name, value)
+        handle.working_set_bytes = ws
+        handle._record = KeyRecord(label, data, resident, ws, handle.witness_bytes)
+        self._keys.append(handle)
+        self.timeline.emit(Stage.KEY_LOAD_END, key=label, bytes=ws)
+        return handle
+
+    async def unload_key(self, key: KeyHandle) -> None:
+        """Wait for the key's jobs, then release it on every device."""
+        while key._jobs:
+            await self.drain()
+        await self._unload(key)
+
+    async def _unload(self, key: KeyHandle) -> None:
+        if key in self._keys:
+            self._keys.remove(key)
+        for worker in self.devices:
+            resident = key._record.resident.pop(worker.index, None) if key._record else None
+            if resident is None:
+                continue
+            unload = getattr(worker.backend, "unload_key", None)
+            await worker.call(unload if unload is not None else resident.close, *((resident,) if unload else ()))
+            nbytes = key._resident_bytes.pop(worker.index, 0)
+            if nbytes:
+                self.vram.adjust_capacity(worker.pool, nbytes)
+
+    # ---- proving
+    async def prove(self, key: KeyHandle, witness: Any = None, *, partitions: Sequence[Any] | None = None) -> Any:
+        """One proof of `witness`, or (partitions=[...]) one job of several proofs, returned in order.
+
+        A witness is a .wtns path, a dict of circuit inputs (key loaded with wasm=), a
+        `Witness`, or (m, 4) uint64 values.
+        """
+        if (witness is None) == (partitions is None):
+            raise TypeError("prove(key, witness) or prove(key, partitions=[...]), not both or neither")
+        items = [witness] if partitions is None else list(partitions)
+        if not items:
+            raise ValueError("partitions: an empty list")
+        handle = self._submit(key, items)
+        results = await handle.result()
+        return results[0] if partitions is None else results
+
+    async def prove_stream(
+        self,
+        key: KeyHandle,
+        items: Iterable[Any] | AsyncIterable[Any],
+        *,
+        max_in_flight: int | None = None,
+        ordered: bool = False,
+    ) -> AsyncIterator[StreamResult]:
+        """Prove many witnesses, `max_in_flight` at a time; yields a StreamResult per item.
+
+        Results come as they finish (or in input order with ordered=True); one failure is
+        one StreamResult with `error`, the stream goes on.  Leaving the loop early cancels
+        the items still in flight.
+        """
+        self._check_open()
+        limit = max_in_flight or self.config.max_in_flight
+        send, receive = anyio.create_memory_object_stream(math.inf)
+        slots = anyio.Semaphore(limit)
+        state = {"outstanding": 0, "feeding": True}
+        handles: set[_JobHandle] = set()
+        feeder_scope = anyio.CancelScope()
+
+        def finish_one(index: int, item: Any, handle: _JobHandle | None, error: BaseException | None) -> None:
+            if handle is not None:
+                handles.discard(handle)
+                error = handle.error or (EngineClosedError(f"job {handle.id} was cancelled") if handle.cancelled else None)
+                value = handle.value[0] if handle.value is not None and error is None else None
+            else:
+                value = None
+            try:
+                send.send_nowait(StreamResult(index, item, value, error))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the consumer left the loop: nobody wants this result
+            state["outstanding"] -= 1
+            slots.release()
+            if not state["feeding"] and state["outstanding"] == 0:
+                send.close()
+
+        async def feeder() -> None:
+            index = 0
+            try:
+                with feeder_scope:
+                    async for item in _aiter(items):
+                        await slots.acquire()
+                        state["outstanding"] += 1
+                        try:
+                            handle = self._submit(key, [item])
+                        except Exception as exc:
+                            finish_one(index, item, None, exc)
+                        else:
+                            handles.add(handle)
+                            handle.callbacks.append(lambda h, i=index, it=item: finish_one(i, it, h, None))
+                        index += 1
+            except Exception as exc:  # the caller's iterable failed: end the stream with its error
+                state["error"] = exc
+            finally:
+                state["feeding"] = False
+                if state["outstanding"] == 0:
+                    send.close()
+
+        self._tg.start_soon(feeder)
+        buffered: dict[int, StreamResult] = {}
+        next_index = 0
+        try:
+            async with receive:
+                async for result in receive:
+                    if not ordered:
+                        yield result
+                        continue
+                    buffered[result.index] = result
+                    while next_index in buffered:
+                        yield buffered.pop(next_index)
+                        next_index += 1
+            if state.get("error") is not None:
+                raise state["error"]
+        finally:
+            feeder_scope.cancel()
+            for handle in list(handles):
+                handle.scope.cancel()
+
+    def _submit(self, key: KeyHandle, items: list[Any]) -> _JobHandle:
+        self._check_open()
+        if key._engine is not self or key not in self._keys:
+            raise EngineError(f"{key.label}: this key is not loaded in this engine (use eng.load_key)")
+        parts = [self._kit.make_partition(key._record.data, i, item) for i, item in enumerate(items)]
+        handle = _JobHandle(next(self._job_ids))
+        self._jobs.add(handle)
+        key._jobs += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+        async def runner() -> None:
+            try:
+                with handle.scope:
+                    handle.value = await self._pipeline.run_job(handle.id, key._record, parts)
+            except Exception as exc:
+                handle.error = exc
+            finally:
+                handle.cancelled = handle.scope.cancel_called and handle.error is None and handle.value is None
+                self._jobs.discard(handle)
+                key._jobs -= 1
+                if not self._jobs:
+                    self._idle.set()
+                handle.done.set()
+                for callback in handle.callbacks:
+                    try:
+                        callback(handle)
+                    except Exception:  # a listener's bug must not take the engine down
+                        logging.getLogger(__name__).exception("job %s: completion callback failed", handle.id)
+
+        self._tg.start_soon(runner)
+        return handle
+
+    # ---- state
+    async def drain(self) -> None:
+        """Wait until no job is in flight and every synthesis worker is back."""
+        while self._jobs:
+            await self._idle.wait()
+        if self.synth is not None:
+            await self.synth.wait_ready()
+
+    def at_rest(self) -> bool:
+        """Every budget full, every lock and slot free, every synthesis worker idle and alive."""
+        return (
+            not self._jobs
+            and self.vram.at_rest()
+            and self.host.at_rest()
+            and all(w.locks.at_rest() for w in self.devices)
+            and (self.synth is None or self.synth.at_rest())
+        )
+
+    def stats(self) -> dict:
+        return {
+            "jobs_in_flight": len(self._jobs),
+            "vram_available": [self.vram.available(w.pool) for w in self.devices],
+            "vram_capacity": [self.vram.capacity(w.pool) for w in self.devices],
+            "vram_reservations": [self.vram.outstanding(w.pool) for w in self.devices],
+            "host_available": self.host.available(0),
+            "host_capacity": self.host.capacity(0),
+            "budget_waiting": self.vram.waiting(),
+            "host_waiting": self.host.waiting(),
+            "synthesis_workers_alive": self.synth.alive() if self.synth else 0,
+            "synthesis_restarts": self.synth.restarts if self.synth else 0,
+        }
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise EngineClosedError(
+                "the engine is not running (use `async with Engine(...) as eng`)"
+                if self._state == "new" else "the engine has shut down; no new jobs are accepted"
+            )
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:
+    if hasattr(items, "__aiter__"):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item
+
+
+def _default_host_budget() -> int:
+    """Half the machine's RAM: synthesised witnesses waiting for a device never take more."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+# ------------------------------------------------------------------ for the CLI
+
+def run(main: Callable[[], Any], *, use_uvloop: bool = True) -> Any:
+    """Run `main()` (a coroutine function) on uvloop when installed, else asyncio."""
+    factory = None
+    if use_uvloop:
+        try:
+            import uvloop  # noqa: PLC0415
+
+            factory = uvloop.new_event_loop
+        except ImportError:
+            pass
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main())
+
+
+async def aprove_files(
+    zkey: Any,
+    witnesses: Sequence[Any],
+    *,
+    config: EngineConfig | None = None,
+    timeline: str | os.PathLike | None = None,
+    wasm: Any = None,
+    on_event: Callable[[Event], None] | None = None,
+) -> list[Any]:
+    """Prove each witness (a .wtns path or an inputs dict) with one key, as one job; proofs in order."""
+    config = config or EngineConfig()
+    if timeline is not None:
+        config = config.replace(timeline=os.fspath(timeline))
+    async with Engine(config, on_event=on_event) as eng:
+        key = await eng.load_key(zkey, wasm=wasm)
+        return await eng.prove(key, partitions=list(witnesses))
+
+
+def prove_files(
+    zkey: Any,
+    witnesses: Sequence[Any],
+    *,
+    config: EngineConfig | None = None,
+    timeline: str | os.PathLike | None = None,
+    wasm: Any = None,
+) -> list[Any]:
+    """The CLI's entry: `prove_files(zkey, [wtns...], config=from_args(args), timeline=args.timeline)`."""
+    return run(lambda: aprove_files(zkey, witnesses, config=config, timeline=timeline, wasm=wasm))
+
+
+def record_events() -> tuple[MemorySink, Callable[[Event], None]]:
+    """An in-memory timeline sink for `Engine(on_event=...)` (tests, notebooks)."""
+    sink = MemorySink()
+    return sink, sink

@@ -1,0 +1,238 @@
+"""`python -m engine info <file> [--json]`: what a circom/snarkjs file holds.
+
+Recognises .r1cs, .wtns, .zkey (and .ptau) by their magic, and proof.json,
+public.json and verification_key.json by their shape, whatever their names.
+Reads only what it shows: the r1cs header, not its constraints; the zkey's
+header and coeffs, not its points.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from ..errors import FormatError, InputFileError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "info",
+        help="summarise a .r1cs, .wtns, .zkey, proof.json, public.json or verification_key.json",
+        description="Print what a circom/snarkjs file holds: curve, constraints, wires, public signals, "
+        "domain size, coefficient count, section sizes.",
+    )
+    p.add_argument("file", help="the file to describe (its kind is detected from its content)")
+    p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    summary = describe(args.file)
+    print(json.dumps(summary, indent=1) if args.json else render(summary))
+    return 0
+
+
+# ---------------------------------------------------------------- detection
+
+def detect(path) -> str:
+    """'r1cs' | 'wtns' | 'zkey' | 'ptau' | 'json' from the first bytes (errors name the file)."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            head = f.read(4)
+    except FileNotFoundError:
+        raise InputFileError(name, "no such file") from None
+    except IsADirectoryError:
+        raise InputFileError(name, "is a directory, not a file") from None
+    except OSError as exc:
+        raise InputFileError(name, f"cannot read: {exc.strerror or exc}") from None
+    if head in (b"r1cs", b"wtns", b"zkey", b"ptau"):
+        return head.decode()
+    if head.lstrip()[:1] in (b"{", b"[") or (head and head.isspace()):
+        return "json"
+    if not head:
+        raise FormatError(name, "is empty")
+    raise FormatError(name, "is not a .r1cs, .wtns, .zkey, .ptau or snarkjs JSON file")
+
+
+def describe(path) -> dict:
+    kind = detect(path)
+    if kind == "json":
+        return _describe_json(path)
+    return {"r1cs": _r1cs, "wtns": _wtns, "zkey": _zkey, "ptau": _ptau}[kind](path)
+
+
+def _sections(bf) -> list[dict]:
+    return [{"id": s.id, "name": bf.names.get(s.id, ""), "offset": s.offset, "size": s.size} for s in bf.records]
+
+
+# ---------------------------------------------------------------- binary files
+
+def _r1cs(path) -> dict:
+    from ..formats.r1cs import prime_name, read_r1cs_header
+
+    h, bf = read_r1cs_header(path)
+    return {
+        "file": bf.path,
+        "kind": "r1cs",
+        "version": bf.version,
+        "curve": h.curve.name,
+        "prime": str(h.prime),
+        "prime_name": prime_name(h.prime),
+        "constraints": h.n_constraints,
+        "wires": h.n_wires,
+        "public_outputs": h.n_pub_out,
+        "public_inputs": h.n_pub_in,
+        "public_signals": h.n_pub_out + h.n_pub_in,
+        "private_inputs": h.n_prv_in,
+        "labels": h.n_labels,
+        "sections": _sections(bf),
+    }
+
+
+def _wtns(path) -> dict:
+    from ..formats.binfile import open_binfile
+    from ..formats.wtns import SECTION_NAMES, read_wtns
+    from ..limbs import to_ints
+
+    w = read_wtns(path)
+    bf = open_binfile(path, "wtns", min_version=2, max_version=2, names=SECTION_NAMES, lenient_last=2)
+    return {
+        "file": w.path,
+        "kind": "wtns",
+        "version": bf.version,
+        "curve": w.curve.name if w.curve else None,
+        "prime": str(w.prime),
+        "witness_values": int(w.values.shape[0]),
+        "w0": str(to_ints(w.values[:1])[0]),
+        "sections": _sections(bf),
+    }
+
+
+def _zkey(path) -> dict:
+    import numpy as np
+
+    from ..formats.binfile import open_binfile
+    from ..formats.zkey import SECTION_NAMES, mpc_summary, read_zkey
+
+    k = read_zkey(path)
+    bf = open_binfile(path, "zkey", max_version=2, names=SECTION_NAMES)
+    n_a = int(np.count_nonzero(k.coeffs["matrix"] == 0)) if k.n_coef else 0
+    mpc = mpc_summary(k)
+    return {
+        "file": k.path,
+        "kind": "zkey",
+        "protocol": "groth16",
+        "version": k.version,
+        "curve": k.curve.name,
+        "vars": k.n_vars,
+        "public_signals": k.n_public,
+        "private_vars": k.n_vars - k.n_public - 1,
+        "domain_size": k.domain_size,
+        "log_domain": k.log_domain,
+        "coefficients": k.n_coef,
+        "coefficients_a": n_a,
+        "coefficients_b": k.n_coef - n_a,
+        "contributions": mpc[1] if mpc else None,
+        "circuit_hash": mpc[0].hex() if mpc else None,
+        "sha": k.sha.hex(),
+        "sections": _sections(bf),
+    }
+
+
+def _ptau(path) -> dict:
+    from ..curves import curve_by_base_prime
+    from ..formats.binfile import open_binfile
+
+    bf = open_binfile(path, "ptau", max_version=1, names={1: "header"})
+    cur = bf.cursor(bf.section(1))
+    n8 = cur.u32("n8")
+    q = cur.bigint(n8, "q")
+    power = cur.u32("power")
+    curve = curve_by_base_prime(q)
+    return {
+        "file": bf.path,
+        "kind": "ptau",
+        "version": bf.version,
+        "curve": curve.name if curve else None,
+        "power": power,
+        "sections": _sections(bf),
+    }
+
+
+# ---------------------------------------------------------------- JSON files
+
+def _describe_json(path) -> dict:
+    from ..jsonio import load_json, read_proof, read_public, read_vkey
+
+    name = os.fspath(path)
+    data = load_json(path)
+    if isinstance(data, list):
+        values = read_public(path)
+        return {"file": name, "kind": "public", "public_signals": len(values), "values": [str(v) for v in values]}
+    if isinstance(data, dict) and "pi_a" in data:
+        proof = read_proof(path)
+        return {
+            "file": name,
+            "kind": "proof",
+            "protocol": data.get("protocol", "groth16"),
+            "curve": proof.curve.name,
+            "curve_named_in_file": "curve" in data,
+            "pi_a_infinity": proof.pi_a is None,
+            "pi_b_infinity": proof.pi_b is None,
+            "pi_c_infinity": proof.pi_c is None,
+        }
+    if isinstance(data, dict) and ("IC" in data or "vk_alpha_1" in data):
+        vk = read_vkey(path)
+        return {
+            "file": name,
+            "kind": "verification_key",
+            "protocol": "groth16",
+            "curve": vk.curve.name,
+            "public_signals": vk.n_public,
+            "ic_points": len(vk.ic),
+            "has_alphabeta": "vk_alphabeta_12" in data,
+        }
+    raise FormatError(name, "is JSON but not a proof, public signals or verification key")
+
+
+# ---------------------------------------------------------------- text
+
+_LABELS = {
+    "public_outputs": "public outputs", "public_inputs": "public inputs", "public_signals": "public signals",
+    "private_inputs": "private inputs", "private_vars": "private wires", "domain_size": "domain size",
+    "log_domain": "log2(domain)", "coefficients_a": "coefficients (A)", "coefficients_b": "coefficients (B)",
+    "prime_name": "prime name", "circuit_hash": "circuit hash", "ic_points": "IC points", "w0": "w[0]",
+    "curve_named_in_file": "curve named in file", "witness_values": "values", "has_alphabeta": "has vk_alphabeta_12",
+    "pi_a_infinity": "pi_a at infinity", "pi_b_infinity": "pi_b at infinity", "pi_c_infinity": "pi_c at infinity",
+}
+
+
+def render(summary: dict) -> str:
+    """Human text: `label: value` lines, then the section table for binary files."""
+    lines = []
+    rows = [(k, v) for k, v in summary.items() if k not in ("sections", "values")]
+    width = max(len(_LABELS.get(k, k)) for k, _ in rows)
+    for k, v in rows:
+        lines.append(f"{_LABELS.get(k, k) + ':':<{width + 1}} {_text(v)}")
+    if "values" in summary:
+        vals = summary["values"]
+        shown = vals[:10] + (["..."] if len(vals) > 10 else [])
+        lines.append(f"{'values:':<{width + 1}} {', '.join(shown) if shown else '(none)'}")
+    if "sections" in summary:
+        lines.append("sections:")
+        for s in summary["sections"]:
+            label = f"{s['id']} ({s['name']})" if s["name"] else str(s["id"])
+            lines.append(f"  {label:<22} {s['size']:>14,} bytes at offset {s['offset']:,}")
+    return "\n".join(lines)
+
+
+def _text(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}" if v >= 10000 else str(v)
+    return str(v)
+

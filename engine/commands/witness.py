@@ -1,0 +1,89 @@
+"""`python -m engine witness <circuit.wasm> <input.json> <witness.wtns>` (as `snarkjs wtns calculate`).
+
+Runs circom's witness calculator in-process (engine.wasm_witness) and writes
+a .wtns byte-identical to snarkjs's.  Nothing is written when the inputs or
+the circuit are wrong.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from ..errors import WitnessGenerationError
+from ..progress import format_timings, make_progress
+
+WTNS_N8 = 32  # .wtns files here hold 32-byte elements (bn128, bls12381)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "witness",
+        help="compute a witness (.wtns) from circuit.wasm and input.json",
+        description="Compute the witness of a circom 2 circuit (its <name>_js/<name>.wasm) for input.json "
+        "and write it as a .wtns file, byte-identical to `snarkjs wtns calculate`.",
+    )
+    p.add_argument("wasm", metavar="circuit.wasm", help="circom's compiled witness calculator")
+    p.add_argument("input", metavar="input.json", help="input signals: numbers, decimal or 0x-hex strings, arrays")
+    p.add_argument("output", metavar="witness.wtns", help="where to write the witness")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--quiet", action="store_true", help="no progress bar")
+    out.add_argument("--json", action="store_true", help="progress and the result as JSON lines")
+    p.add_argument("--verbose", action="store_true", help="print the time of every stage")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..wasm_witness import WasmCircuit, parse_inputs
+
+    progress = make_progress("witness", quiet=args.quiet, json=args.json)
+    # the circuit's own log() lines, which snarkjs prints too (on stderr here: stdout is for --json)
+    circuit_log = logging.getLogger("engine.wasm_witness")
+    handler, level = None if args.quiet else logging.StreamHandler(sys.stderr), circuit_log.level
+    if handler is not None:
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        circuit_log.addHandler(handler)
+        if circuit_log.getEffectiveLevel() > logging.INFO:
+            circuit_log.setLevel(logging.INFO)
+    try:
+        with progress.timed("load circuit", 0.0):
+            circuit = WasmCircuit.load(args.wasm, quick=True)  # one witness: compile time dominates
+        if circuit.n8 != WTNS_N8:
+            raise WitnessGenerationError(
+                f"{args.wasm}: {circuit.n8}-byte field elements (prime {circuit.prime:#x}) cannot be written "
+                "as .wtns here; only bn128 and bls12381 circuits are supported"
+            )
+        with progress.timed("read inputs", 0.2):
+            inputs = parse_inputs(args.input)
+        with progress.timed("calculate", 0.3):
+            values = circuit.calculate(inputs, source=args.input)
+        with progress.timed("write", 0.9):
+            write_witness(args.output, circuit.prime, values)
+    finally:
+        progress.done()
+        if handler is not None:
+            circuit_log.removeHandler(handler)
+            circuit_log.setLevel(level)
+    if args.json:
+        curve = circuit.curve.name if circuit.curve else None
+        print(json.dumps({"event": "result", "wtns": args.output, "curve": curve, "n_witness": circuit.n_witness,
+                          "timings": progress.timings}))
+    elif args.verbose:
+        print(format_timings(progress.timings))
+    return 0
+
+
+def write_witness(path: str, prime: int, values) -> None:
+    """Write the .wtns; a write that fails half-way leaves no partial file behind."""
+    from ..formats import write_wtns
+
+    try:
+        write_wtns(path, prime, values)
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,207 @@
+"""The engine's configuration: a msgspec struct, loaded from TOML, overridden by CLI flags.
+
+    [engine]                      # (the table is optional: keys may sit at the top level)
+    backend = "auto"              # auto | cpu | gpu | simulated
+    devices = [0, 1]              # GPU indices (all when absent)
+    synthesis_workers = 4
+    compute_slots = 2             # per device
+    vram_budget = "60GiB"         # per device; absent: the backend's figure, measured once
+    host_budget = "64GiB"         # synthesised witnesses waiting; absent: half the RAM
+    lock_mode = "split"           # split | single (the old one-lock design, for experiments)
+    verify = true                 # verify every proof before returning it
+    timeline = "timeline.jsonl"
+
+    [engine.simulation]           # only for backend = "simulated"
+    devices = 2
+    gpu_ms = 50
+
+Sizes are bytes (an integer) or strings such as "8GiB", "512 MiB", "1.5G".
+`add_arguments(parser)` and `from_args(args)` give every command the same
+flags; `load(path)` reads a file.  Errors are `ConfigError` naming the file or
+flag and the problem.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tomllib
+from typing import Any
+
+import msgspec
+
+from .errors import EngineError
+
+BACKENDS = ("auto", "cpu", "gpu", "simulated")
+LOCK_MODES = ("split", "single")
+START_METHODS = ("forkserver", "spawn")
+
+
+class ConfigError(EngineError):
+    """A configuration value (TOML file or flag) that is missing, malformed or out of range."""
+
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "kib": 1 << 10, "kb": 10**3,
+    "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
+    "g": 1 << 30, "gib": 1 << 30, "gb": 10**9,
+    "t": 1 << 40, "tib": 1 << 40, "tb": 10**12,
+}
+
+
+def parse_size(value: int | str | None, what: str = "size") -> int | None:
+    """Bytes from an int or a string like "8GiB" / "1.5 G" / "512MB" (binary unless the unit says B)."""
+    if value is None or isinstance(value, int):
+        if isinstance(value, int) and value < 0:
+            raise ConfigError(f"{what}: {value} is negative")
+        return value
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ConfigError(f"{what}: {value!r} is not a size (examples: 8GiB, 512MiB, 1.5G, 1000000)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+class SimulationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The simulated device (backend = "simulated"): a model, not a GPU."""
+
+    devices: int = 1
+    vram: int | str = "8GiB"
+    working_set: int | str = "2GiB"
+    key_resident: int | str = 0
+    witness_rows: int = 1024
+    synth_ms: float = 20.0
+    stage_host_ms: float = 1.0
+    upload_ms: float = 10.0
+    gpu_ms: float = 50.0
+    epilogue_ms: float = 5.0
+    verify_ms: float = 5.0
+    concurrency_gain: float = 0.0
+    jitter: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.vram = parse_size(self.vram, "simulation.vram")
+        self.working_set = parse_size(self.working_set, "simulation.working_set")
+        self.key_resident = parse_size(self.key_resident, "simulation.key_resident")
+        if self.devices < 1:
+            raise ConfigError(f"simulation.devices: need at least 1, got {self.devices}")
+        for name in ("synth_ms", "stage_host_ms", "upload_ms", "gpu_ms", "epilogue_ms", "verify_ms",
+                     "concurrency_gain", "jitter"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"simulation.{name}: {getattr(self, name)} is negative")
+
+
+class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    backend: str = "auto"
+    devices: list[int] | None = None
+    synthesis_workers: int = 2
+    synthesis_start_method: str = "forkserver"
+    compute_slots: int = 1
+    device_threads: int = 1
+    vram_budget: int | str | None = None
+    host_budget: int | str | None = None
+    lock_mode: str = "split"
+    verify: bool = True
+    timeline: str | None = None
+    epilogue_threads: int = 2
+    max_in_flight: int = 64
+    idle_trim_s: float | None = 5.0
+    shutdown_timeout_s: float | None = None
+    simulation: SimulationConfig = msgspec.field(default_factory=SimulationConfig)
+
+    def __post_init__(self) -> None:
+        self.vram_budget = parse_size(self.vram_budget, "vram_budget")
+        self.host_budget = parse_size(self.host_budget, "host_budget")
+        _choice("backend", self.backend, BACKENDS)
+        _choice("lock_mode", self.lock_mode, LOCK_MODES)
+        _choice("synthesis_start_method", self.synthesis_start_method, START_METHODS,
+                hint=" (never fork: the main process may have initialised CUDA)")
+        for name in ("synthesis_workers", "compute_slots", "device_threads", "epilogue_threads", "max_in_flight"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: need at least 1, got {getattr(self, name)}")
+        if self.devices is not None and (not self.devices or min(self.devices) < 0):
+            raise ConfigError(f"devices: {self.devices} is not a list of device indices")
+        if self.idle_trim_s is not None and self.idle_trim_s <= 0:
+            raise ConfigError(f"idle_trim_s: must be positive (or absent to never trim), got {self.idle_trim_s}")
+
+    def replace(self, **changes: Any) -> "EngineConfig":
+        """A copy with some fields changed (validated like a fresh one)."""
+        data = msgspec.to_builtins(self)
+        data.update(changes)
+        return convert(data, "configuration")
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...], hint: str = "") -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(choices)}{hint}")
+
+
+def convert(data: dict, source: str) -> EngineConfig:
+    """An EngineConfig from plain data; problems become one-line ConfigErrors naming `source`."""
+    try:
+        return msgspec.convert(data, EngineConfig)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def load(path: str | os.PathLike) -> EngineConfig:
+    """Read a TOML file (keys at the top level or under [engine])."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    if "engine" in data and isinstance(data["engine"], dict):
+        data = data["engine"]
+    return convert(data, path)
+
+
+# ------------------------------------------------------------------ command-line flags
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The engine's flags; every default is None so that only given flags override the file."""
+    g = parser.add_argument_group("engine")
+    g.add_argument("--config", metavar="FILE", help="engine configuration (TOML)")
+    g.add_argument("--backend", choices=BACKENDS, default=None, help="where the heavy stages run (default auto)")
+    g.add_argument("--devices", metavar="LIST", default=None, help="GPU indices, e.g. 0,1 (default: all)")
+    g.add_argument("--synthesis-workers", type=int, metavar="N", default=None)
+    g.add_argument("--compute-slots", type=int, metavar="K", default=None, help="compute slots per device")
+    g.add_argument("--vram-budget", metavar="SIZE", default=None, help="device memory per device for proofs")
+    g.add_argument("--host-budget", metavar="SIZE", default=None, help="host memory for waiting witnesses")
+    g.add_argument("--lock-mode", choices=LOCK_MODES, default=None)
+    g.add_argument("--verify", dest="verify", action="store_true", default=None,
+                   help="verify every proof before returning it (default)")
+    g.add_argument("--no-verify", dest="verify", action="store_false")
+    g.add_argument("--timeline", metavar="FILE", default=None, help="write every stage as JSON lines to FILE")
+
+
+def from_args(args: argparse.Namespace, base: EngineConfig | None = None) -> EngineConfig:
+    """The configuration file (if --config), then the flags that were given."""
+    config = base
+    if getattr(args, "config", None):
+        config = load(args.config)
+    config = config or EngineConfig()
+    changes: dict[str, Any] = {}
+    for name in ("backend", "synthesis_workers", "compute_slots", "vram_budget", "host_budget", "lock_mode",
+                 "verify", "timeline"):
+        value = getattr(args, name, None)
+        if value is not None:
+            changes[name] = value
+    devices = getattr(args, "devices", None)
+    if devices is not None:
+        try:
+            changes["devices"] = [int(d) for d in str(devices).split(",") if d.strip()]
+        except ValueError:
+            raise ConfigError(f"--devices: {devices!r} is not a comma-separated list of device indices") from None
+    if not changes:
+        return config
+    try:
+        return config.replace(**changes)
+    except ConfigError as exc:
+        raise ConfigError(f"command-line flags: {exc}".replace("configuration: ", "")) from None

@@ -1,0 +1,105 @@
+"""Launching the NTT passes and building their tables on the device.
+
+A transform of 2^k points runs as ceil(k/10) shared-memory passes of up to 10
+levels each.  Tables live on the device in Montgomery form: the twiddles w^j
+and w^-j (j < 2^(k-1)) and, for the prover, the coset factors g^j / 2^k that the
+inverse transform's last pass applies as it writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuda_kernels.driver import Device, DeviceBuffer, Module, Stream, U32, launch
+
+from ..curves import Curve
+from ..limbs import from_ints
+
+FR_BYTES = 32
+MAX_PASS_LEVELS = 10
+
+
+def pass_sizes(k: int) -> list[int]:
+    """Split k levels into as few passes as possible, as evenly as possible."""
+    if k == 0:
+        return []
+    passes = -(-k // MAX_PASS_LEVELS)
+    base, extra = divmod(k, passes)
+    return [base + 1] * extra + [base] * (passes - extra)
+
+
+def mont_fr(curve: Curve, values: list[int]) -> np.ndarray:
+    return from_ints([v * curve.rr % curve.r for v in values], 4)
+
+
+@dataclass
+class NttTables:
+    k: int
+    tw_fwd: DeviceBuffer
+    tw_inv: DeviceBuffer
+    coset: DeviceBuffer | None  # g^j / n, natural j (prover's fused coset step)
+
+    def free(self, stream: Stream) -> None:
+        for b in (self.tw_fwd, self.tw_inv, self.coset):
+            if b is not None:
+                Device.free(b, stream)
+
+
+def powers_table(dev: Device, mod: Module, curve: Curve, base: int, scale: int, count: int,
+                 stream: Stream) -> DeviceBuffer:
+    """count elements scale * base^j (Montgomery) computed on the device."""
+    out = dev.alloc(max(count, 1) * FR_BYTES, stream)
+    consts = mont_fr(curve, [base % curve.r, scale % curve.r])
+    cbuf = dev.alloc(consts.nbytes, stream)
+    Device.upload(cbuf, consts, stream)
+    launch(mod, "fr_powers", -(-count // 256), 256, stream, out, cbuf.ptr, cbuf.ptr + FR_BYTES, U32(count))
+    # the constants must outlive the kernel: stream-ordered free after it
+    Device.free(cbuf, stream)
+    return out
+
+
+def build_tables(dev: Device, mod: Module, curve: Curve, k: int, stream: Stream, coset: bool) -> NttTables:
+    r = curve.r
+    w = curve.root_of_unity(k)
+    half = max(1 << (k - 1), 1)
+    tw_fwd = powers_table(dev, mod, curve, w, 1, half, stream)
+    tw_inv = powers_table(dev, mod, curve, pow(w, -1, r), 1, half, stream)
+    cos = None
+    if coset:
+        g = curve.coset_generator(k)
+        cos = powers_table(dev, mod, curve, g, pow(1 << k, -1, r), 1 << k, stream)
+    return NttTables(k, tw_fwd, tw_inv, cos)
+
+
+def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args) -> None:
+    threads_per_group = 1 << (b - 1)
+    groups = 1 << (k - b)
+    gpb = max(1, min(256 // threads_per_group, groups))
+    block = gpb * threads_per_group
+    shared = gpb * (1 << b) * FR_BYTES
+    launch(mod, name, groups // gpb, block, stream, *args, shared=shared)
+
+
+def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool,
+        scale: DeviceBuffer | None = None) -> None:
+    """Natural -> bit-reversed; `scale` (indexed by natural coefficient) applied by the last pass."""
+    k = tables.k
+    tw = tables.tw_inv if inverse else tables.tw_fwd
+    sizes = pass_sizes(k)
+    l0 = 0
+    for i, b in enumerate(sizes):
+        last = i == len(sizes) - 1
+        sc = scale.ptr if (last and scale is not None) else 0
+        _launch_pass(mod, "ntt_dif_pass", k, b, stream, data, tw, U32(1), U32(k), U32(l0), U32(b), sc)
+        l0 += b
+
+
+def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool) -> None:
+    """Bit-reversed -> natural."""
+    k = tables.k
+    tw = tables.tw_inv if inverse else tables.tw_fwd
+    s0 = 0
+    for b in pass_sizes(k):
+        _launch_pass(mod, "ntt_dit_pass", k, b, stream, data, tw, U32(1), U32(k), U32(s0), U32(b))
+        s0 += b

@@ -1,0 +1,162 @@
+"""input.json for circom circuits: signal names -> flat lists of integers, with clear errors.
+
+circom's witness calculators accept, for each input signal, a number, a
+decimal or 0x-hex string, or nested arrays of those (flattened row-major),
+and objects for bus inputs (qualified as `b.x`, `b[0].x`).  We accept the
+same, convert once to Python ints, and name the signal and index of any value
+that is not an integer.  Reduction modulo the circuit's prime happens later,
+when the prime is known.
+
+One deliberate difference: an integer literal above 2^53 in input.json is an
+error.  snarkjs parses it as a JavaScript double and silently computes with
+a rounded value; we ask for a string instead of disagreeing with it quietly.
+(Python ints in a dict given to the API are exact and always accepted.)
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import WitnessInputError
+
+# Inputs after parsing: qualified signal name -> its values, flattened.
+Inputs = dict[str, list[int]]
+
+_INT_RE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|[0-9]+)")
+_BASES = {"x": 16, "b": 2, "o": 8}
+_JS_SAFE = 2**53  # JSON numbers above this are not exact in JavaScript
+
+
+def parse_inputs(path: str | os.PathLike) -> Inputs:
+    """Read input.json into {signal: [int, ...]}; every problem names the file and the signal."""
+    label = os.fspath(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WitnessInputError(label, "no such file") from None
+    except IsADirectoryError:
+        raise WitnessInputError(label, "is a directory, not an input file") from None
+    except UnicodeDecodeError as exc:
+        raise WitnessInputError(label, f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise WitnessInputError(label, f"cannot read ({exc.strerror or exc})") from None
+    try:
+        raw = json.loads(text, parse_int=_json_int)
+    except json.JSONDecodeError as exc:
+        raise WitnessInputError(label, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    return normalise_inputs(raw, label)
+
+
+class _UnsafeJsonInt(str):
+    """An integer literal in input.json beyond 2^53: JavaScript (snarkjs) would silently round it."""
+
+
+def _json_int(text: str) -> int | _UnsafeJsonInt:
+    value = int(text)
+    return value if abs(value) <= _JS_SAFE else _UnsafeJsonInt(text)
+
+
+def normalise_inputs(raw: Any, source: str = "inputs") -> Inputs:
+    """A JSON-like mapping (as json.load gives, or already normalised) -> {signal: [int, ...]}."""
+    if not isinstance(raw, Mapping):
+        kind = "an array" if isinstance(raw, list) else type(raw).__name__
+        raise WitnessInputError(source, f"expected a JSON object of signal names, got {kind}")
+    out: Inputs = {}
+    _qualify("", raw, out, source)
+    return out
+
+
+def _qualify(prefix: str, value: Any, out: Inputs, source: str) -> None:
+    """Objects name bus fields (`b.x`), arrays of objects index them (`b[0].x`), as circom's JS does."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str) or not key:
+                raise WitnessInputError(source, f"signal name {key!r} under '{prefix}' is not a non-empty string")
+            _qualify(f"{prefix}.{key}" if prefix else key, item, out, source)
+    elif (seq := _sequence(value)) is not None and _holds_objects(seq, prefix, source):
+        for i, item in enumerate(seq):
+            _qualify(f"{prefix}[{i}]", item, out, source)
+    else:
+        if prefix in out:
+            raise WitnessInputError(source, f"signal '{prefix}' is given twice")
+        values: list[int] = []
+        _flatten(prefix, value, values, source)
+        out[prefix] = values
+
+
+def _sequence(value: Any) -> list | tuple | None:
+    """Arrays: JSON lists, tuples, and numpy arrays (from callers of the API)."""
+    if isinstance(value, (list, tuple)):
+        return value
+    if getattr(value, "ndim", 0) > 0 and hasattr(value, "tolist"):
+        return value.tolist()
+    return None
+
+
+def _holds_objects(items: list | tuple, name: str, source: str) -> bool:
+    """True for an array of bus values; an array mixing objects and numbers is an error."""
+    kinds = {isinstance(leaf, Mapping) for leaf in _leaves(items)}
+    if len(kinds) > 1:
+        raise WitnessInputError(source, f"signal '{name}' mixes objects and numbers in one array")
+    return kinds == {True}
+
+
+def _leaves(items: list | tuple):
+    stack = [items]
+    while stack:
+        for item in stack.pop():
+            if (seq := _sequence(item)) is not None:
+                stack.append(seq)
+            else:
+                yield item
+
+
+def _flatten(name: str, value: Any, out: list[int], source: str, index: str = "") -> None:
+    seq = _sequence(value)
+    if seq is None:
+        out.append(_to_int(value, name, index, source))
+    elif all(type(item) is int for item in seq):  # the common case, and what parse_inputs returns
+        out.extend(seq)
+    else:
+        for i, item in enumerate(seq):
+            if _sequence(item) is not None:
+                _flatten(name, item, out, source, f"{index}[{i}]")
+            else:
+                out.append(_to_int(item, name, f"{index}[{i}]", source))
+
+
+def _to_int(v: Any, name: str, index: str, source: str) -> int:
+    """One value as circom reads it (JS BigInt): integers, integral floats, numeric strings, booleans."""
+    if isinstance(v, numbers.Integral):  # bool too (BigInt(true) is 1 in circom's JS), numpy integers
+        return int(v)
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(v)
+    if isinstance(v, _UnsafeJsonInt):
+        raise WitnessInputError(
+            source, f"signal '{name}{index}': the JSON number {_short(v)} is above 2^53, which snarkjs would "
+            f'silently round; write it as a string ("{_short(v)}")'
+        )
+    if isinstance(v, str):
+        s = v.strip()
+        if _INT_RE.fullmatch(s):
+            sign = -1 if s[0] == "-" else 1
+            digits = s.lstrip("+-")
+            try:
+                if len(digits) > 2 and digits[0] == "0" and digits[1] in "xXbBoO":
+                    return sign * int(digits[2:], _BASES[digits[1].lower()])
+                return sign * int(digits, 10)
+            except ValueError:  # beyond Python's digit limit for str -> int, far above any field size
+                raise WitnessInputError(source, f"signal '{name}{index}': a {len(digits)}-digit number is too long") from None
+    shown = _short(json.dumps(v) if isinstance(v, (str, float, type(None))) else type(v).__name__)
+    raise WitnessInputError(
+        source, f"signal '{name}{index}': {shown} is not a number (expected an integer, decimal or 0x-hex string)"
+    )
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."

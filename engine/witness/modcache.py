@@ -1,0 +1,79 @@
+"""Compiled circuit.wasm on disk, so a new process does not run Cranelift again.
+
+Compiling a 2 MB circom module takes seconds, far longer than one witness.
+Each process keeps its compiled modules in memory (engine.wasm_witness); this
+cache lets the next process (a CLI run, a fresh synthesis worker) map the
+machine code wasmtime produced instead.  Entries are keyed by the wasm bytes,
+the wasmtime version and the compiler settings; wasmtime itself refuses an
+entry built for another version or CPU, and we then compile again.  The cache
+is best effort: a directory we cannot write just means no cache.
+
+Location: $GROTH16_ENGINE_CACHE/wasm, else $XDG_CACHE_HOME (or ~/.cache)
+/groth16-engine/wasm; GROTH16_ENGINE_CACHE=off disables it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from importlib import metadata
+from pathlib import Path
+
+import wasmtime
+
+ENV_VAR = "GROTH16_ENGINE_CACHE"
+
+
+def cache_dir() -> Path | None:
+    """Where compiled modules live, or None when the cache is switched off."""
+    env = os.environ.get(ENV_VAR)
+    if env is not None:
+        if env.strip().lower() in {"", "0", "off", "none", "false"}:
+            return None
+        return Path(env).expanduser() / "wasm"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "groth16-engine" / "wasm"
+
+
+def cache_key(wasm: bytes, settings: str) -> str:
+    h = hashlib.sha256()
+    h.update(f"wasmtime {metadata.version('wasmtime')}; {settings}\n".encode())
+    h.update(wasm)
+    return h.hexdigest()
+
+
+def lookup(engine: wasmtime.Engine, wasm: bytes, settings: str) -> wasmtime.Module | None:
+    """The cached machine code for `wasm` under these settings, or None."""
+    entry = _entry(wasm, settings)
+    if entry is None or not entry.is_file():
+        return None
+    try:
+        return wasmtime.Module.deserialize_file(engine, str(entry))
+    except wasmtime.WasmtimeError:
+        return None  # stale or foreign entry: the caller compiles and replaces it
+
+
+def compile_and_store(engine: wasmtime.Engine, wasm: bytes, settings: str) -> wasmtime.Module:
+    """Compile `wasm` and keep the result on disk; compile errors (wasmtime.WasmtimeError) reach the caller."""
+    module = wasmtime.Module(engine, wasm)
+    entry = _entry(wasm, settings)
+    if entry is not None:
+        _store(entry, module)
+    return module
+
+
+def _entry(wasm: bytes, settings: str) -> Path | None:
+    directory = cache_dir()
+    return directory / f"{cache_key(wasm, settings)}.cwasm" if directory else None
+
+
+def _store(entry: Path, module: wasmtime.Module) -> None:
+    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(module.serialize())
+        os.replace(tmp, entry)  # atomic: concurrent workers never read half an entry
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass

@@ -1,0 +1,71 @@
+"""GPU NTT benchmark, 2^16 .. 2^24 (and beyond with --sizes), both curves' Fr.
+
+    python perf/ntt.py [--sizes 16,18,20,22,24] [--curves bn128,bls12381]
+
+Times the two transforms the prover runs on each of its three vectors: the
+inverse NTT (DIF, natural -> bit-reversed, the coset factor g^j/n fused into
+its last pass) and the forward NTT (DIT, bit-reversed -> natural); no
+bit-reversal pass.  Floor: the larger of (n/2 log n butterfly products x IMADs
+per product) over the IMAD rate and (passes x 2 x n x 32 bytes, plus twiddle
+reads of the first passes) over bandwidth.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+
+from gpu_common import Device, imads_per_mul, measure_bandwidth, measure_imad_rate, random_scalars, table, time_ms
+
+from engine.curves import curve_by_name
+from engine.gpu import ntt as gntt
+from engine.gpu_backend import GpuBackend
+
+
+def bench(backend: GpuBackend, curve, k: int, repeats: int, rates) -> dict:
+    dev, stream = backend.device, backend.ctx.compute_stream(0)
+    mod = backend.ctx.module(curve)
+    n = 1 << k
+    tables = gntt.build_tables(dev, mod, curve, k, stream, coset=True)
+    host = random_scalars(curve, n)
+    buf = dev.alloc(host.nbytes, stream)
+    Device.upload(buf, host, stream)
+    inv_ms = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset), repeats)
+    fwd_ms = time_ms(stream, lambda: gntt.dit(mod, buf, tables, stream, inverse=False), repeats)
+    tables.free(stream)
+    Device.free(buf, stream)
+    stream.synchronize()
+    passes = len(gntt.pass_sizes(k))
+    ops = (n // 2) * k * imads_per_mul(8)
+    nbytes = passes * 2 * n * 32
+    floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
+    return {"curve": curve.name, "log2 n": k, "passes": passes, "iNTT+coset ms": round(inv_ms, 3),
+            "NTT ms": round(fwd_ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(fwd_ms / floor_ms, 2)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="16,18,20,22,24")
+    ap.add_argument("--curves", default="bn128,bls12381")
+    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    backend = GpuBackend()
+    dev, stream = backend.device, backend.ctx.compute_stream(0)
+    curves = [curve_by_name(c) for c in args.curves.split(",")]
+    rates = {"bw": measure_bandwidth(dev, stream), "imad": measure_imad_rate(dev, backend.ctx.module(curves[0]), stream)}
+    rows = []
+    for curve in curves:
+        for s in args.sizes.split(","):
+            rows.append(bench(backend, curve, int(s), args.repeats, rates))
+            print(rows[-1], flush=True)
+    print(f"\n{datetime.date.today()} {dev.name}: bandwidth {rates['bw'] / 1e12:.2f} TB/s, "
+          f"IMAD rate {rates['imad'] / 1e12:.2f} T/s")
+    print(table(rows, ["curve", "log2 n", "passes", "iNTT+coset ms", "NTT ms", "floor ms", "ratio"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rates": rates, "rows": rows, "device": dev.name}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

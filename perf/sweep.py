@@ -1,0 +1,209 @@
+"""Throughput sweep: N proofs per setting over concurrency × compute slots × lock mode.
+
+    python perf/sweep.py --simulate --proofs 40 --concurrency 1,2,4,8 --slots 1,2 --modes single,split
+    python perf/sweep.py --backend gpu --zkey k.zkey --wtns w.wtns --proofs 20 --concurrency 1,2,4
+
+--simulate runs the SIMULATED device of scheduler/simulated.py (stage times and
+VRAM are the --sim-* parameters; no GPU is used, the numbers describe the model,
+not hardware); the synthesis pool, budgets, locks and threads are the real ones.
+Prints a table (proofs/min, p50/p95 latency, GPU busy %, queue wait) and
+writes to --out: a Gantt chart of one run (gantt.png), throughput against
+concurrency (throughput.png), each run's timeline (JSON lines) and the table
+as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import msgspec  # noqa: E402
+
+from engine.api import Engine, run  # noqa: E402
+from engine.config import EngineConfig, SimulationConfig, parse_size  # noqa: E402
+from scheduler.timeline import Event, JsonlSink, MemorySink, summarize  # noqa: E402
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--simulate", action="store_true", help="use the simulated device (no GPU)")
+    src.add_argument("--backend", choices=("gpu", "cpu"), help="a real backend (needs --zkey and --wtns)")
+    p.add_argument("--zkey", help="proving key (real backend)")
+    p.add_argument("--wtns", nargs="+", help="witness file(s), used in turn (real backend)")
+    p.add_argument("--proofs", type=int, default=24, help="proofs per setting (default 24)")
+    p.add_argument("--warmup", type=int, default=None, help="proofs before measuring (default: 0 simulated, 1 real)")
+    p.add_argument("--concurrency", type=_ints, default=[1, 2, 4, 8], help="jobs in flight, e.g. 1,2,4,8")
+    p.add_argument("--slots", type=_ints, default=[1, 2], help="compute slots per device, e.g. 1,2")
+    p.add_argument("--modes", default="single,split", help="lock modes, e.g. single,split")
+    p.add_argument("--devices", default=None, help="GPU indices (real) or a count (simulated), default 1")
+    p.add_argument("--synthesis-workers", type=int, default=4)
+    p.add_argument("--host-budget", default=None)
+    p.add_argument("--vram-budget", default=None)
+    p.add_argument("--no-verify", action="store_true")
+    p.add_argument("--out", default="perf/out", help="directory for PNGs, timelines and the table")
+    p.add_argument("--gantt", default=None, metavar="MODE:SLOTS:CONC", help="which run to draw (default: the fastest)")
+    sim = p.add_argument_group("simulated device (a model, not a measurement)")
+    sim.add_argument("--sim-gpu-ms", type=float, default=60.0, help="kernel time of one proof alone")
+    sim.add_argument("--sim-upload-ms", type=float, default=25.0, help="upload stream time per proof")
+    sim.add_argument("--sim-stage-host-ms", type=float, default=3.0, help="host work in the memory phase")
+    sim.add_argument("--sim-synth-ms", type=float, default=40.0)
+    sim.add_argument("--sim-epilogue-ms", type=float, default=4.0)
+    sim.add_argument("--sim-verify-ms", type=float, default=4.0)
+    sim.add_argument("--sim-vram", default="16GiB")
+    sim.add_argument("--sim-working-set", default="5GiB")
+    sim.add_argument("--sim-gain", type=float, default=0.2, help="extra throughput per extra concurrent proof")
+    sim.add_argument("--sim-jitter", type=float, default=0.1)
+    sim.add_argument("--sim-rows", type=int, default=4096, help="witness rows (host bytes = 32 × rows)")
+    args = p.parse_args(argv)
+    if args.backend and not (args.zkey and args.wtns):
+        p.error("--backend needs --zkey and --wtns")
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    return args
+
+
+def make_config(args: argparse.Namespace, mode: str, slots: int) -> EngineConfig:
+    common = dict(lock_mode=mode, compute_slots=slots, synthesis_workers=args.synthesis_workers,
+                  verify=not args.no_verify, idle_trim_s=None, max_in_flight=max(args.concurrency))
+    if args.host_budget:
+        common["host_budget"] = parse_size(args.host_budget, "--host-budget")
+    if args.vram_budget:
+        common["vram_budget"] = parse_size(args.vram_budget, "--vram-budget")
+    if args.simulate:
+        sim = SimulationConfig(
+            devices=int(args.devices or 1), vram=args.sim_vram, working_set=args.sim_working_set,
+            witness_rows=args.sim_rows, synth_ms=args.sim_synth_ms, stage_host_ms=args.sim_stage_host_ms,
+            upload_ms=args.sim_upload_ms, gpu_ms=args.sim_gpu_ms, epilogue_ms=args.sim_epilogue_ms,
+            verify_ms=args.sim_verify_ms, concurrency_gain=args.sim_gain, jitter=args.sim_jitter,
+        )
+        return EngineConfig(backend="simulated", simulation=sim, **common)
+    devices = _ints(args.devices) if args.devices else None
+    return EngineConfig(backend=args.backend, devices=devices, **common)
+
+
+async def one_run(args: argparse.Namespace, mode: str, slots: int, conc: int) -> list[Event]:
+    """N proofs with `conc` in flight; returns the measured run's events."""
+    sink = MemorySink()
+    recording = {"on": False}
+
+    def record(event: Event) -> None:
+        if recording["on"]:
+            sink.append(event)
+
+    async with Engine(make_config(args, mode, slots), on_event=record) as eng:
+        key = await eng.load_key(args.zkey if args.backend else "simulated-key")
+        wtns = itertools.cycle(args.wtns or [None])
+
+        def item():
+            w = next(wtns)
+            return w if w is not None else {}
+
+        warmup = args.warmup if args.warmup is not None else (0 if args.simulate else 1)
+        for _ in range(warmup):
+            await eng.prove(key, item())
+        recording["on"] = True
+        failures = 0
+        async for result in eng.prove_stream(key, (item() for _ in range(args.proofs)), max_in_flight=conc):
+            if not result.ok:
+                failures += 1
+                if failures == 1:
+                    print(f"  a proof failed: {result.error}", file=sys.stderr)
+        recording["on"] = False
+    return list(sink)
+
+
+def plot_throughput(rows: list[dict], path: str, title: str) -> None:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (mode, slots), group in itertools.groupby(sorted(rows, key=lambda r: (r["mode"], r["slots"], r["conc"])),
+                                                   key=lambda r: (r["mode"], r["slots"])):
+        group = list(group)
+        ax.plot([r["conc"] for r in group], [r["proofs_per_min"] for r in group], marker="o",
+                linestyle="--" if mode == "single" else "-", label=f"{mode}, {slots} slot(s)")
+    ax.set_xlabel("jobs in flight (concurrency)")
+    ax.set_ylabel("proofs per minute")
+    ax.set_xscale("log", base=2)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def format_table(rows: list[dict]) -> str:
+    head = "| mode   | slots | conc | proofs | proofs/min | p50 lat s | p95 lat s | GPU busy % | queue wait p50 s |"
+    sep = "|--------|------:|-----:|-------:|-----------:|----------:|----------:|-----------:|-----------------:|"
+    lines = [head, sep]
+    for r in rows:
+        lines.append(
+            f"| {r['mode']:<6} | {r['slots']:>5} | {r['conc']:>4} | {r['proofs']:>6} | {r['proofs_per_min']:>10.1f} | "
+            f"{r['p50']:>9.3f} | {r['p95']:>9.3f} | {100 * r['gpu_busy']:>10.1f} | {r['queue_wait']:>16.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    what = "SIMULATED device" if args.simulate else f"{args.backend} backend, {os.path.basename(args.zkey)}"
+    print(f"sweep on the {what}: {args.proofs} proofs per setting", flush=True)
+    rows: list[dict] = []
+    runs: dict[tuple, list[Event]] = {}
+    for mode, slots, conc in itertools.product(args.modes, args.slots, args.concurrency):
+        if mode == "single" and slots > 1 and 1 in args.slots:
+            continue  # single mode has one lock: compute slots do not apply
+        t = time.perf_counter()
+        events = run(lambda: one_run(args, mode, slots, conc))
+        s = summarize(events)
+        runs[(mode, slots, conc)] = events
+        name = f"timeline-{mode}-s{slots}-c{conc}.jsonl"
+        sink = JsonlSink(os.path.join(args.out, name))
+        for e in events:
+            sink(e)
+        sink.close()
+        rows.append(dict(mode=mode, slots=slots, conc=conc, proofs=s.proofs_done, proofs_per_min=s.proofs_per_min,
+                         p50=s.latency_p50_s, p95=s.latency_p95_s, gpu_busy=s.gpu_busy,
+                         queue_wait=s.queue_wait_p50_s, failed=s.failed, timeline=name))
+        print(f"  {mode:<6} slots={slots} conc={conc:<3} {s.proofs_per_min:8.1f} proofs/min "
+              f"({time.perf_counter() - t:.1f} s)", flush=True)
+    table = format_table(rows)
+    print()
+    print(table)
+    with open(os.path.join(args.out, "sweep.json"), "wb") as f:
+        f.write(msgspec.json.format(msgspec.json.encode({"source": what, "rows": rows})))
+    try:
+        from timeline import plot_gantt  # perf/timeline.py  # noqa: PLC0415
+
+        if args.gantt:
+            m, sl, c = args.gantt.split(":")
+            chosen = (m, int(sl), int(c))
+        else:
+            chosen = max(runs, key=lambda k: next(r["proofs_per_min"] for r in rows
+                                                   if (r["mode"], r["slots"], r["conc"]) == k))
+        plot_gantt(runs[chosen], os.path.join(args.out, "gantt.png"),
+                   title=f"{what}: {chosen[0]} lock mode, {chosen[1]} slot(s), concurrency {chosen[2]}")
+        plot_throughput(rows, os.path.join(args.out, "throughput.png"), title=f"throughput ({what})")
+        print(f"\nwrote {args.out}/gantt.png ({chosen[0]}, {chosen[1]} slot(s), conc {chosen[2]}), "
+              f"{args.out}/throughput.png, sweep.json and the timelines")
+    except ImportError:
+        print("\n(matplotlib is not installed: no PNGs; pip install '.[perf]')")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,298 @@
+"""A job's partitions through synthesis → memory phase → compute phase → epilogue (design.md §5-§6).
+
+The pipeline is generic: keys, witnesses and results are opaque; the engine
+supplies a `Kit` (synthesis tasks, the witness check, the epilogue and the
+verification) and the devices' backends supply `stage`/`compute`.
+
+Per partition, in this order and never holding two locks:
+
+1. host budget (the witness's bytes) → synthesis in the process pool
+   (shared memory back) → check;
+2. VRAM budget (all-or-nothing, FIFO over all devices: the device that frees
+   first takes the head of the queue);
+3. memory lock → `stage` on the device thread → release;
+4. compute slot → `compute` on the device thread → the done event on a
+   waiter thread → release slot → release VRAM budget (only now: rule 4) and
+   the host memory;
+5. epilogue and verification in a worker thread (never the event loop,
+   never a device thread).
+
+Cancellation: a started device call cannot be undone, so device calls run
+shielded; a partition cancelled after its memory phase discards its staged
+inputs (backend `discard`, or running the compute it no longer needs) and
+returns its budget only when the device is done with the memory.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+import anyio
+import numpy as np
+
+from engine.errors import BudgetError, MismatchError
+
+from .budget import Budget, fmt_bytes
+from .device_worker import DeviceWorker
+from .locks import SINGLE
+from .synth_pool import OutputTooLargeError, SynthPool
+from .timeline import Stage, Timeline
+
+
+class Kit(Protocol):
+    """What the engine supplies around the device (engine/api.py: Groth16; scheduler/simulated.py: simulated)."""
+
+    def check(self, key: Any, meta: Any, values: np.ndarray, label: str) -> None: ...
+    def public(self, key: Any, values: np.ndarray) -> Any: ...
+    def finish(self, key: Any, core: Any, public: Any) -> Any: ...
+    def verify(self, key: Any, result: Any) -> None: ...
+
+
+@dataclass
+class KeyRecord:
+    """A key as the scheduler sees it: resident copies per device and the sizes it reserves."""
+
+    label: str
+    data: Any  # the parsed key (the kit's business)
+    resident: dict[int, Any]  # device index -> the backend's resident key
+    vram_bytes: int  # one proof's working set (the largest over devices)
+    host_bytes: int  # one synthesised witness
+
+
+@dataclass
+class Partition:
+    """One proof of a job: a synthesis task, or values already in memory."""
+
+    index: int
+    label: str
+    task: tuple[Callable[..., Any], tuple] | None = None
+    values: np.ndarray | None = None
+    meta: Any = None
+
+
+def _accepts_slot(fn: Callable) -> bool:
+    try:
+        return "slot" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class Pipeline:
+    """Runs jobs over the devices, budgets and pools the engine owns."""
+
+    def __init__(
+        self,
+        devices: Sequence[DeviceWorker],
+        vram: Budget,
+        host: Budget,
+        synth: SynthPool | None,
+        kit: Kit,
+        *,
+        timeline: Timeline | None = None,
+        verify: bool = True,
+        cpu_threads: int = 2,
+    ):
+        self.devices = list(devices)
+        self.vram = vram
+        self.host = host
+        self.synth = synth
+        self.kit = kit
+        self.timeline = timeline or Timeline()
+        self.verify = verify
+        self.cpu_limiter = anyio.CapacityLimiter(cpu_threads)
+        self._slot_kw = {d.index: _accepts_slot(d.backend.compute) for d in self.devices}
+
+    # ------------------------------------------------------------ jobs
+    def check_fits(self, job: int, key: KeyRecord, parts: Sequence[Partition]) -> None:
+        """Fail at once (BudgetError) when one partition needs more than a whole budget."""
+        pools = [d.pool for d in self.devices if d.index in key.resident]
+        biggest = max((self.vram.capacity(p) for p in pools), default=0)
+        if key.vram_bytes > biggest:
+            raise BudgetError(
+                f"job {job} ({key.label}): one proof needs {fmt_bytes(key.vram_bytes)} of device memory but the "
+                f"VRAM budget of a device is {fmt_bytes(biggest)}; raise vram_budget or use a larger device"
+            )
+        if any(p.task is not None for p in parts) and key.host_bytes > self.host.capacity(0):
+            raise BudgetError(
+                f"job {job} ({key.label}): one witness needs {fmt_bytes(key.host_bytes)} of host memory but the "
+                f"host budget is {fmt_bytes(self.host.capacity(0))}; raise host_budget"
+            )
+
+    async def run_job(self, job: int, key: KeyRecord, parts: Sequence[Partition]) -> list[Any]:
+        """All partitions of a job, concurrently; the first failure cancels the others and is raised."""
+        tl = self.timeline
+        tl.emit(Stage.JOB_SUBMIT, job, bytes=len(parts), key=key.label)
+        try:
+            self.check_fits(job, key, parts)
+            results: list[Any] = [None] * len(parts)
+            errors: list[BaseException] = []
+
+            async def one(part: Partition) -> None:
+                try:
+                    results[part.index] = await self.run_partition(job, key, part)
+                except Exception as exc:
+                    if not errors:
+                        errors.append(exc)
+                    tg.cancel_scope.cancel()
+
+            async with anyio.create_task_group() as tg:
+                for part in parts:
+                    tg.start_soon(one, part)
+            if errors:
+                raise errors[0]
+        except anyio.get_cancelled_exc_class():
+            tl.emit(Stage.JOB_CANCELLED, job, key=key.label)
+            raise
+        except Exception as exc:
+            tl.emit(Stage.JOB_FAILED, job, key=key.label, detail=str(exc))
+            raise
+        tl.emit(Stage.JOB_DONE, job, key=key.label)
+        return results
+
+    # ------------------------------------------------------------ one partition
+    async def run_partition(self, job: int, key: KeyRecord, part: Partition) -> Any:
+        tl, p = self.timeline, part.index
+        tl.emit(Stage.SUBMIT, job, p, key=key.label)
+        host_res = synth = None
+        try:
+            values, meta = part.values, part.meta
+            if part.task is not None:
+                tl.emit(Stage.HOST_WAIT, job, p, bytes=key.host_bytes)
+                host_res = await self.host.reserve(key.host_bytes, label=f"{part.label}: witness")
+                tl.emit(Stage.HOST_GRANTED, job, p, bytes=key.host_bytes)
+                synth = await self._synthesise(job, key, part)
+                values, meta = synth.values, synth.meta
+            tl.emit(Stage.CHECK_START, job, p)
+            await anyio.to_thread.run_sync(self.kit.check, key.data, meta, values, part.label,
+                                           limiter=self.cpu_limiter)
+            public = self.kit.public(key.data, values)
+            tl.emit(Stage.CHECK_END, job, p)
+            core = await self._on_device(job, key, p, values)
+            values = None
+            if synth is not None:  # the witness is no longer needed: give the host memory back
+                synth.release()
+                synth = None
+                host_res.release()
+                host_res = None
+                tl.emit(Stage.HOST_RELEASED, job, p, bytes=key.host_bytes)
+            tl.emit(Stage.EPILOGUE_START, job, p)
+            result = await anyio.to_thread.run_sync(self.kit.finish, key.data, core, public,
+                                                    limiter=self.cpu_limiter, abandon_on_cancel=True)
+            tl.emit(Stage.EPILOGUE_END, job, p)
+            if self.verify:
+                tl.emit(Stage.VERIFY_START, job, p)
+                await anyio.to_thread.run_sync(self.kit.verify, key.data, result,
+                                               limiter=self.cpu_limiter, abandon_on_cancel=True)
+                tl.emit(Stage.VERIFY_END, job, p)
+        except anyio.get_cancelled_exc_class():
+            tl.emit(Stage.CANCELLED, job, p, key=key.label)
+            raise
+        except Exception as exc:
+            tl.emit(Stage.FAILED, job, p, key=key.label, detail=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            if synth is not None:
+                synth.release()
+            if host_res is not None:
+                host_res.release()
+                tl.emit(Stage.HOST_RELEASED, job, p, bytes=key.host_bytes)
+        tl.emit(Stage.DONE, job, p, key=key.label)
+        return result
+
+    async def _synthesise(self, job: int, key: KeyRecord, part: Partition):
+        tl, p = self.timeline, part.index
+        if self.synth is None:
+            raise RuntimeError("this engine has no synthesis pool")
+        fn, args = part.task
+        try:
+            synth = await self.synth.run(
+                fn, args, key.host_bytes, label=part.label,
+                on_start=lambda worker: tl.emit(Stage.SYNTH_START, job, p, slot=worker),
+            )
+        except OutputTooLargeError as exc:
+            rows = exc.shape[0] if exc.shape else 0
+            raise MismatchError(
+                f"{part.label}: the witness has {rows} values ({fmt_bytes(self._nbytes(exc))}) but {key.label} "
+                f"holds {fmt_bytes(key.host_bytes)} per witness (a witness of another circuit?)"
+            ) from None
+        tl.emit(Stage.SYNTH_END, job, p, slot=synth.worker, bytes=int(synth.values.nbytes))
+        return synth
+
+    @staticmethod
+    def _nbytes(exc: OutputTooLargeError) -> int:
+        return int(np.prod(exc.shape, dtype=np.int64)) * np.dtype(exc.dtype).itemsize
+
+    # ------------------------------------------------------------ the device part
+    async def _on_device(self, job: int, key: KeyRecord, p: int, values: np.ndarray) -> Any:
+        """Budget → memory phase → compute phase; returns the backend's result once its done event fired."""
+        tl = self.timeline
+        pools = [d.pool for d in self.devices if d.index in key.resident]
+        tl.emit(Stage.BUDGET_WAIT, job, p, bytes=key.vram_bytes)
+        reservation = await self.vram.reserve(key.vram_bytes, pools=pools, label=f"job {job} partition {p}")
+        dev = next(d for d in self.devices if d.pool == reservation.pool)
+        tl.emit(Stage.BUDGET_GRANTED, job, p, device=dev.index, bytes=key.vram_bytes)
+        owner = (job, p)
+        state = _DeviceState()
+        try:
+            if dev.locks.mode == SINGLE:
+                tl.emit(Stage.MEM_WAIT, job, p, device=dev.index)
+                async with dev.locks.single(owner) as slot:
+                    await self._memory_phase(dev, key, job, p, values, state)
+                    tl.emit(Stage.GPU_WAIT, job, p, device=dev.index)
+                    return await self._compute_phase(dev, job, p, slot, state)
+            tl.emit(Stage.MEM_WAIT, job, p, device=dev.index)
+            async with dev.locks.memory(owner):
+                await self._memory_phase(dev, key, job, p, values, state)
+            tl.emit(Stage.GPU_WAIT, job, p, device=dev.index)
+            async with dev.locks.compute(owner) as slot:
+                return await self._compute_phase(dev, job, p, slot, state)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if state.staged is not None:  # staged but never computed (cancelled or failed in between)
+                    await self._discard(dev, owner, state)
+            reservation.release()
+            tl.emit(Stage.BUDGET_RELEASED, job, p, device=dev.index, bytes=key.vram_bytes)
+
+    async def _memory_phase(self, dev: DeviceWorker, key: KeyRecord, job: int, p: int, values, state) -> None:
+        self.timeline.emit(Stage.MEM_START, job, p, device=dev.index, bytes=key.vram_bytes)
+        with anyio.CancelScope(shield=True):  # once sent, the stage runs: keep what it returns
+            state.staged = await dev.call(dev.backend.stage, key.resident[dev.index], values)
+        self.timeline.emit(Stage.MEM_END, job, p, device=dev.index)
+
+    async def _compute_phase(self, dev: DeviceWorker, job: int, p: int, slot: int, state) -> Any:
+        tl = self.timeline
+        tl.emit(Stage.GPU_START, job, p, device=dev.index, slot=slot)
+        staged, state.staged = state.staged, None
+        with anyio.CancelScope(shield=True):  # kernels cannot be recalled: wait for the done event
+            pending = await dev.call(self._compute_fn(dev, slot), staged)
+            core, t_done = await dev.wait(pending)
+        tl.emit(Stage.GPU_END, job, p, device=dev.index, slot=slot, t_ns=t_done)
+        return core
+
+    def _compute_fn(self, dev: DeviceWorker, slot: int) -> Callable[[Any], Any]:
+        compute = dev.backend.compute
+        if self._slot_kw[dev.index]:
+            return lambda staged: compute(staged, slot=slot)
+        return compute
+
+    async def _discard(self, dev: DeviceWorker, owner: tuple, state) -> None:
+        """Give back a staged proof's device memory; return when the device is done with it."""
+        staged, state.staged = state.staged, None
+        discard = getattr(dev.backend, "discard", None)
+        if discard is not None:
+            pending = await dev.call(discard, staged)
+            if pending is not None:
+                await dev.wait(pending)
+            return
+        # no discard in this backend: run the compute it no longer needs, on a slot, and drop the result
+        async with dev.locks.compute(owner) as slot:
+            pending = await dev.call(self._compute_fn(dev, slot), staged)
+            await dev.wait(pending)
+
+
+class _DeviceState:
+    __slots__ = ("staged",)
+
+    def __init__(self):
+        self.staged = None

@@ -1,0 +1,368 @@
+"""The synthesis process pool (design.md §6): witnesses made in worker processes, returned via shared memory.
+
+Workers are started with `forkserver` (default) or `spawn`, never `fork`: the
+main process may have initialised CUDA, and a forked child of it is broken.
+Each worker serves one task at a time over its own pipe, so a worker that
+dies (a crash, an os._exit, a kill) fails only the task it was running; it
+is restarted in the background and the pool keeps serving.
+
+A task is a picklable `fn(*args) -> (meta, ndarray)` (module-level function;
+the engine supplies them, so this module knows nothing of circuits).  The
+pool creates a shared-memory block of the capacity the caller reserved (the
+host budget), the worker writes the array into it, and only (meta, shape,
+dtype) come back over the pipe.  Cancelling `run` kills the worker at once
+(the work cannot be interrupted any other way), frees the block, and restarts
+the worker in the background.
+"""
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import threading
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import anyio
+import numpy as np
+
+from engine.errors import MismatchError, WitnessGenerationError
+
+from .budget import fmt_bytes
+from .locks import FifoSlots
+from .shm import ShmBlock
+
+START_METHODS = ("forkserver", "spawn")
+_READY_TIMEOUT_S = 120.0
+
+
+class SynthesisCrashedError(WitnessGenerationError):
+    """A synthesis worker process died while working on a task."""
+
+
+class OutputTooLargeError(MismatchError):
+    """A task produced more bytes than were reserved for it (for example, a witness of a larger circuit)."""
+
+    def __init__(self, message: str, meta: Any, shape: tuple, dtype: str):
+        self.meta, self.shape, self.dtype = meta, shape, dtype
+        super().__init__(message)
+
+
+@dataclass
+class SynthResult:
+    """A task's output: `values` is a view over shared memory; `release()` gives the memory back."""
+
+    meta: Any
+    values: np.ndarray
+    block: ShmBlock
+    worker: int
+
+    def release(self) -> None:
+        self.values = None  # type: ignore[assignment]
+        self.block.release()
+
+
+# ------------------------------------------------------------------ worker side
+
+def _describe_error(exc: BaseException) -> tuple:
+    cls = type(exc)
+    text = f"{cls.__name__}: {exc}"
+    try:
+        state = pickle.dumps((exc.args, dict(getattr(exc, "__dict__", {}))))
+    except Exception:
+        state = pickle.dumps(((str(exc),), {}))
+    return (cls.__module__, cls.__qualname__, state, text, traceback.format_exc())
+
+
+def _worker_main(conn, index: int) -> None:
+    """A synthesis worker: serve (fn, args, block name, capacity) until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's business
+    conn.send_bytes(pickle.dumps(("ready", os.getpid())))
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        task = pickle.loads(data)
+        if task is None:
+            return
+        fn, args, block_name, capacity = task
+        try:
+            meta, values = fn(*args)
+            values = np.ascontiguousarray(values)
+            if values.nbytes > capacity:
+                reply = ("too_big", meta, values.shape, values.dtype.str)
+            else:
+                block = ShmBlock.attach(block_name)
+                dst = block.ndarray(values.shape, values.dtype)
+                dst[...] = values
+                del dst
+                block.close()
+                reply = ("ok", meta, values.shape, values.dtype.str)
+        except BaseException as exc:  # reported to the caller; the worker lives on
+            reply = ("error", *_describe_error(exc))
+        conn.send_bytes(pickle.dumps(reply))
+
+
+def _rebuild_error(module: str, qualname: str, state: bytes, text: str, tb: str) -> BaseException:
+    """The worker's exception, same type and message where it can be rebuilt."""
+    try:
+        cls = importlib.import_module(module)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            args, attrs = pickle.loads(state)
+            exc = cls.__new__(cls)
+            exc.args = tuple(args)
+            exc.__dict__.update(attrs)
+            exc.worker_traceback = tb
+            return exc
+    except Exception:
+        pass
+    exc = WitnessGenerationError(f"synthesis failed: {text}")
+    exc.worker_traceback = tb
+    return exc
+
+
+# ------------------------------------------------------------------ pool side
+
+class _Worker:
+    def __init__(self, index: int, process, conn):
+        self.index, self.process, self.conn = index, process, conn
+
+
+class SynthPool:
+    """`workers` processes; `run` gives a task to the first idle one (in arrival order)."""
+
+    def __init__(self, workers: int = 2, *, start_method: str = "forkserver", preload: Sequence[str] = ()):
+        if start_method not in START_METHODS:
+            raise ValueError(
+                f"synthesis start method {start_method!r}: use one of {', '.join(START_METHODS)} "
+                "(never fork: the main process may have initialised CUDA)"
+            )
+        if workers < 1:
+            raise ValueError(f"synthesis workers: need at least 1, got {workers}")
+        self.size = workers
+        self.start_method = start_method
+        self._ctx = mp.get_context(start_method)
+        if start_method == "forkserver":
+            self._ctx.set_forkserver_preload(["numpy", __name__, *preload])
+        self._workers: list[_Worker | None] = [None] * workers
+        self._idle = FifoSlots(workers, "synthesis workers")
+        self._restarts: list[threading.Thread] = []
+        self._closing = False
+        self._started = False
+        self._broken: BaseException | None = None  # a worker that could not be started
+        self.crashes = 0
+        self.restarts = 0
+        self.max_reply_bytes = 0  # the largest message a worker sent back (witness data never travels here)
+
+    # ---- lifecycle
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        # hold every slot until its worker is ready
+        held = [await self._idle.acquire("starting") for _ in range(self.size)]
+        loop_token = _LoopToken.current()
+        for idx in held:
+            self._spawn_in_thread(idx, loop_token, count_restart=False)
+        await self.wait_ready()
+
+    async def wait_ready(self) -> None:
+        """Wait until no worker is starting or restarting."""
+        while self._restarts:
+            threads = list(self._restarts)
+            await anyio.to_thread.run_sync(lambda: [t.join() for t in threads])
+            await anyio.sleep(0.001)  # let the threads' call_soon_threadsafe callbacks run
+        if self._broken is not None:
+            raise self._broken
+
+    def alive(self) -> int:
+        return sum(1 for w in self._workers if w is not None and w.process.is_alive())
+
+    def at_rest(self) -> bool:
+        return not self._restarts and self._idle.at_rest() and self.alive() == self.size
+
+    async def close(self) -> None:
+        self._closing = True
+        threads = list(self._restarts)
+        if threads:
+            await anyio.to_thread.run_sync(lambda: [t.join() for t in threads])
+        await anyio.to_thread.run_sync(self._stop_all)
+
+    def _stop_all(self) -> None:
+        for w in self._workers:
+            if w is None:
+                continue
+            try:
+                w.conn.send_bytes(pickle.dumps(None))
+            except (OSError, ValueError):
+                pass
+        for w in self._workers:
+            if w is None:
+                continue
+            w.process.join(5.0)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join(5.0)
+            w.conn.close()
+        self._workers = [None] * self.size
+
+    # ---- tasks
+    async def run(
+        self,
+        fn: Callable[..., tuple[Any, np.ndarray]],
+        args: tuple,
+        capacity: int,
+        *,
+        label: str = "synthesis",
+        on_start: Callable[[int], None] | None = None,
+    ) -> SynthResult:
+        """fn(*args) in a worker; its array comes back in a block of `capacity` bytes."""
+        if not self._started or self._closing:
+            raise RuntimeError("synthesis pool is not running")
+        if self._broken is not None:
+            raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {self._broken}")
+        idx = await self._idle.acquire(label)
+        worker = self._workers[idx]
+        block = None
+        try:
+            block = ShmBlock.create(capacity)
+            if on_start is not None:
+                on_start(idx)
+            try:
+                worker.conn.send_bytes(pickle.dumps((fn, args, block.name, int(capacity))))
+            except (OSError, ValueError):  # the worker died while idle
+                self.crashes += 1
+                raise SynthesisCrashedError(
+                    f"{label}: synthesis worker {idx} had died (exit code {worker.process.exitcode}); "
+                    "this job failed, the worker is being restarted"
+                ) from None
+            reply = await self._receive(worker, label)
+        except BaseException as exc:
+            if block is not None:
+                block.release()
+            if isinstance(exc, SynthesisCrashedError) or not isinstance(exc, Exception):
+                # crashed, or cancelled mid-task: the worker's state is unknown; replace it
+                self._replace(idx)
+            else:
+                self._idle.release(idx)
+            raise
+        self._idle.release(idx)
+        kind = reply[0]
+        if kind == "ok":
+            _, meta, shape, dtype = reply
+            return SynthResult(meta, block.ndarray(tuple(shape), dtype), block, idx)
+        block.release()
+        if kind == "too_big":
+            _, meta, shape, dtype = reply
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            raise OutputTooLargeError(
+                f"{label}: produced {tuple(shape)} {np.dtype(dtype)} ({fmt_bytes(nbytes)}) but only "
+                f"{fmt_bytes(capacity)} were reserved for it",
+                meta,
+                tuple(shape),
+                dtype,
+            )
+        raise _rebuild_error(*reply[1:])
+
+    async def _receive(self, worker: _Worker, label: str) -> tuple:
+        await anyio.wait_readable(worker.conn.fileno())
+        try:
+            data = worker.conn.recv_bytes()
+        except (EOFError, OSError):
+            self.crashes += 1
+            code = await anyio.to_thread.run_sync(_exit_code, worker.process)
+            raise SynthesisCrashedError(
+                f"{label}: synthesis worker {worker.index} (pid {worker.process.pid}) died "
+                f"(exit code {code}); this job failed, the worker is being restarted"
+            ) from None
+        self.max_reply_bytes = max(self.max_reply_bytes, len(data))
+        return pickle.loads(data)
+
+    # ---- restarts
+    def _replace(self, idx: int) -> None:
+        """Kill worker idx (if alive) and start a new one; its slot comes back when it is ready."""
+        old = self._workers[idx]
+        if old is not None and old.process.is_alive():
+            old.process.kill()
+        self._spawn_in_thread(idx, _LoopToken.current(), count_restart=True)
+
+    def _spawn_in_thread(self, idx: int, token: "_LoopToken", count_restart: bool) -> None:
+        thread = threading.Thread(
+            target=self._spawn, args=(idx, token, count_restart), name=f"synth-restart-{idx}", daemon=True
+        )
+        self._restarts.append(thread)
+        thread.start()
+
+    def _spawn(self, idx: int, token: "_LoopToken", count_restart: bool) -> None:
+        """Thread body: reap the old process, start a new one, wait for its hello, free the slot."""
+        error: BaseException | None = None
+        try:
+            old = self._workers[idx]
+            if old is not None:
+                old.process.join(10.0)
+                old.conn.close()
+                self._workers[idx] = None
+            if self._closing:
+                return
+            parent, child = self._ctx.Pipe(duplex=True)
+            process = self._ctx.Process(target=_worker_main, args=(child, idx), daemon=True, name=f"synth-{idx}")
+            process.start()
+            child.close()
+            if not parent.poll(_READY_TIMEOUT_S):
+                process.kill()
+                raise WitnessGenerationError(f"synthesis worker {idx} did not start within {_READY_TIMEOUT_S:.0f} s")
+            try:
+                hello = pickle.loads(parent.recv_bytes())
+            except (EOFError, OSError):
+                process.join(5.0)
+                raise WitnessGenerationError(
+                    f"synthesis worker {idx} exited while starting (exit code {process.exitcode}); with "
+                    f"start method {self.start_method!r} the main script must guard its entry point with "
+                    "`if __name__ == '__main__':`"
+                ) from None
+            assert hello[0] == "ready", hello
+            self._workers[idx] = _Worker(idx, process, parent)
+            if count_restart:
+                self.restarts += 1
+        except BaseException as exc:
+            error = exc
+        finally:
+            token.call(self._spawned, idx, threading.current_thread(), error)
+
+    def _spawned(self, idx: int, thread: threading.Thread, error: BaseException | None) -> None:
+        if thread in self._restarts:
+            self._restarts.remove(thread)
+        if error is not None:
+            self._broken = error  # the slot stays held: no task may go to a missing worker
+        elif self._workers[idx] is not None:
+            self._idle.release(idx)
+
+
+def _exit_code(process) -> int | None:
+    process.join(5.0)
+    return process.exitcode
+
+
+class _LoopToken:
+    """Runs a function on the event loop from another thread, without waiting for it."""
+
+    def __init__(self, loop):
+        self._loop = loop
+
+    @classmethod
+    def current(cls) -> "_LoopToken":
+        import asyncio  # noqa: PLC0415
+
+        return cls(asyncio.get_running_loop())
+
+    def call(self, fn: Callable, *args) -> None:
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # loop closed
+            pass

@@ -1,0 +1,275 @@
+"""The timeline (design.md §7): every stage of every partition as one JSON line.
+
+`Event` is the msgspec struct written per line.  `Timeline` stamps events
+with `time.monotonic_ns()` and hands them to sinks: a JSON-lines file
+(`JsonlSink`), an in-memory list (`MemorySink`, for tests and sweeps), or any
+callable.  `load_events` reads a file back and `summarize` turns events into
+the numbers perf/ reports: proofs per minute, latency percentiles, GPU busy
+fraction (the union of GPU_START..GPU_END intervals over wall time, per
+device), queue waits and per-stage durations.
+
+Events are emitted on the event loop thread; a stage that ends on another
+thread (a done event observed by a waiter thread) passes its own `t_ns`.
+"""
+from __future__ import annotations
+
+import os
+import time
+from enum import StrEnum
+from typing import Callable, Iterable, Sequence
+
+import msgspec
+
+
+class Stage(StrEnum):
+    TIMELINE_START = "TIMELINE_START"
+    JOB_SUBMIT = "JOB_SUBMIT"
+    SUBMIT = "SUBMIT"  # a partition enters the engine
+    HOST_WAIT = "HOST_WAIT"
+    HOST_GRANTED = "HOST_GRANTED"
+    SYNTH_START = "SYNTH_START"  # slot = synthesis worker
+    SYNTH_END = "SYNTH_END"
+    CHECK_START = "CHECK_START"
+    CHECK_END = "CHECK_END"
+    BUDGET_WAIT = "BUDGET_WAIT"
+    BUDGET_GRANTED = "BUDGET_GRANTED"  # device = the device that will run it
+    MEM_WAIT = "MEM_WAIT"
+    MEM_START = "MEM_START"
+    MEM_END = "MEM_END"
+    GPU_WAIT = "GPU_WAIT"
+    GPU_START = "GPU_START"  # slot = compute slot
+    GPU_END = "GPU_END"  # the done event fired (stamped by the waiter thread)
+    BUDGET_RELEASED = "BUDGET_RELEASED"
+    HOST_RELEASED = "HOST_RELEASED"
+    EPILOGUE_START = "EPILOGUE_START"
+    EPILOGUE_END = "EPILOGUE_END"
+    VERIFY_START = "VERIFY_START"
+    VERIFY_END = "VERIFY_END"
+    DONE = "DONE"
+    FAILED = "FAILED"  # detail = the error
+    CANCELLED = "CANCELLED"
+    JOB_DONE = "JOB_DONE"
+    JOB_FAILED = "JOB_FAILED"
+    JOB_CANCELLED = "JOB_CANCELLED"
+    KEY_LOAD_START = "KEY_LOAD_START"
+    KEY_LOAD_END = "KEY_LOAD_END"
+    TRIM_START = "TRIM_START"
+    TRIM_END = "TRIM_END"
+
+
+class Event(msgspec.Struct):
+    """One timeline line.  -1 means "not applicable" for job, partition, device and slot."""
+
+    t_ns: int  # time.monotonic_ns()
+    stage: str
+    job: int = -1
+    partition: int = -1
+    device: int = -1
+    slot: int = -1
+    bytes: int = 0  # the size the stage moved or reserved
+    key: str = ""  # the proving key's label
+    detail: str = ""  # errors, notes; TIMELINE_START carries wall_ns=<time.time_ns()>
+
+
+Sink = Callable[[Event], None]
+
+
+class JsonlSink:
+    """Writes events to a file (replacing it), one JSON line each; `close()` flushes."""
+
+    def __init__(self, path: str | os.PathLike, flush_every_s: float = 1.0):
+        self.path = os.fspath(path)
+        self._file = open(self.path, "wb")
+        self._encoder = msgspec.json.Encoder()
+        self._flush_every_ns = int(flush_every_s * 1e9)
+        self._last_flush = time.monotonic_ns()
+
+    def __call__(self, event: Event) -> None:
+        self._file.write(self._encoder.encode(event) + b"\n")
+        if event.t_ns - self._last_flush > self._flush_every_ns:
+            self._file.flush()
+            self._last_flush = event.t_ns
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+class MemorySink(list):
+    """Keeps events in a list (tests, sweeps)."""
+
+    def __call__(self, event: Event) -> None:
+        self.append(event)
+
+
+class Timeline:
+    """Stamps and fans out events; without sinks, `emit` costs one attribute check."""
+
+    def __init__(self, sinks: Iterable[Sink] = ()):
+        self._sinks: list[Sink] = list(sinks)
+        self._owned: list[JsonlSink] = []
+
+    @classmethod
+    def to_file(cls, path: str | os.PathLike) -> "Timeline":
+        tl = cls()
+        tl.add_file(path)
+        return tl
+
+    def add_file(self, path: str | os.PathLike) -> JsonlSink:
+        sink = JsonlSink(path)
+        self._owned.append(sink)
+        self.add_sink(sink)
+        return sink
+
+    def add_sink(self, sink: Sink) -> None:
+        self._sinks.append(sink)
+        sink(Event(t_ns=time.monotonic_ns(), stage=Stage.TIMELINE_START, detail=f"wall_ns={time.time_ns()}"))
+
+    def remove_sink(self, sink: Sink) -> None:
+        if sink in self._sinks:
+            self._sinks.remove(sink)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._sinks)
+
+    def emit(self, stage: str, job: int = -1, partition: int = -1, *, t_ns: int | None = None, **fields) -> None:
+        if not self._sinks:
+            return
+        event = Event(t_ns=time.monotonic_ns() if t_ns is None else t_ns, stage=str(stage), job=job,
+                      partition=partition, **fields)
+        for sink in self._sinks:
+            sink(event)
+
+    def close(self) -> None:
+        for sink in self._owned:
+            sink.close()
+            self.remove_sink(sink)
+        self._owned = []
+
+
+# ---------------------------------------------------------------- analysis
+
+def load_events(path: str | os.PathLike) -> list[Event]:
+    """Read a JSON-lines timeline; blank lines are skipped."""
+    decoder = msgspec.json.Decoder(Event)
+    with open(path, "rb") as f:
+        return [decoder.decode(line) for line in f if line.strip()]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in [0, 100]); nan for no values."""
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def union_length(intervals: Iterable[tuple[int, int]]) -> int:
+    """Total length covered by half-open intervals (overlaps counted once)."""
+    total, cur_start, cur_end = 0, None, None
+    for start, end in sorted(intervals):
+        if cur_end is None or start > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
+
+
+# (name, start stage, end stage): spans measured per partition
+SPANS = (
+    ("host_wait", Stage.HOST_WAIT, Stage.HOST_GRANTED),
+    ("synth", Stage.SYNTH_START, Stage.SYNTH_END),
+    ("check", Stage.CHECK_START, Stage.CHECK_END),
+    ("budget_wait", Stage.BUDGET_WAIT, Stage.BUDGET_GRANTED),
+    ("mem_wait", Stage.MEM_WAIT, Stage.MEM_START),
+    ("mem", Stage.MEM_START, Stage.MEM_END),
+    ("gpu_wait", Stage.GPU_WAIT, Stage.GPU_START),
+    ("gpu", Stage.GPU_START, Stage.GPU_END),
+    ("epilogue", Stage.EPILOGUE_START, Stage.EPILOGUE_END),
+    ("verify", Stage.VERIFY_START, Stage.VERIFY_END),
+)
+QUEUE_SPANS = ("host_wait", "budget_wait", "mem_wait", "gpu_wait")
+
+
+def partition_spans(events: Iterable[Event]) -> dict[tuple[int, int], dict[str, tuple[int, int, Event]]]:
+    """(job, partition) -> span name -> (start ns, end ns, start event)."""
+    starts: dict[tuple[int, int, str], Event] = {}
+    out: dict[tuple[int, int], dict[str, tuple[int, int, Event]]] = {}
+    by_end = {end: (name, start) for name, start, end in SPANS}
+    by_start = {start for _, start, _ in SPANS}
+    for ev in events:
+        key = (ev.job, ev.partition)
+        if ev.stage in by_start:
+            starts[(ev.job, ev.partition, ev.stage)] = ev
+        if ev.stage in by_end:
+            name, start_stage = by_end[ev.stage]
+            start = starts.pop((ev.job, ev.partition, start_stage), None)
+            if start is not None:
+                out.setdefault(key, {})[name] = (start.t_ns, ev.t_ns, start)
+    return out
+
+
+class Summary(msgspec.Struct):
+    proofs_done: int
+    failed: int
+    cancelled: int
+    wall_s: float
+    proofs_per_min: float
+    latency_p50_s: float
+    latency_p95_s: float
+    gpu_busy: float  # mean over devices of the busy fraction
+    gpu_busy_by_device: dict[int, float]
+    queue_wait_p50_s: float  # per partition: host + budget + memory + compute waits
+    queue_wait_p95_s: float
+    stage_p50_s: dict[str, float]
+    stage_p95_s: dict[str, float]
+
+
+def summarize(events: Sequence[Event]) -> Summary:
+    """The figures a sweep table reports, from one run's events."""
+    events = sorted(events, key=lambda e: e.t_ns)
+    submit = {(e.job, e.partition): e.t_ns for e in events if e.stage == Stage.SUBMIT}
+    done = {(e.job, e.partition): e.t_ns for e in events if e.stage == Stage.DONE}
+    failed = sum(1 for e in events if e.stage == Stage.FAILED)
+    cancelled = sum(1 for e in events if e.stage == Stage.CANCELLED)
+    work = [e.t_ns for e in events if e.stage != Stage.TIMELINE_START]
+    t0 = min(submit.values(), default=min(work, default=0))
+    t1 = max(work, default=t0)
+    wall_ns = max(t1 - t0, 1)
+    latencies = [(done[k] - submit[k]) / 1e9 for k in done if k in submit]
+    spans = partition_spans(events)
+    gpu: dict[int, list[tuple[int, int]]] = {}
+    per_stage: dict[str, list[float]] = {name: [] for name, _, _ in SPANS}
+    queue: list[float] = []
+    for parts in spans.values():
+        for name, (a, b, start) in parts.items():
+            per_stage[name].append((b - a) / 1e9)
+            if name == "gpu":
+                gpu.setdefault(start.device, []).append((a, b))
+        if any(n in parts for n in QUEUE_SPANS):
+            queue.append(sum((parts[n][1] - parts[n][0]) / 1e9 for n in QUEUE_SPANS if n in parts))
+    devices = sorted({e.device for e in events if e.stage == Stage.BUDGET_GRANTED and e.device >= 0} | set(gpu))
+    busy = {d: union_length(gpu.get(d, [])) / wall_ns for d in devices}
+    return Summary(
+        proofs_done=len(done),
+        failed=failed,
+        cancelled=cancelled,
+        wall_s=wall_ns / 1e9,
+        proofs_per_min=len(done) * 60e9 / wall_ns if done else 0.0,
+        latency_p50_s=percentile(latencies, 50),
+        latency_p95_s=percentile(latencies, 95),
+        gpu_busy=sum(busy.values()) / len(busy) if busy else 0.0,
+        gpu_busy_by_device=busy,
+        queue_wait_p50_s=percentile(queue, 50),
+        queue_wait_p95_s=percentile(queue, 95),
+        stage_p50_s={k: percentile(v, 50) for k, v in per_stage.items() if v},
+        stage_p95_s={k: percentile(v, 95) for k, v in per_stage.items() if v},
+    )

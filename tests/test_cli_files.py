@@ -1,0 +1,221 @@
+"""`python -m engine info | export-vkey | verify`: results on good files, one-line errors on bad ones."""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures" / "tiny"
+CURVES = ["bn128", "bls12381"]
+
+
+def engine(*args, cwd=None) -> subprocess.CompletedProcess:
+    """Run `python -m engine ...` as a user would (for exit codes and the absence of tracebacks)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "engine", *map(str, args)], cwd=cwd or ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def run_inproc(capsys, *args) -> tuple[int, str, str]:
+    """The same command through cli.main in this process (quicker, for the good paths)."""
+    from cli import main
+
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def fx(curve: str, name: str) -> Path:
+    return FIX / curve / name
+
+
+def assert_clean_failure(res: subprocess.CompletedProcess, name, *words: str, code: int | None = None) -> None:
+    assert res.returncode != 0, res.stdout
+    if code is not None:
+        assert res.returncode == code, (res.returncode, res.stderr)
+    assert "Traceback" not in res.stderr, res.stderr
+    err = res.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert str(name) in err, err
+    for w in words:
+        assert w in err, err
+
+
+# ---------------------------------------------------------------- info
+
+def test_info_json_describes_every_fixture(capsys):
+    expect = {
+        "tiny.r1cs": {"kind": "r1cs", "constraints": 3, "wires": 7, "public_outputs": 2, "public_inputs": 1,
+                      "private_inputs": 2},
+        "tiny.wtns": {"kind": "wtns", "witness_values": 7, "w0": "1"},
+        "tiny.zkey": {"kind": "zkey", "vars": 7, "public_signals": 3, "domain_size": 8, "coefficients": 8,
+                      "contributions": 1},
+        "tiny_0.zkey": {"kind": "zkey", "contributions": 0},
+        "proof.json": {"kind": "proof", "protocol": "groth16"},
+        "public.json": {"kind": "public", "public_signals": 3, "values": ["165", "27", "3"]},
+        "verification_key.json": {"kind": "verification_key", "public_signals": 3, "ic_points": 4},
+    }
+    for curve in CURVES:
+        for name, fields in expect.items():
+            code, out, err = run_inproc(capsys, "info", fx(curve, name), "--json")
+            assert code == 0, err
+            got = json.loads(out)
+            assert {k: got[k] for k in fields} == fields
+            if name != "public.json":
+                assert got["curve"] == curve
+
+
+def test_info_text_shows_sections_and_counts(capsys):
+    res = engine("info", fx("bn128", "tiny.zkey"))
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "curve:" in out and "bn128" in out and "domain size:" in out and "sections:" in out
+    assert "9 (H)" in out and "10 (MPC parameters)" in out
+    code, out, _ = run_inproc(capsys, "info", fx("bls12381", "tiny.r1cs"))
+    assert code == 0 and "public outputs: 2" in out and "constraints:    3" in out
+
+
+def _truncated(tmp_path, name, cut):
+    p = tmp_path / name
+    p.write_bytes(fx("bn128", name).read_bytes()[:cut])
+    return p
+
+
+def _plonk(tmp_path):
+    raw = bytearray(fx("bn128", "tiny.zkey").read_bytes())
+    struct.pack_into("<I", raw, 24, 2)  # section 1 payload: the protocol id
+    p = tmp_path / "plonk.zkey"
+    p.write_bytes(raw)
+    return p
+
+
+@pytest.mark.parametrize(
+    "make,words",
+    [
+        (lambda t: t / "missing.zkey", ["no such file"]),
+        (lambda t: t, ["is a directory"]),
+        (lambda t: _truncated(t, "tiny.zkey", 1000), ["truncated", "section"]),
+        (lambda t: _truncated(t, "tiny.r1cs", 30), ["truncated"]),
+        (lambda t: _truncated(t, "tiny.wtns", 0), ["is empty"]),
+        (_plonk, ["PLONK zkey, only Groth16"]),
+        (lambda t: (t / "notes.txt").write_text("hello") and t / "notes.txt", ["is not a .r1cs, .wtns, .zkey"]),
+        (lambda t: (t / "x.json").write_text('{"a": 1}') and t / "x.json", ["not a proof, public signals"]),
+        (lambda t: (t / "p.json").write_text("[1, 2") and t / "p.json", ["not valid JSON"]),
+    ],
+)
+def test_info_on_bad_input_is_one_line_error(tmp_path, make, words):
+    path = make(tmp_path)
+    assert_clean_failure(engine("info", path), path, *words, code=2)
+
+
+# ---------------------------------------------------------------- export-vkey
+
+@pytest.mark.parametrize("curve", CURVES)
+def test_export_vkey_is_byte_identical_to_snarkjs(tmp_path, capsys, curve):
+    assert run_inproc(capsys, "export-vkey", fx(curve, "tiny_0.zkey"), tmp_path / "vk0.json")[0] == 0
+    res = engine("export-vkey", fx(curve, "tiny.zkey"), tmp_path / "vk.json")
+    assert res.returncode == 0 and res.stdout == "", res.stderr
+    assert (tmp_path / "vk.json").read_bytes() == fx(curve, "verification_key.json").read_bytes()
+    # before the contribution delta is the generator: same alpha/beta/IC, another delta
+    vk0 = json.loads((tmp_path / "vk0.json").read_text())
+    vk = json.loads((tmp_path / "vk.json").read_text())
+    assert vk0["vk_alpha_1"] == vk["vk_alpha_1"] and vk0["vk_delta_2"] == vk0["vk_gamma_2"] != vk["vk_delta_2"]
+
+
+@pytest.mark.parametrize(
+    "make,words",
+    [
+        (lambda t: t / "missing.zkey", ["no such file"]),
+        (lambda t: _truncated(t, "tiny.zkey", 2000), ["truncated"]),
+        (_plonk, ["PLONK"]),
+        (lambda t: fx("bn128", "tiny.wtns"), ["is a .wtns file, not a .zkey file"]),
+    ],
+)
+def test_export_vkey_on_bad_zkey_is_one_line_error(tmp_path, make, words):
+    path = make(tmp_path)
+    res = engine("export-vkey", path, tmp_path / "vk.json")
+    assert_clean_failure(res, path, *words, code=2)
+    assert not (tmp_path / "vk.json").exists()
+
+
+def test_export_vkey_to_unwritable_place_is_one_line_error(tmp_path):
+    target = tmp_path / "no" / "such" / "dir" / "vk.json"
+    assert_clean_failure(engine("export-vkey", fx("bn128", "tiny.zkey"), target), target, "cannot write")
+
+
+# ---------------------------------------------------------------- verify
+
+@pytest.mark.parametrize("curve", CURVES)
+def test_verify_accepts_snarkjs_proof(curve):
+    res = engine("verify", fx(curve, "verification_key.json"), fx(curve, "public.json"), fx(curve, "proof.json"))
+    assert res.returncode == 0 and res.stdout.strip() == "OK!", res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("curve", CURVES)
+def test_verify_rejects_wrong_public_signal_with_exit_1(tmp_path, curve):
+    pub = tmp_path / "public.json"
+    pub.write_text(json.dumps(["166", "27", "3"], indent=1))
+    res = engine("verify", fx(curve, "verification_key.json"), pub, fx(curve, "proof.json"))
+    assert res.returncode == 1 and res.stdout.strip() == "Invalid proof", res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_verify_rejects_swapped_proof_points_with_exit_1(tmp_path, capsys):
+    proof = json.loads(fx("bn128", "proof.json").read_text())
+    proof["pi_a"], proof["pi_c"] = proof["pi_c"], proof["pi_a"]
+    p = tmp_path / "proof.json"
+    p.write_text(json.dumps(proof))
+    code, out, _ = run_inproc(capsys, "verify", fx("bn128", "verification_key.json"), fx("bn128", "public.json"), p)
+    assert code == 1 and out.strip() == "Invalid proof"
+
+
+def test_verify_with_proof_of_another_curve_is_clear_error():
+    vk, proof = fx("bn128", "verification_key.json"), fx("bls12381", "proof.json")
+    res = engine("verify", vk, fx("bn128", "public.json"), proof)
+    assert_clean_failure(res, proof, "bls12381", "bn128", code=2)
+
+
+def test_verify_with_public_of_wrong_length_is_clear_error(tmp_path):
+    pub = tmp_path / "public.json"
+    pub.write_text('["165", "27"]')
+    res = engine("verify", fx("bn128", "verification_key.json"), pub, fx("bn128", "proof.json"))
+    assert_clean_failure(res, pub, "has 2 public signals", "nPublic = 3", code=2)
+
+
+@pytest.mark.parametrize(
+    "which,content,words",
+    [
+        ("vkey", "{", ["not valid JSON"]),
+        ("vkey", None, ["no such file"]),
+        ("public", json.dumps([str(1 << 255)] * 3), ["[0]", "not below"]),
+        ("proof", '{"pi_a": ["1", "2", "1"]}', ['missing "pi_b"']),
+        ("proof", "[]", ["expected a JSON object"]),
+    ],
+)
+def test_verify_on_bad_files_is_one_line_error(tmp_path, which, content, words):
+    files = {"vkey": fx("bn128", "verification_key.json"), "public": fx("bn128", "public.json"),
+             "proof": fx("bn128", "proof.json")}
+    bad = tmp_path / f"{which}.json"
+    if content is not None:
+        bad.write_text(content)
+    files[which] = bad
+    res = engine("verify", files["vkey"], files["public"], files["proof"])
+    assert_clean_failure(res, bad, *words, code=2)
+
+
+def test_info_reads_a_ptau_header(tmp_path, capsys):
+    from engine.curves import BLS12_381
+
+    head = struct.pack("<I", 48) + BLS12_381.q.to_bytes(48, "little") + struct.pack("<II", 12, 28)
+    p = tmp_path / "pot.ptau"
+    p.write_bytes(b"ptau" + struct.pack("<II", 1, 1) + struct.pack("<IQ", 1, len(head)) + head)
+    code, out, err = run_inproc(capsys, "info", p, "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert (got["kind"], got["curve"], got["power"]) == ("ptau", "bls12381", 12)

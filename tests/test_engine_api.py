@@ -1,0 +1,247 @@
+"""The public asyncio Engine: concurrency, failures, streams, shutdown, configuration, real proofs."""
+import asyncio
+import json
+
+import anyio
+import pytest
+
+from engine import config as engine_config
+from engine.api import Engine, prove_files, run
+from engine.config import ConfigError, EngineConfig, SimulationConfig
+from engine.errors import EngineClosedError, EngineError, MismatchError
+from scheduler.synth_pool import SynthesisCrashedError
+from scheduler.timeline import MemorySink, Stage, load_events
+
+from conftest import FIXTURES
+
+TINY = FIXTURES / "tiny"
+
+
+def sim_config(**overrides) -> EngineConfig:
+    sim = dict(devices=1, vram="4GiB", working_set="1GiB", witness_rows=64, synth_ms=1, upload_ms=1,
+               stage_host_ms=0, gpu_ms=3, epilogue_ms=0, verify_ms=0)
+    sim.update(overrides.pop("simulation", {}))
+    base = dict(backend="simulated", synthesis_workers=2, compute_slots=2, idle_trim_s=None)
+    base.update(overrides)
+    return EngineConfig(simulation=SimulationConfig(**sim), **base)
+
+
+async def test_prove_returns_one_proof_or_one_per_partition_in_order():
+    async with Engine(sim_config()) as eng:
+        key = await eng.load_key("circuit.zkey")
+        single = await eng.prove(key, {})
+        assert single.key == "circuit.zkey"
+        many = await eng.prove(key, partitions=[{"seed": s} for s in (5, 6, 7)])
+        assert [p.digest for p in many] == [(await eng.prove(key, {"seed": s})).digest for s in (5, 6, 7)]
+        with pytest.raises(TypeError):
+            await eng.prove(key, {}, partitions=[{}])
+
+
+async def test_many_concurrent_callers_share_the_engine():
+    async with Engine(sim_config(simulation={"devices": 2})) as eng:
+        key = await eng.load_key("k")
+        proofs = await asyncio.gather(*(eng.prove(key, {"seed": i}) for i in range(60)))
+        assert len(proofs) == 60 and {p.device for p in proofs} == {0, 1}
+        assert eng.at_rest()
+
+
+async def test_failing_job_raises_its_own_error_and_the_engine_keeps_serving():
+    async with Engine(sim_config()) as eng:
+        key = await eng.load_key("k")
+        results = await asyncio.gather(
+            *(eng.prove(key, {"fail": "input 3 is out of range"} if i == 3 else {}) for i in range(8)),
+            return_exceptions=True,
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        assert len(errors) == 1 and isinstance(results[3], EngineError)
+        assert str(results[3]) == "input 3 is out of range"
+        # a failing partition fails its whole job, and only that job
+        with pytest.raises(EngineError, match="partition two is bad"):
+            await eng.prove(key, partitions=[{}, {"fail": "partition two is bad"}, {}])
+        assert (await eng.prove(key, {})).key == "k"
+        await eng.drain()
+        assert eng.at_rest()
+
+
+async def test_crashing_synthesis_worker_fails_its_job_only_and_the_pool_recovers():
+    async with Engine(sim_config()) as eng:
+        key = await eng.load_key("k")
+        results = await asyncio.gather(*(eng.prove(key, {"crash": True} if i == 1 else {}) for i in range(6)),
+                                       return_exceptions=True)
+        assert isinstance(results[1], SynthesisCrashedError)
+        assert all(not isinstance(r, BaseException) for i, r in enumerate(results) if i != 1)
+        await eng.drain()
+        assert eng.synth.alive() == 2 and eng.synth.restarts == 1 and eng.at_rest()
+        assert len(await eng.prove(key, partitions=[{}, {}, {}])) == 3
+
+
+async def test_stream_yields_every_item_once_with_failures_in_place():
+    async with Engine(sim_config()) as eng:
+        key = await eng.load_key("k")
+        items = [{"seed": i} for i in range(12)]
+        items[4] = {"fail": "bad item"}
+        seen = [r async for r in eng.prove_stream(key, items, max_in_flight=3)]
+        assert sorted(r.index for r in seen) == list(range(12))
+        assert [r.index for r in seen if not r.ok] == [4] and "bad item" in str(seen[[r.index for r in seen].index(4)].error)
+        ordered = [r.index async for r in eng.prove_stream(key, iter(items), max_in_flight=5, ordered=True)]
+        assert ordered == list(range(12))
+
+        async def agen():
+            for i in range(5):
+                yield {"seed": i}
+
+        assert len([r async for r in eng.prove_stream(key, agen())]) == 5
+
+
+async def test_leaving_a_stream_early_cancels_what_is_in_flight():
+    async with Engine(sim_config(simulation={"gpu_ms": 50})) as eng:
+        key = await eng.load_key("k")
+        async for first in eng.prove_stream(key, ({} for _ in range(1000)), max_in_flight=4):
+            assert first.ok
+            break
+        await eng.drain()
+        assert eng.at_rest()
+
+
+async def test_shutdown_drains_jobs_in_flight():
+    sink = MemorySink()
+    tasks = []
+    async with Engine(sim_config(simulation={"gpu_ms": 30}), on_event=sink) as eng:
+        key = await eng.load_key("k")
+        tasks = [asyncio.create_task(eng.prove(key, {})) for _ in range(6)]
+        await asyncio.sleep(0.01)
+    # the block ended while the jobs were running: they finished rather than being dropped
+    proofs = [t.result() for t in tasks]
+    assert len(proofs) == 6 and sum(e.stage == Stage.DONE for e in sink) == 6
+    with pytest.raises(EngineClosedError):
+        await eng.prove(key, {})
+
+
+async def test_engine_not_entered_refuses_work():
+    eng = Engine(sim_config())
+    with pytest.raises(EngineClosedError, match="async with"):
+        await eng.load_key("k")
+
+
+async def test_key_from_another_engine_is_refused():
+    async with Engine(sim_config()) as one, Engine(sim_config()) as two:
+        key = await one.load_key("k")
+        with pytest.raises(EngineError, match="not loaded in this engine"):
+            await two.prove(key, {})
+
+
+async def test_resident_key_takes_its_memory_out_of_the_budget_until_unloaded():
+    gib = 1 << 30
+    async with Engine(sim_config(simulation={"vram": "4GiB", "key_resident": "1GiB"})) as eng:
+        assert eng.stats()["vram_capacity"] == [4 * gib]
+        key = await eng.load_key("k")
+        assert eng.stats()["vram_capacity"] == [3 * gib]
+        await eng.prove(key, {})
+        await eng.unload_key(key)
+        assert eng.stats()["vram_capacity"] == [4 * gib]
+
+
+def test_engine_works_under_uvloop():
+    import uvloop
+
+    async def main():
+        assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
+        async with Engine(sim_config()) as eng:
+            key = await eng.load_key("k")
+            proofs = await asyncio.gather(*(eng.prove(key, {}) for _ in range(10)))
+            with anyio.move_on_after(0.001):  # a cancellation under uvloop leaves the engine whole
+                await eng.prove(key, {"synth_ms": 2000})
+            await eng.drain()
+            assert eng.at_rest()
+            return len(proofs)
+
+    assert run(main, use_uvloop=True) == 10
+
+
+def test_config_loads_from_toml_and_flags_override(tmp_path):
+    path = tmp_path / "engine.toml"
+    path.write_text('[engine]\nbackend = "simulated"\ncompute_slots = 3\nvram_budget = "6GiB"\n'
+                    'lock_mode = "single"\n[engine.simulation]\ndevices = 2\n')
+    cfg = engine_config.load(path)
+    assert (cfg.compute_slots, cfg.vram_budget, cfg.lock_mode, cfg.simulation.devices) == (3, 6 << 30, "single", 2)
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    engine_config.add_arguments(parser)
+    args = parser.parse_args(["--config", str(path), "--compute-slots", "1", "--lock-mode", "split",
+                              "--host-budget", "512MiB", "--no-verify", "--devices", "0,1"])
+    cfg = engine_config.from_args(args)
+    assert (cfg.compute_slots, cfg.lock_mode, cfg.host_budget, cfg.verify) == (1, "split", 512 << 20, False)
+    assert cfg.devices == [0, 1] and cfg.vram_budget == 6 << 30  # untouched by flags
+
+
+@pytest.mark.parametrize("text, message", [
+    ("compute_slots = 0", "compute_slots: need at least 1"),
+    ('synthesis_start_method = "fork"', "never fork"),
+    ('vram_budget = "lots"', "not a size"),
+    ("bogus = 1", "unknown field `bogus`"),
+    ("compute_slots = ", "not valid TOML"),
+])
+def test_bad_config_is_a_one_line_error_naming_the_file(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(ConfigError) as info:
+        engine_config.load(path)
+    assert str(path) in str(info.value) and message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+async def test_timeline_option_writes_one_json_line_per_event(tmp_path):
+    path = tmp_path / "run.jsonl"
+    async with Engine(sim_config(timeline=str(path))) as eng:
+        key = await eng.load_key("k")
+        await eng.prove(key, partitions=[{}, {}])
+    events = load_events(path)
+    stages = [e.stage for e in events if e.job == 1 and e.partition == 0]
+    for stage in ("SUBMIT", "SYNTH_START", "SYNTH_END", "BUDGET_WAIT", "BUDGET_GRANTED", "MEM_START", "MEM_END",
+                  "GPU_START", "GPU_END", "EPILOGUE_START", "EPILOGUE_END", "VERIFY_START", "VERIFY_END", "DONE"):
+        assert stage in stages
+    assert stages.index("GPU_END") < stages.index("BUDGET_RELEASED") < stages.index("EPILOGUE_START")
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_cpu_backend_proves_files_that_verify(curve, tmp_path):
+    from engine.formats import read_zkey
+    from engine.verifier import verify, vk_from_zkey
+
+    d = TINY / curve
+    timeline = tmp_path / "t.jsonl"
+    proofs = prove_files(d / "tiny.zkey", [d / "tiny.wtns", d / "tiny.wtns"],
+                         config=EngineConfig(backend="cpu", synthesis_workers=1, compute_slots=2), timeline=timeline)
+    expected_public = [int(x) for x in json.loads((d / "public.json").read_text())]
+    vk = vk_from_zkey(read_zkey(d / "tiny.zkey"))
+    assert len(proofs) == 2 and proofs[0].pi_a != proofs[1].pi_a  # fresh r, s per proof
+    for proof in proofs:
+        assert proof.public == expected_public and verify(vk, proof.public, proof)
+    assert sum(e.stage == Stage.DONE for e in load_events(timeline)) == 2
+
+
+async def test_cpu_backend_proves_from_circuit_inputs_and_rejects_a_foreign_witness():
+    d = TINY / "bn128"
+    async with Engine(EngineConfig(backend="cpu", synthesis_workers=1)) as eng:
+        key = await eng.load_key(d / "tiny.zkey", wasm=d / "tiny.wasm")
+        proof = await eng.prove(key, json.loads((TINY / "input.json").read_text()))
+        assert proof.public == [int(x) for x in json.loads((d / "public.json").read_text())]
+        with pytest.raises(MismatchError, match="bls12381"):
+            await eng.prove(key, str(TINY / "bls12381" / "tiny.wtns"))
+        assert eng.at_rest()
+
+
+async def test_stream_source_error_reaches_the_consumer_and_the_engine_lives_on():
+    def items():
+        yield {}
+        raise ValueError("input list is corrupt")
+
+    async with Engine(sim_config()) as eng:
+        key = await eng.load_key("k")
+        got = []
+        with pytest.raises(ValueError, match="corrupt"):
+            async for result in eng.prove_stream(key, items()):
+                got.append(result)
+        assert len(got) == 1 and got[0].ok
+        assert (await eng.prove(key, {})).key == "k"

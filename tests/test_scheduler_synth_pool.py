@@ -1,0 +1,133 @@
+"""The synthesis pool: spawn/forkserver workers, witnesses back through shared memory, crashes contained."""
+import os
+import pickle
+
+import anyio
+import numpy as np
+import pytest
+
+from engine.errors import EngineError, MismatchError
+from scheduler.shm import ShmBlock, shm_dir
+from scheduler.simulated import simulated_synthesis
+from scheduler.synth_pool import SynthesisCrashedError, SynthPool
+
+ROWS = 1 << 15  # 1 MiB of witness
+
+
+def _leftover_blocks():
+    return {n for n in os.listdir(shm_dir()) if n.startswith(f"g16w-{os.getpid()}-")}
+
+
+async def test_witness_comes_back_through_shared_memory_not_a_pickle():
+    before = _leftover_blocks()
+    pool = SynthPool(2)
+    await pool.start()
+    try:
+        result = await pool.run(simulated_synthesis, (ROWS, 0, 7, {}), ROWS * 32)
+        _, expected = simulated_synthesis(ROWS, 0, 7, {})
+        assert np.array_equal(result.values, expected)
+        assert not result.values.flags.owndata and result.block.size == ROWS * 32  # a view of the block
+        assert pool.max_reply_bytes < 1024  # only (meta, shape, dtype) crossed the pipe
+        assert pool.max_reply_bytes < len(pickle.dumps(expected)) // 1000
+        result.release()
+    finally:
+        await pool.close()
+    assert _leftover_blocks() == before
+
+
+async def test_crashing_worker_fails_only_its_task_and_the_pool_recovers():
+    pool = SynthPool(2)
+    await pool.start()
+    try:
+        async def good(i):
+            r = await pool.run(simulated_synthesis, (64, 30, i, {}), 64 * 32)
+            r.release()
+            return i
+
+        outcomes = {}
+
+        async def run(tag, options):
+            try:
+                r = await pool.run(simulated_synthesis, (64, 30, 1, options), 64 * 32, label=f"task {tag}")
+                r.release()
+                outcomes[tag] = "ok"
+            except EngineError as exc:
+                outcomes[tag] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, "crash", {"crash": True})
+            for i in range(4):
+                tg.start_soon(run, i, {})
+        assert isinstance(outcomes.pop("crash"), SynthesisCrashedError)
+        assert all(v == "ok" for v in outcomes.values())
+        await pool.wait_ready()
+        assert pool.alive() == 2 and pool.restarts == 1 and pool.at_rest()
+        assert await good(9) == 9
+    finally:
+        await pool.close()
+
+
+async def test_worker_error_keeps_its_type_and_message():
+    pool = SynthPool(1)
+    await pool.start()
+    try:
+        with pytest.raises(EngineError, match="^witness of job 4 is bad$"):
+            await pool.run(simulated_synthesis, (8, 0, 1, {"fail": "witness of job 4 is bad"}), 8 * 32)
+        assert pool.alive() == 1 and pool.restarts == 0  # a raised error does not cost the worker
+    finally:
+        await pool.close()
+
+
+async def test_cancelling_a_task_kills_its_worker_and_the_pool_recovers():
+    before = _leftover_blocks()
+    pool = SynthPool(1)
+    await pool.start()
+    try:
+        with anyio.move_on_after(0.2) as scope:
+            await pool.run(simulated_synthesis, (8, 0, 1, {"synth_ms": 30_000}), 8 * 32)
+        assert scope.cancelled_caught
+        await pool.wait_ready()
+        assert pool.at_rest() and pool.restarts == 1
+        r = await pool.run(simulated_synthesis, (8, 0, 1, {}), 8 * 32)
+        r.release()
+    finally:
+        await pool.close()
+    assert _leftover_blocks() == before
+
+
+async def test_output_larger_than_its_reservation_is_a_clear_error():
+    pool = SynthPool(1)
+    await pool.start()
+    try:
+        with pytest.raises(MismatchError, match=r"task x: produced \(100, 4\) uint64 .* only 320 B were reserved"):
+            await pool.run(simulated_synthesis, (100, 0, 1, {}), 320, label="task x")
+    finally:
+        await pool.close()
+
+
+def test_fork_start_method_is_refused():
+    with pytest.raises(ValueError, match="never fork"):
+        SynthPool(1, start_method="fork")
+
+
+async def test_spawn_start_method_works():
+    pool = SynthPool(1, start_method="spawn")
+    await pool.start()
+    try:
+        r = await pool.run(simulated_synthesis, (16, 0, 3, {}), 16 * 32)
+        assert r.values.shape == (16, 4)
+        r.release()
+    finally:
+        await pool.close()
+
+
+def test_shared_memory_block_round_trip():
+    block = ShmBlock.create(64)
+    try:
+        other = ShmBlock.attach(block.name)
+        other.ndarray((8,), "<u8")[:] = np.arange(8, dtype=np.uint64)
+        other.close()
+        assert block.ndarray((8,), "<u8").tolist() == list(range(8))
+    finally:
+        block.release()
+    assert not os.path.exists(block.path)

@@ -1,0 +1,119 @@
+"""Groth16 verification against snarkjs's own fixture proofs, and rejection of every kind of bad input."""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from engine import ec
+from engine.curves import BLS12_381, BN254
+from engine.formats import read_zkey
+from engine.proof import Proof, VerificationKey
+from engine.verifier import alphabeta, verify, verify_batch, vk_from_zkey
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tiny"
+CURVES = pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=["bn128", "bls12381"])
+rng = random.Random()
+
+
+def g1(v):
+    return None if v[2] == "0" else (int(v[0]), int(v[1]))
+
+
+def g2(v):
+    return None if v[2] == ["0", "0"] else ((int(v[0][0]), int(v[0][1])), (int(v[1][0]), int(v[1][1])))
+
+
+def load_vk(curve) -> VerificationKey:
+    vk = json.loads((FIXTURES / curve.name / "verification_key.json").read_text())
+    return VerificationKey(
+        curve,
+        vk["nPublic"],
+        g1(vk["vk_alpha_1"]),
+        g2(vk["vk_beta_2"]),
+        g2(vk["vk_gamma_2"]),
+        g2(vk["vk_delta_2"]),
+        [g1(p) for p in vk["IC"]],
+    )
+
+
+def load_proof(curve) -> tuple[list[int], Proof]:
+    d = FIXTURES / curve.name
+    proof = json.loads((d / "proof.json").read_text())
+    public = [int(v) for v in json.loads((d / "public.json").read_text())]
+    return public, Proof(curve, g1(proof["pi_a"]), g2(proof["pi_b"]), g1(proof["pi_c"]), public)
+
+
+def rerandomise(curve, proof: Proof) -> Proof:
+    """(A/ρ, ρB, C) verifies whenever (A, B, C) does: a second valid proof without a witness."""
+    rho = rng.randrange(2, curve.r)
+    return replace(proof, pi_a=ec.g1_mul(curve, proof.pi_a, pow(rho, -1, curve.r)), pi_b=ec.g2_mul(curve, proof.pi_b, rho))
+
+
+@CURVES
+def test_snarkjs_fixture_proof_verifies(curve):
+    public, proof = load_proof(curve)
+    assert verify(load_vk(curve), public, proof)
+
+
+@CURVES
+def test_vk_from_zkey_equals_exported_verification_key(curve):
+    vk = vk_from_zkey(read_zkey(FIXTURES / curve.name / "tiny.zkey"))
+    assert vk == load_vk(curve)
+
+
+@CURVES
+def test_cached_alphabeta_matches_the_exported_value(curve):
+    vk_raw = json.loads((FIXTURES / curve.name / "verification_key.json").read_text())
+    want = tuple(tuple((int(c[0]), int(c[1])) for c in half) for half in vk_raw["vk_alphabeta_12"])
+    assert alphabeta(load_vk(curve)) == want
+
+
+@CURVES
+def test_wrong_or_malformed_public_signals_are_rejected(curve):
+    vk = load_vk(curve)
+    public, proof = load_proof(curve)
+    assert not verify(vk, [public[0] + 1] + public[1:], proof)
+    assert not verify(vk, [public[0] + curve.r] + public[1:], proof)  # same residue, but not < r
+    assert not verify(vk, public[:-1], proof)  # wrong count: False, not an exception
+    assert not verify(vk, public + [0], proof)
+    assert not verify(vk, [str(public[0])] + public[1:], proof)
+    assert not verify(vk, [-1] + public[1:], proof)
+
+
+@CURVES
+def test_tampered_or_off_curve_proof_points_are_rejected(curve):
+    vk = load_vk(curve)
+    public, proof = load_proof(curve)
+    q = curve.q
+    A, B, C = proof.pi_a, proof.pi_b, proof.pi_c
+    assert not verify(vk, public, replace(proof, pi_a=(A[0], (A[1] + 1) % q)))
+    assert not verify(vk, public, replace(proof, pi_b=((B[0][1], B[0][0]), (B[1][1], B[1][0]))))
+    assert not verify(vk, public, replace(proof, pi_c=ec.g1_neg(curve, C)))
+    assert not verify(vk, public, replace(proof, pi_a=ec.g1_add(curve, A, curve.g1_gen)))
+    assert not verify(vk, public, replace(proof, pi_c=None))
+    other = BLS12_381 if curve is BN254 else BN254
+    assert not verify(vk, public, replace(proof, curve=other))
+
+
+@CURVES
+def test_rerandomised_proof_verifies(curve):
+    public, proof = load_proof(curve)
+    assert verify(load_vk(curve), public, rerandomise(curve, proof))
+
+
+@CURVES
+def test_verify_batch_accepts_valid_batches_and_rejects_any_bad_member(curve):
+    vk = load_vk(curve)
+    public, proof = load_proof(curve)
+    items = [(public, proof), (public, rerandomise(curve, proof)), (public, rerandomise(curve, proof))]
+    assert verify_batch(vk, items)
+    assert verify_batch(vk, items[:1])
+    assert verify_batch(vk, [])
+    bad_c = replace(proof, pi_c=ec.g1_add(curve, proof.pi_c, curve.g1_gen))
+    assert not verify_batch(vk, items + [(public, bad_c)])
+    assert not verify_batch(vk, items + [([public[0] + 1] + public[1:], proof)])
+    assert not verify_batch(vk, items + [(public[:-1], proof)])
