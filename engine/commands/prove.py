@@ -1,0 +1,167 @@
+"""`python -m engine prove <circuit.zkey> <witness.wtns> <proof.json> <public.json>`.
+
+The argument order of `snarkjs groth16 prove` and rapidsnark.  With
+`--wasm circuit.wasm --input input.json` the witness is computed in-process
+and only <proof.json> <public.json> follow the key.  The proof is verified
+before anything is written (unless --no-verify), and both files are written
+only once everything has succeeded, so a failed run leaves no proof behind.
+
+One proof runs directly in this process.  `--timeline FILE` or `--config FILE`
+run it through the asyncio Engine instead (scheduler, budgets, timeline).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..errors import EngineError, InputFileError
+from ..progress import format_timings, make_progress
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "prove",
+        help="make a Groth16 proof (snarkjs-compatible) from a .zkey and a witness",
+        description="Prove with a snarkjs .zkey and a .wtns witness (or circuit.wasm + input.json), writing "
+        "proof.json and public.json as snarkjs does.  The proof is verified before it is written.",
+    )
+    p.add_argument("zkey", metavar="circuit.zkey")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="<witness.wtns> <proof.json> <public.json>, or <proof.json> <public.json> with --wasm")
+    p.add_argument("--wasm", metavar="circuit.wasm", help="compute the witness from this circom wasm ...")
+    p.add_argument("--input", metavar="input.json", help="... and these input signals")
+    p.add_argument("--r1cs", metavar="circuit.r1cs",
+                   help="check the witness against these constraints first and name the first failing one")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--quiet", action="store_true", help="no progress display")
+    out.add_argument("--json", action="store_true", help="progress and a result summary as JSON lines")
+    p.add_argument("--verbose", action="store_true", help="print the elapsed time of every stage")
+    from ..config import add_arguments
+
+    add_arguments(p)  # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
+    p.set_defaults(func=run)
+
+
+def _split_files(args) -> tuple[str | None, str, str]:
+    if args.wasm or args.input:
+        if not (args.wasm and args.input):
+            raise EngineError("--wasm and --input go together (circuit.wasm and its input.json)")
+        if len(args.files) != 2:
+            raise EngineError("with --wasm/--input, give <circuit.zkey> <proof.json> <public.json>")
+        return None, args.files[0], args.files[1]
+    if len(args.files) != 3:
+        raise EngineError("give <circuit.zkey> <witness.wtns> <proof.json> <public.json> (or --wasm/--input)")
+    return args.files[0], args.files[1], args.files[2]
+
+
+def _witness_from_wasm(zkey, wasm: str, inputs: str):
+    from ..wasm_witness import WasmCircuit, parse_inputs
+
+    circuit = WasmCircuit.load(wasm, quick=True)  # one witness: compile time dominates
+    circuit.check_prime(zkey.curve.r, zkey.path)
+    return circuit.prime, circuit.calculate(parse_inputs(inputs), source=inputs)
+
+
+def _write_atomically(outputs: list[tuple[str, str]]) -> None:
+    """Write every file to a temporary name first, then rename: all or nothing."""
+    from ..jsonio import write_text
+
+    temps = []
+    try:
+        for path, text in outputs:
+            tmp = f"{path}.tmp-{os.getpid()}"
+            write_text(tmp, text)
+            temps.append((tmp, path))
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise InputFileError(exc.filename, f"cannot write: {exc.strerror or exc}") from None
+    finally:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..backend import select_backend
+    from ..config import from_args
+    from ..formats import read_r1cs, read_wtns, read_zkey
+    from ..jsonio import proof_to_json, public_to_json
+    from ..prover import check_witness_for_key, prove
+
+    wtns_path, proof_path, public_path = _split_files(args)
+    config = from_args(args)
+    if args.timeline or args.config:
+        return _run_engine(args, config, wtns_path, proof_path, public_path)
+    progress = make_progress("prove", quiet=args.quiet, json=args.json)
+    try:
+        with progress.timed("read key", 0.0):
+            zkey = read_zkey(args.zkey)
+        with progress.timed("witness", 0.1):
+            if wtns_path is None:
+                witness_name = args.input
+                prime, values = _witness_from_wasm(zkey, args.wasm, args.input)
+            else:
+                witness_name = wtns_path
+                w = read_wtns(wtns_path)
+                prime, values = w.prime, w.values
+            check_witness_for_key(zkey, prime, values, witness_name)
+        if args.r1cs:
+            from ..r1cs_check import check_witness
+
+            with progress.timed("check constraints", 0.2):
+                check_witness(read_r1cs(args.r1cs), values, r1cs_name=args.r1cs, witness_name=witness_name,
+                              prime=prime)
+        with progress.timed("backend", 0.3):
+            backend = select_backend(config.backend)
+        try:
+            with progress.timed("load key", 0.35):
+                key = backend.load_key(zkey)
+            with progress.timed("prove", 0.5):
+                proof = prove(zkey, values, backend, key, prime=prime, witness_name=witness_name,
+                              verify=config.verify)
+        finally:
+            backend.close()
+        with progress.timed("write", 0.95):
+            _write_atomically([(proof_path, proof_to_json(proof)), (public_path, public_to_json(proof.public))])
+        progress.add_timings(proof.timings, prefix="  ")
+    finally:
+        progress.done()
+    if args.json:
+        print(json.dumps({"event": "result", "proof": proof_path, "public": public_path, "curve": zkey.curve.name,
+                          "backend": backend.name, "verified": bool(config.verify), "timings": progress.timings}))
+    elif args.verbose:
+        print(f"backend: {backend.name}", file=sys.stderr)
+        print(format_timings(progress.timings), file=sys.stderr)
+    return 0
+
+
+def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
+    """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
+    from ..api import prove_files
+    from ..formats import read_zkey
+    from ..jsonio import proof_to_json, public_to_json
+
+    progress = make_progress("prove", quiet=args.quiet, json=args.json)
+    try:
+        with progress.timed("engine", 0.0):
+            if wtns_path is None:
+                with open(args.input, encoding="utf-8") as f:
+                    inputs = json.load(f)
+                proofs = prove_files(args.zkey, [inputs], config=config, timeline=args.timeline, wasm=args.wasm)
+            else:
+                proofs = prove_files(args.zkey, [wtns_path], config=config, timeline=args.timeline)
+        proof = proofs[0]
+        with progress.timed("write", 0.95):
+            _write_atomically([(proof_path, proof_to_json(proof)), (public_path, public_to_json(proof.public))])
+    finally:
+        progress.done()
+    if args.verbose:
+        print(format_timings({**progress.timings, **{"  " + k: v for k, v in proof.timings.items()}}),
+              file=sys.stderr)
+    if args.json:
+        print(json.dumps({"event": "result", "proof": proof_path, "public": public_path,
+                          "curve": read_zkey(args.zkey).curve.name, "timeline": args.timeline}))
+    return 0
