@@ -7,6 +7,8 @@
 #include "ntt.cuh"
 #include "msm.cuh"
 #include "evaluate.cuh"
+#include "fixed_base.cuh"
+#include "mont_c64.cuh"
 
 typedef fp<FR_P> fr_t;
 typedef fp<FQ_P> fq_t;
@@ -135,10 +137,10 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
         const uint32_t* buckets, uint32_t B, uint32_t groups, uint32_t L, uint32_t* seg_out) {                      \
         MSM::reduce_segments(buckets, B, groups, L, seg_out);                                                       \
     }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) msm_sum_segments_##G(const uint32_t* seg_out, uint32_t segs,  \
-                                                                           uint32_t* group_out) {                   \
+    extern "C" __global__ void __launch_bounds__(256) msm_tree_sum_##G(const uint32_t* in, uint32_t count,         \
+                                                                       uint32_t per_thread, uint32_t* out) {        \
         extern __shared__ uint32_t shm[];                                                                           \
-        MSM::sum_segments(seg_out, segs, group_out, shm);                                                           \
+        MSM::tree_sum(in, count, per_thread, out, shm);                                                             \
     }                                                                                                               \
     extern "C" __global__ void msm_combine_##G(const uint32_t* group_out, uint32_t groups, uint32_t shift,          \
                                                uint32_t* result) {                                                  \
@@ -151,6 +153,16 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
 
 MSM_GROUP_KERNELS(g1, MSM1)
 MSM_GROUP_KERNELS(g2, MSM2)
+
+// ---- development setup: k_i * G for a table of the generator's byte multiples
+extern "C" __global__ void __launch_bounds__(128) fixed_base_g1(const uint32_t* table, const uint32_t* scalars,
+                                                                 uint32_t n, uint32_t* out) {
+    fixed_base<g1_aff, g1_acc>(table, scalars, n, out);
+}
+extern "C" __global__ void __launch_bounds__(128) fixed_base_g2(const uint32_t* table, const uint32_t* scalars,
+                                                                 uint32_t n, uint32_t* out) {
+    fixed_base<g2_aff, g2_acc>(table, scalars, n, out);
+}
 
 // ---- the integer-rate ceiling for perf/ (design.md §9): independent 32-bit multiply-adds
 extern "C" __global__ void perf_imad(uint32_t* out, uint32_t iters, uint32_t seed) {
@@ -166,4 +178,39 @@ extern "C" __global__ void perf_imad(uint32_t* out, uint32_t iters, uint32_t see
         }
     }
     out[blockIdx.x * blockDim.x + threadIdx.x] = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
+}
+
+// ---- field multiplication throughput, per implementation (perf/field_mul.py)
+template <class F, int variant>
+__device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    F x[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        x[k] = F::one();
+        x[k].v[0] ^= i * 2654435761u + k;  // distinct, still < p (low word only)
+    }
+    const F y = x[0];
+#pragma unroll 1
+    for (uint32_t it = 0; it < iters; it++) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (variant == 0) x[k] = x[k] * y;
+            else mont_mul_c64<FR_P>(x[k].v, x[k].v, y.v);
+        }
+    }
+    uint32_t acc = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < F::N; j++) acc ^= x[k].v[j];
+    out[i] = acc;
+}
+extern "C" __global__ void perf_fr_mul_ptx(uint32_t* out, uint32_t iters) { perf_mul_chain<fr_t, 0>(out, iters); }
+extern "C" __global__ void perf_fr_mul_c64(uint32_t* out, uint32_t iters) { perf_mul_chain<fr_t, 1>(out, iters); }
+extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t x = fr_t::load(a + 8ull * i), y = fr_t::load(b + 8ull * i), z;
+    mont_mul_c64<FR_P>(z.v, x.v, y.v);
+    z.store(out + 8ull * i);
 }

@@ -173,25 +173,33 @@ struct msm_kernels {
         acc.store(buckets + (uint64_t)k * Acc::WORDS);
     }
 
-    // Block-wide sum of one value per thread (result valid in thread 0).
+    static __device__ __forceinline__ Acc shfl_down(const Acc& v, uint32_t o) {
+        Acc other;
+        const uint32_t* src = reinterpret_cast<const uint32_t*>(&v);
+        uint32_t* dst = reinterpret_cast<uint32_t*>(&other);
+#pragma unroll
+        for (int j = 0; j < Acc::WORDS; j++) dst[j] = __shfl_down_sync(0xffffffffu, src[j], o);
+        return other;
+    }
+
+    // Block-wide sum of one value per thread (result valid in thread 0): a shuffle tree in
+    // each warp, then one over the warp sums.  Depth 5 + log2(warps) additions.
     static __device__ __forceinline__ Acc block_sum(Acc v, uint32_t* shm) {
         const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
 #pragma unroll 1
         for (uint32_t o = 16; o > 0; o >>= 1) {
-            Acc other;
-            uint32_t* src = reinterpret_cast<uint32_t*>(&v);
-            uint32_t* dst = reinterpret_cast<uint32_t*>(&other);
-#pragma unroll
-            for (int j = 0; j < Acc::WORDS; j++) dst[j] = __shfl_down_sync(0xffffffffu, src[j], o);
+            Acc other = shfl_down(v, o);
             if (lane + o < 32) v.add(other);
         }
         if (lane == 0) v.store(shm + warp * Acc::WORDS);
         __syncthreads();
         if (warp == 0) {
-            Acc r = Acc::inf();
-            if (lane == 0)
-                for (uint32_t w = 0; w < nwarps; w++) r.add(Acc::load(shm + w * Acc::WORDS));
-            v = r;
+            v = lane < nwarps ? Acc::load(shm + lane * Acc::WORDS) : Acc::inf();
+#pragma unroll 1
+            for (uint32_t o = 16; o > 0; o >>= 1) {
+                Acc other = shfl_down(v, o);
+                if (lane + o < 32) v.add(other);
+            }
         }
         __syncthreads();
         return v;
@@ -234,15 +242,20 @@ struct msm_kernels {
         acc.store(seg_out + (uint64_t)id * Acc::WORDS);
     }
 
-    // A block per group: sum of its segments.
-    static __device__ __forceinline__ void sum_segments(const uint32_t* seg_out, uint32_t segs, uint32_t* group_out,
-                                                        uint32_t* shm) {
-        const uint32_t g = blockIdx.x;
+    // One pass of a tree sum over `count` points per group (grid.y = groups): block b of
+    // group g sums `per_thread * blockDim.x` consecutive points into out[g * gridDim.x + b].
+    static __device__ __forceinline__ void tree_sum(const uint32_t* in, uint32_t count, uint32_t per_thread,
+                                                    uint32_t* out, uint32_t* shm) {
+        const uint32_t g = blockIdx.y, b = blockIdx.x;
+        const uint64_t base = (uint64_t)g * count;
+        const uint32_t start = b * blockDim.x * per_thread;
         Acc acc = Acc::inf();
-        for (uint32_t s = threadIdx.x; s < segs; s += blockDim.x)
-            acc.add(Acc::load(seg_out + ((uint64_t)g * segs + s) * Acc::WORDS));
+        for (uint32_t j = 0; j < per_thread; j++) {
+            const uint32_t idx = start + j * blockDim.x + threadIdx.x;
+            if (idx < count) acc.add(Acc::load(in + (base + idx) * Acc::WORDS));
+        }
         acc = block_sum(acc, shm);
-        if (threadIdx.x == 0) acc.store(group_out + (uint64_t)g * Acc::WORDS);
+        if (threadIdx.x == 0) acc.store(out + ((uint64_t)g * gridDim.x + b) * Acc::WORDS);
     }
 
     // One thread: Horner over groups, shifting by c*fold bits between them.

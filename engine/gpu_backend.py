@@ -1,4 +1,4 @@
-"""The GPU backend's public name (implementation in engine/gpu/)."""
-from .gpu import GpuBackend
+"""The GPU backend's public names (implementation in engine/gpu/)."""
+from .gpu import GpuBackend, GpuSetupOps
 
-__all__ = ["GpuBackend"]
+__all__ = ["GpuBackend", "GpuSetupOps"]

@@ -17,6 +17,7 @@ from cuda_kernels.driver import Device, DeviceBuffer, Module, Stream, U32, launc
 
 SCAN_BLOCK = 4096
 HEAVY_THRESHOLD = 16
+TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds 1024 points into one
 MAX_BUCKET_KEYS = SCAN_BLOCK * SCAN_BLOCK  # what the two-level scan covers
 
 
@@ -124,10 +125,19 @@ class AccumulateLayout:
         chunk = max(1, -(-plan.max_entries // target_threads))
         chunks = max(1, -(-plan.max_entries // chunk))
         B = plan.buckets_per_group
-        seg_len = max(1, -(-(B * plan.groups) // max(sm_count * 256, 1)))
-        seg_len = min(seg_len, B)
+        # short segments keep the serial running sums short; the tree sum takes the rest
+        seg_len = min(max(8, -(-(B * plan.groups) // max(sm_count * 512, 1))), B)
         segs = -(-B // seg_len)
         return AccumulateLayout(chunk, chunks, seg_len, segs)
+
+    def tree_levels(self) -> list[int]:
+        """Points per group before each tree-sum pass (the last pass leaves one)."""
+        levels, count = [], self.segs
+        while True:
+            levels.append(count)
+            if count == 1:
+                return levels
+            count = -(-count // (TREE_THREADS * TREE_PER_THREAD))
 
 
 class BucketScratch:
@@ -136,25 +146,26 @@ class BucketScratch:
 
     def __init__(self, dev: Device, shapes: list[tuple[MsmPlan, AccumulateLayout]], acc_bytes: int,
                  stream: Stream):
-        keys, chunks, segs, groups = self.sizes(shapes)
+        keys, chunks, segs, tree = self.sizes(shapes)
         self.buckets = dev.alloc(keys * acc_bytes, stream)
         self.partials = dev.alloc(2 * chunks * acc_bytes, stream)
         self.heavy = dev.alloc(4 * keys + 4, stream)
         self.segments = dev.alloc(segs * acc_bytes, stream)
-        self.group_out = dev.alloc(groups * acc_bytes, stream)
+        self.tree = dev.alloc(tree * acc_bytes, stream)
 
     @staticmethod
     def sizes(shapes: list[tuple[MsmPlan, AccumulateLayout]]) -> tuple[int, int, int, int]:
         return (max(p.keys for p, _ in shapes), max(l.chunks for _, l in shapes),
-                max(p.groups * l.segs for p, l in shapes), max(p.groups for p, _ in shapes))
+                max(p.groups * l.segs for p, l in shapes),
+                max(p.groups * sum(l.tree_levels()[1:]) for p, l in shapes))
 
     @classmethod
     def nbytes(cls, shapes: list[tuple[MsmPlan, AccumulateLayout]], acc_bytes: int) -> int:
-        keys, chunks, segs, groups = cls.sizes(shapes)
-        return acc_bytes * (keys + 2 * chunks + segs + groups) + 4 * keys + 4
+        keys, chunks, segs, tree = cls.sizes(shapes)
+        return acc_bytes * (keys + 2 * chunks + segs + tree) + 4 * keys + 4
 
     def free(self, stream: Stream) -> None:
-        for b in (self.buckets, self.partials, self.heavy, self.segments, self.group_out):
+        for b in (self.buckets, self.partials, self.heavy, self.segments, self.tree):
             Device.free(b, stream)
 
 
@@ -175,10 +186,13 @@ def accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,
     total_segs = plan.groups * layout.segs
     launch(mod, f"msm_reduce_segments_{group}", -(-total_segs // 128), 128, stream, b.buckets, U32(B),
            U32(plan.groups), U32(layout.seg_len), b.segments)
-    launch(mod, f"msm_sum_segments_{group}", plan.groups, 256, stream, b.segments, U32(layout.segs), b.group_out,
-           shared=8 * acc_bytes)
-    launch(mod, f"msm_combine_{group}", 1, 1, stream, b.group_out, U32(plan.groups), U32(plan.c * plan.fold),
-           result)
+    src, dst = b.segments.ptr, b.tree.ptr
+    levels = layout.tree_levels()
+    for count, nxt in zip(levels, levels[1:]):
+        launch(mod, f"msm_tree_sum_{group}", (nxt, plan.groups, 1), TREE_THREADS, stream, src, U32(count),
+               U32(TREE_PER_THREAD), dst, shared=(TREE_THREADS // 32) * acc_bytes)
+        src, dst = dst, dst + plan.groups * nxt * acc_bytes
+    launch(mod, f"msm_combine_{group}", 1, 1, stream, src, U32(plan.groups), U32(plan.c * plan.fold), result)
 
 
 def precompute(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer, stream: Stream) -> None:

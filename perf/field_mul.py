@@ -1,0 +1,32 @@
+"""Throughput of one Fr Montgomery product per implementation (PTX carry chains vs C++ u64).
+
+    python perf/field_mul.py
+
+Four independent product chains per thread, enough threads to fill the device;
+products per second against the IMAD ceiling (4 N^2 = 256 multiply-adds a product).
+"""
+from __future__ import annotations
+
+from gpu_common import Device, U32, imads_per_mul, launch, measure_imad_rate, time_ms
+
+from engine.curves import BN254
+from engine.gpu_backend import GpuBackend
+
+
+def main() -> None:
+    backend = GpuBackend()
+    dev, stream = backend.device, backend.ctx.compute_stream(0)
+    mod = backend.ctx.module(BN254)
+    rate = measure_imad_rate(dev, mod, stream)
+    blocks, threads, iters = dev.sm_count * 16, 256, 512
+    out = dev.alloc(4 * blocks * threads, stream)
+    print(f"IMAD ceiling {rate / 1e12:.2f} T/s = {rate / imads_per_mul(8) / 1e9:.1f} G products/s")
+    for name in ("perf_fr_mul_ptx", "perf_fr_mul_c64"):
+        ms = time_ms(stream, lambda: launch(mod, name, blocks, threads, stream, out, U32(iters)), repeats=5)
+        muls = blocks * threads * iters * 4
+        print(f"{name}: {muls / (ms / 1000) / 1e9:.1f} G products/s ({ms:.2f} ms)")
+    Device.free(out, stream)
+
+
+if __name__ == "__main__":
+    main()
