@@ -57,7 +57,9 @@ def proof_to_json(proof: Proof) -> str:
 
 
 def public_to_json(values) -> str:
-    return dumps([str(int(v)) for v in values])
+    # snarkjs writes through bfj, which lays an empty array out as "[\n]", not "[]"
+    strings = [str(int(v)) for v in values]
+    return dumps(strings) if strings else "[\n]"
 
 
 def alphabeta_to_obj(f) -> list:

@@ -59,7 +59,7 @@ class ProofState:
     host_witness: PinnedBuffer
     host_results: PinnedBuffer
     uploaded: Event
-    events: list[Event] = field(default_factory=list)
+    upload_start: Event | None = None  # timing events around the witness upload
 
 
 def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
@@ -82,8 +82,10 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
         results=dev.alloc(5 * acc_bytes(curve, True), stream),
         host_witness=host_w,
         host_results=host_r,
-        uploaded=Event(),
+        uploaded=Event(timing=True),
+        upload_start=Event(timing=True),
     )
+    state.upload_start.record(stream)
     Device.upload(state.witness, host_w.view(np.uint8, wit.nbytes), stream)
     state.uploaded.record(stream)
     return Staged(key=key, witness=witness, state=state)
@@ -107,6 +109,7 @@ def discard(backend, staged: Staged) -> Pending:
         ctx.give_back(st.host_results)
         done.destroy()
         st.uploaded.destroy()
+        st.upload_start.destroy()
         return CoreResult(None, None, None, None, None, {})
 
     return Pending(wait)
@@ -164,6 +167,8 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
         g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
         timings = dict(staged.timings)
+        timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
+        st.upload_start.destroy()
         for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
             timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
         for e in marks:

@@ -39,8 +39,17 @@ class GpuSetupOps(SetupOps):
 
     def __init__(self, device: int = 0, backend: GpuBackend | None = None):
         self._own = backend is None
-        self.backend = backend or GpuBackend(device)
+        self._device = device
+        self._backend = backend
         self._tables: dict[tuple[str, bool], object] = {}
+
+    @property
+    def backend(self) -> GpuBackend:
+        # CUDA starts on first use, after the CPU field work: that work forks worker
+        # processes, and a process must not fork once CUDA is initialised.
+        if self._backend is None:
+            self._backend = GpuBackend(self._device)
+        return self._backend
 
     def _table(self, curve: Curve, g2: bool):
         key = (curve.name, g2)
@@ -95,5 +104,6 @@ class GpuSetupOps(SetupOps):
             for buf in self._tables.values():
                 Device.free(buf, self.backend.ctx.upload_stream)
             self._tables.clear()
-        if self._own:
-            self.backend.close()
+        if self._own and self._backend is not None:
+            self._backend.close()
+            self._backend = None

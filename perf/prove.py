@@ -1,0 +1,121 @@
+"""Whole proofs, stage by stage, on bench circuits of 2^k constraints (and snarkjs beside them).
+
+    python perf/prove.py --log-constraints 16,20 --curves bn128,bls12381 [--backend gpu] [--repeats 5]
+                         [--workdir DIR] [--snarkjs]
+
+For each size: `bench-circuit` (deterministic: seed 0, so every machine gets the
+same .r1cs/.wtns bytes), a development key from `setup` (timed), the key
+loaded once, then `repeats` proofs after one warm-up, each verified.  Reports
+the median per stage: the device's own event times for upload, evaluate, the
+six NTTs, the H MSM, the A/B1/C MSMs and the B2 MSM, then the host's epilogue
+and verification, and the whole proof (excluding witness generation).  Writes
+vkey.json, proof.json and public.json beside the key, so that a machine with
+node can check them with `snarkjs groth16 verify`; with --snarkjs (node and
+npm packages present) also times `snarkjs groth16 prove` on the same files.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.backend import select_backend  # noqa: E402
+from engine.bench_circuit import write_bench_circuit  # noqa: E402
+from engine.formats import read_wtns, read_zkey  # noqa: E402
+from engine.jsonio import write_proof, write_public, write_vkey  # noqa: E402
+from engine.prover import prove  # noqa: E402
+from engine.setup import select_setup_ops, setup_file  # noqa: E402
+from engine.verifier import vk_from_zkey  # noqa: E402
+
+STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2", "evaluate",
+               "quotient", "msm_h", "msm_a", "msm_b1", "msm_b2", "msm_c", "epilogue", "verify"]
+
+
+def run_size(curve: str, log_c: int, backend_name: str, repeats: int, workdir: Path, with_snarkjs: bool) -> dict:
+    d = workdir / f"{curve}_2^{log_c}"
+    r1cs, wtns, _ = write_bench_circuit(d, curve, 1 << log_c, n_public=2, seed=0)
+    zkey_path = d / "bench.zkey"
+    ops = select_setup_ops(backend_name, notes=open(os.devnull, "w"))
+    t = time.perf_counter()
+    setup_file(r1cs, zkey_path, ops)
+    setup_s = time.perf_counter() - t
+    ops.close()
+    zkey = read_zkey(zkey_path)
+    wit = read_wtns(wtns)
+    backend = select_backend(backend_name)
+    t = time.perf_counter()
+    key = backend.load_key(zkey)
+    load_s = time.perf_counter() - t
+    vk = vk_from_zkey(zkey)
+    runs = []
+    for i in range(repeats + 1):
+        t = time.perf_counter()
+        proof = prove(zkey, wit.values, backend, key, vk=vk)
+        total = time.perf_counter() - t
+        if i:  # the first proof warms caches and pools
+            runs.append({**proof.timings, "total": total})
+    write_vkey(d / "vkey.json", vk)
+    write_proof(d / "proof.json", proof)
+    write_public(d / "public.json", proof.public)
+    key.close()
+    backend.close()
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    row = {"curve": curve, "constraints": f"2^{log_c}", "domain": f"2^{zkey.log_domain}", "backend": backend.name,
+           "setup s": round(setup_s, 2), "key load s": round(load_s, 3), "proof ms": round(med["total"] * 1000, 1)}
+    for k in STAGE_ORDER:
+        if k in med:
+            row[k] = round(med[k] * 1000, 2)
+    if with_snarkjs:
+        row["snarkjs ms"] = snarkjs_prove_ms(zkey_path, wtns, d)
+    return row
+
+
+def snarkjs_prove_ms(zkey: Path, wtns: str, d: Path) -> float | None:
+    exe = ROOT / "node_modules" / ".bin" / "snarkjs"
+    if not exe.exists() or shutil.which("node") is None:
+        return None
+    times = []
+    for _ in range(2):
+        t = time.perf_counter()
+        subprocess.run([str(exe), "groth16", "prove", str(zkey), wtns, str(d / "sj_proof.json"),
+                        str(d / "sj_public.json")], check=True, capture_output=True)
+        times.append(time.perf_counter() - t)
+    return round(min(times) * 1000, 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log-constraints", default="16,20")
+    ap.add_argument("--curves", default="bn128,bls12381")
+    ap.add_argument("--backend", default="auto")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--workdir", default="/tmp/groth16-bench")
+    ap.add_argument("--snarkjs", action="store_true", help="also time snarkjs groth16 prove on the same files")
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+    rows = []
+    for curve in args.curves.split(","):
+        for k in args.log_constraints.split(","):
+            rows.append(run_size(curve, int(k), args.backend, args.repeats, Path(args.workdir), args.snarkjs))
+            print(json.dumps(rows[-1]), flush=True)
+    print(f"\n{datetime.date.today()}  python perf/prove.py {' '.join(sys.argv[1:])}")
+    cols = [c for c in rows[0] if all(c in r for r in rows)]
+    print("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
+    for r in rows:
+        print("| " + " | ".join(str(r[c]) for c in cols) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
