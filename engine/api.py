@@ -69,6 +69,7 @@ class Groth16Key:
     zkey: Any
     wasm: str | None = None
     vk: Any = None
+    header: Any = None  # prover.KeyHeader: what the epilogue workers receive
 
 
 class Groth16Kit:
@@ -126,21 +127,25 @@ class Groth16Kit:
         # witness's host memory go back as soon as the device is done with it.
         return np.array(values[: key.zkey.n_public + 1])
 
+    # The epilogue and the verification are pure-Python arithmetic (tens of ms): they run in
+    # the shared CPU process pool, so they neither serialise on the GIL nor starve the
+    # device threads of it.  The calling thread only waits on the result.
     def finish(self, key: Groth16Key, core: Any, public: np.ndarray) -> Any:
-        from .prover import finish  # noqa: PLC0415
+        from . import cpu_pool  # noqa: PLC0415
+        from .prover import KeyHeader, finish  # noqa: PLC0415
 
-        return finish(key.zkey, core, public, verify=False)
+        if key.header is None:
+            key.header = KeyHeader.from_zkey(key.zkey)
+        return cpu_pool.get_pool().submit(finish, key.header, core, public, verify=False).result()
 
     def verify(self, key: Groth16Key, proof: Any) -> None:
-        from .verifier import verify, vk_from_zkey  # noqa: PLC0415
+        from . import cpu_pool  # noqa: PLC0415
+        from .prover import verify_or_raise  # noqa: PLC0415
+        from .verifier import vk_from_zkey  # noqa: PLC0415
 
         if key.vk is None:
             key.vk = vk_from_zkey(key.zkey)
-        if not verify(key.vk, proof.public, proof):
-            raise VerificationError(
-                f"the proof for {key.zkey.path or 'this key'} does not verify: the witness does not satisfy the "
-                "circuit (check it with --r1cs), or a backend computed a wrong result; no proof was returned"
-            )
+        cpu_pool.get_pool().submit(verify_or_raise, key.vk, proof, key.zkey.path).result()
 
 
 # ------------------------------------------------------------------ public handles

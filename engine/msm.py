@@ -22,10 +22,6 @@ warning) and the MSM runs in the calling process.
 """
 from __future__ import annotations
 
-import atexit
-import multiprocessing
-import os
-import threading
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -33,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
+from . import cpu_pool
 from .curves import Curve, curve_by_name
 from .ec import G1_OPS, G2_OPS, G1Point, G2Point, GroupOps, group_sums
 
@@ -163,46 +160,17 @@ def pippenger(ops: GroupOps, points: list, scalars: list[int]):
 
 
 # ------------------------------------------------------------------ the process pool
-_pool: ProcessPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
-_atexit_registered = False
 _pool_disabled = False
-
-
-def _resolve_workers(workers: int | None) -> int:
-    if workers is None:
-        try:
-            return len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            return os.cpu_count() or 1
-    return max(1, int(workers))
+_resolve_workers = cpu_pool.resolve_workers
 
 
 def _get_pool(nproc: int) -> ProcessPoolExecutor:
-    """The shared pool with nproc workers, started on first use (forkserver, else spawn)."""
-    global _pool, _pool_size, _atexit_registered
-    with _pool_lock:
-        if _pool is not None and _pool_size != nproc:
-            _pool.shutdown(wait=True, cancel_futures=True)
-            _pool = None
-        if _pool is None:
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-            _pool, _pool_size = ProcessPoolExecutor(max_workers=nproc, mp_context=ctx), nproc
-            if not _atexit_registered:
-                atexit.register(shutdown_pool)
-                _atexit_registered = True
-        return _pool
+    return cpu_pool.get_pool(nproc)
 
 
 def shutdown_pool() -> None:
-    """Stop the MSM workers (at exit, or to release them early); the next large MSM restarts them."""
-    global _pool
-    with _pool_lock:
-        if _pool is not None:
-            _pool.shutdown(wait=True, cancel_futures=True)
-            _pool = None
+    """Stop the shared CPU workers (engine.cpu_pool); the next large MSM restarts them."""
+    cpu_pool.shutdown()
 
 
 def warm_pool(workers: int | None = None) -> None:

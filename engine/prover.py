@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -22,6 +23,29 @@ from .proof import Proof, VerificationKey
 
 # A source of the blinding scalars: called with r, returns an int in [0, r).
 ScalarSource = Callable[[int], int]
+
+
+@dataclass(frozen=True)
+class KeyHeader:
+    """What the epilogue needs of a key (its header points), small enough to send to a
+    worker process; `finish` takes it in place of the whole zkey."""
+
+    curve: object
+    n_public: int
+    path: str | None
+    alpha1: np.ndarray
+    beta1: np.ndarray
+    delta1: np.ndarray
+    beta2: np.ndarray
+    delta2: np.ndarray
+
+    @classmethod
+    def from_zkey(cls, zkey) -> "KeyHeader":
+        def own(a):
+            return np.array(a, dtype=np.uint64)
+
+        return cls(zkey.curve, zkey.n_public, zkey.path, own(zkey.alpha1), own(zkey.beta1), own(zkey.delta1),
+                   own(zkey.beta2), own(zkey.delta2))
 
 
 def check_witness_for_key(zkey, prime: int, values: np.ndarray, witness_name: str = "witness") -> None:
@@ -87,8 +111,10 @@ def finish(
     verify: bool = True,
     scalars: ScalarSource | None = None,
 ) -> Proof:
-    """Turn a backend's CoreResult into a proof; verify it first unless told not to."""
-    from .verifier import verify as verify_proof, vk_from_zkey  # noqa: PLC0415
+    """Turn a backend's CoreResult into a proof; verify it first unless told not to.
+
+    `zkey` may be a parsed ZKey or a KeyHeader (what a worker process receives)."""
+    from .verifier import vk_from_zkey  # noqa: PLC0415
 
     draw = scalars or secrets.randbelow
     r, s = draw(zkey.curve.r), draw(zkey.curve.r)
@@ -99,11 +125,7 @@ def finish(
     proof = Proof(zkey.curve, pi_a, pi_b, pi_c, public_signals(zkey, values), timings)
     if verify:
         t = time.perf_counter()
-        if not verify_proof(vk or vk_from_zkey(zkey), proof.public, proof):
-            raise VerificationError(
-                f"the proof for {zkey.path or 'this key'} does not verify: the witness does not satisfy the "
-                "circuit (check it with --r1cs), or a backend computed a wrong result; no proof was written"
-            )
+        verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path)
         timings["verify"] = time.perf_counter() - t
     return proof
 
@@ -130,3 +152,14 @@ def prove(
     core = backend.prove_core(key, values)
     core.timings = {**timings, **core.timings}
     return finish(zkey, core, values, vk=vk, verify=verify, scalars=scalars)
+
+
+def verify_or_raise(vk: VerificationKey, proof: Proof, key_name: str | None = None) -> None:
+    """The check that runs before a proof is returned (in a worker process for the Engine)."""
+    from .verifier import verify as verify_proof  # noqa: PLC0415
+
+    if not verify_proof(vk, proof.public, proof):
+        raise VerificationError(
+            f"the proof for {key_name or 'this key'} does not verify: the witness does not satisfy the circuit "
+            "(check it with --r1cs), or a backend computed a wrong result; no proof was written or returned"
+        )
