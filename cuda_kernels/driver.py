@@ -87,8 +87,12 @@ class Stream:
 
 
 class Event:
+    """An event; waiting on it blocks the thread (CU_EVENT_BLOCKING_SYNC) instead of spinning:
+    a spinning waiter per in-flight proof would take a CPU core each from the epilogue."""
+
     def __init__(self, timing: bool = False):
-        flags = cu.CUevent_flags.CU_EVENT_DEFAULT if timing else cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        f = cu.CUevent_flags
+        flags = int(f.CU_EVENT_BLOCKING_SYNC) | (0 if timing else int(f.CU_EVENT_DISABLE_TIMING))
         self.handle = _call("cuEventCreate", cu.cuEventCreate(flags))
 
     def record(self, stream: Stream) -> "Event":
@@ -198,6 +202,9 @@ class Device:
         init()
         self.index = index
         self.handle = _call("cuDeviceGet", cu.cuDeviceGet(index))
+        # host threads that wait on the device sleep rather than spin (they would starve the CPU
+        # work that runs beside the GPU); a context another library already made keeps its flags
+        cu.cuDevicePrimaryCtxSetFlags(self.handle, int(cu.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
         self.context = _call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self.handle))
         self.make_current()
         name = _call("cuDeviceGetName", cu.cuDeviceGetName(128, self.handle))

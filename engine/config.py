@@ -92,6 +92,12 @@ class SimulationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
                 raise ConfigError(f"simulation.{name}: {getattr(self, name)} is negative")
 
 
+def _cpus() -> int:
+    from .cpu_pool import resolve_workers  # noqa: PLC0415
+
+    return resolve_workers(None)
+
+
 class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     backend: str = "auto"
     devices: list[int] | None = None
@@ -104,7 +110,9 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     lock_mode: str = "split"
     verify: bool = True
     timeline: str | None = None
-    epilogue_threads: int = 2
+    # epilogues + verifications in flight: they run in the CPU process pool (engine.cpu_pool),
+    # so by default as many as there are CPUs
+    epilogue_threads: int = msgspec.field(default_factory=lambda: _cpus())
     max_in_flight: int = 64
     idle_trim_s: float | None = 5.0
     shutdown_timeout_s: float | None = None
