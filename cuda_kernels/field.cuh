@@ -13,6 +13,10 @@ typedef int int32_t;
 
 #include "mont_ptx.cuh"
 
+#ifndef FIELD_MUL_VARIANT
+#define FIELD_MUL_VARIANT 2
+#endif
+
 template <class P>
 struct fp {
     static constexpr int N = P::N;
@@ -54,9 +58,15 @@ struct fp {
         mont_ptx<N>::template sub<P>(r.v, a.v, b.v);
         return r;
     }
+    // FIELD_MUL_VARIANT (set by the build): 0 = CIOS with lo/hi multiply-add chains, 1 = CIOS
+    // with 32x32->64 products and one carry chain per half row, 2 = each field's faster one
+    // (measured on H200, perf/field_mul.py and perf/msm.py: 1 for 8 limbs, 0 for 12).
     friend __device__ __forceinline__ fp operator*(const fp& a, const fp& b) {
         fp r;
-        mont_ptx<N>::template mul<P>(r.v, a.v, b.v);
+        if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
+            mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);
+        else
+            mont_ptx<N>::template mul<P>(r.v, a.v, b.v);
         return r;
     }
     __device__ __forceinline__ fp& operator+=(const fp& b) { return *this = *this + b; }

@@ -132,11 +132,71 @@ def _wrap(name: str, n: int, lines: list[str], with_inv: bool) -> str:
     )
 
 
+def _mul_wide(n: int) -> str:
+    """CIOS with 32x32->64 products (mad.wide): per row the N products are independent of
+    each other, and one carry chain of N additions folds their high halves into the next
+    column, instead of separate lo and hi multiply-add chains that each need a carry."""
+    a = lambda j: f"%{n + j}"  # noqa: E731
+    b = lambda j: f"%{2 * n + j}"  # noqa: E731
+    p = lambda j: f"%{3 * n + j}"  # noqa: E731
+    inv = f"%{4 * n}"
+    lines = ["{", f".reg .u32 t<{n + 1}>, m, z, l<{n}>, h<{n}>, s<{n}>, c;", f".reg .u64 x<{n}>;", ".reg .pred nb;",
+             "mov.u32 z, 0;", f"mov.u32 t{n}, 0;"]
+    phys = list(range(n + 1))
+    T = lambda j: f"t{phys[j]}"  # noqa: E731
+
+    def products(mul_by: str, row0: bool, coeff) -> None:
+        for j in range(n):
+            # the register multiplier first: the modulus limbs are immediates
+            if row0:
+                lines.append(f"mul.wide.u32 x{j}, {mul_by}, {coeff(j)};")
+            else:
+                lines.append(f"mov.b64 x{j}, {{{T(j)}, z}};")
+                lines.append(f"mad.wide.u32 x{j}, {mul_by}, {coeff(j)}, x{j};")
+            lines.append(f"mov.b64 {{l{j}, h{j}}}, x{j};")
+
+    def fold(top_add: bool) -> None:
+        # t_j = l_j + h_{j-1} (+carry); t_N = t_N + h_{N-1} + carry (t_N is zero before a row)
+        lines.append(f"mov.u32 {T(0)}, l0;")
+        lines.append(f"add.cc.u32 {T(1)}, l1, h0;")
+        for j in range(2, n):
+            lines.append(f"addc.cc.u32 {T(j)}, l{j}, h{j - 1};")
+        lines.append(f"addc.u32 {T(n)}, {T(n) if top_add else 'z'}, h{n - 1};")
+
+    for i in range(n):
+        products(b(i), i == 0, a)
+        fold(top_add=True)
+        lines.append(f"mul.lo.u32 m, {T(0)}, {inv};")
+        products("m", False, p)
+        fold(top_add=True)
+        phys = phys[1:] + phys[:1]  # the zeroed low word becomes the (zero) top word
+    lines.append(f"sub.cc.u32 s0, {T(0)}, {p(0)};")
+    for j in range(1, n):
+        lines.append(f"subc.cc.u32 s{j}, {T(j)}, {p(j)};")
+    lines.append(f"subc.u32 c, {T(n)}, 0;")
+    lines.append("setp.eq.u32 nb, c, 0;")
+    for j in range(n):
+        lines.append(f"selp.u32 %{j}, s{j}, {T(j)}, nb;")
+    lines.append("}")
+    outs = ", ".join(f'"=r"(r[{j}])' for j in range(n))
+    ins = ", ".join([f'"r"(a[{j}])' for j in range(n)] + [f'"r"(b[{j}])' for j in range(n)])
+    ps = ", ".join(f'"n"(P::MOD[{j}])' for j in range(n))
+    body = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
+    return (
+        "    template <class P>\n"
+        "    static __device__ __forceinline__ void mul_wide(uint32_t* r, const uint32_t* a, const uint32_t* b) {\n"
+        f"        asm(\n{body}\n"
+        f"        : {outs}\n        : {ins},\n          {ps}, \"n\"(P::INV));\n"
+        "    }\n"
+    )
+
+
 def generate() -> str:
     parts = [HEADER, "template <int N> struct mont_ptx;\n"]
     for n in (8, 12):
         parts.append(f"template <> struct mont_ptx<{n}> {{\n")
         parts.append(_mul(n))
+        parts.append(_mul_wide(n))
         parts.append(_add(n))
         parts.append(_sub(n))
         parts.append("};\n")

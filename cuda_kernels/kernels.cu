@@ -195,8 +195,9 @@ __device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters) {
     for (uint32_t it = 0; it < iters; it++) {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            if (variant == 0) x[k] = x[k] * y;
-            else mont_mul_c64<FR_P>(x[k].v, x[k].v, y.v);
+            if (variant == 0) mont_ptx<8>::template mul<FR_P>(x[k].v, x[k].v, y.v);
+            else if (variant == 1) mont_mul_c64<FR_P>(x[k].v, x[k].v, y.v);
+            else mont_ptx<8>::template mul_wide<FR_P>(x[k].v, x[k].v, y.v);
         }
     }
     uint32_t acc = 0;
@@ -207,6 +208,7 @@ __device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters) {
 }
 extern "C" __global__ void perf_fr_mul_ptx(uint32_t* out, uint32_t iters) { perf_mul_chain<fr_t, 0>(out, iters); }
 extern "C" __global__ void perf_fr_mul_c64(uint32_t* out, uint32_t iters) { perf_mul_chain<fr_t, 1>(out, iters); }
+extern "C" __global__ void perf_fr_mul_wide(uint32_t* out, uint32_t iters) { perf_mul_chain<fr_t, 2>(out, iters); }
 extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;

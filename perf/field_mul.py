@@ -21,7 +21,7 @@ def main() -> None:
     blocks, threads, iters = dev.sm_count * 16, 256, 512
     out = dev.alloc(4 * blocks * threads, stream)
     print(f"IMAD ceiling {rate / 1e12:.2f} T/s = {rate / imads_per_mul(8) / 1e9:.1f} G products/s")
-    for name in ("perf_fr_mul_ptx", "perf_fr_mul_c64"):
+    for name in ("perf_fr_mul_ptx", "perf_fr_mul_c64", "perf_fr_mul_wide"):
         ms = time_ms(stream, lambda: launch(mod, name, blocks, threads, stream, out, U32(iters)), repeats=5)
         muls = blocks * threads * iters * 4
         print(f"{name}: {muls / (ms / 1000) / 1e9:.1f} G products/s ({ms:.2f} ms)")

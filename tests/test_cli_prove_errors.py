@@ -8,13 +8,11 @@ u32 id, u64 size, payload), so a reader bug cannot hide its own error.
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from conftest import EXAMPLES, FIXTURES, run_engine
@@ -130,9 +128,6 @@ def test_valid_tiny_inputs_prove(tmp_path):
 
 
 # ---------------------------------------------------------------- broken files
-
-
-Mutation = Callable[[bytes], bytes]
 
 
 def truncated_half(data: bytes) -> bytes:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNELS = [
     "fr_mul_test", "fq_mul_test", "fr_to_mont", "fr_from_mont", "evaluate_ab", "quotient_h", "ntt_dif_pass",
     "ntt_dit_pass", "fr_powers", "fr_bit_reverse", "fr_scale", "msm_count", "msm_scatter", "scan_blocks",
-    "scan_add", "fixed_base_g1", "fixed_base_g2", "perf_imad", "perf_fr_mul_ptx", "perf_fr_mul_c64",
+    "scan_add", "fixed_base_g1", "fixed_base_g2", "perf_imad", "perf_fr_mul_ptx", "perf_fr_mul_c64", "perf_fr_mul_wide",
 ] + [f"msm_{k}_{g}" for g in ("g1", "g2") for k in (
     "accumulate", "fix", "fix_heavy", "reduce_segments", "tree_sum", "combine", "precompute")]
 
@@ -29,6 +29,12 @@ def test_every_kernel_compiles_with_nvrtc_for_sm90(curve):
     assert cubin[:4] == b"\x7fELF"
     for name in KERNELS:  # each entry point is in the image under its C name
         assert name.encode() in cubin, name
+
+
+@pytest.mark.parametrize("variant", ["wide", "ptx"])
+def test_other_field_product_variants_compile(variant):
+    cubin, _ = build.compile_cubin(params_header(BN254, field_mul=variant), arch="sm_90")
+    assert b"fr_mul_test" in cubin
 
 
 def test_compile_error_carries_the_compiler_log():

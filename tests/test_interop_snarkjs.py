@@ -170,6 +170,7 @@ def write_json(path: Path, obj) -> Path:
 # ---------------------------------------------------------------- the circuits themselves
 
 
+@pytest.mark.slow  # builds the session's circuits and keys when it runs first
 @pytest.mark.parametrize("curve", CURVES)
 def test_interop_circuits_have_the_shapes_they_cover(store, curve):
     """Guards the coverage claims of this module: B-only wire, -1 coefficient, nPublic 0, 2^12 constraints."""
@@ -311,5 +312,8 @@ def test_engine_export_vkey_is_byte_identical_to_snarkjs(store, tmp_path, curve,
 def test_committed_artifacts_agree_with_each_other_for_snarkjs(store, curve, name):
     """Regenerating one committed file without the rest (scripts/make_*.sh) would break the tests above."""
     c = store.get(curve, name)
+    src = COMMITTED[name] / curve
+    again = witness_calculate(src / f"{name}.wasm", src / "input.json", store.root / f"{curve}-{name}" / "again.wtns")
+    assert again.read_bytes() == c.wtns.read_bytes(), "the committed wasm and input.json do not give the committed wtns"
     run_snarkjs("wtns", "check", c.r1cs, c.wtns, check=True)
     assert_accepted(snarkjs_verify(c.vkey, c.snarkjs_public, c.snarkjs_proof), "snarkjs groth16 verify")

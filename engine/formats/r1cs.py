@@ -305,26 +305,38 @@ def _reduce(coeffs: np.ndarray, r: int) -> int:
 
 
 def _section2(r1cs: R1CS) -> list:
-    """The constraints section as chunks (vectorised: one u32 word array)."""
+    """The constraints section as one u32 word array, in few numpy passes.
+
+    Per linear combination the file holds `u32 nTerms` then nTerms x (u32 wire,
+    8 u32 coefficient words).  Every term's word offset follows from the
+    counts (a cumsum), so the array is filled by scatters with increasing
+    indices: one for all count words, and per matrix one for the wires and one
+    for the 32-byte coefficients, the latter through a view of the output whose
+    32-byte items start every 4 bytes (so an item can sit at any word).
+    """
     m = r1cs.n_constraints
     mats = (r1cs.a, r1cs.b, r1cs.c)
-    counts = np.empty(3 * m, dtype=np.int64)
+    counts = np.empty((m, 3), dtype=np.int64)  # file order: constraint-major, then A, B, C
     for i, lc in enumerate(mats):
-        counts[i::3] = np.diff(lc.row_ptr)
-    total = 3 * m + TERM_WORDS * int(counts.sum())
+        np.subtract(lc.row_ptr[1:], lc.row_ptr[:-1], out=counts[:, i])
+    counts = counts.reshape(-1)
+    total = 3 * m + TERM_WORDS * sum(lc.nnz for lc in mats)
     out = np.empty(total, dtype="<u4")
-    pos = np.zeros(3 * m, dtype=np.int64)
+    pos = np.zeros(3 * m, dtype=np.int64)  # word index of each linear combination's count
     if m:
         np.cumsum(1 + TERM_WORDS * counts[:-1], out=pos[1:])
     out[pos] = counts
+    coeff_item = np.dtype((np.void, N8))
+    coeff_at = None  # item k = bytes [4k + 4, 4k + 36): the coefficient of a term whose wire id is word k
     for i, lc in enumerate(mats):
-        c, p = counts[i::3], pos[i::3]
-        base = p + 1 - TERM_WORDS * lc.row_ptr[:-1]
-        at = np.repeat(base, c) + TERM_WORDS * np.arange(lc.nnz, dtype=np.int64)
+        if not lc.nnz:
+            continue
+        at = np.repeat(pos[i::3] + 1 - TERM_WORDS * lc.row_ptr[:-1], counts[i::3])
+        at += np.arange(0, TERM_WORDS * lc.nnz, TERM_WORDS, dtype=np.int64)
         out[at] = lc.wires
-        co = np.ascontiguousarray(lc.coeffs, dtype="<u8").view("<u4").reshape(-1, N8 // 4)
-        for k in range(N8 // 4):
-            out[at + 1 + k] = co[:, k]
+        if coeff_at is None:  # a term exists, so total >= TERM_WORDS
+            coeff_at = np.ndarray((total - TERM_WORDS + 1,), dtype=coeff_item, buffer=out, offset=4, strides=(4,))
+        coeff_at[at] = np.ascontiguousarray(lc.coeffs, dtype="<u8").view(coeff_item).reshape(-1)
     return [out]
 
 
