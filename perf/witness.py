@@ -15,6 +15,12 @@ Measured (medians):
 
 Writes its section of perf/RESULTS.md (replacing an older one) and prints it.
 Usage: python perf/witness.py [--runs 15] [--cli-runs 5] [--seconds 6] [--workers 1,2] [--no-write]
+
+Without Node.js (e.g. the 16-core GPU machine), only the worker throughput,
+same method, for a circuit.wasm compiled elsewhere:
+
+    python perf/witness.py --export DIR          # here (needs node): DIR/merkle.wasm, DIR/input.json
+    python perf/witness.py --wasm DIR/merkle.wasm --input DIR/input.json --workers 1,2,4,8,16 --no-write
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ CIRCUIT = ROOT / "tests" / "circuits" / "witness" / "merkle.circom"
 INPUT = ROOT / "tests" / "circuits" / "witness" / "merkle_input.json"
 RESULTS = ROOT / "perf" / "RESULTS.md"
 SECTION = "## Witness calculation (engine.wasm_witness vs snarkjs)"
+WASM_SECTION = "## Witness throughput of worker processes (engine.wasm_witness, no node)"
 
 NODE_BENCH = """
 import fs from "fs";
@@ -141,11 +148,11 @@ def readout(wasm: Path) -> dict[str, float]:
     return res
 
 
-def _worker(wasm: str, barrier, stop_at, counts, cpu, idx: int) -> None:
+def _worker(wasm: str, input_json: str, barrier, stop_at, counts, cpu, idx: int) -> None:
     from engine.wasm_witness import WasmCircuit, parse_inputs
 
     c = WasmCircuit.load(wasm)
-    inputs = parse_inputs(INPUT)
+    inputs = parse_inputs(input_json)
     c.calculate(inputs)  # warm
     barrier.wait()
     n, t = 0, time.process_time()
@@ -155,13 +162,14 @@ def _worker(wasm: str, barrier, stop_at, counts, cpu, idx: int) -> None:
     counts[idx], cpu[idx] = n, time.process_time() - t
 
 
-def throughput(wasm: Path, workers: int, seconds: float) -> tuple[float, float]:
+def throughput(wasm: Path, workers: int, seconds: float, input_json: Path = INPUT) -> tuple[float, float]:
     """(witnesses per second of all workers together, CPU seconds one witness costs a worker)."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(workers + 1)
     stop_at = ctx.Value("d", time.time() + 3600)
     counts, cpu = ctx.Array("i", workers), ctx.Array("d", workers)
-    procs = [ctx.Process(target=_worker, args=(str(wasm), barrier, stop_at, counts, cpu, i)) for i in range(workers)]
+    procs = [ctx.Process(target=_worker, args=(str(wasm), str(input_json), barrier, stop_at, counts, cpu, i))
+             for i in range(workers)]
     for p in procs:
         p.start()
     barrier.wait()
@@ -195,6 +203,71 @@ def versions() -> str:
             f"node {node}, snarkjs {snarkjs}")
 
 
+def throughput_rows(rates: dict[int, tuple[float, float]]) -> list[str]:
+    first = next(iter(rates))
+    return [
+        "| worker processes | witnesses/s | speed-up vs 1 | CPU time per witness |",
+        "|---|---|---|---|",
+        *[f"| {w} | {r:.1f} | {r / rates[first][0] * first:.2f}x | {ms(c)} |" for w, (r, c) in rates.items()],
+    ]
+
+
+def export(directory: Path) -> int:
+    """Compile the Merkle circuit (needs node) and copy merkle.wasm + input.json into `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="witness-export-") as tmpd:
+        wasm, constraints = compile_circuit(Path(tmpd))
+        shutil.copyfile(wasm, directory / "merkle.wasm")
+    shutil.copyfile(INPUT, directory / "input.json")
+    print(f"wrote {directory / 'merkle.wasm'} ({constraints}) and {directory / 'input.json'}; on the other machine:")
+    print(f"  python perf/witness.py --wasm {directory / 'merkle.wasm'} --input {directory / 'input.json'} "
+          "--workers 1,2,4,8,16 --no-write")
+    return 0
+
+
+def wasm_only(args, workers: list[int]) -> int:
+    """Worker throughput for a given circuit.wasm and input.json: no node, no snarkjs."""
+    from importlib import metadata
+
+    from engine.errors import EngineError
+    from engine.wasm_witness import WasmCircuit, parse_inputs
+
+    started = machine()
+    wasm, input_json = Path(args.wasm).resolve(), Path(args.input).resolve()
+    with tempfile.TemporaryDirectory(prefix="witness-perf-") as tmpd:
+        os.environ["GROTH16_ENGINE_CACHE"] = str(Path(tmpd) / "cache")  # workers inherit it
+        try:
+            t = time.perf_counter()
+            circuit = WasmCircuit.load(wasm)  # compiled once here; workers map it from the disk cache
+            compile_s = time.perf_counter() - t
+            circuit.calculate(parse_inputs(input_json), source=str(input_json))  # a bad input fails here, once
+        except EngineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        curve = circuit.curve.name if circuit.curve else f"prime {circuit.prime:#x}"
+        busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        rates = {w: throughput(wasm, w, args.seconds, input_json) for w in workers}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    lines = [
+        WASM_SECTION,
+        "",
+        f"- date: {dt.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
+        f"- machine: {started}; {cores} CPUs available to this process, load average {busy:.1f} before the runs",
+        f"- software: Python {platform.python_version()}, wasmtime {metadata.version('wasmtime')}",
+        f"- command: `{' '.join(['python perf/witness.py', *sys.argv[1:]])}`",
+        f"- circuit: {wasm.name} ({wasm.stat().st_size} bytes, {curve}), {circuit.n_witness} witness values; "
+        f"Cranelift compile {ms(compile_s)}; {args.seconds:g} s per worker count",
+        "",
+        *throughput_rows(rates),
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if not args.no_write:
+        write_section(text, WASM_SECTION)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15, help="witnesses per in-process timing")
@@ -202,9 +275,27 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=6.0, help="duration of each throughput measurement")
     ap.add_argument("--workers", default=None, help="comma-separated worker counts (default 1..cpu_count)")
     ap.add_argument("--no-write", action="store_true", help="print only, leave perf/RESULTS.md alone")
+    ap.add_argument("--wasm", type=Path, metavar="FILE",
+                    help="only the worker throughput, for this circuit.wasm (no node or snarkjs needed)")
+    ap.add_argument("--input", type=Path, metavar="FILE", help="the input.json for --wasm")
+    ap.add_argument("--export", type=Path, metavar="DIR",
+                    help="compile the Merkle circuit (needs node) and copy merkle.wasm and input.json into DIR")
     args = ap.parse_args()
+    if args.export and (args.wasm or args.input):
+        ap.error("--export makes the files that --wasm/--input use elsewhere: give one or the other")
+    if bool(args.wasm) != bool(args.input):
+        ap.error("--wasm and --input go together")
     default_workers = list(range(1, max(2, os.cpu_count() or 1) + 1))
-    workers = [int(w) for w in args.workers.split(",")] if args.workers else default_workers
+    try:
+        workers = [int(w) for w in args.workers.split(",")] if args.workers else default_workers
+    except ValueError:
+        ap.error(f"--workers {args.workers}: expected comma-separated counts, e.g. 1,2,4")
+    if any(w < 1 for w in workers):
+        ap.error(f"--workers {args.workers}: counts must be at least 1")
+    if args.export:
+        return export(args.export)
+    if args.wasm:
+        return wasm_only(args, workers)
     started = machine()
 
     with tempfile.TemporaryDirectory(prefix="witness-perf-") as tmpd:
@@ -281,12 +372,7 @@ def main() -> int:
             else ""
         ),
         "",
-        "| worker processes | witnesses/s | speed-up vs 1 | CPU time per witness |",
-        "|---|---|---|---|",
-        *[
-            f"| {w} | {r:.1f} | {r / rates[workers[0]][0] * workers[0]:.2f}x | {ms(c)} |"
-            for w, (r, c) in rates.items()
-        ],
+        *throughput_rows(rates),
         "",
     ]
     text = "\n".join(lines)
@@ -296,14 +382,14 @@ def main() -> int:
     return 0
 
 
-def write_section(text: str) -> None:
+def write_section(text: str, section: str = SECTION) -> None:
     """Replace our section of perf/RESULTS.md (up to the next '## ' heading), keeping the others."""
     old = RESULTS.read_text() if RESULTS.exists() else "# Performance results\n\n"
-    start = old.find(SECTION)
+    start = old.find(section)
     if start < 0:
         new = old.rstrip("\n") + "\n\n" + text
     else:
-        nxt = old.find("\n## ", start + len(SECTION))
+        nxt = old.find("\n## ", start + len(section))
         new = old[:start] + text + ("\n" + old[nxt + 1:] if nxt >= 0 else "")
     RESULTS.write_text(new.rstrip("\n") + "\n")
 
