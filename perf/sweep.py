@@ -48,6 +48,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--modes", default="single,split", help="lock modes, e.g. single,split")
     p.add_argument("--devices", default=None, help="GPU indices (real) or a count (simulated), default 1")
     p.add_argument("--synthesis-workers", type=int, default=4)
+    p.add_argument("--epilogue-threads", type=int, default=None,
+                   help="epilogues/verifications in flight (default: one per CPU; a simulation's are sleeps, "
+                   "so give it as many as the modelled host has cores)")
     p.add_argument("--host-budget", default=None)
     p.add_argument("--vram-budget", default=None)
     p.add_argument("--no-verify", action="store_true")
@@ -75,6 +78,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def make_config(args: argparse.Namespace, mode: str, slots: int) -> EngineConfig:
     common = dict(lock_mode=mode, compute_slots=slots, synthesis_workers=args.synthesis_workers,
                   verify=not args.no_verify, idle_trim_s=None, max_in_flight=max(args.concurrency))
+    if args.epilogue_threads:
+        common["epilogue_threads"] = args.epilogue_threads
     if args.host_budget:
         common["host_budget"] = parse_size(args.host_budget, "--host-budget")
     if args.vram_budget:

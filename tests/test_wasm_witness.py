@@ -499,10 +499,10 @@ def test_wtns_byte_identical_to_snarkjs(circom, tmp_path, name, prime):
 # comparison above: on 2 cores its proof test measured ~56 s beyond the shared
 # compile (~60 s with it): our setup 19 s, CPU prove 22 s, snarkjs wtns + prove
 # 13 s, vkey export + verify 2 s; too close to the ~60 s a CI test may take.
-PROOF_CIRCUITS = [
-    pytest.param("poseidon", "bn128", id="poseidon-bn128"),
+PROOF_CIRCUITS = [  # arrays: ~4 s on 2 cores, the others 5-11 s
+    pytest.param("poseidon", "bn128", id="poseidon-bn128", marks=pytest.mark.slow),
     pytest.param("arrays", "bn128", id="arrays-bn128"),
-    pytest.param("bits", "bls12381", id="bits-bls12381"),
+    pytest.param("bits", "bls12381", id="bits-bls12381", marks=pytest.mark.slow),
 ]
 
 
@@ -512,7 +512,6 @@ def engine_ok(*args) -> None:
 
 
 @pytest.mark.snarkjs
-@pytest.mark.slow
 @pytest.mark.parametrize("name, prime", PROOF_CIRCUITS)
 def test_proof_from_wasm_and_input_passes_snarkjs_verify(circom, tmp_path, name, prime):
     r1cs, wasm = circom(name, prime)
