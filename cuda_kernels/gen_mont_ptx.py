@@ -63,26 +63,8 @@ def _mul(n: int) -> str:
         lines.append(f"madc.hi.u32 {T(n)}, m, {p(n - 1)}, {T(n)};")
         # shift down one word: the zeroed low word becomes the (zero) top word
         phys = phys[1:] + phys[:1]
-    # conditional subtraction: t < 2p -> [0, p)
-    lines.append(f"sub.cc.u32 s0, {T(0)}, {p(0)};")
-    for j in range(1, n):
-        lines.append(f"subc.cc.u32 s{j}, {T(j)}, {p(j)};")
-    lines.append(f"subc.u32 c, {T(n)}, 0;")  # top word is 0: c = 0 (no borrow) or 0xffffffff
-    lines.append("setp.eq.u32 nb, c, 0;")
-    for j in range(n):
-        lines.append(f"selp.u32 %{j}, s{j}, {T(j)}, nb;")
-    lines.append("}")
-    outs = ", ".join(f'"=r"(r[{j}])' for j in range(n))
-    ins = ", ".join([f'"r"(a[{j}])' for j in range(n)] + [f'"r"(b[{j}])' for j in range(n)])
-    ps = ", ".join(f'"n"(P::MOD[{j}])' for j in range(n))
-    body = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
-    return (
-        "    template <class P>\n"
-        "    static __device__ __forceinline__ void mul(uint32_t* r, const uint32_t* a, const uint32_t* b) {\n"
-        f"        asm(\n{body}\n"
-        f"        : {outs}\n        : {ins},\n          {ps}, \"n\"(P::INV));\n"
-        "    }\n"
-    )
+    _reduce_once(lines, T, p, n)
+    return _wrap("mul", n, lines, with_inv=True)
 
 
 def _add(n: int) -> str:
@@ -118,10 +100,23 @@ def _sub(n: int) -> str:
     return _wrap("sub", n, lines, with_inv=False)
 
 
+def _reduce_once(lines: list[str], T, p, n: int) -> None:
+    """t < 2p (N words, top word T(n) zero) -> the outputs, t or t - p, and close the block."""
+    lines.append(f"sub.cc.u32 s0, {T(0)}, {p(0)};")
+    for j in range(1, n):
+        lines.append(f"subc.cc.u32 s{j}, {T(j)}, {p(j)};")
+    lines.append(f"subc.u32 c, {T(n)}, 0;")  # c = 0 (no borrow: t >= p) or 0xffffffff
+    lines.append("setp.eq.u32 nb, c, 0;")
+    for j in range(n):
+        lines.append(f"selp.u32 %{j}, s{j}, {T(j)}, nb;")
+    lines.append("}")
+
+
 def _wrap(name: str, n: int, lines: list[str], with_inv: bool) -> str:
+    """One asm statement: outputs r[0..n), inputs a, b, then the modulus limbs (and inv)."""
     outs = ", ".join(f'"=r"(r[{j}])' for j in range(n))
     ins = ", ".join([f'"r"(a[{j}])' for j in range(n)] + [f'"r"(b[{j}])' for j in range(n)])
-    ps = ", ".join(f'"n"(P::MOD[{j}])' for j in range(n))
+    ps = ", ".join(f'"n"(P::MOD[{j}])' for j in range(n)) + (', "n"(P::INV)' if with_inv else "")
     body = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
     return (
         "    template <class P>\n"
@@ -170,25 +165,8 @@ def _mul_wide(n: int) -> str:
         products("m", False, p)
         fold(top_add=True)
         phys = phys[1:] + phys[:1]  # the zeroed low word becomes the (zero) top word
-    lines.append(f"sub.cc.u32 s0, {T(0)}, {p(0)};")
-    for j in range(1, n):
-        lines.append(f"subc.cc.u32 s{j}, {T(j)}, {p(j)};")
-    lines.append(f"subc.u32 c, {T(n)}, 0;")
-    lines.append("setp.eq.u32 nb, c, 0;")
-    for j in range(n):
-        lines.append(f"selp.u32 %{j}, s{j}, {T(j)}, nb;")
-    lines.append("}")
-    outs = ", ".join(f'"=r"(r[{j}])' for j in range(n))
-    ins = ", ".join([f'"r"(a[{j}])' for j in range(n)] + [f'"r"(b[{j}])' for j in range(n)])
-    ps = ", ".join(f'"n"(P::MOD[{j}])' for j in range(n))
-    body = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
-    return (
-        "    template <class P>\n"
-        "    static __device__ __forceinline__ void mul_wide(uint32_t* r, const uint32_t* a, const uint32_t* b) {\n"
-        f"        asm(\n{body}\n"
-        f"        : {outs}\n        : {ins},\n          {ps}, \"n\"(P::INV));\n"
-        "    }\n"
-    )
+    _reduce_once(lines, T, p, n)
+    return _wrap("mul_wide", n, lines, with_inv=True)
 
 
 def generate() -> str:

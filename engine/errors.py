@@ -25,6 +25,17 @@ class InputFileError(EngineError):
         super().__init__(f"{self.path}: {problem}" if self.path else problem)
 
 
+def file_error(path, exc: OSError, what: str = "a file") -> InputFileError:
+    """The one-line error for an input file the OS would not give us (missing, a directory, ...)."""
+    if isinstance(exc, FileNotFoundError):
+        return InputFileError(path, "no such file")
+    if isinstance(exc, IsADirectoryError):
+        return InputFileError(path, f"is a directory, not {what}")
+    if isinstance(exc, PermissionError):
+        return InputFileError(path, "permission denied")
+    return InputFileError(path, f"cannot read: {exc.strerror or exc}")
+
+
 class FormatError(InputFileError):
     """The bytes of a file do not follow its format (magic, version, sections, sizes)."""
 

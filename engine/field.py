@@ -174,3 +174,19 @@ def fq2_batch_inverse(values: Sequence[Fq2], q: int) -> list[Fq2]:
     """Inverses of many nonzero Fq2 elements through one batch inversion of their norms."""
     norms = batch_inverse([(a0 * a0 + a1 * a1) % q for a0, a1 in values], q)
     return [(a0 * t % q, -a1 * t % q) for (a0, a1), t in zip(values, norms)]
+
+
+def geometric(first: int, ratio: int, count: int, p: int) -> np.ndarray:
+    """[first·ratio^i for i < count] mod p as an object array, doubling the filled prefix each
+    step (vectorised: O(log count) numpy passes instead of a Python loop per element)."""
+    out = np.empty(count, dtype=object)
+    if count == 0:
+        return out
+    out[0] = first % p
+    filled, step = 1, ratio % p
+    while filled < count:
+        take = min(filled, count - filled)
+        out[filled : filled + take] = out[:take] * step % p
+        filled += take
+        step = step * step % p
+    return out

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from .curves import CURVES, Curve, curve_by_name
-from .errors import CurveMismatchError, FormatError, InputFileError
+from .errors import CurveMismatchError, FormatError, InputFileError, file_error
 from .proof import Proof, VerificationKey
 
 _DECIMAL = re.compile(r"[0-9]+")
@@ -121,14 +121,8 @@ def load_json(path) -> Any:
     try:
         with open(name, "rb") as f:
             raw = f.read()
-    except FileNotFoundError:
-        raise InputFileError(name, "no such file") from None
-    except IsADirectoryError:
-        raise InputFileError(name, "is a directory, not a file") from None
-    except PermissionError:
-        raise InputFileError(name, "permission denied") from None
     except OSError as exc:
-        raise InputFileError(name, f"cannot read: {exc.strerror or exc}") from None
+        raise file_error(name, exc) from None
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

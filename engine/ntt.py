@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from .curves import Curve
+from .field import geometric
 
 _CACHE_SIZE = 8
 _cache: OrderedDict = OrderedDict()
@@ -26,18 +27,8 @@ _cache_lock = Lock()
 
 
 def _powers(base: int, count: int, p: int) -> np.ndarray:
-    """[1, base, base^2, ...] (count values) as an object array, by doubling the filled prefix."""
-    out = np.empty(count, dtype=object)
-    if count == 0:
-        return out
-    out[0] = 1
-    filled, step = 1, base % p  # out[:filled] = base^0..; step = base^filled
-    while filled < count:
-        take = min(filled, count - filled)
-        out[filled : filled + take] = out[:take] * step % p
-        filled += take
-        step = step * step % p
-    return out
+    """[1, base, base^2, ...] (count values) as an object array."""
+    return geometric(1, base, count, p)
 
 
 def _cached(key, make):

@@ -78,6 +78,14 @@ class JsonProgress(Progress):
         self.stream.flush()
 
 
+def add_output_flags(parser) -> None:
+    """--quiet | --json and --verbose, the same for every long-running command."""
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--quiet", action="store_true", help="no progress bar")
+    out.add_argument("--json", action="store_true", help="progress and the result as JSON lines")
+    parser.add_argument("--verbose", action="store_true", help="print the elapsed time of every stage")
+
+
 def make_progress(title: str, *, quiet: bool = False, json: bool = False, stream: TextIO | None = None) -> Progress:
     """The right reporter for this invocation: JSON, a bar on a terminal, or silent."""
     stream = stream or sys.stderr

@@ -18,6 +18,7 @@ from . import ec
 from .backend import Backend, CoreResult, ResidentKey
 from .curves import curve_by_scalar_prime
 from .errors import CurveMismatchError, MismatchError, VerificationError
+from .formats.binfile import first_row_ge
 from .limbs import g1_from_mont, g2_from_mont
 from .proof import Proof, VerificationKey
 
@@ -60,23 +61,9 @@ def check_witness_for_key(zkey, prime: int, values: np.ndarray, witness_name: st
             f"{witness_name}: has {values.shape[0]} values but {key_name} expects {zkey.n_vars} "
             "(a witness of another circuit?)"
         )
-    bad = first_unreduced(values, zkey.curve.r)
+    bad = first_row_ge(values, zkey.curve.r)
     if bad >= 0:
         raise MismatchError(f"{witness_name}: value {bad} is not reduced modulo r")
-
-
-def first_unreduced(values: np.ndarray, modulus: int) -> int:
-    """Index of the first row >= modulus (rows are little-endian uint64 limbs), or -1."""
-    n_limbs = values.shape[1]
-    m = [(modulus >> (64 * i)) & 0xFFFFFFFFFFFFFFFF for i in range(n_limbs)]
-    ge = np.ones(values.shape[0], dtype=bool)  # equal so far, from the top limb down
-    gt = np.zeros(values.shape[0], dtype=bool)
-    for i in reversed(range(n_limbs)):
-        col = values[:, i]
-        gt |= ge & (col > np.uint64(m[i]))
-        ge &= col == np.uint64(m[i])
-    bad = np.flatnonzero(gt | ge)
-    return int(bad[0]) if bad.size else -1
 
 
 def public_signals(zkey, values: np.ndarray) -> list[int]:

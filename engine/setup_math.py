@@ -23,7 +23,7 @@ import numpy as np
 
 from .curves import Curve
 from .errors import CurveMismatchError
-from .field import batch_inverse_array
+from .field import batch_inverse_array, geometric
 from .limbs import fr_from_ints, to_ints
 from .setup_pool import fork_map
 
@@ -40,21 +40,6 @@ def log_domain(curve: Curve, n_constraints: int, n_public: int, name: str = "cir
             f"{curve.name} keys hold at most 2^{limit} (2-adicity {curve.two_adicity}, u32 domain size)"
         )
     return k
-
-
-def geometric(first: int, ratio: int, count: int, p: int) -> np.ndarray:
-    """[first·ratio^i for i < count] mod p, doubling the filled prefix each step (vectorised)."""
-    out = np.empty(count, dtype=object)
-    if count == 0:
-        return out
-    out[0] = first % p
-    filled, step = 1, ratio % p
-    while filled < count:
-        take = min(filled, count - filled)
-        out[filled : filled + take] = out[:take] * step % p
-        filled += take
-        step = step * step % p
-    return out
 
 
 def _inverse_series_chunk(st: dict, start: int, stop: int):

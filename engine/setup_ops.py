@@ -206,9 +206,9 @@ def _check_scalars(curve: Curve, scalars: np.ndarray) -> np.ndarray:
     s = np.ascontiguousarray(scalars, dtype=np.uint64)
     if s.ndim != 2 or s.shape[1] != 4:
         raise ValueError(f"scalars must be (n, 4) uint64, got shape {s.shape}")
-    from .prover import first_unreduced  # noqa: PLC0415
+    from .formats.binfile import first_row_ge  # noqa: PLC0415
 
-    bad = first_unreduced(s, curve.r)
+    bad = first_row_ge(s, curve.r)
     if bad >= 0:
         raise ValueError(f"scalar {bad} is not reduced modulo r")
     return s

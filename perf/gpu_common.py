@@ -61,6 +61,12 @@ def measure_imad_rate(dev: Device, mod, stream) -> float:
     return blocks * threads * iters * 16 * 8 / (ms / 1000)
 
 
+def measure_rates(backend, curve) -> dict:
+    """The two ceilings of design.md §9 on this device, now: copy bandwidth and IMAD rate."""
+    dev, stream = backend.device, backend.ctx.compute_stream(0)
+    return {"bw": measure_bandwidth(dev, stream), "imad": measure_imad_rate(dev, backend.ctx.module(curve), stream)}
+
+
 def imads_per_mul(limbs32: int) -> int:
     """32-bit multiply-adds in one Montgomery product (CIOS: 2N^2 for a*b, 2N^2 for m*p)."""
     return 4 * limbs32 * limbs32
@@ -101,5 +107,5 @@ def table(rows: list[dict], cols: list[str]) -> str:
     return f"| {head} |\n|-{sep}-|\n" + "\n".join(f"| {ln} |" for ln in body.splitlines())
 
 
-__all__ = ["time_ms", "measure_bandwidth", "measure_imad_rate", "imads_per_mul", "random_points", "random_scalars",
+__all__ = ["time_ms", "measure_bandwidth", "measure_imad_rate", "measure_rates", "imads_per_mul", "random_points", "random_scalars",
            "table", "from_ints"]

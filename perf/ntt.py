@@ -15,7 +15,7 @@ import argparse
 import datetime
 import json
 
-from gpu_common import Device, imads_per_mul, measure_bandwidth, measure_imad_rate, random_scalars, table, time_ms
+from gpu_common import Device, imads_per_mul, measure_rates, random_scalars, table, time_ms
 
 from engine.curves import curve_by_name
 from engine.gpu import ntt as gntt
@@ -53,7 +53,7 @@ def main() -> None:
     backend = GpuBackend()
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     curves = [curve_by_name(c) for c in args.curves.split(",")]
-    rates = {"bw": measure_bandwidth(dev, stream), "imad": measure_imad_rate(dev, backend.ctx.module(curves[0]), stream)}
+    rates = measure_rates(backend, curves[0])
     rows = []
     for curve in curves:
         for s in args.sizes.split(","):

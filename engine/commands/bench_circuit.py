@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..progress import add_output_flags
+
 DESCRIPTION = """\
 Write a satisfiable synthetic circuit (.r1cs) of exactly N constraints and a
 witness (.wtns) for it: boolean decompositions, bit logic, multiplications
@@ -32,10 +34,7 @@ def register(subparsers) -> None:
                    help="public signals: ceil(N/2) outputs, the rest inputs (default 2)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--name", default="bench", help="file name stem (default bench)")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--quiet", action="store_true", help="no progress bar")
-    out.add_argument("--json", action="store_true", help="progress and the result as JSON lines")
-    p.add_argument("--verbose", action="store_true", help="print the time of every stage")
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 

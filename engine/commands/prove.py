@@ -17,7 +17,7 @@ import os
 import sys
 
 from ..errors import EngineError, InputFileError
-from ..progress import format_timings, make_progress
+from ..progress import add_output_flags, format_timings, make_progress
 
 
 def register(subparsers) -> None:
@@ -34,10 +34,7 @@ def register(subparsers) -> None:
     p.add_argument("--input", metavar="input.json", help="... and these input signals")
     p.add_argument("--r1cs", metavar="circuit.r1cs",
                    help="check the witness against these constraints first and name the first failing one")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--quiet", action="store_true", help="no progress display")
-    out.add_argument("--json", action="store_true", help="progress and a result summary as JSON lines")
-    p.add_argument("--verbose", action="store_true", help="print the elapsed time of every stage")
+    add_output_flags(p)
     from ..config import add_arguments
 
     add_arguments(p)  # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs

@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from ..progress import add_output_flags
+
 HELP = "make a DEVELOPMENT Groth16 key (toxic waste known to whoever runs it) for an .r1cs"
 DESCRIPTION = """\
 Make a Groth16 proving key for an .r1cs directly, with fresh random tau, alpha,
@@ -36,10 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
                    help="where the group work runs (default auto: the GPU when a CUDA device exists)")
     p.add_argument("--workers", type=int, default=None, help="CPU processes (default: all cores)")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--quiet", action="store_true", help="no progress bar")
-    out.add_argument("--json", action="store_true", help="progress and the result as JSON lines")
-    p.add_argument("--verbose", action="store_true", help="print the time of every stage")
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 

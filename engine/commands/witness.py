@@ -13,7 +13,7 @@ import os
 import sys
 
 from ..errors import WitnessGenerationError
-from ..progress import format_timings, make_progress
+from ..progress import add_output_flags, format_timings, make_progress
 
 WTNS_N8 = 32  # .wtns files here hold 32-byte elements (bn128, bls12381)
 
@@ -28,10 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("wasm", metavar="circuit.wasm", help="circom's compiled witness calculator")
     p.add_argument("input", metavar="input.json", help="input signals: numbers, decimal or 0x-hex strings, arrays")
     p.add_argument("output", metavar="witness.wtns", help="where to write the witness")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--quiet", action="store_true", help="no progress bar")
-    out.add_argument("--json", action="store_true", help="progress and the result as JSON lines")
-    p.add_argument("--verbose", action="store_true", help="print the time of every stage")
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 

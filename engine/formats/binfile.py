@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FormatError, InputFileError
+from ..errors import FormatError, InputFileError, file_error
 
 # magic -> the extension a user knows the file by
 KNOWN_MAGICS = {b"r1cs": ".r1cs", b"wtns": ".wtns", b"zkey": ".zkey", b"ptau": ".ptau"}
@@ -45,14 +45,8 @@ def open_input(path) -> tuple[str, object, int]:
             if size == 0:
                 return name, b"", 0
             return name, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), size
-    except FileNotFoundError:
-        raise InputFileError(name, "no such file") from None
-    except IsADirectoryError:
-        raise InputFileError(name, "is a directory, not a file") from None
-    except PermissionError:
-        raise InputFileError(name, "permission denied") from None
-    except OSError as exc:  # EIO, ENXIO (a socket), mmap of something unmappable ...
-        raise InputFileError(name, f"cannot read: {exc.strerror or exc}") from None
+    except OSError as exc:  # missing, a directory, EIO, ENXIO (a socket), unmappable ...
+        raise file_error(name, exc) from None
 
 
 class BinFile:

@@ -13,6 +13,7 @@ from cuda_kernels.driver import Device, Event, U32, launch
 
 from ..backend import Backend, CoreResult, Pending, ResidentKey, Staged
 from ..curves import Curve
+from ..formats.binfile import first_row_ge
 from ..limbs import from_ints
 from . import msm as gmsm
 from . import ntt as gntt
@@ -22,12 +23,6 @@ from .points import decode_xyzz_g1, decode_xyzz_g2
 from .runtime import GpuContext
 
 FR = 32
-
-
-def _first_unreduced(values: np.ndarray, r: int) -> int:
-    from ..prover import first_unreduced  # noqa: PLC0415
-
-    return first_unreduced(values, r)
 
 
 class GpuBackend(Backend):
@@ -185,7 +180,7 @@ class GpuBackend(Backend):
         n = bases.shape[0]
         if scalars.shape[0] != n:
             raise ValueError(f"msm: {n} bases but {scalars.shape[0]} scalars")
-        bad = _first_unreduced(np.ascontiguousarray(scalars, dtype=np.uint64), curve.r)
+        bad = first_row_ge(np.ascontiguousarray(scalars, dtype=np.uint64), curve.r)
         if bad >= 0:
             raise ValueError(f"msm: scalar {bad} is not reduced modulo r")
         if n == 0:

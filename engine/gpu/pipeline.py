@@ -10,7 +10,7 @@ event.  Nothing here waits on the host or touches the device as a whole.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,6 +61,20 @@ class ProofState:
     uploaded: Event
     upload_start: Event | None = None  # timing events around the witness upload
 
+    def free_device(self, stream) -> None:
+        """Stream-ordered frees of every device buffer of the proof."""
+        for buf in (self.witness, self.a, self.b, self.c, self.results):
+            Device.free(buf, stream)
+        self.sort.free(stream)
+        self.buckets.free(stream)
+
+    def release_host(self, ctx) -> None:
+        """After the done event: pinned buffers back to the pool, events destroyed."""
+        ctx.give_back(self.host_witness)
+        ctx.give_back(self.host_results)
+        self.uploaded.destroy()
+        self.upload_start.destroy()
+
 
 def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     ctx = backend.ctx
@@ -97,19 +111,13 @@ def discard(backend, staged: Staged) -> Pending:
     ctx.bind_thread()
     st: ProofState = staged.state
     stream = ctx.upload_stream
-    for buf in (st.witness, st.a, st.b, st.c, st.results):
-        Device.free(buf, stream)
-    st.sort.free(stream)
-    st.buckets.free(stream)
+    st.free_device(stream)
     done = Event().record(stream)
 
     def wait() -> CoreResult:
         done.synchronize()
-        ctx.give_back(st.host_witness)
-        ctx.give_back(st.host_results)
+        st.release_host(ctx)
         done.destroy()
-        st.uploaded.destroy()
-        st.upload_start.destroy()
         return CoreResult(None, None, None, None, None, {})
 
     return Pending(wait)
@@ -153,28 +161,22 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
     mark()
     Device.download(st.host_results.view(np.uint8, 5 * g2_acc), st.results, stream)
-    for buf in (st.witness, st.a, st.b, st.c, st.results):
-        Device.free(buf, stream)
-    st.sort.free(stream)
-    st.buckets.free(stream)
+    st.free_device(stream)
     done = Event().record(stream)
 
     def wait() -> CoreResult:
         done.synchronize()
         raw = st.host_results.view(np.uint8, 5 * g2_acc).copy()
-        ctx.give_back(st.host_witness)
-        ctx.give_back(st.host_results)
-        pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
-        g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
         timings = dict(staged.timings)
         timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
-        st.upload_start.destroy()
         for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
             timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
         for e in marks:
             e.destroy()
         done.destroy()
-        st.uploaded.destroy()
+        st.release_host(ctx)
+        pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
+        g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
         return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
                           pi_h=g1[3], timings=timings)
 

@@ -15,7 +15,8 @@ from .. import ec
 from ..curves import Curve
 from ..limbs import g1_to_mont, g2_to_mont
 from ..setup_ops import SetupOps
-from .backend import GpuBackend, _first_unreduced
+from ..formats.binfile import first_row_ge
+from .backend import GpuBackend
 
 CHUNK = 1 << 22  # scalars per launch
 
@@ -64,7 +65,7 @@ class GpuSetupOps(SetupOps):
 
     def _fixed_base(self, curve: Curve, scalars: np.ndarray, g2: bool) -> np.ndarray:
         scalars = np.ascontiguousarray(scalars, dtype=np.uint64)
-        bad = _first_unreduced(scalars, curve.r)
+        bad = first_row_ge(scalars, curve.r)
         if bad >= 0:
             raise ValueError(f"fixed-base: scalar {bad} is not reduced modulo r")
         self.backend.bind_thread()
