@@ -25,16 +25,12 @@ KERNELS = [
 
 @pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
 def test_every_kernel_compiles_with_nvrtc_for_sm90(curve):
+    # with the default field product ("auto") BN254 builds the 64-bit-product form for both
+    # fields and BLS12-381 the carry-chain form for its 12-limb Fq: both forms compile here
     cubin, _log = build.compile_cubin(params_header(curve), arch="sm_90")
     assert cubin[:4] == b"\x7fELF"
     for name in KERNELS:  # each entry point is in the image under its C name
         assert name.encode() in cubin, name
-
-
-@pytest.mark.parametrize("variant", ["wide", "ptx"])
-def test_other_field_product_variants_compile(variant):
-    cubin, _ = build.compile_cubin(params_header(BN254, field_mul=variant), arch="sm_90")
-    assert b"fr_mul_test" in cubin
 
 
 def test_compile_error_carries_the_compiler_log():

@@ -244,3 +244,26 @@ def test_c64_montgomery_product_matches_python(backend, curve):
         Device.free(buf, stream)
     rinv = pow(R, -1, r)
     assert [v * rinv % r for v in to_ints(out)] == [x * y % r for x, y in zip(a, b)]
+
+
+@pytest.mark.slow
+def test_ntt_of_2_26_round_trips_and_matches_direct_sums(backend):
+    """The largest size asked for (2^26, 2 GiB of data): inverse(forward(x)) == x with the coset on
+    dense random data, and exact outputs for a sparse input checked against direct sums."""
+    curve, k, r = BN254, 26, BN254.r
+    n = 1 << k
+    rng = np.random.default_rng()
+    x = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+    x[:, 3] %= np.uint64(r >> 192)  # below r
+    assert np.array_equal(backend.ntt(curve, backend.ntt(curve, x, coset=True), inverse=True, coset=True), x)
+    del x
+    prng = random.Random()
+    terms = {prng.randrange(n): prng.randrange(r) for _ in range(8)}
+    sparse = np.zeros((n, 4), dtype=np.uint64)
+    for j, v in terms.items():
+        sparse[j] = from_ints([v], 4)[0]
+    out = backend.ntt(curve, sparse)
+    w = curve.root_of_unity(k)
+    for i in [0, 1, n - 1] + [prng.randrange(n) for _ in range(5)]:
+        expect = sum(v * pow(w, i * j, r) for j, v in terms.items()) % r
+        assert to_ints(out[i:i + 1])[0] == expect
