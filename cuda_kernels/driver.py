@@ -284,17 +284,17 @@ class Device:
     def synchronize(self) -> None:
         _guard("cuCtxSynchronize", self.index)  # off the proof path: shutdown/tests only
         self.make_current()
-        _call("cuCtxSynchronize", cu.cuCtxSynchronize())
+        _call("cuCtxSynchronize", cu.cuCtxSynchronize())  # off the proof path (guarded above)
 
     def trim_pool(self, keep_bytes: int = 0) -> None:
         _guard("cuMemPoolTrimTo", self.index)  # off the proof path: idle trim only
-        _call("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(self.pool, keep_bytes))
+        _call("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(self.pool, keep_bytes))  # off the proof path: idle only
 
     def memory_info(self) -> tuple[int, int]:
         """(free, total) bytes: a live, device-wide reading, for start-up budgets only."""
         _guard("cuMemGetInfo", self.index)  # off the proof path: start-up budget only
         self.make_current()
-        free, total = _call("cuMemGetInfo", cu.cuMemGetInfo())
+        free, total = _call("cuMemGetInfo", cu.cuMemGetInfo())  # off the proof path: start-up only
         return int(free), int(total)
 
     def close(self) -> None:

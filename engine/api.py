@@ -37,7 +37,7 @@ from scheduler.synth_pool import SynthPool
 from scheduler.timeline import Event, MemorySink, Stage, Timeline
 
 from .config import ConfigError, EngineConfig
-from .errors import EngineClosedError, EngineError, MismatchError, VerificationError
+from .errors import EngineClosedError, EngineError, MismatchError
 
 UNLIMITED = 1 << 62  # a budget that never binds (the CPU backend's device memory)
 

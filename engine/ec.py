@@ -147,22 +147,27 @@ def g1_add(curve: Curve, P: G1Point, Q: G1Point) -> G1Point:
     return _g1_to_affine(_g1_jadd_affine((P[0], P[1], 1), Q, q), q)
 
 
+def _naf_mul(P, Pn, k: int, one, jdouble, jadd_affine, to_affine, q):
+    """k·P by signed-binary (NAF) double-and-add in Jacobian form; Pn = -P, `one` the field's 1."""
+    digits = _naf(k)
+    start = P if digits[-1] == 1 else Pn
+    acc = (start[0], start[1], one)
+    for d in reversed(digits[:-1]):
+        acc = jdouble(acc, q)
+        if d == 1:
+            acc = jadd_affine(acc, P, q)
+        elif d == -1:
+            acc = jadd_affine(acc, Pn, q)
+    return to_affine(acc, q)
+
+
 def g1_mul(curve: Curve, P: G1Point, k: int) -> G1Point:
-    """k·P for any int k (reduced mod r first), signed-binary (NAF) double-and-add."""
+    """k·P for any int k (reduced mod r first)."""
     k %= curve.r
     if P is None or k == 0:
         return None
     q = curve.q
-    Pn = (P[0], -P[1] % q)
-    digits = _naf(k)
-    acc = (P[0], P[1], 1) if digits[-1] == 1 else (Pn[0], Pn[1], 1)
-    for d in reversed(digits[:-1]):
-        acc = _g1_jdouble(acc, q)
-        if d == 1:
-            acc = _g1_jadd_affine(acc, P, q)
-        elif d == -1:
-            acc = _g1_jadd_affine(acc, Pn, q)
-    return _g1_to_affine(acc, q)
+    return _naf_mul(P, (P[0], -P[1] % q), k, 1, _g1_jdouble, _g1_jadd_affine, _g1_to_affine, q)
 
 
 def g1_sum(curve: Curve, points: Iterable[G1Point]) -> G1Point:
@@ -293,18 +298,7 @@ def g2_mul(curve: Curve, P: G2Point, k: int) -> G2Point:
     k %= curve.r
     if P is None or k == 0:
         return None
-    q = curve.q
-    Pn = g2_neg(curve, P)
-    digits = _naf(k)
-    start = P if digits[-1] == 1 else Pn
-    acc = (start[0], start[1], (1, 0))
-    for d in reversed(digits[:-1]):
-        acc = _g2_jdouble(acc, q)
-        if d == 1:
-            acc = _g2_jadd_affine(acc, P, q)
-        elif d == -1:
-            acc = _g2_jadd_affine(acc, Pn, q)
-    return _g2_to_affine(acc, q)
+    return _naf_mul(P, g2_neg(curve, P), k, (1, 0), _g2_jdouble, _g2_jadd_affine, _g2_to_affine, curve.q)
 
 
 def g2_sum(curve: Curve, points: Iterable[G2Point]) -> G2Point:

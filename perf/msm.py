@@ -73,7 +73,7 @@ def main() -> None:
     args = ap.parse_args()
     fold = args.fold if args.fold == "full" else int(args.fold)
     backend = GpuBackend()
-    dev, stream = backend.device, backend.ctx.compute_stream(0)
+    dev = backend.device
     curves = [curve_by_name(c) for c in args.curves.split(",")]
     rates = measure_rates(backend, curves[0])
     rows = []

@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--json")
     args = ap.parse_args()
     backend = GpuBackend()
-    dev, stream = backend.device, backend.ctx.compute_stream(0)
+    dev = backend.device
     curves = [curve_by_name(c) for c in args.curves.split(",")]
     rates = measure_rates(backend, curves[0])
     rows = []

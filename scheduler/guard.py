@@ -22,7 +22,8 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-# Calls that act on the whole device/context or may synchronise it implicitly.
+# Calls that act on the whole device/context or may synchronise it implicitly: the names the
+# guard refuses on a proof's path (a list of names, not calls; they are made only off the path).
 BANNED_CALLS = frozenset(
     {
         "cuCtxSynchronize",

@@ -246,7 +246,7 @@ class SimulatedDevice:
         return self.params.vram_bytes
 
     def mem_get_info(self) -> tuple[int, int]:
-        self._device_global("cuMemGetInfo")
+        self._device_global("cuMemGetInfo")  # simulated; off the proof path: start-up only
         return self.params.vram_bytes - self.in_use - self.key_bytes, self.params.vram_bytes
 
     def load_key(self, key: SimKey) -> SimResidentKey:
@@ -312,7 +312,7 @@ class SimulatedDevice:
         return free
 
     def trim_pool(self) -> None:
-        self._device_global("cuMemPoolTrimTo")
+        self._device_global("cuMemPoolTrimTo")  # simulated; off the proof path: idle trim only
         self.trims += 1
 
     def close(self) -> None:

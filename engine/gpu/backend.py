@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuda_kernels.driver import Device, Event, U32, launch
+from cuda_kernels.driver import Device, U32, launch
 
 from ..backend import Backend, CoreResult, Pending, ResidentKey, Staged
 from ..curves import Curve
 from ..formats.binfile import first_row_ge
-from ..limbs import from_ints
 from . import msm as gmsm
 from . import ntt as gntt
 from . import pipeline
-from .key import GpuKey, g1_bytes, g2_bytes
+from .key import GpuKey
 from .points import decode_xyzz_g1, decode_xyzz_g2
 from .runtime import GpuContext
 

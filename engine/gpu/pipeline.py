@@ -128,7 +128,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     ctx.bind_thread()
     key: GpuKey = staged.key
     st: ProofState = staged.state
-    curve, mod, n, k = key.curve, key.module, key.domain, key.k
+    curve, mod, n = key.curve, key.module, key.domain
     sm = ctx.device.sm_count
     stream = ctx.compute_stream(slot)
     stream.wait_event(st.uploaded)
