@@ -87,7 +87,8 @@ STAGES = {
     "budget_wait": (Stage.BUDGET_WAIT, {"vram": "1GiB", "gpu_ms": 400}, {}, {}),
     "memory_wait": (Stage.MEM_WAIT, {"stage_host_ms": 400}, {}, {}),
     "memory": (Stage.MEM_START, {"stage_host_ms": 400}, {}, None),
-    "compute_wait": (Stage.GPU_WAIT, {"gpu_ms": 400}, {}, {}),
+    # one slot, held by the blocker: the victim surely waits for compute when it is cancelled
+    "compute_wait": (Stage.GPU_WAIT, {"gpu_ms": 400}, {"compute_slots": 1}, {}),
     "compute": (Stage.GPU_START, {"gpu_ms": 400}, {}, None),
     "epilogue": (Stage.EPILOGUE_START, {"epilogue_ms": 400}, {}, None),
     "verify": (Stage.VERIFY_START, {"verify_ms": 400}, {}, None),
@@ -108,7 +109,8 @@ async def test_job_cancelled_in_any_stage_releases_everything_it_held(stage):
                     blocker_result["proof"] = await eng.prove(key, blocker)
 
                 tg.start_soon(run_blocker)
-                await wait_for(sink, Stage.SYNTH_START, 1)
+                # the blocker must hold the compute slot before the victim asks for it
+                await wait_for(sink, Stage.GPU_START if stage == "compute_wait" else Stage.SYNTH_START, 1)
             victim_job = 2 if blocker is not None else 1
             victim_scope = anyio.CancelScope()
             times = {}
