@@ -49,23 +49,24 @@ def rand_fr(curve, n, rng, edge=True):
     return vals
 
 
-def points_g1(curve, n, rng):
+def points(curve, n, rng, g2=False):
     """n distinct-ish points: random multiples of the generator, built by additions."""
-    step = ec.g1_mul(curve, curve.g1_gen, rng.randrange(1, curve.r))
-    p, out = ec.g1_mul(curve, curve.g1_gen, rng.randrange(1, curve.r)), []
+    mul, add = (ec.g2_mul, ec.g2_add) if g2 else (ec.g1_mul, ec.g1_add)
+    gen = curve.g2_gen if g2 else curve.g1_gen
+    step = mul(curve, gen, rng.randrange(1, curve.r))
+    p, out = mul(curve, gen, rng.randrange(1, curve.r)), []
     for _ in range(n):
         out.append(p)
-        p = ec.g1_add(curve, p, step)
+        p = add(curve, p, step)
     return out
+
+
+def points_g1(curve, n, rng):
+    return points(curve, n, rng)
 
 
 def points_g2(curve, n, rng):
-    step = ec.g2_mul(curve, curve.g2_gen, rng.randrange(1, curve.r))
-    p, out = ec.g2_mul(curve, curve.g2_gen, rng.randrange(1, curve.r)), []
-    for _ in range(n):
-        out.append(p)
-        p = ec.g2_add(curve, p, step)
-    return out
+    return points(curve, n, rng, g2=True)
 
 
 def _launch_field_test(backend, curve, name, p, limbs32, a, b):
