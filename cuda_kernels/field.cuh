@@ -20,6 +20,7 @@ typedef int int32_t;
 template <class P>
 struct fp {
     static constexpr int N = P::N;
+    static constexpr bool SHOUP = P::SHOUP;
     uint32_t v[N];
 
     static __device__ __forceinline__ fp zero() {
@@ -72,6 +73,35 @@ struct fp {
     __device__ __forceinline__ fp& operator+=(const fp& b) { return *this = *this + b; }
     __device__ __forceinline__ fp& operator-=(const fp& b) { return *this = *this - b; }
     __device__ __forceinline__ fp& operator*=(const fp& b) { return *this = *this * b; }
+
+    // Product with a table constant w (plain, not Montgomery) given ws = floor(w 2^(32N) / p):
+    // x * w mod p, so a Montgomery-form x stays in Montgomery form.  Only where SHOUP (3p < R).
+    __device__ __forceinline__ fp mul_shoup(const fp& w, const fp& ws) const {
+        static_assert(SHOUP, "Shoup products need 3p < 2^(32N)");
+        fp r;
+        mont_ptx<N>::template mul_shoup<P>(r.v, v, w.v, ws.v);
+        return r;
+    }
+    // The pair (w, ws) for a constant given in Montgomery form wm = w R mod p: w = wm / R and
+    // ws = (w R - wm) / p = -wm p^-1 mod R (an exact division, done as a low-half product).
+    __device__ __forceinline__ void shoup_pair(fp& w, fp& ws) const {
+        w = from_mont();
+        uint32_t t[N];
+#pragma unroll
+        for (int j = 0; j < N; j++) t[j] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            uint64_t c = 0;
+#pragma unroll
+            for (int j = 0; i + j < N; j++) {
+                c += (uint64_t)v[i] * P::NEGPINV[j] + t[i + j];
+                t[i + j] = (uint32_t)c;
+                c >>= 32;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < N; j++) ws.v[j] = t[j];
+    }
     __device__ __forceinline__ fp sqr() const { return *this * *this; }
     __device__ __forceinline__ fp dbl() const { return *this + *this; }
     __device__ __forceinline__ fp neg() const { return zero() - *this; }

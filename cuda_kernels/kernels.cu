@@ -58,16 +58,25 @@ extern "C" __global__ void __launch_bounds__(256) quotient_h(const uint32_t* a, 
 }
 
 // ---- NTT
-extern "C" __global__ void __launch_bounds__(512) ntt_dif_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
+#ifndef NTT_MIN_BLOCKS  // set by params.cuh (engine/gpu_params.py)
+#define NTT_MIN_BLOCKS 4
+#endif
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
                                                                 uint32_t k, uint32_t l0, uint32_t b,
                                                                 const uint32_t* scale) {
     extern __shared__ uint32_t shm[];
-    NTT::dif_pass(data, tw, tw_stride, k, l0, b, scale, shm);
+    NTT::pass(true, data, tw, tw_stride, k, l0, b, scale, shm);
 }
-extern "C" __global__ void __launch_bounds__(512) ntt_dit_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
                                                                 uint32_t k, uint32_t s0, uint32_t b) {
     extern __shared__ uint32_t shm[];
-    NTT::dit_pass(data, tw, tw_stride, k, s0, b, shm);
+    NTT::pass(false, data, tw, tw_stride, k, s0, b, nullptr, shm);
+}
+extern "C" __global__ void fr_twiddles(uint32_t* out, const uint32_t* base, uint32_t n) {
+    NTT::twiddles(out, base, n);
+}
+extern "C" __global__ void fr_twiddle_test(const uint32_t* x, const uint32_t* w, uint32_t n, uint32_t* out) {
+    NTT::twiddle_test(x, w, n, out);
 }
 extern "C" __global__ void fr_powers(uint32_t* out, const uint32_t* base, const uint32_t* scale, uint32_t n) {
     NTT::powers(out, base, scale, n);
@@ -180,9 +189,12 @@ extern "C" __global__ void perf_imad(uint32_t* out, uint32_t iters, uint32_t see
     out[blockIdx.x * blockDim.x + threadIdx.x] = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
 }
 
-// ---- field multiplication throughput, per implementation (perf/field_mul.py)
+// ---- field multiplication throughput, per implementation (perf/field_mul.py).  The second
+// operand comes from memory (a twiddle-like constant per thread), so the compiler cannot
+// specialise the product for known limbs.  variant 3: the Shoup product by a table constant
+// (the NTT's twiddle product on SHOUP fields), its pair built from the loaded value.
 template <class F, int variant>
-__device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters) {
+__device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters, const uint32_t* ys) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     F x[4];
 #pragma unroll
@@ -190,14 +202,17 @@ __device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters) {
         x[k] = F::one();
         x[k].v[0] ^= i * 2654435761u + k;  // distinct, still < p (low word only)
     }
-    const F y = x[0];
+    const F y = F::load(ys + (uint64_t)(i & 1023) * F::N);
+    F w = y, ws = y;
+    if constexpr (variant == 3) y.shoup_pair(w, ws);
 #pragma unroll 1
     for (uint32_t it = 0; it < iters; it++) {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            if (variant == 0) mont_ptx<8>::template mul<FR_P>(x[k].v, x[k].v, y.v);
-            else if (variant == 1) mont_mul_c64<FR_P>(x[k].v, x[k].v, y.v);
-            else mont_ptx<8>::template mul_wide<FR_P>(x[k].v, x[k].v, y.v);
+            if constexpr (variant == 0) mont_ptx<8>::template mul<FR_P>(x[k].v, x[k].v, y.v);
+            else if constexpr (variant == 1) mont_mul_c64<FR_P>(x[k].v, x[k].v, y.v);
+            else if constexpr (variant == 2) mont_ptx<8>::template mul_wide<FR_P>(x[k].v, x[k].v, y.v);
+            else x[k] = x[k].mul_shoup(w, ws);
         }
     }
     uint32_t acc = 0;
@@ -206,9 +221,22 @@ __device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters) {
         for (int j = 0; j < F::N; j++) acc ^= x[k].v[j];
     out[i] = acc;
 }
-extern "C" __global__ void perf_fr_mul_ptx(uint32_t* out, uint32_t iters) { perf_mul_chain<fr_t, 0>(out, iters); }
-extern "C" __global__ void perf_fr_mul_c64(uint32_t* out, uint32_t iters) { perf_mul_chain<fr_t, 1>(out, iters); }
-extern "C" __global__ void perf_fr_mul_wide(uint32_t* out, uint32_t iters) { perf_mul_chain<fr_t, 2>(out, iters); }
+extern "C" __global__ void perf_fr_mul_ptx(uint32_t* out, uint32_t iters, const uint32_t* ys) {
+    perf_mul_chain<fr_t, 0>(out, iters, ys);
+}
+extern "C" __global__ void perf_fr_mul_c64(uint32_t* out, uint32_t iters, const uint32_t* ys) {
+    perf_mul_chain<fr_t, 1>(out, iters, ys);
+}
+extern "C" __global__ void perf_fr_mul_wide(uint32_t* out, uint32_t iters, const uint32_t* ys) {
+    perf_mul_chain<fr_t, 2>(out, iters, ys);
+}
+template <class F>
+__device__ __forceinline__ void perf_shoup_chain(uint32_t* out, uint32_t iters, const uint32_t* ys) {
+    if constexpr (F::SHOUP) perf_mul_chain<F, 3>(out, iters, ys);  // no Shoup products elsewhere
+}
+extern "C" __global__ void perf_fr_mul_shoup(uint32_t* out, uint32_t iters, const uint32_t* ys) {
+    perf_shoup_chain<fr_t>(out, iters, ys);
+}
 extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;

@@ -1,15 +1,21 @@
-// Radix-2 NTT over Fr in passes of up to 10 levels, each pass a shared-memory sub-transform.
+// NTT over Fr in passes of up to 10 levels, each pass a shared-memory sub-transform run as
+// radix-4 register rounds.
 //
 // DIF (Gentleman-Sande) takes natural order to bit-reversed order; DIT (Cooley-Tukey) takes
 // bit-reversed to natural.  The prover chains iNTT as DIF (with the coset factor g^j / n
 // applied as its last pass writes) and NTT as DIT, so no bit-reversal pass is ever run.
-// Twiddles come from one table tw[j] = w^j, j < n/2 (w^-j for the inverse), with w the
+// Twiddles come from one table of entries for w^j, j < n/2 (w^-j for the inverse), with w the
 // table's root; a transform of size 2^k reads it at stride 2^(K-k) (K = the table's log).
+// An entry is w^j in Montgomery form, or, where the field allows Shoup products (F::SHOUP:
+// BN254's Fr), the pair (w^j, floor(w^j 2^256 / r)): a product by a twiddle then costs about
+// three quarters of a Montgomery product (perf/RESULTS.md).
 #pragma once
 #include "field.cuh"
 
 template <class F>
 struct ntt_kernels {
+    static constexpr int TW = F::SHOUP ? 2 * F::N : F::N;  // words per twiddle entry
+
     // Shared memory holds each element as two 16-byte halves in two planes (half h of
     // element e at plane h, slot e), so loads and stores are 128-bit and a warp touching
     // consecutive elements hits consecutive 16-byte words.
@@ -27,74 +33,196 @@ struct ntt_kernels {
         q[count + e] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
     }
 
-    // One pass over levels [l0, l0 + b) of a DIF transform of size 2^k.  A group is the 2^b
-    // elements base + M * stride (stride = 2^(k - l0 - b)); blockDim.x = groups_per_block * 2^(b-1).
-    // scale != null: multiply the element written at position p by scale[bitrev_k(p)].
-    // Every division is by a power of two, so it is written as a shift.
-    static __device__ __forceinline__ void dif_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
-                                                    uint32_t k, uint32_t l0, uint32_t b, const uint32_t* scale,
-                                                    uint32_t* shm) {
-        const uint32_t half = 1u << (b - 1), size = 1u << b;
-        const uint32_t local_g = threadIdx.x >> (b - 1), t = threadIdx.x & (half - 1);
-        const uint32_t gpb = blockDim.x >> (b - 1);
-        const uint32_t g = blockIdx.x * gpb + local_g;
-        const uint32_t ls = k - l0 - b;  // log2(stride)
-        const uint32_t lo = g & ((1u << ls) - 1), hi = g >> ls;
-        const uint64_t base = ((uint64_t)hi << (k - l0)) + lo;
-        const uint32_t count = gpb * size;
-        const uint32_t off = local_g * size;
-        shm_store(shm, count, off + t, F::load(data + (base + ((uint64_t)t << ls)) * F::N));
-        shm_store(shm, count, off + t + half, F::load(data + (base + ((uint64_t)(t + half) << ls)) * F::N));
-        __syncthreads();
-        for (uint32_t r = 0; r < b; r++) {
-            const uint32_t lh = b - 1 - r, h = 1u << lh;  // butterfly distance in this level
-            const uint32_t tl = t & (h - 1);
-            const uint32_t m0 = ((t >> lh) << (lh + 1)) | tl, m1 = m0 + h;
-            F x = shm_load(shm, count, off + m0), y = shm_load(shm, count, off + m1);
-            F sum = x + y, d = x - y;
-            const uint32_t e = ((tl << ls) + lo) << (l0 + r);
-            if (e) d = d * F::load_ro(tw + (uint64_t)e * tw_stride * F::N);
-            shm_store(shm, count, off + m0, sum);
-            shm_store(shm, count, off + m1, d);
-            __syncthreads();
+    // The table entry for a twiddle given in Montgomery form.
+    static __device__ __forceinline__ void store_twiddle(uint32_t* out, const F& wm) {
+        if constexpr (F::SHOUP) {
+            F w, ws;
+            wm.shoup_pair(w, ws);
+            w.store(out);
+            ws.store(out + F::N);
+        } else {
+            wm.store(out);
         }
-        for (uint32_t m = t; m < size; m += half) {
-            const uint64_t pos = base + ((uint64_t)m << ls);
-            F x = shm_load(shm, count, off + m);
-            if (scale) x = x * F::load_ro(scale + (uint64_t)(__brev((uint32_t)pos) >> (32 - k)) * F::N);
-            x.store(data + pos * F::N);
+    }
+    // y *= entry e of the table (e = 0 is the twiddle 1: callers skip it)
+    static __device__ __forceinline__ F twiddle_mul(const F& y, const uint32_t* tw, uint32_t tw_stride, uint32_t e) {
+        const uint32_t* t = tw + (uint64_t)e * tw_stride * TW;
+        if constexpr (F::SHOUP)
+            return y.mul_shoup(F::load_ro(t), F::load_ro(t + F::N));
+        else
+            return y * F::load_ro(t);
+    }
+    static __device__ __forceinline__ void dif_bfly(F& x, F& y, const uint32_t* tw, uint32_t tw_stride, uint32_t e) {
+        const F s = x + y;
+        y = x - y;
+        if (e) y = twiddle_mul(y, tw, tw_stride, e);
+        x = s;
+    }
+    static __device__ __forceinline__ void dit_bfly(F& x, F& y, const uint32_t* tw, uint32_t tw_stride, uint32_t e) {
+        if (e) y = twiddle_mul(y, tw, tw_stride, e);
+        const F s = x + y;
+        y = x - y;
+        x = s;
+    }
+
+    // A pass covers levels [l0, l0 + b) of a transform of size 2^k, as 2^(k-b) independent
+    // groups of 2^b elements: DIF group = base + M * 2^(k-l0-b), DIT group = base + M * 2^l0,
+    // M < 2^b.  Each thread holds four elements of its group in registers and runs two levels
+    // on them per round, so a pass is ceil(b/2) rounds with one shared-memory exchange (and
+    // barrier) between rounds; the first round reads global memory and the last writes it.
+    // A group has 2^(b-2) threads; an odd b starts with a radix-2 round (two butterflies a
+    // thread).  Every division is by a power of two, so it is written as a shift.
+    //
+    // Where a thread's four elements sit in its group for the round starting at local level r:
+    // DIF radix-4 (levels r, r+1, distances h then h/2): m, m + h/2, m + h, m + 3h/2;
+    // DIT radix-4 (stages r, r+1, distances h then 2h): m, m + h, m + 2h, m + 3h;
+    // radix-2 (one level, distance h): butterflies u and u + T, T = 2^(b-2) threads a group.
+    static __device__ __forceinline__ void quad(uint32_t idx[4], bool dif, bool radix4, uint32_t u, uint32_t b,
+                                                uint32_t r) {
+        if (!radix4) {
+            const uint32_t lh = dif ? b - 1 - r : r, h = 1u << lh, T = 1u << (b - 2);
+#pragma unroll
+            for (int q = 0; q < 2; q++) {
+                const uint32_t bu = u + q * T, tl = bu & (h - 1);
+                idx[2 * q] = ((bu >> lh) << (lh + 1)) | tl;
+                idx[2 * q + 1] = idx[2 * q] + h;
+            }
+        } else if (dif) {
+            const uint32_t lh = b - 1 - r, h2 = 1u << (lh - 1);
+            const uint32_t m = ((u >> (lh - 1)) << (lh + 1)) | (u & (h2 - 1));
+            idx[0] = m, idx[1] = m + h2, idx[2] = m + 2 * h2, idx[3] = m + 3 * h2;
+        } else {
+            const uint32_t h = 1u << r, m = ((u >> r) << (r + 2)) | (u & (h - 1));
+            idx[0] = m, idx[1] = m + h, idx[2] = m + 2 * h, idx[3] = m + 3 * h;
         }
     }
 
-    // One pass over stages [s0, s0 + b) of a DIT transform of size 2^k: group = elements
-    // base + M * 2^s0 with base = hi * 2^(s0+b) + lo, lo < 2^s0.
-    static __device__ __forceinline__ void dit_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
-                                                    uint32_t k, uint32_t s0, uint32_t b, uint32_t* shm) {
-        const uint32_t half = 1u << (b - 1), size = 1u << b;
-        const uint32_t local_g = threadIdx.x >> (b - 1), t = threadIdx.x & (half - 1);
-        const uint32_t gpb = blockDim.x >> (b - 1);
-        const uint32_t g = blockIdx.x * gpb + local_g;
-        const uint32_t lo = g & ((1u << s0) - 1), hi = g >> s0;
-        const uint64_t base = ((uint64_t)hi << (s0 + b)) + lo;
-        const uint32_t count = gpb * size;
-        const uint32_t off = local_g * size;
-        shm_store(shm, count, off + t, F::load(data + (base + ((uint64_t)t << s0)) * F::N));
-        shm_store(shm, count, off + t + half, F::load(data + (base + ((uint64_t)(t + half) << s0)) * F::N));
-        __syncthreads();
-        for (uint32_t r = 0; r < b; r++) {
-            const uint32_t h = 1u << r;
-            const uint32_t tl = t & (h - 1);
-            const uint32_t m0 = ((t >> r) << (r + 1)) | tl, m1 = m0 + h;
-            F x = shm_load(shm, count, off + m0), y = shm_load(shm, count, off + m1);
-            const uint32_t e = ((tl << s0) + lo) << (k - s0 - r - 1);
-            if (e) y = y * F::load_ro(tw + (uint64_t)e * tw_stride * F::N);
-            shm_store(shm, count, off + m0, x + y);
-            shm_store(shm, count, off + m1, x - y);
-            __syncthreads();
+    // The twiddle exponents of a round (an index into the size-n table; 0 is the twiddle 1):
+    // a butterfly's twiddle is w_(sub-transform size)^(its offset in the sub-transform's first
+    // half).  radix-4: e[0] for the first level's first pair, e[1] for its second pair, e[2]
+    // for the second level (DIF: one twiddle for both pairs; DIT: e[0] serves both first-level
+    // pairs, e[1] and e[2] the second level's).  radix-2: e[0], e[1] for the two butterflies.
+    static __device__ __forceinline__ void round_twiddles(uint32_t e[3], bool dif, bool radix4, const uint32_t idx[4],
+                                                          uint32_t k, uint32_t l0, uint32_t b, uint32_t r, uint32_t ls,
+                                                          uint32_t lo) {
+        const uint32_t quarter = 1u << (k - 2);  // w^(n/4): the step between a radix-4 round's pairs
+        if (dif) {
+            const uint32_t h = 1u << (b - 1 - r), hm = (radix4 ? h >> 1 : h) - 1;
+            e[0] = (((idx[0] & hm) << ls) + lo) << (l0 + r);
+            e[1] = radix4 ? e[0] + quarter : (((idx[2] & hm) << ls) + lo) << (l0 + r);
+            e[2] = e[0] << 1;
+        } else {
+            const uint32_t hm = (1u << r) - 1, sh = k - l0 - r - 1;
+            e[0] = (((idx[0] & hm) << l0) + lo) << sh;
+            e[1] = radix4 ? e[0] >> 1 : (((idx[2] & hm) << l0) + lo) << sh;
+            e[2] = (e[0] >> 1) + quarter;
         }
-        for (uint32_t m = t; m < size; m += half) {
-            const uint64_t pos = base + ((uint64_t)m << s0);
-            shm_load(shm, count, off + m).store(data + pos * F::N);
+    }
+    static __device__ __forceinline__ void dif_round(F x[4], const uint32_t e[3], bool radix4, const uint32_t* tw,
+                                                     uint32_t tw_stride) {
+        if (!radix4) {
+            dif_bfly(x[0], x[1], tw, tw_stride, e[0]);
+            dif_bfly(x[2], x[3], tw, tw_stride, e[1]);
+        } else {
+            dif_bfly(x[0], x[2], tw, tw_stride, e[0]);
+            dif_bfly(x[1], x[3], tw, tw_stride, e[1]);
+            dif_bfly(x[0], x[1], tw, tw_stride, e[2]);
+            dif_bfly(x[2], x[3], tw, tw_stride, e[2]);
+        }
+    }
+    static __device__ __forceinline__ void dit_round(F x[4], const uint32_t e[3], bool radix4, const uint32_t* tw,
+                                                     uint32_t tw_stride) {
+        if (!radix4) {
+            dit_bfly(x[0], x[1], tw, tw_stride, e[0]);
+            dit_bfly(x[2], x[3], tw, tw_stride, e[1]);
+        } else {
+            dit_bfly(x[0], x[1], tw, tw_stride, e[0]);
+            dit_bfly(x[2], x[3], tw, tw_stride, e[0]);
+            dit_bfly(x[0], x[2], tw, tw_stride, e[1]);
+            dit_bfly(x[1], x[3], tw, tw_stride, e[2]);
+        }
+    }
+
+    // One pass; blockDim.x = groups_per_block * 2^(b-2) (b = 1, a transform of two elements:
+    // one thread a group).  scale != null: multiply the element written at position p by
+    // scale[bitrev_k(p)] (Montgomery form).
+    static __device__ __forceinline__ void pass(bool dif, uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
+                                                uint32_t k, uint32_t l0, uint32_t b, const uint32_t* scale,
+                                                uint32_t* shm) {
+        const uint32_t tpg_log = b >= 2 ? b - 2 : 0, tpg = 1u << tpg_log, size = 1u << b;
+        const uint32_t local_g = threadIdx.x >> tpg_log, u = threadIdx.x & (tpg - 1);
+        const uint32_t gpb = blockDim.x >> tpg_log;
+        const uint32_t g = blockIdx.x * gpb + local_g;
+        const uint32_t ls = dif ? k - l0 - b : l0;  // log2 of the stride between group elements
+        const uint32_t lo = g & ((1u << ls) - 1), hi = g >> ls;
+        const uint64_t base = ((uint64_t)hi << (ls + b)) + lo;
+        const uint32_t count = gpb * size, off = local_g * size;
+        F x[4];
+        uint32_t idx[4] = {0, 1, 0, 1}, e[3];
+        if (b == 1) {  // one butterfly a group (a lone level: a transform of two, or a remainder pass)
+            x[0] = F::load(data + base * F::N), x[1] = F::load(data + (base + (1ull << ls)) * F::N);
+            if (dif)
+                dif_bfly(x[0], x[1], tw, tw_stride, lo << l0);
+            else
+                dit_bfly(x[0], x[1], tw, tw_stride, lo << (k - l0 - 1));
+        }
+        const uint32_t rounds = b >= 2 ? (b + 1) >> 1 : 0;
+        for (uint32_t i = 0, r = 0; i < rounds; i++) {
+            const bool radix4 = !(i == 0 && (b & 1));  // an odd b starts with the radix-2 round
+            quad(idx, dif, radix4, u, b, r);
+            round_twiddles(e, dif, radix4, idx, k, l0, b, r, ls, lo);
+            if (i == 0) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) x[j] = F::load(data + (base + ((uint64_t)idx[j] << ls)) * F::N);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; j++) x[j] = shm_load(shm, count, off + idx[j]);
+            }
+            if (dif)
+                dif_round(x, e, radix4, tw, tw_stride);
+            else
+                dit_round(x, e, radix4, tw, tw_stride);
+            r += radix4 ? 2 : 1;
+            if (i + 1 < rounds) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) shm_store(shm, count, off + idx[j], x[j]);
+                __syncthreads();
+            }
+        }
+        const int held = b >= 2 ? 4 : 2;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (j >= held) break;
+            const uint64_t pos = base + ((uint64_t)idx[j] << ls);
+            if (scale) x[j] = x[j] * F::load_ro(scale + (uint64_t)(__brev((uint32_t)pos) >> (32 - k)) * F::N);
+            x[j].store(data + pos * F::N);
+        }
+    }
+
+    // Twiddle table: entry j for w^j, j < n (w in Montgomery form at base_p).
+    static __device__ __forceinline__ void twiddles(uint32_t* out, const uint32_t* base_p, uint32_t n) {
+        const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+        if (j >= n) return;
+        F base = F::load(base_p), acc = F::one();
+        for (uint32_t e = j; e; e >>= 1) {
+            if (e & 1) acc = acc * base;
+            base = base.sqr();
+        }
+        store_twiddle(out + (uint64_t)j * TW, acc);
+    }
+
+    // x * w for plain x and w through a twiddle entry (tests: the Shoup product and its pair).
+    static __device__ __forceinline__ void twiddle_test(const uint32_t* x, const uint32_t* w, uint32_t n,
+                                                        uint32_t* out) {
+        const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        const F wm = F::load(w + (uint64_t)i * F::N).to_mont(), y = F::load(x + (uint64_t)i * F::N);
+        if constexpr (F::SHOUP) {
+            F wp, ws;
+            wm.shoup_pair(wp, ws);
+            y.mul_shoup(wp, ws).store(out + (uint64_t)i * F::N);
+        } else {
+            (y * wm).store(out + (uint64_t)i * F::N);
         }
     }
 

@@ -1,13 +1,16 @@
-"""Throughput of one Fr Montgomery product per implementation (PTX carry chains vs C++ u64).
+"""Throughput of one Fr product per implementation, BN254 (PTX carry chains, C++ u64,
+64-bit products, and the Shoup product by a table constant that the NTT uses).
 
     python perf/field_mul.py
 
-Four independent product chains per thread, enough threads to fill the device;
-products per second against the IMAD ceiling (4 N^2 = 256 multiply-adds a product).
+Four independent product chains per thread, enough threads to fill the device, the
+second operand loaded from memory (so no product is specialised for known limbs);
+products per second against the IMAD ceiling (4 N^2 = 256 multiply-adds a Montgomery
+product; the Shoup product needs 3 N^2 + 2 N - 1 = 207).
 """
 from __future__ import annotations
 
-from gpu_common import Device, U32, imads_per_mul, launch, measure_imad_rate, time_ms
+from gpu_common import Device, U32, imads_per_mul, launch, measure_imad_rate, random_scalars, time_ms
 
 from engine.curves import BN254
 from engine.gpu_backend import GpuBackend
@@ -20,12 +23,17 @@ def main() -> None:
     rate = measure_imad_rate(dev, mod, stream)
     blocks, threads, iters = dev.sm_count * 16, 256, 512
     out = dev.alloc(4 * blocks * threads, stream)
-    print(f"IMAD ceiling {rate / 1e12:.2f} T/s = {rate / imads_per_mul(8) / 1e9:.1f} G products/s")
-    for name in ("perf_fr_mul_ptx", "perf_fr_mul_c64", "perf_fr_mul_wide"):
-        ms = time_ms(stream, lambda: launch(mod, name, blocks, threads, stream, out, U32(iters)), repeats=5)
+    ys_host = random_scalars(BN254, 1024)
+    ys = dev.alloc(ys_host.nbytes, stream)
+    Device.upload(ys, ys_host, stream)
+    print(f"IMAD ceiling {rate / 1e12:.2f} T/s = {rate / imads_per_mul(8) / 1e9:.1f} G Montgomery products/s, "
+          f"{rate / (3 * 64 + 2 * 8 - 1) / 1e9:.1f} G Shoup products/s")
+    for name in ("perf_fr_mul_ptx", "perf_fr_mul_c64", "perf_fr_mul_wide", "perf_fr_mul_shoup"):
+        ms = time_ms(stream, lambda: launch(mod, name, blocks, threads, stream, out, U32(iters), ys), repeats=5)
         muls = blocks * threads * iters * 4
         print(f"{name}: {muls / (ms / 1000) / 1e9:.1f} G products/s ({ms:.2f} ms)")
     Device.free(out, stream)
+    Device.free(ys, stream)
 
 
 if __name__ == "__main__":

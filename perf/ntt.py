@@ -5,9 +5,10 @@
 Times the two transforms the prover runs on each of its three vectors: the
 inverse NTT (DIF, natural -> bit-reversed, the coset factor g^j/n fused into
 its last pass) and the forward NTT (DIT, bit-reversed -> natural); no
-bit-reversal pass.  Floor: the larger of (n/2 log n butterfly products x IMADs
-per product) over the IMAD rate and (passes x 2 x n x 32 bytes, plus twiddle
-reads of the first passes) over bandwidth.
+bit-reversal pass.  Floor: the larger of (n/2 log n butterfly products x the
+multiply-adds of one twiddle product: 3N^2 + 2N - 1 for the Shoup product of
+BN254's Fr, 4N^2 for the Montgomery one of BLS12-381's) over the IMAD rate and
+(passes x 2 x n x 32 bytes) over bandwidth.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates) -> dict:
     Device.free(buf, stream)
     stream.synchronize()
     passes = len(gntt.pass_sizes(k))
-    ops = (n // 2) * k * imads_per_mul(8)
+    per_product = 3 * 8 * 8 + 2 * 8 - 1 if gntt.twiddle_bytes(curve) > gntt.FR_BYTES else imads_per_mul(8)
+    ops = (n // 2) * k * per_product
     nbytes = passes * 2 * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
     return {"curve": curve.name, "log2 n": k, "passes": passes, "iNTT+coset ms": round(inv_ms, 3),

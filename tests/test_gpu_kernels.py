@@ -110,7 +110,32 @@ def test_field_mul_add_sub_inverse_match_python(backend, curve, field):
         assert g[3] == (pow(x, -1, p) if x else 0)
 
 
-@pytest.mark.parametrize("k", [1, 2, 3, 7, 10, 11, 13])
+def test_twiddle_product_matches_python(backend, curve):
+    """The NTT's product by a table constant: a Shoup pair on BN254 (table entry built on the
+    device from the Montgomery form), a Montgomery product on BLS12-381."""
+    from cuda_kernels.driver import Device, U32, launch
+
+    rng = random.Random()
+    r = curve.r
+    edge = [(0, 5), (1, r - 1), (r - 1, r - 1), (r - 1, 1), (0, 0), (r - 1, 0), (2, (r + 1) // 2)]
+    x = [rng.randrange(r) for _ in range(5000)] + [a for a, _ in edge]
+    w = [rng.randrange(r) for _ in range(5000)] + [b for _, b in edge]
+    backend.bind_thread()
+    mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
+    hx, hw = from_ints(x, 4), from_ints(w, 4)
+    dx, dw, dout = dev.alloc(hx.nbytes, stream), dev.alloc(hw.nbytes, stream), dev.alloc(hx.nbytes, stream)
+    Device.upload(dx, hx, stream)
+    Device.upload(dw, hw, stream)
+    launch(mod, "fr_twiddle_test", -(-len(x) // 128), 128, stream, dx, dw, U32(len(x)), dout)
+    host = np.empty_like(hx)
+    Device.download(host, dout, stream)
+    stream.synchronize()
+    for buf in (dx, dw, dout):
+        Device.free(buf, stream)
+    assert to_ints(host) == [a * b % r for a, b in zip(x, w)]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 10, 11, 13, 17])
 @pytest.mark.parametrize("inverse,coset", [(False, False), (True, False), (False, True), (True, True)])
 def test_ntt_matches_cpu(backend, curve, k, inverse, coset):
     rng = random.Random()
@@ -248,10 +273,14 @@ def test_c64_montgomery_product_matches_python(backend, curve):
 
 
 @pytest.mark.slow
-def test_ntt_of_2_26_round_trips_and_matches_direct_sums(backend):
-    """The largest size asked for (2^26, 2 GiB of data): inverse(forward(x)) == x with the coset on
-    dense random data, and exact outputs for a sparse input checked against direct sums."""
-    curve, k, r = BN254, 26, BN254.r
+@pytest.mark.parametrize("curve,k", [(BN254, 26), (BN254, 21), (BLS12_381, 22), (BN254, 23)],
+                         ids=["bn128-26", "bn128-21", "bls12381-22", "bn128-23"])
+def test_large_ntt_round_trips_and_matches_direct_sums(backend, curve, k):
+    """Sizes of three passes, where the CPU reference is too slow: 2^26 (the largest asked for,
+    2 GiB of data), and 2^21..2^23, whose remainder passes are of 1, 2 and 3 levels.
+    inverse(forward(x)) == x with the coset on dense random data, and exact outputs for a
+    sparse input checked against direct sums."""
+    r = curve.r
     n = 1 << k
     rng = np.random.default_rng()
     x = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)

@@ -82,7 +82,7 @@ class GpuKey(ResidentKey):
         self.b2 = self._points(zkey.b2, self.plan_w, "g2")
         self.h = self._points(zkey.h, self.plan_h, "g1")
         self.ready = Event().record(stream)
-        self.nbytes = sum(b.nbytes for b in self.buffers)
+        self.nbytes = sum(b.nbytes for b in self.buffers) + self.tables.nbytes
 
     def _upload(self, host: np.ndarray, reserve: int | None = None) -> DeviceBuffer:
         dev, stream = self.ctx.device, self.ctx.upload_stream
