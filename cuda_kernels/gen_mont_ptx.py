@@ -183,18 +183,22 @@ def _mul_shoup(n: int) -> str:
     lines = ["{", f".reg .u32 q<{n + 1}>, a<{n}>, b<{n}>, l<{n}>, h<{n}>, c, z, e;", f".reg .u64 x<{n}>;",
              ".reg .pred nb;", "mov.u32 z, 0;"]
 
+    def wide_product(j: int, xi: str, yj: str, addend: str | None) -> None:
+        """(l_j, h_j) = xi * yj (+ the 32-bit addend word)."""
+        if addend is None:
+            lines.append(f"mul.wide.u32 x{j}, {xi}, {yj};")
+        else:
+            lines.append(f"mov.b64 x{j}, {{{addend}, z}};")
+            lines.append(f"mad.wide.u32 x{j}, {xi}, {yj}, x{j};")
+        lines.append(f"mov.b64 {{l{j}, h{j}}}, x{j};")
+
     def low_half(acc: str, xs, ys) -> None:
         """acc[0..n) = (xs * ys) mod 2^(32n), row by row: wide products with the accumulator
         word as addend, their high words folded one column up by a carry chain."""
         for i in range(n):
             top = n - 1 - i  # the last j of this row: its product lands in column n-1, low word only
             for j in range(top):
-                if i == 0:
-                    lines.append(f"mul.wide.u32 x{j}, {xs(i)}, {ys(j)};")
-                else:
-                    lines.append(f"mov.b64 x{j}, {{{acc}{i + j}, z}};")
-                    lines.append(f"mad.wide.u32 x{j}, {xs(i)}, {ys(j)}, x{j};")
-                lines.append(f"mov.b64 {{l{j}, h{j}}}, x{j};")
+                wide_product(j, xs(i), ys(j), None if i == 0 else f"{acc}{i + j}")
             if i == 0:
                 lines.append(f"mul.lo.u32 {acc}{n - 1}, {xs(i)}, {ys(top)};")
             else:
@@ -212,13 +216,7 @@ def _mul_shoup(n: int) -> str:
     for i in range(n):
         j0 = max(0, n - 1 - i)
         for j in range(j0, n):
-            col = i + j - (n - 1)
-            if i == 0:
-                lines.append(f"mul.wide.u32 x{j}, {x(i)}, {ws(j)};")
-            else:
-                lines.append(f"mov.b64 x{j}, {{q{col}, z}};")
-                lines.append(f"mad.wide.u32 x{j}, {x(i)}, {ws(j)}, x{j};")
-            lines.append(f"mov.b64 {{l{j}, h{j}}}, x{j};")
+            wide_product(j, x(i), ws(j), None if i == 0 else f"q{i + j - (n - 1)}")
         # row i covers columns j0+i = n-1 .. i+n; the high word of x_i * ws_(n-2-i) joins column n-1
         if i <= n - 2:
             lines.append(f"mul.hi.u32 e, {x(i)}, {ws(n - 2 - i)};")

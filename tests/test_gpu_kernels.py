@@ -110,28 +110,34 @@ def test_field_mul_add_sub_inverse_match_python(backend, curve, field):
         assert g[3] == (pow(x, -1, p) if x else 0)
 
 
+def _launch_fr_pairs(backend, curve, name: str, ha: np.ndarray, hb: np.ndarray) -> np.ndarray:
+    """out[i] = kernel(a[i], b[i]) for a kernel (a, b, n, out) over Fr elements."""
+    from cuda_kernels.driver import Device, U32, launch
+
+    backend.bind_thread()
+    mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
+    n = ha.shape[0]
+    da, db, dout = dev.alloc(ha.nbytes, stream), dev.alloc(hb.nbytes, stream), dev.alloc(ha.nbytes, stream)
+    Device.upload(da, ha, stream)
+    Device.upload(db, hb, stream)
+    launch(mod, name, -(-n // 128), 128, stream, da, db, U32(n), dout)
+    host = np.empty_like(ha)
+    Device.download(host, dout, stream)
+    stream.synchronize()
+    for buf in (da, db, dout):
+        Device.free(buf, stream)
+    return host
+
+
 def test_twiddle_product_matches_python(backend, curve):
     """The NTT's product by a table constant: a Shoup pair on BN254 (table entry built on the
     device from the Montgomery form), a Montgomery product on BLS12-381."""
-    from cuda_kernels.driver import Device, U32, launch
-
     rng = random.Random()
     r = curve.r
     edge = [(0, 5), (1, r - 1), (r - 1, r - 1), (r - 1, 1), (0, 0), (r - 1, 0), (2, (r + 1) // 2)]
     x = [rng.randrange(r) for _ in range(5000)] + [a for a, _ in edge]
     w = [rng.randrange(r) for _ in range(5000)] + [b for _, b in edge]
-    backend.bind_thread()
-    mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
-    hx, hw = from_ints(x, 4), from_ints(w, 4)
-    dx, dw, dout = dev.alloc(hx.nbytes, stream), dev.alloc(hw.nbytes, stream), dev.alloc(hx.nbytes, stream)
-    Device.upload(dx, hx, stream)
-    Device.upload(dw, hw, stream)
-    launch(mod, "fr_twiddle_test", -(-len(x) // 128), 128, stream, dx, dw, U32(len(x)), dout)
-    host = np.empty_like(hx)
-    Device.download(host, dout, stream)
-    stream.synchronize()
-    for buf in (dx, dw, dout):
-        Device.free(buf, stream)
+    host = _launch_fr_pairs(backend, curve, "fr_twiddle_test", from_ints(x, 4), from_ints(w, 4))
     assert to_ints(host) == [a * b % r for a, b in zip(x, w)]
 
 
@@ -250,24 +256,12 @@ def test_fixed_base_matches_scalar_multiplication(backend, curve, g2):
 
 def test_c64_montgomery_product_matches_python(backend, curve):
     """The plain-C++ product (an alternative to the PTX chains) is exact too."""
-    from cuda_kernels.driver import Device, U32, launch
-
     rng = random.Random()
     r, R = curve.r, 1 << 256
     a = [rng.randrange(r) for _ in range(500)] + [0, 1, r - 1]
     b = [rng.randrange(r) for _ in range(500)] + [r - 1, r - 1, r - 1]
-    backend.bind_thread()
-    mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
     ha, hb = from_ints([x * R % r for x in a], 4), from_ints([x * R % r for x in b], 4)
-    da, db, do = dev.alloc(ha.nbytes, stream), dev.alloc(hb.nbytes, stream), dev.alloc(ha.nbytes, stream)
-    Device.upload(da, ha, stream)
-    Device.upload(db, hb, stream)
-    launch(mod, "fr_mul_c64_test", -(-len(a) // 128), 128, stream, da, db, U32(len(a)), do)
-    out = np.empty_like(ha)
-    Device.download(out, do, stream)
-    stream.synchronize()
-    for buf in (da, db, do):
-        Device.free(buf, stream)
+    out = _launch_fr_pairs(backend, curve, "fr_mul_c64_test", ha, hb)
     rinv = pow(R, -1, r)
     assert [v * rinv % r for v in to_ints(out)] == [x * y % r for x, y in zip(a, b)]
 
