@@ -25,15 +25,24 @@ class InputFileError(EngineError):
         super().__init__(f"{self.path}: {problem}" if self.path else problem)
 
 
-def file_error(path, exc: OSError, what: str = "a file") -> InputFileError:
-    """The one-line error for an input file the OS would not give us (missing, a directory, ...)."""
+def file_error(path, exc: OSError, what: str = "a file", kind: type | None = None) -> "InputFileError":
+    """The one-line error for an input file the OS would not give us (missing, a directory, ...),
+    as `kind` (an InputFileError subclass; InputFileError itself by default)."""
+    kind = kind or InputFileError
     if isinstance(exc, FileNotFoundError):
-        return InputFileError(path, "no such file")
+        return kind(path, "no such file")
     if isinstance(exc, IsADirectoryError):
-        return InputFileError(path, f"is a directory, not {what}")
+        return kind(path, f"is a directory, not {what}")
     if isinstance(exc, PermissionError):
-        return InputFileError(path, "permission denied")
-    return InputFileError(path, f"cannot read: {exc.strerror or exc}")
+        return kind(path, "permission denied")
+    return kind(path, f"cannot read: {exc.strerror or exc}")
+
+
+def write_error(path, exc: OSError) -> "InputFileError":
+    """The one-line error for an output file the OS would not let us write."""
+    if isinstance(exc, IsADirectoryError):
+        return InputFileError(path, "is a directory, cannot write a file there")
+    return InputFileError(path, f"cannot write: {exc.strerror or exc}")
 
 
 class FormatError(InputFileError):

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from .curves import CURVES, Curve, curve_by_name
-from .errors import CurveMismatchError, FormatError, InputFileError, file_error
+from .errors import CurveMismatchError, FormatError, file_error, write_error
 from .proof import Proof, VerificationKey
 
 _DECIMAL = re.compile(r"[0-9]+")
@@ -95,10 +95,8 @@ def write_text(path, text: str) -> None:
     try:
         with open(name, "w", encoding="utf-8", newline="") as f:
             f.write(text)
-    except IsADirectoryError:
-        raise InputFileError(name, "is a directory, cannot write a file there") from None
     except OSError as exc:
-        raise InputFileError(name, f"cannot write: {exc.strerror or exc}") from None
+        raise write_error(name, exc) from None
 
 
 def write_proof(path, proof: Proof) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 import wasmtime
 
 from .curves import Curve, curve_by_scalar_prime
+from .errors import file_error
 from .witness import modcache
 from .witness.errors import CircuitAssertionError, CircuitFileError, CircuitPrimeError, WitnessInputError
 from .witness.inputs import normalise_inputs, parse_inputs
@@ -77,10 +78,8 @@ class WasmCircuit:
         label = os.fspath(path)
         try:
             st = os.stat(label)
-        except FileNotFoundError:
-            raise CircuitFileError(label, "no such file") from None
         except OSError as exc:
-            raise CircuitFileError(label, f"cannot read ({exc.strerror or exc})") from None
+            raise file_error(label, exc, "circuit.wasm", CircuitFileError) from None
         key, stamp = os.path.realpath(label), (st.st_mtime_ns, st.st_size)
         with cls._cache_lock:
             hit = cls._cache.get(key)
@@ -206,10 +205,8 @@ def _compiled(wasm: bytes, quick: bool) -> tuple[wasmtime.Module, str, bool]:
 def _read_wasm(path: str) -> bytes:
     try:
         data = Path(path).read_bytes()
-    except IsADirectoryError:
-        raise CircuitFileError(path, "is a directory, not circuit.wasm") from None
     except OSError as exc:
-        raise CircuitFileError(path, f"cannot read ({exc.strerror or exc})") from None
+        raise file_error(path, exc, "circuit.wasm", CircuitFileError) from None
     if data[:4] != b"\0asm":
         raise CircuitFileError(
             path, "not a WebAssembly file (no \\0asm magic); give circom's <circuit>_js/<circuit>.wasm"

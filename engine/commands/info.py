@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 
-from ..errors import FormatError, InputFileError
+from ..errors import FormatError, file_error
 
 
 def register(subparsers) -> None:
@@ -40,12 +40,8 @@ def detect(path) -> str:
     try:
         with open(name, "rb") as f:
             head = f.read(4)
-    except FileNotFoundError:
-        raise InputFileError(name, "no such file") from None
-    except IsADirectoryError:
-        raise InputFileError(name, "is a directory, not a file") from None
     except OSError as exc:
-        raise InputFileError(name, f"cannot read: {exc.strerror or exc}") from None
+        raise file_error(name, exc) from None
     if head in (b"r1cs", b"wtns", b"zkey", b"ptau"):
         return head.decode()
     if head.lstrip()[:1] in (b"{", b"[") or (head and head.isspace()):

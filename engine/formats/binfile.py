@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FormatError, InputFileError, file_error
+from ..errors import FormatError, file_error, write_error
 
 # magic -> the extension a user knows the file by
 KNOWN_MAGICS = {b"r1cs": ".r1cs", b"wtns": ".wtns", b"zkey": ".zkey", b"ptau": ".ptau"}
@@ -254,10 +254,8 @@ def write_binfile(path, magic: str, version: int, sections: list[tuple[int, list
                 f.write(_RECORD.pack(sid, sum(b.nbytes for b in bufs)))
                 for b in bufs:
                     f.write(b)
-    except IsADirectoryError:
-        raise InputFileError(name, "is a directory, cannot write a file there") from None
     except OSError as exc:
-        raise InputFileError(name, f"cannot write: {exc.strerror or exc}") from None
+        raise write_error(name, exc) from None
 
 
 def _as_buffer(chunk) -> memoryview:

@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..errors import file_error
 from .errors import WitnessInputError
 
 # Inputs after parsing: qualified signal name -> its values, flattened.
@@ -37,14 +38,10 @@ def parse_inputs(path: str | os.PathLike) -> Inputs:
     label = os.fspath(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WitnessInputError(label, "no such file") from None
-    except IsADirectoryError:
-        raise WitnessInputError(label, "is a directory, not an input file") from None
     except UnicodeDecodeError as exc:
         raise WitnessInputError(label, f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
-        raise WitnessInputError(label, f"cannot read ({exc.strerror or exc})") from None
+        raise file_error(label, exc, "an input file", WitnessInputError) from None
     try:
         raw = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
