@@ -34,8 +34,21 @@ def _mul(n: int) -> str:
     lines = ["{", f".reg .u32 t<{n + 1}>, m, s<{n}>, c;", ".reg .pred nb;"]
     phys = list(range(n + 1))  # logical word -> physical register index
     T = lambda j: f"t{phys[j]}"  # noqa: E731
+
+    def add_row(term) -> None:
+        """t += the products term(0..n-1) (each "x, y"): a low-product chain, its carry into
+        the top word, then a high-product chain one word up."""
+        lines.append(f"mad.lo.cc.u32 {T(0)}, {term(0)}, {T(0)};")
+        for j in range(1, n):
+            lines.append(f"madc.lo.cc.u32 {T(j)}, {term(j)}, {T(j)};")
+        lines.append(f"addc.u32 {T(n)}, {T(n)}, 0;")
+        lines.append(f"mad.hi.cc.u32 {T(1)}, {term(0)}, {T(1)};")
+        for j in range(1, n - 1):
+            lines.append(f"madc.hi.cc.u32 {T(j + 1)}, {term(j)}, {T(j + 1)};")
+        lines.append(f"madc.hi.u32 {T(n)}, {term(n - 1)}, {T(n)};")
+
     for i in range(n):
-        if i == 0:
+        if i == 0:  # t starts as a * b0: plain products, no accumulator to add
             for j in range(n):
                 lines.append(f"mul.lo.u32 {T(j)}, {a(j)}, {b(0)};")
             lines.append(f"mad.hi.cc.u32 {T(1)}, {a(0)}, {b(0)}, {T(1)};")
@@ -43,24 +56,10 @@ def _mul(n: int) -> str:
                 lines.append(f"madc.hi.cc.u32 {T(j + 1)}, {a(j)}, {b(0)}, {T(j + 1)};")
             lines.append(f"madc.hi.u32 {T(n)}, {a(n - 1)}, {b(0)}, 0;")
         else:
-            lines.append(f"mad.lo.cc.u32 {T(0)}, {a(0)}, {b(i)}, {T(0)};")
-            for j in range(1, n):
-                lines.append(f"madc.lo.cc.u32 {T(j)}, {a(j)}, {b(i)}, {T(j)};")
-            lines.append(f"addc.u32 {T(n)}, {T(n)}, 0;")
-            lines.append(f"mad.hi.cc.u32 {T(1)}, {a(0)}, {b(i)}, {T(1)};")
-            for j in range(1, n - 1):
-                lines.append(f"madc.hi.cc.u32 {T(j + 1)}, {a(j)}, {b(i)}, {T(j + 1)};")
-            lines.append(f"madc.hi.u32 {T(n)}, {a(n - 1)}, {b(i)}, {T(n)};")
+            add_row(lambda j: f"{a(j)}, {b(i)}")
         # reduction: t += m*p, t0 becomes 0
         lines.append(f"mul.lo.u32 m, {T(0)}, {inv};")
-        lines.append(f"mad.lo.cc.u32 {T(0)}, m, {p(0)}, {T(0)};")
-        for j in range(1, n):
-            lines.append(f"madc.lo.cc.u32 {T(j)}, m, {p(j)}, {T(j)};")
-        lines.append(f"addc.u32 {T(n)}, {T(n)}, 0;")
-        lines.append(f"mad.hi.cc.u32 {T(1)}, m, {p(0)}, {T(1)};")
-        for j in range(1, n - 1):
-            lines.append(f"madc.hi.cc.u32 {T(j + 1)}, m, {p(j)}, {T(j + 1)};")
-        lines.append(f"madc.hi.u32 {T(n)}, m, {p(n - 1)}, {T(n)};")
+        add_row(lambda j: f"m, {p(j)}")
         # shift down one word: the zeroed low word becomes the (zero) top word
         phys = phys[1:] + phys[:1]
     _reduce_once(lines, T, p, n)
