@@ -153,7 +153,7 @@ def random_r1cs(m: int, n_wires: int, seed: int = 0, max_terms: int = 4) -> R1CS
         return LinearCombinations(row_ptr, rng.integers(0, n_wires, nnz).astype(np.uint32), coeffs)
 
     labels = np.arange(n_wires, dtype=np.uint64)
-    return R1CS(None, BN254.r, BN254, n_wires, 1, 1, 1, n_wires, m, lc(), lc(), lc(), labels)
+    return R1CS(BN254.r, BN254, n_wires, 1, 1, 1, n_wires, m, lc(), lc(), lc(), wire_to_label=labels)
 
 
 def test_r1cs_random_roundtrip_keeps_every_term(tmp_path):

@@ -124,7 +124,7 @@ def chain_circuit(m: int, seed: int = 1):
     b = mk([2 + 3 * rows], [1])
     c = mk([3 + 3 * rows, 1 + 3 * rows], [1, r - 1])
     n = 1 + 3 * m
-    return R1CS(None, r, BN254, n, 0, 0, 0, n, m, a, b, c), from_ints(w, 4)
+    return R1CS(r, BN254, n, 0, 0, 0, n, m, a, b, c), from_ints(w, 4)
 
 
 def test_check_on_many_constraints_finds_a_late_failure():

@@ -50,28 +50,6 @@ class LinearCombinations:
 
 
 @dataclass
-class R1CS:
-    path: str | None
-    prime: int
-    curve: Curve | None
-    n_wires: int
-    n_pub_out: int
-    n_pub_in: int
-    n_prv_in: int
-    n_labels: int
-    n_constraints: int
-    a: LinearCombinations
-    b: LinearCombinations
-    c: LinearCombinations
-    wire_to_label: np.ndarray | None = None  # (n_wires,) uint64, section 3 when present
-    n_unreduced: int = 0  # coefficients that were >= r in the file and were reduced mod r
-
-    @property
-    def n_public(self) -> int:
-        return self.n_pub_out + self.n_pub_in
-
-
-@dataclass
 class R1CSHeader:
     """Section 1 alone (what `info` shows without reading the constraints)."""
 
@@ -83,6 +61,22 @@ class R1CSHeader:
     n_prv_in: int
     n_labels: int
     n_constraints: int
+
+    @property
+    def n_public(self) -> int:
+        return self.n_pub_out + self.n_pub_in
+
+
+@dataclass
+class R1CS(R1CSHeader):
+    """The header with the three constraint matrices (and the file's extras)."""
+
+    a: LinearCombinations
+    b: LinearCombinations
+    c: LinearCombinations
+    path: str | None = None
+    wire_to_label: np.ndarray | None = None  # (n_wires,) uint64, section 3 when present
+    n_unreduced: int = 0  # coefficients that were >= r in the file and were reduced mod r
 
 
 def prime_name(prime: int) -> str:
@@ -290,8 +284,8 @@ def read_r1cs(path) -> R1CS:
     if s3 is not None:
         bf.expect_size(s3, 8 * h.n_wires, f"nWires = {h.n_wires}")
         labels = bf.array(s3, "<u8", h.n_wires)
-    return R1CS(bf.path, h.prime, h.curve, h.n_wires, h.n_pub_out, h.n_pub_in, h.n_prv_in, h.n_labels, m,
-                mats[0], mats[1], mats[2], labels, n_unreduced)
+    return R1CS(**vars(h), a=mats[0], b=mats[1], c=mats[2], path=bf.path, wire_to_label=labels,
+                n_unreduced=n_unreduced)
 
 
 def _reduce(coeffs: np.ndarray, r: int) -> int:
