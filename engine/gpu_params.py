@@ -25,6 +25,12 @@ def _limbs32(x: int, n: int) -> list[int]:
     return [(x >> (32 * i)) & 0xFFFFFFFF for i in range(n)]
 
 
+def allows_shoup(p: int, n_bytes: int) -> bool:
+    """Shoup products by table constants (the NTT's twiddles) leave results below 3p, which
+    must fit the field's words: true for BN254's Fr, false for BLS12-381's."""
+    return 3 * p < 1 << (8 * n_bytes)
+
+
 def field_struct(name: str, p: int, n_bytes: int) -> str:
     n = n_bytes // 4
     r = (1 << (32 * n)) % p
@@ -45,8 +51,7 @@ def field_struct(name: str, p: int, n_bytes: int) -> str:
         f"    static constexpr uint32_t ONE[{n}] = {arr(_limbs32(r, n))};\n"
         f"    static constexpr uint32_t R2[{n}] = {arr(_limbs32(r2, n))};\n"
         f"    static constexpr uint32_t MODM2[{n}] = {arr(_limbs32(p - 2, n))};\n"
-        # Shoup products by table constants (NTT twiddles) need 3p < 2^(32N): BN254's Fr, not BLS12-381's
-        f"    static constexpr bool SHOUP = {'true' if 3 * p < 1 << (32 * n) else 'false'};\n"
+        f"    static constexpr bool SHOUP = {'true' if allows_shoup(p, n_bytes) else 'false'};\n"
         f"    static constexpr uint32_t NEGPINV[{n}] = {arr(_limbs32(negpinv, n))};  // -p^-1 mod 2^(32N)\n"
         "};\n"
     )

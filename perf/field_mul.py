@@ -10,7 +10,7 @@ product; the Shoup product needs 3 N^2 + 2 N - 1 = 207).
 """
 from __future__ import annotations
 
-from gpu_common import Device, U32, imads_per_mul, launch, measure_imad_rate, random_scalars, time_ms
+from gpu_common import Device, U32, imads_per_mul, imads_per_shoup, launch, measure_imad_rate, random_scalars, time_ms
 
 from engine.curves import BN254
 from engine.gpu_backend import GpuBackend
@@ -27,7 +27,7 @@ def main() -> None:
     ys = dev.alloc(ys_host.nbytes, stream)
     Device.upload(ys, ys_host, stream)
     print(f"IMAD ceiling {rate / 1e12:.2f} T/s = {rate / imads_per_mul(8) / 1e9:.1f} G Montgomery products/s, "
-          f"{rate / (3 * 64 + 2 * 8 - 1) / 1e9:.1f} G Shoup products/s")
+          f"{rate / imads_per_shoup(8) / 1e9:.1f} G Shoup products/s")
     for name in ("perf_fr_mul_ptx", "perf_fr_mul_c64", "perf_fr_mul_wide", "perf_fr_mul_shoup"):
         ms = time_ms(stream, lambda: launch(mod, name, blocks, threads, stream, out, U32(iters), ys), repeats=5)
         muls = blocks * threads * iters * 4

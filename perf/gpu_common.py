@@ -67,6 +67,14 @@ def measure_rates(backend, curve) -> dict:
     return {"bw": measure_bandwidth(dev, stream), "imad": measure_imad_rate(dev, backend.ctx.module(curve), stream)}
 
 
+def imads_per_shoup(limbs32: int) -> int:
+    """32-bit multiplies in one Shoup product by a table constant (cuda_kernels/gen_mont_ptx.py):
+    the truncated quotient (N(N+1)/2 wide products and N-1 high halves) and two low halves
+    (N(N-1)/2 wide products and N low words each), a wide product counting two."""
+    n = limbs32
+    return 3 * n * n + 2 * n - 1
+
+
 def imads_per_mul(limbs32: int) -> int:
     """32-bit multiply-adds in one Montgomery product (CIOS: 2N^2 for a*b, 2N^2 for m*p)."""
     return 4 * limbs32 * limbs32
@@ -107,5 +115,5 @@ def table(rows: list[dict], cols: list[str]) -> str:
     return f"| {head} |\n|-{sep}-|\n" + "\n".join(f"| {ln} |" for ln in body.splitlines())
 
 
-__all__ = ["time_ms", "measure_bandwidth", "measure_imad_rate", "measure_rates", "imads_per_mul", "random_points", "random_scalars",
+__all__ = ["time_ms", "measure_bandwidth", "measure_imad_rate", "measure_rates", "imads_per_mul", "imads_per_shoup", "random_points", "random_scalars",
            "table", "from_ints"]

@@ -16,7 +16,7 @@ import argparse
 import datetime
 import json
 
-from gpu_common import Device, imads_per_mul, measure_rates, random_scalars, table, time_ms
+from gpu_common import Device, imads_per_mul, imads_per_shoup, measure_rates, random_scalars, table, time_ms
 
 from engine.curves import curve_by_name
 from engine.gpu import ntt as gntt
@@ -37,7 +37,7 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates) -> dict:
     Device.free(buf, stream)
     stream.synchronize()
     passes = len(gntt.pass_sizes(k))
-    per_product = 3 * 8 * 8 + 2 * 8 - 1 if gntt.twiddle_bytes(curve) > gntt.FR_BYTES else imads_per_mul(8)
+    per_product = imads_per_shoup(8) if gntt.twiddle_bytes(curve) > gntt.FR_BYTES else imads_per_mul(8)
     ops = (n // 2) * k * per_product
     nbytes = passes * 2 * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000

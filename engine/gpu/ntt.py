@@ -16,6 +16,7 @@ import numpy as np
 from cuda_kernels.driver import Device, DeviceBuffer, Module, Stream, U32, launch
 
 from ..curves import Curve
+from ..gpu_params import allows_shoup
 from ..limbs import from_ints
 
 FR_BYTES = 32
@@ -39,7 +40,7 @@ def pass_sizes(k: int, dif: bool = False) -> list[int]:
 
 def twiddle_bytes(curve: Curve) -> int:
     """Bytes of one twiddle entry: the Shoup pair where 3r < 2^256, else the Montgomery value."""
-    return 2 * FR_BYTES if 3 * curve.r < 1 << (8 * FR_BYTES) else FR_BYTES
+    return 2 * FR_BYTES if allows_shoup(curve.r, FR_BYTES) else FR_BYTES
 
 
 def mont_fr(curve: Curve, values: list[int]) -> np.ndarray:
