@@ -61,16 +61,15 @@ extern "C" __global__ void __launch_bounds__(256) quotient_h(const uint32_t* a, 
 #ifndef NTT_MIN_BLOCKS  // set by params.cuh (engine/gpu_params.py)
 #define NTT_MIN_BLOCKS 4
 #endif
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
-                                                                uint32_t k, uint32_t l0, uint32_t b,
-                                                                const uint32_t* scale) {
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)
+    ntt_dif_pass(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t l0, uint32_t b, const uint32_t* scale) {
     extern __shared__ uint32_t shm[];
-    NTT::pass(true, data, tw, tw_stride, k, l0, b, scale, shm);
+    NTT::pass(true, data, tw, k, l0, b, scale, shm);
 }
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_pass(uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
-                                                                uint32_t k, uint32_t s0, uint32_t b) {
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)
+    ntt_dit_pass(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t s0, uint32_t b) {
     extern __shared__ uint32_t shm[];
-    NTT::pass(false, data, tw, tw_stride, k, s0, b, nullptr, shm);
+    NTT::pass(false, data, tw, k, s0, b, nullptr, shm);
 }
 extern "C" __global__ void fr_twiddles(uint32_t* out, const uint32_t* base, uint32_t n) {
     NTT::twiddles(out, base, n);

@@ -45,21 +45,21 @@ struct ntt_kernels {
         }
     }
     // y *= entry e of the table (e = 0 is the twiddle 1: callers skip it)
-    static __device__ __forceinline__ F twiddle_mul(const F& y, const uint32_t* tw, uint32_t tw_stride, uint32_t e) {
-        const uint32_t* t = tw + (uint64_t)e * tw_stride * TW;
+    static __device__ __forceinline__ F twiddle_mul(const F& y, const uint32_t* tw, uint32_t e) {
+        const uint32_t* t = tw + (uint64_t)e * TW;
         if constexpr (F::SHOUP)
             return y.mul_shoup(F::load_ro(t), F::load_ro(t + F::N));
         else
             return y * F::load_ro(t);
     }
-    static __device__ __forceinline__ void dif_bfly(F& x, F& y, const uint32_t* tw, uint32_t tw_stride, uint32_t e) {
+    static __device__ __forceinline__ void dif_bfly(F& x, F& y, const uint32_t* tw, uint32_t e) {
         const F s = x + y;
         y = x - y;
-        if (e) y = twiddle_mul(y, tw, tw_stride, e);
+        if (e) y = twiddle_mul(y, tw, e);
         x = s;
     }
-    static __device__ __forceinline__ void dit_bfly(F& x, F& y, const uint32_t* tw, uint32_t tw_stride, uint32_t e) {
-        if (e) y = twiddle_mul(y, tw, tw_stride, e);
+    static __device__ __forceinline__ void dit_bfly(F& x, F& y, const uint32_t* tw, uint32_t e) {
+        if (e) y = twiddle_mul(y, tw, e);
         const F s = x + y;
         y = x - y;
         x = s;
@@ -118,37 +118,34 @@ struct ntt_kernels {
             e[2] = (e[0] >> 1) + quarter;
         }
     }
-    static __device__ __forceinline__ void dif_round(F x[4], const uint32_t e[3], bool radix4, const uint32_t* tw,
-                                                     uint32_t tw_stride) {
+    static __device__ __forceinline__ void dif_round(F x[4], const uint32_t e[3], bool radix4, const uint32_t* tw) {
         if (!radix4) {
-            dif_bfly(x[0], x[1], tw, tw_stride, e[0]);
-            dif_bfly(x[2], x[3], tw, tw_stride, e[1]);
+            dif_bfly(x[0], x[1], tw, e[0]);
+            dif_bfly(x[2], x[3], tw, e[1]);
         } else {
-            dif_bfly(x[0], x[2], tw, tw_stride, e[0]);
-            dif_bfly(x[1], x[3], tw, tw_stride, e[1]);
-            dif_bfly(x[0], x[1], tw, tw_stride, e[2]);
-            dif_bfly(x[2], x[3], tw, tw_stride, e[2]);
+            dif_bfly(x[0], x[2], tw, e[0]);
+            dif_bfly(x[1], x[3], tw, e[1]);
+            dif_bfly(x[0], x[1], tw, e[2]);
+            dif_bfly(x[2], x[3], tw, e[2]);
         }
     }
-    static __device__ __forceinline__ void dit_round(F x[4], const uint32_t e[3], bool radix4, const uint32_t* tw,
-                                                     uint32_t tw_stride) {
+    static __device__ __forceinline__ void dit_round(F x[4], const uint32_t e[3], bool radix4, const uint32_t* tw) {
         if (!radix4) {
-            dit_bfly(x[0], x[1], tw, tw_stride, e[0]);
-            dit_bfly(x[2], x[3], tw, tw_stride, e[1]);
+            dit_bfly(x[0], x[1], tw, e[0]);
+            dit_bfly(x[2], x[3], tw, e[1]);
         } else {
-            dit_bfly(x[0], x[1], tw, tw_stride, e[0]);
-            dit_bfly(x[2], x[3], tw, tw_stride, e[0]);
-            dit_bfly(x[0], x[2], tw, tw_stride, e[1]);
-            dit_bfly(x[1], x[3], tw, tw_stride, e[2]);
+            dit_bfly(x[0], x[1], tw, e[0]);
+            dit_bfly(x[2], x[3], tw, e[0]);
+            dit_bfly(x[0], x[2], tw, e[1]);
+            dit_bfly(x[1], x[3], tw, e[2]);
         }
     }
 
     // One pass; blockDim.x = groups_per_block * 2^(b-2) (b = 1, a transform of two elements:
     // one thread a group).  scale != null: multiply the element written at position p by
     // scale[bitrev_k(p)] (Montgomery form).
-    static __device__ __forceinline__ void pass(bool dif, uint32_t* data, const uint32_t* tw, uint32_t tw_stride,
-                                                uint32_t k, uint32_t l0, uint32_t b, const uint32_t* scale,
-                                                uint32_t* shm) {
+    static __device__ __forceinline__ void pass(bool dif, uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t l0,
+                                                uint32_t b, const uint32_t* scale, uint32_t* shm) {
         const uint32_t tpg_log = b >= 2 ? b - 2 : 0, tpg = 1u << tpg_log, size = 1u << b;
         const uint32_t local_g = threadIdx.x >> tpg_log, u = threadIdx.x & (tpg - 1);
         const uint32_t gpb = blockDim.x >> tpg_log;
@@ -162,9 +159,9 @@ struct ntt_kernels {
         if (b == 1) {  // one butterfly a group (a lone level: a transform of two, or a remainder pass)
             x[0] = F::load(data + base * F::N), x[1] = F::load(data + (base + (1ull << ls)) * F::N);
             if (dif)
-                dif_bfly(x[0], x[1], tw, tw_stride, lo << l0);
+                dif_bfly(x[0], x[1], tw, lo << l0);
             else
-                dit_bfly(x[0], x[1], tw, tw_stride, lo << (k - l0 - 1));
+                dit_bfly(x[0], x[1], tw, lo << (k - l0 - 1));
         }
         const uint32_t rounds = b >= 2 ? (b + 1) >> 1 : 0;
         for (uint32_t i = 0, r = 0; i < rounds; i++) {
@@ -179,14 +176,22 @@ struct ntt_kernels {
                 for (int j = 0; j < 4; j++) x[j] = shm_load(shm, count, off + idx[j]);
             }
             if (dif)
-                dif_round(x, e, radix4, tw, tw_stride);
+                dif_round(x, e, radix4, tw);
             else
-                dit_round(x, e, radix4, tw, tw_stride);
+                dit_round(x, e, radix4, tw);
             r += radix4 ? 2 : 1;
             if (i + 1 < rounds) {
 #pragma unroll
                 for (int j = 0; j < 4; j++) shm_store(shm, count, off + idx[j], x[j]);
-                __syncthreads();
+                // Only the threads that share slots need to meet: a warp, when the group has at most
+                // 32 threads or both rounds keep each warp's elements in its own 128 slots (DIT
+                // rounds starting at level <= 5, DIF rounds whose larger distance is <= 64); else the
+                // block.
+                // Warps then drift apart, and one warp's loads overlap another's products.
+                if (b <= 7 || (radix4 && (dif ? b - r <= 5 : r <= 5)))
+                    __syncwarp(blockDim.x >= 32 ? 0xffffffffu : (1u << blockDim.x) - 1);
+                else
+                    __syncthreads();
             }
         }
         const int held = b >= 2 ? 4 : 2;

@@ -76,3 +76,62 @@ def test_shoup_pair_from_montgomery_form():
     for w in [0, 1, r - 1] + [rng.randrange(r) for _ in range(1000)]:
         wm = w * R % r
         assert wm * negpinv % R == (w * R) // r
+
+
+def _quad(dif: bool, radix4: bool, u: int, b: int, r: int) -> list[int]:
+    """ntt.cuh quad(): the four slots of thread u in the round starting at local level r."""
+    if not radix4:
+        lh, threads = (b - 1 - r if dif else r), 1 << (b - 2)
+        h, out = 1 << lh, []
+        for q in range(2):
+            bu = u + q * threads
+            i0 = ((bu >> lh) << (lh + 1)) | (bu & (h - 1))
+            out += [i0, i0 + h]
+        return out
+    if dif:
+        lh = b - 1 - r
+        h2 = 1 << (lh - 1)
+        m = ((u >> (lh - 1)) << (lh + 1)) | (u & (h2 - 1))
+        return [m + j * h2 for j in range(4)]
+    h = 1 << r
+    m = ((u >> r) << (r + 2)) | (u & (h - 1))
+    return [m + j * h for j in range(4)]
+
+
+def _warp_exchange(dif: bool, radix4: bool, b: int, r: int) -> bool:
+    """ntt.cuh pass(): the exchange before the round at local level r syncs a warp, not the block."""
+    return b <= 7 or (radix4 and (b - r <= 5 if dif else r <= 5))
+
+
+@pytest.mark.parametrize("b", range(2, gntt.MAX_PASS_LEVELS + 1))
+@pytest.mark.parametrize("dif", [False, True])
+def test_warp_exchanges_only_read_slots_the_same_warp_wrote(b, dif):
+    """A pass's shared-memory exchange waits for the warp alone only where every slot a thread
+    reads next was written by a thread of its own warp (a block of 256 threads, groups of
+    2^(b-2) threads at offsets of 2^b slots, as engine/gpu/ntt.py launches them)."""
+    tpg = 1 << (b - 2)
+    block = 256 if tpg <= 256 else tpg
+    warp_exchanges = 0
+    r = 0
+    rounds = (b + 1) // 2
+    prev_writer: dict[int, int] | None = None
+    prev_radix4 = True
+    for i in range(rounds):
+        radix4 = not (i == 0 and b & 1)
+        slots = {}
+        for t in range(block):
+            g, u = divmod(t, tpg)
+            for s in _quad(dif, radix4, u, b, r):
+                assert 0 <= s < 1 << b
+                assert (g << b) + s not in slots  # each slot held by one thread
+                slots[(g << b) + s] = t
+        assert len(slots) == (block // tpg) << b
+        if prev_writer is not None and _warp_exchange(dif, prev_radix4, b, r):
+            warp_exchanges += 1
+            assert all(prev_writer[s] // 32 == t // 32 for s, t in slots.items())
+        prev_writer, prev_radix4 = slots, radix4
+        r += 2 if radix4 else 1
+    if b == 10:  # a full pass: two of its four exchanges stay in the warp
+        assert warp_exchanges == 2
+    if b <= 7:
+        assert warp_exchanges == rounds - 1

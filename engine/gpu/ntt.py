@@ -122,7 +122,7 @@ def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream
     for i, b in enumerate(sizes):
         last = i == len(sizes) - 1
         sc = scale.ptr if (last and scale is not None) else 0
-        _launch_pass(mod, "ntt_dif_pass", k, b, stream, data, tw, U32(1), U32(k), U32(l0), U32(b), sc)
+        _launch_pass(mod, "ntt_dif_pass", k, b, stream, data, tw, U32(k), U32(l0), U32(b), sc)
         l0 += b
 
 
@@ -132,5 +132,5 @@ def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream
     tw = tables.tw_inv if inverse else tables.tw_fwd
     s0 = 0
     for b in pass_sizes(k):
-        _launch_pass(mod, "ntt_dit_pass", k, b, stream, data, tw, U32(1), U32(k), U32(s0), U32(b))
+        _launch_pass(mod, "ntt_dit_pass", k, b, stream, data, tw, U32(k), U32(s0), U32(b))
         s0 += b
