@@ -1,12 +1,13 @@
 """GPU NTT benchmark, 2^16 .. 2^24 (and beyond with --sizes), both curves' Fr.
 
-    python perf/ntt.py [--sizes 16,18,20,22,24] [--curves bn128,bls12381]
+    python perf/ntt.py [--sizes 16,18,20,22,24] [--curves bn128,bls12381] [--per-pass]
 
 Times the forward NTT (DIT, bit-reversed -> natural), the inverse (DIF,
 natural -> bit-reversed) and the inverse as the prover runs it on each of its
 three vectors, with the coset factor g^j/n applied by its last pass (n more
-products); no bit-reversal pass.  Floor: the larger of (n/2 log n butterfly products x the
-multiply-adds of one twiddle product: 3N^2 + 2N - 1 for the Shoup product of
+products); no bit-reversal pass.  --per-pass adds each pass's time (events
+recorded between the passes).  Floor: the larger of (n/2 log n butterfly
+products x the multiply-adds of one twiddle product: 3N^2 + 2N - 1 for the Shoup product of
 BN254's Fr, 4N^2 for the Montgomery one of BLS12-381's) over the IMAD rate and
 (passes x 2 x n x 32 bytes) over bandwidth.
 """
@@ -15,15 +16,31 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import statistics
 
-from gpu_common import Device, imads_per_mul, imads_per_shoup, measure_rates, random_scalars, table, time_ms
+from gpu_common import Device, Event, imads_per_mul, imads_per_shoup, measure_rates, random_scalars, table, time_ms
 
 from engine.curves import curve_by_name
 from engine.gpu import ntt as gntt
 from engine.gpu_backend import GpuBackend
 
 
-def bench(backend: GpuBackend, curve, k: int, repeats: int, rates) -> dict:
+def pass_ms(stream, run, passes: int, repeats: int) -> str:
+    """Median milliseconds of each pass of run(mark), events recorded between passes."""
+    run(None)
+    stream.synchronize()
+    per = []
+    for _ in range(repeats):
+        events = [Event(timing=True) for _ in range(passes + 1)]
+        run(lambda i: events[i].record(stream))
+        events[-1].synchronize()
+        per.append([events[i].elapsed_ms(events[i + 1]) for i in range(passes)])
+        for e in events:
+            e.destroy()
+    return " / ".join(f"{statistics.median(p[i] for p in per):.3f}" for i in range(passes))
+
+
+def bench(backend: GpuBackend, curve, k: int, repeats: int, rates, per_pass: bool = False) -> dict:
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     mod = backend.ctx.module(curve)
     n = 1 << k
@@ -34,6 +51,14 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates) -> dict:
     inv_ms = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True), repeats)
     coset_ms = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset), repeats)
     fwd_ms = time_ms(stream, lambda: gntt.dit(mod, buf, tables, stream, inverse=False), repeats)
+    extra = {}
+    if per_pass:
+        count = len(gntt.pass_sizes(k))
+        extra["NTT passes ms"] = pass_ms(stream, lambda m: gntt.dit(mod, buf, tables, stream, inverse=False,
+                                                                     mark=m), count, repeats)
+        extra["iNTT+coset passes ms"] = pass_ms(stream, lambda m: gntt.dif(mod, buf, tables, stream, inverse=True,
+                                                                            scale=tables.coset, mark=m),
+                                                count, repeats)
     tables.free(stream)
     Device.free(buf, stream)
     stream.synchronize()
@@ -44,7 +69,7 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates) -> dict:
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
     return {"curve": curve.name, "log2 n": k, "passes": passes, "iNTT ms": round(inv_ms, 3),
             "iNTT+coset ms": round(coset_ms, 3),
-            "NTT ms": round(fwd_ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(fwd_ms / floor_ms, 2)}
+            "NTT ms": round(fwd_ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(fwd_ms / floor_ms, 2), **extra}
 
 
 def main() -> None:
@@ -52,6 +77,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="16,18,20,22,24")
     ap.add_argument("--curves", default="bn128,bls12381")
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--per-pass", action="store_true", help="also each pass's time (events between passes)")
     ap.add_argument("--json")
     args = ap.parse_args()
     backend = GpuBackend()
@@ -61,11 +87,14 @@ def main() -> None:
     rows = []
     for curve in curves:
         for s in args.sizes.split(","):
-            rows.append(bench(backend, curve, int(s), args.repeats, rates))
+            rows.append(bench(backend, curve, int(s), args.repeats, rates, args.per_pass))
             print(rows[-1], flush=True)
     print(f"\n{datetime.date.today()} {dev.name}: bandwidth {rates['bw'] / 1e12:.2f} TB/s, "
           f"IMAD rate {rates['imad'] / 1e12:.2f} T/s")
-    print(table(rows, ["curve", "log2 n", "passes", "NTT ms", "iNTT ms", "iNTT+coset ms", "floor ms", "ratio"]))
+    cols = ["curve", "log2 n", "passes", "NTT ms", "iNTT ms", "iNTT+coset ms", "floor ms", "ratio"]
+    if args.per_pass:
+        cols += ["NTT passes ms", "iNTT+coset passes ms"]
+    print(table(rows, cols))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rates": rates, "rows": rows, "device": dev.name}, f, indent=1)

@@ -9,6 +9,7 @@ transform's last pass applies as it writes.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,24 +114,35 @@ def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args) 
 
 
 def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool,
-        scale: DeviceBuffer | None = None) -> None:
-    """Natural -> bit-reversed; `scale` (indexed by natural coefficient) applied by the last pass."""
+        scale: DeviceBuffer | None = None, mark: Callable[[int], None] | None = None) -> None:
+    """Natural -> bit-reversed; `scale` (indexed by natural coefficient) applied by the last pass.
+    `mark(i)` is called before pass i and, with i = the pass count, after the last (perf/)."""
     k = tables.k
     tw = tables.tw_inv if inverse else tables.tw_fwd
     sizes = pass_sizes(k, dif=True)
     l0 = 0
     for i, b in enumerate(sizes):
+        if mark:
+            mark(i)
         last = i == len(sizes) - 1
         sc = scale.ptr if (last and scale is not None) else 0
         _launch_pass(mod, "ntt_dif_pass", k, b, stream, data, tw, U32(k), U32(l0), U32(b), sc)
         l0 += b
+    if mark:
+        mark(len(sizes))
 
 
-def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool) -> None:
-    """Bit-reversed -> natural."""
+def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool,
+        mark: Callable[[int], None] | None = None) -> None:
+    """Bit-reversed -> natural; `mark` as for dif."""
     k = tables.k
     tw = tables.tw_inv if inverse else tables.tw_fwd
+    sizes = pass_sizes(k)
     s0 = 0
-    for b in pass_sizes(k):
+    for i, b in enumerate(sizes):
+        if mark:
+            mark(i)
         _launch_pass(mod, "ntt_dit_pass", k, b, stream, data, tw, U32(k), U32(s0), U32(b))
         s0 += b
+    if mark:
+        mark(len(sizes))
