@@ -62,13 +62,22 @@ struct fp {
     // FIELD_MUL_VARIANT (set by the build): 0 = CIOS with lo/hi multiply-add chains, 1 = CIOS
     // with 32x32->64 products and one carry chain per half row, 2 = each field's faster one
     // (measured on H200, perf/field_mul.py and perf/msm.py: 1 for 8 limbs, 0 for 12).
-    friend __device__ __forceinline__ fp operator*(const fp& a, const fp& b) {
+    // P::MUL_OUT_OF_LINE (set by the build: the base field): one copy of the product that every
+    // use calls, so code made of many products (a point addition) stays small.
+    static __device__ __forceinline__ fp mul_inline(const fp& a, const fp& b) {
         fp r;
         if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
             mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);
         else
             mont_ptx<N>::template mul<P>(r.v, a.v, b.v);
         return r;
+    }
+    static __device__ __noinline__ fp mul_out_of_line(const fp& a, const fp& b) { return mul_inline(a, b); }
+    friend __device__ __forceinline__ fp operator*(const fp& a, const fp& b) {
+        if constexpr (P::MUL_OUT_OF_LINE)
+            return mul_out_of_line(a, b);
+        else
+            return mul_inline(a, b);
     }
     __device__ __forceinline__ fp& operator+=(const fp& b) { return *this = *this + b; }
     __device__ __forceinline__ fp& operator-=(const fp& b) { return *this = *this - b; }

@@ -19,6 +19,10 @@ DEFAULT_FIELD_MUL = "auto"
 # Blocks per SM the NTT passes are built for (__launch_bounds__ minimum): 4 caps them at 64
 # registers, 4 x 256 threads (perf/RESULTS.md).  GROTH16_NTT_MIN_BLOCKS overrides, for experiments.
 DEFAULT_NTT_MIN_BLOCKS = 4
+# The base field's Montgomery product is one out-of-line function, not inlined at every use:
+# a mixed point addition inlines ten products, which overflowed the instruction cache in
+# the MSM's accumulation loop (perf/RESULTS.md).  The scalar field's stays inline (the NTT's
+# few call sites).  GROTH16_FQ_MUL_INLINE=1 inlines it again, for experiments.
 
 
 def _limbs32(x: int, n: int) -> list[int]:
@@ -31,7 +35,7 @@ def allows_shoup(p: int, n_bytes: int) -> bool:
     return 3 * p < 1 << (8 * n_bytes)
 
 
-def field_struct(name: str, p: int, n_bytes: int) -> str:
+def field_struct(name: str, p: int, n_bytes: int, mul_out_of_line: bool = False) -> str:
     n = n_bytes // 4
     r = (1 << (32 * n)) % p
     r2 = r * r % p
@@ -52,6 +56,7 @@ def field_struct(name: str, p: int, n_bytes: int) -> str:
         f"    static constexpr uint32_t R2[{n}] = {arr(_limbs32(r2, n))};\n"
         f"    static constexpr uint32_t MODM2[{n}] = {arr(_limbs32(p - 2, n))};\n"
         f"    static constexpr bool SHOUP = {'true' if allows_shoup(p, n_bytes) else 'false'};\n"
+        f"    static constexpr bool MUL_OUT_OF_LINE = {'true' if mul_out_of_line else 'false'};\n"
         f"    static constexpr uint32_t NEGPINV[{n}] = {arr(_limbs32(negpinv, n))};  // -p^-1 mod 2^(32N)\n"
         "};\n"
     )
@@ -69,5 +74,5 @@ def params_header(curve: Curve, field_mul: str | None = None) -> str:
         "#ifndef GROTH16_STDINT\n#define GROTH16_STDINT\n"
         "typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\ntypedef int int32_t;\n#endif\n"
         + field_struct("FR_P", curve.r, curve.n8r)
-        + field_struct("FQ_P", curve.q, curve.n8q)
+        + field_struct("FQ_P", curve.q, curve.n8q, mul_out_of_line=os.environ.get("GROTH16_FQ_MUL_INLINE") != "1")
     )

@@ -135,3 +135,13 @@ def test_warp_exchanges_only_read_slots_the_same_warp_wrote(b, dif):
         assert warp_exchanges == 2
     if b <= 7:
         assert warp_exchanges == rounds - 1
+
+
+def test_base_field_product_is_out_of_line_and_scalar_field_inline(monkeypatch):
+    """The base field's product is one called function (point formulas inline ten of them);
+    the scalar field's stays inline; GROTH16_FQ_MUL_INLINE=1 inlines both (experiments)."""
+    for curve in (BN254, BLS12_381):
+        fr, fq = params_header(curve).split("struct FQ_P")
+        assert "MUL_OUT_OF_LINE = false" in fr and "MUL_OUT_OF_LINE = true" in fq
+    monkeypatch.setenv("GROTH16_FQ_MUL_INLINE", "1")
+    assert "MUL_OUT_OF_LINE = true" not in params_header(BN254)
