@@ -170,6 +170,31 @@ def g1_mul(curve: Curve, P: G1Point, k: int) -> G1Point:
     return _naf_mul(P, (P[0], -P[1] % q), k, 1, _g1_jdouble, _g1_jadd_affine, _g1_to_affine, q)
 
 
+def g1_mul2(curve: Curve, P: G1Point, a: int, Q: G1Point, b: int) -> G1Point:
+    """a·P + b·Q in one pass (Shamir's trick on the NAF digits): one chain of doublings for
+    both scalars, adding one of the eight precomputed ±P, ±Q, ±P±Q where a digit is not 0."""
+    r, q = curve.r, curve.q
+    a, b = a % r, b % r
+    if P is None or a == 0:
+        return g1_mul(curve, Q, b)
+    if Q is None or b == 0:
+        return g1_mul(curve, P, a)
+    da, db = _naf(a), _naf(b)
+    width = max(len(da), len(db))
+    da += [0] * (width - len(da))
+    db += [0] * (width - len(db))
+    nP, nQ = g1_neg(curve, P), g1_neg(curve, Q)
+    S, D = g1_add(curve, P, Q), g1_add(curve, P, nQ)
+    table = {(1, 0): P, (-1, 0): nP, (0, 1): Q, (0, -1): nQ,
+             (1, 1): S, (-1, -1): g1_neg(curve, S), (1, -1): D, (-1, 1): g1_neg(curve, D)}
+    acc = None
+    for x, y in zip(reversed(da), reversed(db)):
+        acc = _g1_jdouble(acc, q)
+        if x or y:
+            acc = _g1_jadd_affine(acc, table[x, y], q)
+    return _g1_to_affine(acc, q)
+
+
 def g1_sum(curve: Curve, points: Iterable[G1Point]) -> G1Point:
     """Sum of many G1 points with batched affine additions (one inversion per round)."""
     return G1_OPS(curve).sum(points)

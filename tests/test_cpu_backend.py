@@ -202,3 +202,27 @@ def test_fixture_proof_from_cpu_backend_verifies_against_snarkjs_vkey(curve):
         assert proof.public == [int(v) for v in json.loads((d / "public.json").read_text())]
         assert verify(vk_from_zkey(z), proof.public, proof)
     assert verify(_vk_from_json(curve), proof.public, proof)  # the last proof: contributed key
+
+
+@CURVES
+def test_epilogue_matches_the_textbook_formulas(curve):
+    """pi_a = α1 + A + rδ1, pi_b = β2 + B2 + sδ2, pi_c = C + H + s·pi_a + r·b1 - rs·δ1 with
+    b1 = β1 + B1 + sδ1 (spec §5.1 step 7), against the epilogue's shorter evaluation."""
+    from engine.backend import CoreResult
+    from engine.limbs import g1_from_mont, g2_from_mont
+    from engine.prover import epilogue
+
+    zk, _, _ = make_zkey(curve)
+    add, mul = ec.g1_add, ec.g1_mul
+    alpha1, beta1, delta1 = g1_from_mont(curve, np.stack([zk.alpha1, zk.beta1, zk.delta1]))
+    beta2, delta2 = g2_from_mont(curve, np.stack([zk.beta2, zk.delta2]))
+    for r, s in [(rng.randrange(curve.r), rng.randrange(curve.r)), (0, 0), (1, curve.r - 1)]:
+        core = CoreResult(pi_a0=rand_g1(curve), pi_b1_0=rand_g1(curve), pi_b2_0=rand_g2(curve),
+                          pi_c0=rand_g1(curve), pi_h=rand_g1(curve))
+        pi_a = add(curve, add(curve, alpha1, core.pi_a0), mul(curve, delta1, r))
+        pi_b = ec.g2_add(curve, ec.g2_add(curve, beta2, core.pi_b2_0), ec.g2_mul(curve, delta2, s))
+        b1 = add(curve, add(curve, beta1, core.pi_b1_0), mul(curve, delta1, s))
+        pi_c = add(curve, core.pi_c0, core.pi_h)
+        for term in (mul(curve, pi_a, s), mul(curve, b1, r), ec.g1_neg(curve, mul(curve, delta1, r * s))):
+            pi_c = add(curve, pi_c, term)
+        assert epilogue(zk, core, r, s) == (pi_a, pi_b, pi_c)

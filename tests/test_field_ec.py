@@ -141,6 +141,30 @@ def test_g1_mul_matches_py_ecc_for_edge_and_random_scalars(curve, pe):
 
 
 @pytest.mark.parametrize("curve,pe", CURVES)
+def test_g1_mul2_is_the_sum_of_two_products(curve, pe):
+    """a·P + b·Q in one pass, against py_ecc: random and edge scalars (0, 1, r-1, >= r,
+    negative), P == Q, P == -Q, and the point at infinity on either side."""
+    P, Q = random_g1(curve, pe), random_g1(curve, pe)
+    r = curve.r
+
+    def want(A, a, B, b):
+        terms = [pe.multiply(pe_g1(pe, X), k % r) for X, k in ((A, a), (B, b)) if X is not None and k % r]
+        return from_pe_g1(pe, pe.add(*terms)) if len(terms) == 2 else from_pe_g1(pe, terms[0]) if terms else None
+
+    scalars = [0, 1, 2, r - 1, r, r + 3, -5, rng.randrange(r), rng.randrange(r), 1 << 300]
+    for a in scalars:
+        for b in (0, 1, r - 1, rng.randrange(r)):
+            assert ec.g1_mul2(curve, P, a, Q, b) == want(P, a, Q, b), (a, b)
+    k = rng.randrange(r)
+    assert ec.g1_mul2(curve, P, k, P, r - k) is None  # a·P + (r-a)·P = 0
+    assert ec.g1_mul2(curve, P, 3, P, 4) == ec.g1_mul(curve, P, 7)  # P == Q: every column hits P + P
+    assert ec.g1_mul2(curve, P, 5, ec.g1_neg(curve, P), 2) == ec.g1_mul(curve, P, 3)  # P + Q = 0 in the table
+    assert ec.g1_mul2(curve, None, 5, Q, 9) == ec.g1_mul(curve, Q, 9)
+    assert ec.g1_mul2(curve, P, 5, None, 9) == ec.g1_mul(curve, P, 5)
+    assert ec.g1_mul2(curve, None, 5, None, 9) is None
+
+
+@pytest.mark.parametrize("curve,pe", CURVES)
 def test_g1_on_curve_accepts_group_points_and_rejects_others(curve, pe):
     P = random_g1(curve, pe)
     assert ec.g1_is_on_curve(curve, P) and ec.g1_is_on_curve(curve, curve.g1_gen)
