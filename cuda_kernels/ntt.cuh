@@ -185,9 +185,9 @@ struct ntt_kernels {
                 for (int j = 0; j < 4; j++) shm_store(shm, count, off + idx[j], x[j]);
                 // Only the threads that share slots need to meet: a warp, when the group has at most
                 // 32 threads or both rounds keep each warp's elements in its own 128 slots (DIT
-                // rounds starting at level <= 5, DIF rounds whose larger distance is <= 64); else the
-                // block.
-                // Warps then drift apart, and one warp's loads overlap another's products.
+                // rounds starting at level <= 5, DIF rounds whose larger distance is <= 64), else
+                // the block.  Warps then drift apart, one warp's loads overlapping another's products
+                // (tests/test_gpu_plan.py checks the rule against the slot layout).
                 if (b <= 7 || (radix4 && (dif ? b - r <= 5 : r <= 5)))
                     __syncwarp(blockDim.x >= 32 ? 0xffffffffu : (1u << blockDim.x) - 1);
                 else

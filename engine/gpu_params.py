@@ -19,10 +19,6 @@ DEFAULT_FIELD_MUL = "auto"
 # Blocks per SM the NTT passes are built for (__launch_bounds__ minimum): 4 caps them at 64
 # registers, 4 x 256 threads (perf/RESULTS.md).  GROTH16_NTT_MIN_BLOCKS overrides, for experiments.
 DEFAULT_NTT_MIN_BLOCKS = 4
-# The base field's Montgomery product is one out-of-line function, not inlined at every use:
-# a mixed point addition inlines ten products, which overflowed the instruction cache in
-# the MSM's accumulation loop (perf/RESULTS.md).  The scalar field's stays inline (the NTT's
-# few call sites).  GROTH16_FQ_MUL_INLINE=1 inlines it again, for experiments.
 
 
 def _limbs32(x: int, n: int) -> list[int]:
@@ -33,6 +29,14 @@ def allows_shoup(p: int, n_bytes: int) -> bool:
     """Shoup products by table constants (the NTT's twiddles) leave results below 3p, which
     must fit the field's words: true for BN254's Fr, false for BLS12-381's."""
     return 3 * p < 1 << (8 * n_bytes)
+
+
+def fq_mul_out_of_line() -> bool:
+    """The base field's Montgomery product is one out-of-line function, not inlined at every
+    use: a mixed point addition inlines ten products, which overflowed the instruction cache
+    in the MSM's accumulation loop (perf/RESULTS.md).  The scalar field's stays inline (the
+    NTT's few call sites).  GROTH16_FQ_MUL_INLINE=1 inlines it again, for experiments."""
+    return os.environ.get("GROTH16_FQ_MUL_INLINE") != "1"
 
 
 def field_struct(name: str, p: int, n_bytes: int, mul_out_of_line: bool = False) -> str:
@@ -74,5 +78,5 @@ def params_header(curve: Curve, field_mul: str | None = None) -> str:
         "#ifndef GROTH16_STDINT\n#define GROTH16_STDINT\n"
         "typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\ntypedef int int32_t;\n#endif\n"
         + field_struct("FR_P", curve.r, curve.n8r)
-        + field_struct("FQ_P", curve.q, curve.n8q, mul_out_of_line=os.environ.get("GROTH16_FQ_MUL_INLINE") != "1")
+        + field_struct("FQ_P", curve.q, curve.n8q, mul_out_of_line=fq_mul_out_of_line())
     )
