@@ -8,6 +8,8 @@ multiply-add rate (perf_imad in kernels.cu).
 """
 from __future__ import annotations
 
+import datetime
+import json
 import random
 import statistics
 import sys
@@ -115,5 +117,16 @@ def table(rows: list[dict], cols: list[str]) -> str:
     return f"| {head} |\n|-{sep}-|\n" + "\n".join(f"| {ln} |" for ln in body.splitlines())
 
 
-__all__ = ["time_ms", "measure_bandwidth", "measure_imad_rate", "measure_rates", "imads_per_mul", "imads_per_shoup", "random_points", "random_scalars",
+def report(dev: Device, rates: dict, rows: list[dict], cols: list[str], json_path: str | None) -> None:
+    """The closing lines of a benchmark: date, device and the run's ceilings, the table, and
+    the rows as JSON where asked."""
+    print(f"\n{datetime.date.today()} {dev.name}: bandwidth {rates['bw'] / 1e12:.2f} TB/s (copy, read+write), "
+          f"IMAD rate {rates['imad'] / 1e12:.2f} T/s (perf_imad)")
+    print(table(rows, cols))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"rates": rates, "rows": rows, "device": dev.name}, f, indent=1)
+
+
+__all__ = ["time_ms", "report", "measure_bandwidth", "measure_imad_rate", "measure_rates", "imads_per_mul", "imads_per_shoup", "random_points", "random_scalars",
            "table", "from_ints"]

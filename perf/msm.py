@@ -11,11 +11,8 @@ the measured IMAD rate and (bytes read) over the measured bandwidth.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 
-from gpu_common import (Device, imads_per_mul, measure_rates, random_points,
-                        random_scalars, table, time_ms)
+from gpu_common import Device, imads_per_mul, measure_rates, random_points, random_scalars, report, time_ms
 
 from engine.curves import curve_by_name
 from engine.gpu import msm as gmsm
@@ -86,13 +83,7 @@ def main() -> None:
         for s in args.sizes.split(","):
             rows.append(bench(backend, bn, int(s), True, fold, args.repeats, rates))
             print(rows[-1], flush=True)
-    print(f"\n{datetime.date.today()} {dev.name}: bandwidth {rates['bw'] / 1e12:.2f} TB/s (copy, read+write), "
-          f"IMAD rate {rates['imad'] / 1e12:.2f} T/s (perf_imad)")
-    print(table(rows, ["curve", "group", "log2 n", "c", "fold", "ms", "floor ms", "ratio"]))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rates": rates, "rows": rows, "device": dev.name}, f, indent=1)
-
+    report(dev, rates, rows, ["curve", "group", "log2 n", "c", "fold", "ms", "floor ms", "ratio"], args.json)
 
 if __name__ == "__main__":
     main()

@@ -14,11 +14,9 @@ BN254's Fr, 4N^2 for the Montgomery one of BLS12-381's) over the IMAD rate and
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import statistics
 
-from gpu_common import Device, Event, imads_per_mul, imads_per_shoup, measure_rates, random_scalars, table, time_ms
+from gpu_common import Device, Event, imads_per_mul, imads_per_shoup, measure_rates, random_scalars, report, time_ms
 
 from engine.curves import curve_by_name
 from engine.gpu import ntt as gntt
@@ -51,18 +49,17 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates, per_pass: boo
     inv_ms = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True), repeats)
     coset_ms = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset), repeats)
     fwd_ms = time_ms(stream, lambda: gntt.dit(mod, buf, tables, stream, inverse=False), repeats)
+    passes = len(gntt.pass_sizes(k))
     extra = {}
     if per_pass:
-        count = len(gntt.pass_sizes(k))
         extra["NTT passes ms"] = pass_ms(stream, lambda m: gntt.dit(mod, buf, tables, stream, inverse=False,
-                                                                     mark=m), count, repeats)
+                                                                     mark=m), passes, repeats)
         extra["iNTT+coset passes ms"] = pass_ms(stream, lambda m: gntt.dif(mod, buf, tables, stream, inverse=True,
                                                                             scale=tables.coset, mark=m),
-                                                count, repeats)
+                                                passes, repeats)
     tables.free(stream)
     Device.free(buf, stream)
     stream.synchronize()
-    passes = len(gntt.pass_sizes(k))
     per_product = imads_per_shoup(8) if gntt.twiddle_bytes(curve) > gntt.FR_BYTES else imads_per_mul(8)
     ops = (n // 2) * k * per_product
     nbytes = passes * 2 * n * 32
@@ -89,16 +86,10 @@ def main() -> None:
         for s in args.sizes.split(","):
             rows.append(bench(backend, curve, int(s), args.repeats, rates, args.per_pass))
             print(rows[-1], flush=True)
-    print(f"\n{datetime.date.today()} {dev.name}: bandwidth {rates['bw'] / 1e12:.2f} TB/s, "
-          f"IMAD rate {rates['imad'] / 1e12:.2f} T/s")
     cols = ["curve", "log2 n", "passes", "NTT ms", "iNTT ms", "iNTT+coset ms", "floor ms", "ratio"]
     if args.per_pass:
         cols += ["NTT passes ms", "iNTT+coset passes ms"]
-    print(table(rows, cols))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rates": rates, "rows": rows, "device": dev.name}, f, indent=1)
-
+    report(dev, rates, rows, cols, args.json)
 
 if __name__ == "__main__":
     main()
