@@ -1,6 +1,6 @@
 // Prime fields and their quadratic extension, written once as templates over a field's
 // constants (a struct P with N, MOD, INV, ONE, R2, MODM2, BITS; made by the build from
-// engine/curves.py).  Elements are kept fully reduced, in Montgomery form with
+// engine/algebra/curves.py).  Elements are kept fully reduced, in Montgomery form with
 // R = 2^(32N): exactly the bytes of a snarkjs zkey, so key data uploads unchanged.
 #pragma once
 

@@ -58,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(256) quotient_h(const uint32_t* a, 
 }
 
 // ---- NTT
-#ifndef NTT_MIN_BLOCKS  // set by params.cuh (engine/gpu_params.py)
+#ifndef NTT_MIN_BLOCKS  // set by params.cuh (engine/backends/gpu/params.py)
 #define NTT_MIN_BLOCKS 4
 #endif
 extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)

@@ -1,5 +1,99 @@
-"""An asyncio-native Groth16 proving engine (BN254, BLS12-381), compatible with circom/snarkjs."""
-from .curves import BLS12_381, BN254, Curve, curve_by_name
-from .errors import EngineError
+"""An asyncio-native Groth16 proving engine (BN254, BLS12-381), compatible with circom/snarkjs.
 
-__all__ = ["BN254", "BLS12_381", "Curve", "curve_by_name", "EngineError"]
+The public face::
+
+    from engine import Engine, EngineConfig
+
+    async with Engine(EngineConfig(backend="auto")) as eng:
+        key = await eng.load_key("circuit.zkey", wasm="circuit.wasm")
+        proof = await eng.prove(key, {"a": 3, "b": 11})
+        proof.write("proof.json", "public.json")
+
+Everything named in `__all__` is importable from `engine`.  The errors are
+loaded at once (they are small); the rest on first use, so that importing
+`engine` (or one of its light modules, such as the client) stays fast and
+pulls in neither numpy nor CUDA.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import (
+    BackendUnavailableError,
+    BudgetError,
+    CurveMismatchError,
+    DeviceError,
+    DeviceOutOfMemoryError,
+    EngineClosedError,
+    EngineError,
+    EngineStartError,
+    FormatError,
+    InputFileError,
+    KernelCompileError,
+    MismatchError,
+    UnsatisfiedWitnessError,
+    VerificationError,
+    WitnessGenerationError,
+)
+
+# name -> (module, attribute): resolved on first access (PEP 562)
+_LAZY = {
+    "Engine": ("engine.api", "Engine"),
+    "KeyHandle": ("engine.api", "KeyHandle"),
+    "StreamResult": ("engine.api", "StreamResult"),
+    "prove_files": ("engine.api", "prove_files"),
+    "aprove_files": ("engine.api", "aprove_files"),
+    "EngineConfig": ("engine.config", "EngineConfig"),
+    "ConfigError": ("engine.config", "ConfigError"),
+    "load_config": ("engine.config", "load"),
+    "Proof": ("engine.groth16.proof", "Proof"),
+    "VerificationKey": ("engine.groth16.proof", "VerificationKey"),
+    "verify": ("engine.groth16.verifier", "verify"),
+    "read_proof": ("engine.formats.json", "read_proof"),
+    "read_public": ("engine.formats.json", "read_public"),
+    "read_vkey": ("engine.formats.json", "read_vkey"),
+    "read_zkey": ("engine.formats.zkey", "read_zkey"),
+    "read_wtns": ("engine.formats.wtns", "read_wtns"),
+    "Curve": ("engine.algebra.curves", "Curve"),
+    "BN254": ("engine.algebra.curves", "BN254"),
+    "BLS12_381": ("engine.algebra.curves", "BLS12_381"),
+    "curve_by_name": ("engine.algebra.curves", "curve_by_name"),
+}
+
+__all__ = [
+    "Engine", "EngineConfig", "KeyHandle", "StreamResult", "Proof", "VerificationKey",
+    "prove_files", "aprove_files", "load_config", "verify",
+    "read_proof", "read_public", "read_vkey", "read_zkey", "read_wtns",
+    "Curve", "BN254", "BLS12_381", "curve_by_name",
+    "EngineError", "ConfigError", "EngineStartError", "EngineClosedError", "InputFileError", "FormatError",
+    "MismatchError", "CurveMismatchError", "UnsatisfiedWitnessError", "VerificationError",
+    "WitnessGenerationError", "BackendUnavailableError", "DeviceError", "DeviceOutOfMemoryError",
+    "KernelCompileError", "BudgetError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from engine.algebra.curves import BLS12_381, BN254, Curve, curve_by_name  # noqa: F401
+    from engine.api import Engine, KeyHandle, StreamResult, aprove_files, prove_files  # noqa: F401
+    from engine.config import ConfigError, EngineConfig  # noqa: F401
+    from engine.config import load as load_config  # noqa: F401
+    from engine.formats.json import read_proof, read_public, read_vkey  # noqa: F401
+    from engine.formats.wtns import read_wtns  # noqa: F401
+    from engine.formats.zkey import read_zkey  # noqa: F401
+    from engine.groth16.proof import Proof, VerificationKey  # noqa: F401
+    from engine.groth16.verifier import verify  # noqa: F401

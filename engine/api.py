@@ -36,8 +36,10 @@ from scheduler.pipeline import KeyRecord, Partition, Pipeline
 from scheduler.synth_pool import SynthPool
 from scheduler.timeline import Event, MemorySink, Stage, Timeline
 
-from .config import ConfigError, EngineConfig
-from .errors import EngineClosedError, EngineError, MismatchError
+from engine.config import ConfigError, EngineConfig
+from engine.errors import EngineClosedError, EngineError, EngineStartError, MismatchError
+
+log = logging.getLogger("engine")
 
 UNLIMITED = 1 << 62  # a budget that never binds (the CPU backend's device memory)
 
@@ -46,7 +48,7 @@ UNLIMITED = 1 << 62  # a budget that never binds (the CPU backend's device memor
 
 def synthesise_wtns(path: str) -> tuple[dict, np.ndarray]:
     """Synthesis task: load a .wtns file (runs in a synthesis worker process)."""
-    from .formats import read_wtns  # noqa: PLC0415
+    from engine.formats import read_wtns  # noqa: PLC0415
 
     w = read_wtns(path)
     return {"prime": int(w.prime)}, w.values
@@ -54,7 +56,7 @@ def synthesise_wtns(path: str) -> tuple[dict, np.ndarray]:
 
 def synthesise_wasm(wasm_path: str, inputs: dict) -> tuple[dict, np.ndarray]:
     """Synthesis task: compute a witness from circuit.wasm and inputs (runs in a worker process)."""
-    from .wasm_witness import compute_witness  # noqa: PLC0415
+    from engine.witness.calculator import compute_witness  # noqa: PLC0415
 
     out = compute_witness(wasm_path, inputs)
     values = getattr(out, "values", out)
@@ -78,7 +80,7 @@ class Groth16Kit:
     name = "groth16"
 
     def read_key(self, path: Any, wasm: Any = None) -> Groth16Key:
-        from .formats import read_zkey  # noqa: PLC0415
+        from engine.formats import read_zkey  # noqa: PLC0415
 
         return Groth16Key(read_zkey(path), None if wasm is None else os.fspath(wasm))
 
@@ -117,7 +119,7 @@ class Groth16Kit:
         raise TypeError(f"cannot prove {type(item).__name__}: give a .wtns path, an inputs dict, a Witness or values")
 
     def check(self, key: Groth16Key, meta: Any, values: np.ndarray, label: str) -> None:
-        from .prover import check_witness_for_key  # noqa: PLC0415
+        from engine.groth16.prover import check_witness_for_key  # noqa: PLC0415
 
         prime = (meta or {}).get("prime") or key.zkey.curve.r
         check_witness_for_key(key.zkey, prime, values, label)
@@ -131,17 +133,17 @@ class Groth16Kit:
     # the shared CPU process pool, so they neither serialise on the GIL nor starve the
     # device threads of it.  The calling thread only waits on the result.
     def finish(self, key: Groth16Key, core: Any, public: np.ndarray) -> Any:
-        from . import cpu_pool  # noqa: PLC0415
-        from .prover import KeyHeader, finish  # noqa: PLC0415
+        from scheduler import cpu_pool  # noqa: PLC0415
+        from engine.groth16.prover import KeyHeader, finish  # noqa: PLC0415
 
         if key.header is None:
             key.header = KeyHeader.from_zkey(key.zkey)
         return cpu_pool.get_pool().submit(finish, key.header, core, public, verify=False).result()
 
     def verify(self, key: Groth16Key, proof: Any) -> None:
-        from . import cpu_pool  # noqa: PLC0415
-        from .prover import verify_or_raise  # noqa: PLC0415
-        from .verifier import vk_from_zkey  # noqa: PLC0415
+        from scheduler import cpu_pool  # noqa: PLC0415
+        from engine.groth16.prover import verify_or_raise  # noqa: PLC0415
+        from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
 
         if key.vk is None:
             key.vk = vk_from_zkey(key.zkey)
@@ -239,20 +241,32 @@ class Engine:
         self._pipeline: Pipeline | None = None
         self._tg = None
         self._backends: list[Any] = []
+        self._timeline_created = False
+        self._workers_started = False
 
     # ---- lifecycle
     async def __aenter__(self) -> "Engine":
         if self._state != "new":
             raise EngineClosedError("an Engine can be entered once")
-        cfg = self.config
+        self._state = "starting"
         try:
-            kit, backends, device_ids = self._make_backends()
-        except BaseException:
+            await self._start()
+        except BaseException as exc:
+            await self._abort_start()
             self._state = "closed"
+            if isinstance(exc, Exception) and not isinstance(exc, EngineError):
+                raise EngineStartError(f"the engine could not start: {type(exc).__name__}: {exc}") from exc
             raise
-        if cfg.timeline:
-            self.timeline.add_file(cfg.timeline)
+        self._state = "open"
+        return self
+
+    async def _start(self) -> None:
+        cfg = self.config
+        kit, backends, device_ids = self._make_backends()
         self._kit, self._backends = kit, backends
+        if cfg.timeline:
+            self._timeline_created = not os.path.exists(cfg.timeline)
+            self.timeline.add_file(cfg.timeline)
         capacities = []
         for b in backends:
             if cfg.vram_budget is not None:
@@ -274,23 +288,35 @@ class Engine:
                                preload=[type(kit).__module__])
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
-        try:
+        self._workers_started = True
+        for worker in self.devices:
+            worker.start()
+        await self.synth.start()
+        if cfg.idle_trim_s:
             for worker in self.devices:
-                worker.start()
-            await self.synth.start()
-            if cfg.idle_trim_s:
-                for worker in self.devices:
-                    self._tg.start_soon(worker.idle_trim_loop, cfg.idle_trim_s)
-        except BaseException:
-            self._tg.cancel_scope.cancel()
-            with anyio.CancelScope(shield=True):
-                await self._tg.__aexit__(None, None, None)
-                await self._teardown()
-            raise
+                self._tg.start_soon(worker.idle_trim_loop, cfg.idle_trim_s)
         self._pipeline = Pipeline(self.devices, self.vram, self.host, self.synth, kit, timeline=self.timeline,
                                   verify=cfg.verify, cpu_threads=cfg.epilogue_threads)
-        self._state = "open"
-        return self
+
+    async def _abort_start(self) -> None:
+        """Undo a partial start: no process, shared-memory block, thread or file is left behind."""
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+            try:
+                await self._tg.__aexit__(None, None, None)  # not inside another scope: scopes must nest
+            except BaseException:  # noqa: BLE001 - the start's own error is the one to report
+                pass
+            self._tg = None
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._teardown()
+            except BaseException:  # noqa: BLE001
+                log.debug("teardown after a failed start raised", exc_info=True)
+        if self.config.timeline and self._timeline_created:
+            try:
+                os.unlink(self.config.timeline)
+            except OSError:
+                pass
 
     async def __aexit__(self, exc_type, exc, tb) -> bool | None:
         self._state = "closing"
@@ -305,7 +331,12 @@ class Engine:
         finally:
             self._tg.cancel_scope.cancel()  # the idle-trim loops
             try:
-                await self._tg.__aexit__(exc_type, exc, tb)
+                # The body's own exception is not handed to the task group: it would come back
+                # wrapped in an ExceptionGroup, and `except EngineError` around the block would miss it.
+                await self._tg.__aexit__(None, None, None)
+            except BaseExceptionGroup as group:
+                if exc is None:
+                    raise _single(group) from None
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._teardown()
@@ -320,8 +351,17 @@ class Engine:
         for worker in self.devices:
             close = getattr(worker.backend, "close", None)
             if close is not None:
-                await worker.call(close)
-            await worker.stop()
+                if self._workers_started:
+                    await worker.call(close)
+                else:  # the device threads never ran: close on this thread
+                    await anyio.to_thread.run_sync(close)
+            if self._workers_started:
+                await worker.stop()
+        if not self.devices:  # backends made, but the start failed before their workers existed
+            for backend in self._backends:
+                close = getattr(backend, "close", None)
+                if close is not None:
+                    await anyio.to_thread.run_sync(close)
         if self.vram is not None:
             self.vram.close()
         self.timeline.close()
@@ -343,7 +383,7 @@ class Engine:
             if len(ids) != len(self._given_backends):
                 raise ConfigError(f"devices: {ids} does not match the {len(self._given_backends)} backends given")
             return kit, self._given_backends, ids
-        from .backend import cuda_device_count, select_backend  # noqa: PLC0415
+        from engine.backends.select import cuda_device_count, select_backend  # noqa: PLC0415
 
         name = cfg.backend
         count = cuda_device_count() if name in ("auto", "gpu") else 0
@@ -585,6 +625,18 @@ class Engine:
                 "the engine is not running (use `async with Engine(...) as eng`)"
                 if self._state == "new" else "the engine has shut down; no new jobs are accepted"
             )
+
+
+def _single(group: BaseExceptionGroup) -> BaseException:
+    """The one exception of a group (nested groups flattened); the group itself when there are several."""
+    leaves: list[BaseException] = []
+
+    def walk(g: BaseExceptionGroup) -> None:
+        for e in g.exceptions:
+            walk(e) if isinstance(e, BaseExceptionGroup) else leaves.append(e)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 else group
 
 
 class _null:

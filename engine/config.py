@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from .errors import EngineError
+from engine.errors import EngineError
 
 BACKENDS = ("auto", "cpu", "gpu", "simulated")
 LOCK_MODES = ("split", "single")
@@ -93,7 +93,7 @@ class SimulationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 
 
 def _cpus() -> int:
-    from .cpu_pool import resolve_workers  # noqa: PLC0415
+    from scheduler.cpu_pool import resolve_workers  # noqa: PLC0415
 
     return resolve_workers(None)
 
@@ -110,7 +110,7 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     lock_mode: str = "split"
     verify: bool = True
     timeline: str | None = None
-    # epilogues + verifications in flight: they run in the CPU process pool (engine.cpu_pool),
+    # epilogues + verifications in flight: they run in the CPU process pool (scheduler.cpu_pool),
     # so by default as many as there are CPUs
     epilogue_threads: int = msgspec.field(default_factory=lambda: _cpus())
     max_in_flight: int = 64

@@ -101,3 +101,7 @@ class BudgetError(EngineError):
 
 class EngineClosedError(EngineError):
     """The engine was shut down (or not started) when a job was submitted."""
+
+
+class EngineStartError(EngineError):
+    """The engine could not start (its backend, device threads or worker processes); nothing is left running."""

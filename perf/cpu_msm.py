@@ -21,9 +21,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import ec, msm  # noqa: E402
-from engine import pairing as pr  # noqa: E402
-from engine.curves import BLS12_381, BN254  # noqa: E402
+from engine.algebra import ec  # noqa: E402
+from engine.algebra import msm  # noqa: E402
+from engine.algebra import pairing as pr  # noqa: E402
+from engine.algebra.curves import BLS12_381, BN254  # noqa: E402
 
 
 def random_points(curve, n: int, g2: bool, seed: int = 1) -> list:
@@ -96,7 +97,7 @@ def run_sweep(workers: int) -> None:
 
 
 def run_verify() -> None:
-    """What engine.verifier.verify does per proof: prepare B, 3 Miller loops, final exponentiation."""
+    """What engine.groth16.verifier.verify does per proof: prepare B, 3 Miller loops, final exponentiation."""
     for curve in (BN254, BLS12_381):
         rng = random.Random(3)
         P = [ec.g1_mul(curve, curve.g1_gen, rng.randrange(curve.r)) for _ in range(4)]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from gpu_common import Device, U32, imads_per_mul, imads_per_shoup, launch, measure_imad_rate, random_scalars, time_ms
 
-from engine.curves import BN254
-from engine.gpu_backend import GpuBackend
+from engine.algebra.curves import BN254
+from engine.backends.gpu import GpuBackend
 
 
 def main() -> None:

@@ -20,9 +20,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cuda_kernels.driver import Device, Event, U32, launch  # noqa: E402
-from engine import ec  # noqa: E402
-from engine.curves import Curve  # noqa: E402
-from engine.limbs import from_ints, g1_to_mont, g2_to_mont  # noqa: E402
+from engine.algebra import ec  # noqa: E402
+from engine.algebra.curves import Curve  # noqa: E402
+from engine.algebra.limbs import from_ints, g1_to_mont, g2_to_mont  # noqa: E402
 
 
 def time_ms(stream, fn, repeats: int = 7, warmup: int = 2) -> float:

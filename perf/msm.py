@@ -14,9 +14,9 @@ import argparse
 
 from gpu_common import Device, imads_per_mul, measure_rates, random_points, random_scalars, report, time_ms
 
-from engine.curves import curve_by_name
-from engine.gpu import msm as gmsm
-from engine.gpu_backend import GpuBackend
+from engine.algebra.curves import curve_by_name
+from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import GpuBackend
 
 MULS_PER_MADD = {False: 10, True: 10 * 3}  # XYZZ mixed add: 8M + 2S; Fq2 product = 3 Fq products
 

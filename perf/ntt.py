@@ -18,9 +18,9 @@ import statistics
 
 from gpu_common import Device, Event, imads_per_mul, imads_per_shoup, measure_rates, random_scalars, report, time_ms
 
-from engine.curves import curve_by_name
-from engine.gpu import ntt as gntt
-from engine.gpu_backend import GpuBackend
+from engine.algebra.curves import curve_by_name
+from engine.backends.gpu import ntt as gntt
+from engine.backends.gpu import GpuBackend
 
 
 def pass_ms(stream, run, passes: int, repeats: int) -> str:

@@ -29,13 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.backend import select_backend  # noqa: E402
-from engine.bench_circuit import write_bench_circuit  # noqa: E402
+from engine.backends.select import select_backend  # noqa: E402
+from engine.groth16.bench_circuit import write_bench_circuit  # noqa: E402
 from engine.formats import read_wtns, read_zkey  # noqa: E402
-from engine.jsonio import write_proof, write_public, write_vkey  # noqa: E402
-from engine.prover import prove  # noqa: E402
-from engine.setup import select_setup_ops, setup_file  # noqa: E402
-from engine.verifier import vk_from_zkey  # noqa: E402
+from engine.formats.json import write_proof, write_public, write_vkey  # noqa: E402
+from engine.groth16.prover import prove  # noqa: E402
+from engine.groth16.setup import select_setup_ops, setup_file  # noqa: E402
+from engine.groth16.verifier import vk_from_zkey  # noqa: E402
 
 STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2", "evaluate",
                "quotient", "msm_h", "msm_a", "msm_b1", "msm_b2", "msm_c", "epilogue", "verify"]

@@ -21,13 +21,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.bench_circuit import make_bench_circuit, write_bench_circuit  # noqa: E402
-from engine.curves import curve_by_name  # noqa: E402
+from engine.groth16.bench_circuit import make_bench_circuit, write_bench_circuit  # noqa: E402
+from engine.algebra.curves import curve_by_name  # noqa: E402
 from engine.formats import read_r1cs  # noqa: E402
-from engine.limbs import fr_from_ints  # noqa: E402
+from engine.algebra.limbs import fr_from_ints  # noqa: E402
 from engine.progress import Progress  # noqa: E402
-from engine.setup import draw_toxic_waste, select_setup_ops, setup_file  # noqa: E402
-from engine.setup_math import log_domain  # noqa: E402
+from engine.groth16.setup import draw_toxic_waste, select_setup_ops, setup_file  # noqa: E402
+from engine.groth16.setup_scalars import log_domain  # noqa: E402
 
 PUBLIC = 2
 

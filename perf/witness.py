@@ -1,4 +1,4 @@
-"""Witness calculation: engine.wasm_witness against snarkjs on the same machine, in the same run.
+"""Witness calculation: engine.witness.calculator against snarkjs on the same machine, in the same run.
 
 Circuit: tests/circuits/witness/merkle.circom (a Poseidon Merkle path of depth
 72, over 2^14 non-linear constraints), compiled here with circom2.
@@ -46,8 +46,8 @@ BIN = ROOT / "node_modules" / ".bin"
 CIRCUIT = ROOT / "tests" / "circuits" / "witness" / "merkle.circom"
 INPUT = ROOT / "tests" / "circuits" / "witness" / "merkle_input.json"
 RESULTS = ROOT / "perf" / "RESULTS.md"
-SECTION = "## Witness calculation (engine.wasm_witness vs snarkjs)"
-WASM_SECTION = "## Witness throughput of worker processes (engine.wasm_witness, no node)"
+SECTION = "## Witness calculation (engine.witness.calculator vs snarkjs)"
+WASM_SECTION = "## Witness throughput of worker processes (engine.witness.calculator, no node)"
 
 NODE_BENCH = """
 import fs from "fs";
@@ -99,7 +99,7 @@ def node_per_witness(wasm: Path, runs: int, tmp: Path) -> tuple[list[float], lis
 
 def engine_per_witness(wasm: Path, runs: int, cache: Path, quick: bool = False):
     """(wall s, CPU s) per witness, and (cold compile s, load-from-disk s), with an empty module cache."""
-    from engine.wasm_witness import WasmCircuit, parse_inputs
+    from engine.witness.calculator import WasmCircuit, parse_inputs
 
     os.environ["GROTH16_ENGINE_CACHE"] = str(cache)
     shutil.rmtree(cache, ignore_errors=True)
@@ -124,7 +124,7 @@ def engine_per_witness(wasm: Path, runs: int, cache: Path, quick: bool = False):
 
 def readout(wasm: Path) -> dict[str, float]:
     """Seconds to read the whole witness out after a calculation, three ways."""
-    from engine.wasm_witness import WasmCircuit, parse_inputs
+    from engine.witness.calculator import WasmCircuit, parse_inputs
 
     c = WasmCircuit.load(wasm)
     c.calculate(parse_inputs(INPUT))
@@ -149,7 +149,7 @@ def readout(wasm: Path) -> dict[str, float]:
 
 
 def _worker(wasm: str, input_json: str, barrier, stop_at, counts, cpu, idx: int) -> None:
-    from engine.wasm_witness import WasmCircuit, parse_inputs
+    from engine.witness.calculator import WasmCircuit, parse_inputs
 
     c = WasmCircuit.load(wasm)
     inputs = parse_inputs(input_json)
@@ -230,7 +230,7 @@ def wasm_only(args, workers: list[int]) -> int:
     from importlib import metadata
 
     from engine.errors import EngineError
-    from engine.wasm_witness import WasmCircuit, parse_inputs
+    from engine.witness.calculator import WasmCircuit, parse_inputs
 
     started = machine()
     wasm, input_json = Path(args.wasm).resolve(), Path(args.input).resolve()
@@ -321,7 +321,7 @@ def main() -> int:
         reads = readout(wasm)
         busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
         rates = {w: throughput(wasm, w, args.seconds) for w in workers}
-        from engine.wasm_witness import WasmCircuit
+        from engine.witness.calculator import WasmCircuit
 
         n_witness = WasmCircuit.load(wasm).n_witness
 

@@ -22,7 +22,7 @@ import anyio.lowlevel
 
 from engine.errors import BudgetError
 
-from . import guard
+from scheduler import guard
 
 PROOF = "proof"  # a proof's working set: counted by the guard (design.md §5 rule 1)
 MAINTENANCE = "maintenance"  # the whole pool, held by the idle hook while it trims

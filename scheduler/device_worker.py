@@ -27,9 +27,9 @@ from typing import Any, Callable
 
 import anyio
 
-from .budget import Budget
-from .locks import DeviceLocks
-from .timeline import Stage, Timeline
+from scheduler.budget import Budget
+from scheduler.locks import DeviceLocks
+from scheduler.timeline import Stage, Timeline
 
 _STOP = object()
 

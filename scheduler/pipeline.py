@@ -33,11 +33,11 @@ import numpy as np
 
 from engine.errors import BudgetError, MismatchError
 
-from .budget import Budget, fmt_bytes
-from .device_worker import DeviceWorker
-from .locks import SINGLE
-from .synth_pool import OutputTooLargeError, SynthPool
-from .timeline import Stage, Timeline
+from scheduler.budget import Budget, fmt_bytes
+from scheduler.device_worker import DeviceWorker
+from scheduler.locks import SINGLE
+from scheduler.synth_pool import OutputTooLargeError, SynthPool
+from scheduler.timeline import Stage, Timeline
 
 
 class Kit(Protocol):

@@ -2,7 +2,7 @@
 
 It lets the scheduler's tests and perf/sweep.py explore settings without a
 GPU (and settings larger than any local machine).  It follows the backend
-contract of engine/backend.py (`stage`, `compute` returning a Pending,
+contract of engine/backends/base.py (`stage`, `compute` returning a Pending,
 `working_set_bytes`, `load_key`, plus the optional `bind_thread`, `discard`,
 `trim_pool`, `resident_bytes`, `memory_budget_bytes`) and models the parts that
 matter to scheduling:
@@ -38,8 +38,8 @@ import numpy as np
 
 from engine.errors import DeviceOutOfMemoryError, EngineError, VerificationError
 
-from . import guard
-from .pipeline import Partition
+from scheduler import guard
+from scheduler.pipeline import Partition
 
 GiB = 1 << 30
 FAIL_ON_DEVICE = 0x5EED_FA11  # witness[0, 1] == this: the simulated stage raises

@@ -31,9 +31,10 @@ import numpy as np
 
 from engine.errors import MismatchError, WitnessGenerationError
 
-from .budget import fmt_bytes
-from .locks import FifoSlots
-from .shm import ShmBlock
+from scheduler.budget import fmt_bytes
+from scheduler.locks import FifoSlots
+from scheduler.processes import start_process
+from scheduler.shm import ShmBlock
 
 START_METHODS = ("forkserver", "spawn")
 _READY_TIMEOUT_S = 120.0
@@ -312,7 +313,7 @@ class SynthPool:
                 return
             parent, child = self._ctx.Pipe(duplex=True)
             process = self._ctx.Process(target=_worker_main, args=(child, idx), daemon=True, name=f"synth-{idx}")
-            process.start()
+            start_process(process)
             child.close()
             if not parent.poll(_READY_TIMEOUT_S):
                 process.kill()
@@ -322,9 +323,7 @@ class SynthPool:
             except (EOFError, OSError):
                 process.join(5.0)
                 raise WitnessGenerationError(
-                    f"synthesis worker {idx} exited while starting (exit code {process.exitcode}); with "
-                    f"start method {self.start_method!r} the main script must guard its entry point with "
-                    "`if __name__ == '__main__':`"
+                    f"synthesis worker {idx} exited while starting (exit code {process.exitcode})"
                 ) from None
             assert hello[0] == "ready", hello
             self._workers[idx] = _Worker(idx, process, parent)

@@ -9,8 +9,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,n
 for c in bn128 bls12381; do
   python3 - "$c" <<'PY' &
 import sys, time
-from engine.curves import curve_by_name
-from engine.gpu_params import params_header
+from engine.algebra.curves import curve_by_name
+from engine.backends.gpu.params import params_header
 from cuda_kernels.build import compile_cubin
 t = time.time()
 compile_cubin(params_header(curve_by_name(sys.argv[1])), arch="sm_90")

@@ -1,4 +1,4 @@
-"""Synthetic benchmark circuits (engine.bench_circuit): satisfiable, exact size, realistic, reproducible."""
+"""Synthetic benchmark circuits (engine.groth16.bench_circuit): satisfiable, exact size, realistic, reproducible."""
 from __future__ import annotations
 
 import json
@@ -7,12 +7,17 @@ import numpy as np
 import pytest
 from conftest import run_engine, run_snarkjs
 
-from engine.bench_circuit import NUM2BITS_WIDTH, make_bench_circuit, plan, write_bench_circuit
-from engine.curves import BLS12_381, BN254
+from engine.groth16.bench_circuit import (
+    NUM2BITS_WIDTH,
+    make_bench_circuit,
+    plan,
+    write_bench_circuit,
+)
+from engine.algebra.curves import BLS12_381, BN254
 from engine.errors import UnsatisfiedWitnessError
 from engine.formats import read_r1cs, read_wtns
-from engine.r1cs_check import check_witness
-from engine.setup_math import log_domain
+from engine.groth16.r1cs_check import check_witness
+from engine.groth16.setup_scalars import log_domain
 
 CURVES = [BN254, BLS12_381]
 CURVE_IDS = [c.name for c in CURVES]

@@ -210,7 +210,7 @@ def test_verify_on_bad_files_is_one_line_error(tmp_path, which, content, words):
 
 
 def test_info_reads_a_ptau_header(tmp_path, capsys):
-    from engine.curves import BLS12_381
+    from engine.algebra.curves import BLS12_381
 
     head = struct.pack("<I", 48) + BLS12_381.q.to_bytes(48, "little") + struct.pack("<II", 12, 28)
     p = tmp_path / "pot.ptau"

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, FIXTURES, REPO, run_engine
 
-from engine.curves import curve_by_name
+from engine.algebra.curves import curve_by_name
 from engine.formats import read_wtns, write_wtns
-from engine.limbs import from_ints, to_ints
+from engine.algebra.limbs import from_ints, to_ints
 
 TINY = FIXTURES / "tiny"
 

@@ -8,15 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import cpu_backend, ec
-from engine.curves import BLS12_381, BN254
+from engine.backends import cpu as cpu_backend
+from engine.algebra import ec
+from engine.algebra.curves import BLS12_381, BN254
 from engine.errors import FormatError
 from engine.formats import read_wtns, read_zkey
 from engine.formats.zkey import COEFF_DTYPE, ZKey
-from engine.limbs import fr_from_ints, g1_to_mont, g2_to_mont, to_ints
-from engine.proof import VerificationKey
-from engine.prover import prove
-from engine.verifier import verify, vk_from_zkey
+from engine.algebra.limbs import fr_from_ints, g1_to_mont, g2_to_mont, to_ints
+from engine.groth16.proof import VerificationKey
+from engine.groth16.prover import prove
+from engine.groth16.verifier import verify, vk_from_zkey
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tiny"
 CURVES = pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=["bn128", "bls12381"])
@@ -208,9 +209,9 @@ def test_fixture_proof_from_cpu_backend_verifies_against_snarkjs_vkey(curve):
 def test_epilogue_matches_the_textbook_formulas(curve):
     """pi_a = α1 + A + rδ1, pi_b = β2 + B2 + sδ2, pi_c = C + H + s·pi_a + r·b1 - rs·δ1 with
     b1 = β1 + B1 + sδ1 (spec §5.1 step 7), against the epilogue's shorter evaluation."""
-    from engine.backend import CoreResult
-    from engine.limbs import g1_from_mont, g2_from_mont
-    from engine.prover import epilogue
+    from engine.backends.base import CoreResult
+    from engine.algebra.limbs import g1_from_mont, g2_from_mont
+    from engine.groth16.prover import epilogue
 
     zk, _, _ = make_zkey(curve)
     add, mul = ec.g1_add, ec.g1_mul

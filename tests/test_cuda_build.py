@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cuda_kernels import build, gen_mont_ptx
-from engine.curves import BLS12_381, BN254
-from engine.gpu_params import params_header
+from engine.algebra.curves import BLS12_381, BN254
+from engine.backends.gpu.params import params_header
 
 ROOT = Path(__file__).resolve().parent.parent
 

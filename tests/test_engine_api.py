@@ -207,7 +207,7 @@ async def test_timeline_option_writes_one_json_line_per_event(tmp_path):
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_cpu_backend_proves_files_that_verify(curve, tmp_path):
     from engine.formats import read_zkey
-    from engine.verifier import verify, vk_from_zkey
+    from engine.groth16.verifier import verify, vk_from_zkey
 
     d = TINY / curve
     timeline = tmp_path / "t.jsonl"

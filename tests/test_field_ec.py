@@ -8,8 +8,9 @@ import pytest
 from py_ecc import optimized_bls12_381 as pe_bls
 from py_ecc import optimized_bn128 as pe_bn
 
-from engine import ec, field
-from engine.curves import BLS12_381, BN254
+from engine.algebra import ec
+from engine.algebra import field
+from engine.algebra.curves import BLS12_381, BN254
 
 CURVES = [pytest.param(BN254, pe_bn, id="bn128"), pytest.param(BLS12_381, pe_bls, id="bls12381")]
 rng = random.Random()

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.curves import BLS12_381, BN254, curve_by_name
+from engine.algebra.curves import BLS12_381, BN254, curve_by_name
 from engine.errors import FormatError, InputFileError
 from engine.formats import read_r1cs, read_wtns, read_zkey, write_r1cs, write_wtns, write_zkey
 from engine.formats.r1cs import (
@@ -23,7 +23,7 @@ from engine.formats.r1cs import (
     _lc_counts_wasm,
 )
 from engine.formats.zkey import COEFF_DTYPE, ZKey, fresh_mpc_section, mpc_summary
-from engine.limbs import from_ints, g1_from_mont, g2_from_mont, to_ints
+from engine.algebra.limbs import from_ints, g1_from_mont, g2_from_mont, to_ints
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "tiny"

@@ -10,10 +10,10 @@ import pytest
 
 from conftest import FIXTURES
 from engine.api import Engine
-from engine.backend import cuda_device_count
+from engine.backends.select import cuda_device_count
 from engine.config import EngineConfig
 from engine.formats import read_zkey
-from engine.verifier import verify, vk_from_zkey
+from engine.groth16.verifier import verify, vk_from_zkey
 from scheduler.timeline import MemorySink, Stage
 
 pytestmark = [

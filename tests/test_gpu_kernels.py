@@ -1,7 +1,7 @@
 """Every GPU kernel against the CPU reference, on fresh random inputs and edge cases.
 
 Marked `gpu`: skipped only when no CUDA device exists.  The CPU side is the
-reference backend's own math (engine.ntt, engine.msm, engine.ec), so a
+reference backend's own math (engine.algebra.ntt, engine.algebra.msm, engine.algebra.ec), so a
 disagreement is a GPU bug or a reference bug, never a shared one.
 """
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import ec
-from engine.backend import cuda_device_count
-from engine.curves import BLS12_381, BN254
-from engine.limbs import from_ints, g1_to_mont, g2_to_mont, to_ints
-from engine.msm import msm_g1 as cpu_msm_g1, msm_g2 as cpu_msm_g2
-from engine.ntt import ntt as cpu_ntt
+from engine.algebra import ec
+from engine.backends.select import cuda_device_count
+from engine.algebra.curves import BLS12_381, BN254
+from engine.algebra.limbs import from_ints, g1_to_mont, g2_to_mont, to_ints
+from engine.algebra.msm import msm_g1 as cpu_msm_g1, msm_g2 as cpu_msm_g2
+from engine.algebra.ntt import ntt as cpu_ntt
 
 pytestmark = [
     pytest.mark.gpu,
@@ -30,7 +30,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "tiny"
 
 @pytest.fixture(scope="module")
 def backend():
-    from engine.gpu_backend import GpuBackend
+    from engine.backends.gpu import GpuBackend
 
     b = GpuBackend()
     yield b
@@ -152,7 +152,7 @@ def test_ntt_matches_cpu(backend, curve, k, inverse, coset):
 
 @pytest.mark.parametrize("k", [1, 4, 12])
 def test_quotient_matches_cpu(backend, curve, k):
-    from engine.cpu_backend import CpuBackend
+    from engine.backends.cpu import CpuBackend
 
     rng = random.Random()
     a = from_ints(rand_fr(curve, 1 << k, rng), 4)
@@ -222,10 +222,10 @@ def test_msm_rejects_unreduced_scalars(backend, curve):
 
 @pytest.mark.parametrize("curve_name", ["bn128", "bls12381"])
 def test_evaluate_and_full_proof_match_cpu(backend, curve_name):
-    from engine.cpu_backend import CpuBackend
+    from engine.backends.cpu import CpuBackend
     from engine.formats import read_wtns, read_zkey
-    from engine.prover import prove
-    from engine.verifier import verify, vk_from_zkey
+    from engine.groth16.prover import prove
+    from engine.groth16.verifier import verify, vk_from_zkey
 
     zkey = read_zkey(FIXTURES / curve_name / "tiny.zkey")
     wit = read_wtns(FIXTURES / curve_name / "tiny.wtns")
@@ -241,8 +241,8 @@ def test_evaluate_and_full_proof_match_cpu(backend, curve_name):
 
 @pytest.mark.parametrize("g2", [False, True], ids=["g1", "g2"])
 def test_fixed_base_matches_scalar_multiplication(backend, curve, g2):
-    from engine.gpu_backend import GpuSetupOps
-    from engine.limbs import g1_from_mont, g2_from_mont
+    from engine.backends.gpu import GpuSetupOps
+    from engine.algebra.limbs import g1_from_mont, g2_from_mont
 
     rng = random.Random()
     scalars = rand_fr(curve, 300 if not g2 else 60, rng) + [255, 256, 1 << 248]

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from engine.curves import BLS12_381, BN254
-from engine.gpu import ntt as gntt
-from engine.gpu_params import params_header
+from engine.algebra.curves import BLS12_381, BN254
+from engine.backends.gpu import ntt as gntt
+from engine.backends.gpu.params import params_header
 
 
 @pytest.mark.parametrize("k", range(0, 31))
@@ -108,7 +108,7 @@ def _warp_exchange(dif: bool, radix4: bool, b: int, r: int) -> bool:
 def test_warp_exchanges_only_read_slots_the_same_warp_wrote(b, dif):
     """A pass's shared-memory exchange waits for the warp alone only where every slot a thread
     reads next was written by a thread of its own warp (a block of 256 threads, groups of
-    2^(b-2) threads at offsets of 2^b slots, as engine/gpu/ntt.py launches them)."""
+    2^(b-2) threads at offsets of 2^b slots, as engine/backends/gpu/ntt.py launches them)."""
     tpg = 1 << (b - 2)
     block = 256  # a 10-level group fills one block; smaller groups share it
     warp_exchanges = 0

@@ -36,7 +36,7 @@ from conftest import (
     witness_calculate,
 )
 
-from engine.curves import curve_by_name
+from engine.algebra.curves import curve_by_name
 
 pytestmark = pytest.mark.snarkjs
 

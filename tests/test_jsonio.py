@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.curves import BLS12_381, BN254, curve_by_name
+from engine.algebra.curves import BLS12_381, BN254, curve_by_name
 from engine.errors import CurveMismatchError, FormatError, InputFileError
 from engine.formats import read_zkey
-from engine.jsonio import (
+from engine.formats.json import (
     g1_to_json,
     g2_to_json,
     proof_to_json,
@@ -22,7 +22,7 @@ from engine.jsonio import (
     write_public,
     write_vkey,
 )
-from engine.proof import Proof
+from engine.groth16.proof import Proof
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "tiny"
 CURVES = ["bn128", "bls12381"]
@@ -68,8 +68,8 @@ def test_vkey_read_then_written_with_its_alphabeta_is_byte_identical(tmp_path, c
 
 @pytest.mark.parametrize("curve", CURVES)
 def test_vkey_exported_from_zkey_is_byte_identical_to_snarkjs(curve):
-    """vk_alphabeta_12 = e(alpha1, beta2) from engine.pairing, in snarkjs's Fq12 tower layout."""
-    from engine.verifier import vk_from_zkey
+    """vk_alphabeta_12 = e(alpha1, beta2) from engine.algebra.pairing, in snarkjs's Fq12 tower layout."""
+    from engine.groth16.verifier import vk_from_zkey
 
     vk = vk_from_zkey(read_zkey(fx(curve, "tiny.zkey")))
     assert vk_to_json(vk) == fx(curve, "verification_key.json").read_text()

@@ -5,8 +5,9 @@ import random
 
 import pytest
 
-from engine import ec, msm
-from engine.curves import BLS12_381, BN254
+from engine.algebra import ec
+from engine.algebra import msm
+from engine.algebra.curves import BLS12_381, BN254
 
 CURVES = pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=["bn128", "bls12381"])
 rng = random.Random()

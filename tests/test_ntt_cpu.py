@@ -5,10 +5,10 @@ import random
 
 import pytest
 
-from engine.cpu_backend import CpuBackend
-from engine.curves import BLS12_381, BN254
-from engine.limbs import fr_from_ints, to_ints
-from engine.ntt import ntt
+from engine.backends.cpu import CpuBackend
+from engine.algebra.curves import BLS12_381, BN254
+from engine.algebra.limbs import fr_from_ints, to_ints
+from engine.algebra.ntt import ntt
 
 CURVES = pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=["bn128", "bls12381"])
 rng = random.Random()

@@ -9,10 +9,10 @@ import pytest
 from py_ecc import optimized_bls12_381 as pe_bls
 from py_ecc import optimized_bn128 as pe_bn
 
-from engine import ec
-from engine import pairing as pr
-from engine.curves import BLS12_381, BN254
-from engine.field import fq2_sqr, fq2_sqrt
+from engine.algebra import ec
+from engine.algebra import pairing as pr
+from engine.algebra.curves import BLS12_381, BN254
+from engine.algebra.field import fq2_sqr, fq2_sqrt
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tiny"
 CURVES = [pytest.param(BN254, pe_bn, id="bn128"), pytest.param(BLS12_381, pe_bls, id="bls12381")]

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.curves import BLS12_381, BN254
+from engine.algebra.curves import BLS12_381, BN254
 from engine.errors import CurveMismatchError, MismatchError, UnsatisfiedWitnessError
 from engine.formats import read_r1cs, read_wtns
 from engine.formats.r1cs import R1CS, LinearCombinations
-from engine.limbs import from_ints, to_ints
-from engine.r1cs_check import _field_ints, check_witness
+from engine.algebra.limbs import from_ints, to_ints
+from engine.groth16.r1cs_check import _field_ints, check_witness
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "tiny"
 CURVES = ["bn128", "bls12381"]

@@ -15,17 +15,18 @@ import numpy as np
 import pytest
 from conftest import CIRCUITS, FIXTURES, circom_compile, run_engine, run_snarkjs, witness_calculate
 
-from engine import setup_math, setup_pool
-from engine.bench_circuit import write_bench_circuit
-from engine.curves import BLS12_381, BN254, curve_by_name
-from engine.ec import g1_mul, g2_mul
+from engine.groth16 import setup_scalars as setup_math
+from scheduler import setup_pool
+from engine.groth16.bench_circuit import write_bench_circuit
+from engine.algebra.curves import BLS12_381, BN254, curve_by_name
+from engine.algebra.ec import g1_mul, g2_mul
 from engine.errors import BackendUnavailableError, CurveMismatchError
 from engine.formats import read_r1cs, read_zkey, write_r1cs, write_wtns, write_zkey
 from engine.formats.r1cs import R1CS, LinearCombinations
-from engine.limbs import fr_from_ints, g1_from_mont, g2_from_mont, to_ints
-from engine.setup import draw_toxic_waste, generate_key, select_setup_ops, setup
-from engine.setup_math import coeff_entries, coset_lagrange_at, lagrange_at, log_domain
-from engine.setup_ops import CpuSetupOps, ToxicWaste, choose_window, scalar_digits
+from engine.algebra.limbs import fr_from_ints, g1_from_mont, g2_from_mont, to_ints
+from engine.groth16.setup import draw_toxic_waste, generate_key, select_setup_ops, setup
+from engine.groth16.setup_scalars import coeff_entries, coset_lagrange_at, lagrange_at, log_domain
+from engine.groth16.setup_points import CpuSetupOps, ToxicWaste, choose_window, scalar_digits
 
 CURVES = [BN254, BLS12_381]
 CURVE_IDS = [c.name for c in CURVES]
@@ -212,7 +213,7 @@ def order_index(public: bool, name: str) -> int:
 
 @pytest.mark.parametrize("curve", CURVES, ids=CURVE_IDS)
 def test_pool_and_single_process_make_the_same_key(curve, monkeypatch, tmp_path):
-    from engine.bench_circuit import make_bench_circuit
+    from engine.groth16.bench_circuit import make_bench_circuit
 
     r1cs = make_bench_circuit(curve, 200, 3, seed=2).r1cs
     one = generate_key(r1cs, WASTE, CpuSetupOps(workers=1))
@@ -271,9 +272,9 @@ def test_toxic_waste_in_the_domain_is_refused():
 
 # ---------------------------------------------------------------- backend choice and CLI
 def test_backend_gpu_without_device_is_clear_error(monkeypatch):
-    import engine.backend
+    import engine.backends.select
 
-    monkeypatch.setattr(engine.backend, "cuda_device_count", lambda: 0)
+    monkeypatch.setattr(engine.backends.select, "cuda_device_count", lambda: 0)
     with pytest.raises(BackendUnavailableError, match="no CUDA device"):
         select_setup_ops("gpu")
     assert isinstance(select_setup_ops("auto"), CpuSetupOps)

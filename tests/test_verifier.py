@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import ec
-from engine.curves import BLS12_381, BN254
+from engine.algebra import ec
+from engine.algebra.curves import BLS12_381, BN254
 from engine.formats import read_zkey
-from engine.proof import Proof, VerificationKey
-from engine.verifier import alphabeta, verify, verify_batch, vk_from_zkey
+from engine.groth16.proof import Proof, VerificationKey
+from engine.groth16.verifier import alphabeta, verify, verify_batch, vk_from_zkey
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tiny"
 CURVES = pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=["bn128", "bls12381"])

@@ -1,4 +1,4 @@
-"""The circom witness calculator (engine.wasm_witness) and `python -m engine witness`.
+"""The circom witness calculator (engine.witness.calculator) and `python -m engine witness`.
 
 Byte-identity is checked against snarkjs: the committed tiny fixtures (made by
 `snarkjs wtns calculate`) without node, and freshly compiled circuits of
@@ -24,10 +24,10 @@ import wasmtime
 
 import cli
 from conftest import r1cs_header, run_engine, run_snarkjs, witness_calculate
-from engine.curves import BLS12_381, BN254
+from engine.algebra.curves import BLS12_381, BN254
 from engine.errors import CurveMismatchError, InputFileError, WitnessGenerationError
 from engine.formats import read_wtns
-from engine.wasm_witness import (
+from engine.witness.calculator import (
     CircuitAssertionError,
     CircuitFileError,
     CircuitPrimeError,
@@ -565,7 +565,7 @@ def test_failed_circuit_assertion_names_circoms_location_and_writes_nothing(circ
 @pytest.mark.snarkjs
 def test_circuit_log_lines_go_to_the_logger_and_the_cli_shows_them(circom, caplog, capsys, tmp_path):
     _, wasm = circom("guarded")
-    with caplog.at_level("INFO", logger="engine.wasm_witness"):
+    with caplog.at_level("INFO", logger="engine.witness.calculator"):
         WasmCircuit.load(wasm).calculate({"x": 7})
     assert f"{wasm}: log: x is 7" in caplog.messages
     assert capsys.readouterr().out == ""  # library code never prints

@@ -1,6 +1,6 @@
 """`python -m engine bench-circuit --constraints N --curve C <dir>`: a synthetic circuit and its witness.
 
-Writes <dir>/<name>.r1cs and <dir>/<name>.wtns (engine.bench_circuit says
+Writes <dir>/<name>.r1cs and <dir>/<name>.wtns (engine.groth16.bench_circuit says
 what the circuit holds); pair with `python -m engine setup` for a key.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..progress import add_output_flags
+from engine.progress import add_output_flags
 
 DESCRIPTION = """\
 Write a satisfiable synthetic circuit (.r1cs) of exactly N constraints and a
@@ -39,9 +39,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bench_circuit import write_bench_circuit
-    from ..errors import EngineError
-    from ..progress import format_timings, make_progress
+    from engine.groth16.bench_circuit import write_bench_circuit
+    from engine.errors import EngineError
+    from engine.progress import format_timings, make_progress
 
     prog = make_progress("bench-circuit", quiet=args.quiet, json=args.json)
     try:

@@ -20,9 +20,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..formats import read_zkey
-    from ..jsonio import write_vkey
-    from ..verifier import vk_from_zkey
+    from engine.formats import read_zkey
+    from engine.formats.json import write_vkey
+    from engine.groth16.verifier import vk_from_zkey
 
     vk = vk_from_zkey(read_zkey(args.zkey))
     write_vkey(args.vkey, vk)

@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 
-from ..errors import FormatError, file_error
+from engine.errors import FormatError, file_error
 
 
 def register(subparsers) -> None:
@@ -65,7 +65,7 @@ def _sections(bf) -> list[dict]:
 # ---------------------------------------------------------------- binary files
 
 def _r1cs(path) -> dict:
-    from ..formats.r1cs import prime_name, read_r1cs_header
+    from engine.formats.r1cs import prime_name, read_r1cs_header
 
     h, bf = read_r1cs_header(path)
     return {
@@ -87,9 +87,9 @@ def _r1cs(path) -> dict:
 
 
 def _wtns(path) -> dict:
-    from ..formats.binfile import open_binfile
-    from ..formats.wtns import SECTION_NAMES, read_wtns
-    from ..limbs import to_ints
+    from engine.formats.binfile import open_binfile
+    from engine.formats.wtns import SECTION_NAMES, read_wtns
+    from engine.algebra.limbs import to_ints
 
     w = read_wtns(path)
     bf = open_binfile(path, "wtns", min_version=2, max_version=2, names=SECTION_NAMES, lenient_last=2)
@@ -108,8 +108,8 @@ def _wtns(path) -> dict:
 def _zkey(path) -> dict:
     import numpy as np
 
-    from ..formats.binfile import open_binfile
-    from ..formats.zkey import SECTION_NAMES, mpc_summary, read_zkey
+    from engine.formats.binfile import open_binfile
+    from engine.formats.zkey import SECTION_NAMES, mpc_summary, read_zkey
 
     k = read_zkey(path)
     bf = open_binfile(path, "zkey", max_version=2, names=SECTION_NAMES)
@@ -137,8 +137,8 @@ def _zkey(path) -> dict:
 
 
 def _ptau(path) -> dict:
-    from ..curves import curve_by_base_prime
-    from ..formats.binfile import open_binfile
+    from engine.algebra.curves import curve_by_base_prime
+    from engine.formats.binfile import open_binfile
 
     bf = open_binfile(path, "ptau", max_version=1, names={1: "header"})
     cur = bf.cursor(bf.section(1))
@@ -159,7 +159,7 @@ def _ptau(path) -> dict:
 # ---------------------------------------------------------------- JSON files
 
 def _describe_json(path) -> dict:
-    from ..jsonio import load_json, read_proof, read_public, read_vkey
+    from engine.formats.json import load_json, read_proof, read_public, read_vkey
 
     name = os.fspath(path)
     data = load_json(path)

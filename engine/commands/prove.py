@@ -16,8 +16,8 @@ import json
 import os
 import sys
 
-from ..errors import EngineError, InputFileError
-from ..progress import add_output_flags, format_timings, make_progress
+from engine.errors import EngineError, InputFileError
+from engine.progress import add_output_flags, format_timings, make_progress
 
 
 def register(subparsers) -> None:
@@ -35,7 +35,7 @@ def register(subparsers) -> None:
     p.add_argument("--r1cs", metavar="circuit.r1cs",
                    help="check the witness against these constraints first and name the first failing one")
     add_output_flags(p)
-    from ..config import add_arguments
+    from engine.config import add_arguments
 
     add_arguments(p)  # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
     p.set_defaults(func=run)
@@ -54,39 +54,18 @@ def _split_files(args) -> tuple[str | None, str, str]:
 
 
 def _witness_from_wasm(zkey, wasm: str, inputs: str):
-    from ..wasm_witness import WasmCircuit, parse_inputs
+    from engine.witness.calculator import WasmCircuit, parse_inputs
 
     circuit = WasmCircuit.load(wasm, quick=True)  # one witness: compile time dominates
     circuit.check_prime(zkey.curve.r, zkey.path)
     return circuit.prime, circuit.calculate(parse_inputs(inputs), source=inputs)
 
 
-def _write_atomically(outputs: list[tuple[str, str]]) -> None:
-    """Write every file to a temporary name first, then rename: all or nothing."""
-    from ..jsonio import write_text
-
-    temps = []
-    try:
-        for path, text in outputs:
-            tmp = f"{path}.tmp-{os.getpid()}"
-            write_text(tmp, text)
-            temps.append((tmp, path))
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    except OSError as exc:
-        raise InputFileError(exc.filename, f"cannot write: {exc.strerror or exc}") from None
-    finally:
-        for tmp, _ in temps:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..backend import select_backend
-    from ..config import from_args
-    from ..formats import read_r1cs, read_wtns, read_zkey
-    from ..jsonio import proof_to_json, public_to_json
-    from ..prover import check_witness_for_key, prove
+    from engine.backends.select import select_backend
+    from engine.config import from_args
+    from engine.formats import read_r1cs, read_wtns, read_zkey
+    from engine.groth16.prover import check_witness_for_key, prove
 
     wtns_path, proof_path, public_path = _split_files(args)
     config = from_args(args)
@@ -106,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                 prime, values = w.prime, w.values
             check_witness_for_key(zkey, prime, values, witness_name)
         if args.r1cs:
-            from ..r1cs_check import check_witness
+            from engine.groth16.r1cs_check import check_witness
 
             with progress.timed("check constraints", 0.2):
                 check_witness(read_r1cs(args.r1cs), values, r1cs_name=args.r1cs, witness_name=witness_name,
@@ -122,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             backend.close()
         with progress.timed("write", 0.95):
-            _write_atomically([(proof_path, proof_to_json(proof)), (public_path, public_to_json(proof.public))])
+            proof.write(proof_path, public_path)
         progress.add_timings(proof.timings, prefix="  ")
     finally:
         progress.done()
@@ -137,9 +116,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
-    from ..api import prove_files
-    from ..formats import read_zkey
-    from ..jsonio import proof_to_json, public_to_json
+    from engine.api import prove_files
+    from engine.formats import read_zkey
 
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     try:
@@ -152,7 +130,7 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
                 proofs = prove_files(args.zkey, [wtns_path], config=config, timeline=args.timeline)
         proof = proofs[0]
         with progress.timed("write", 0.95):
-            _write_atomically([(proof_path, proof_to_json(proof)), (public_path, public_to_json(proof.public))])
+            proof.write(proof_path, public_path)
     finally:
         progress.done()
     if args.verbose:

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from ..progress import add_output_flags
+from engine.progress import add_output_flags
 
 HELP = "make a DEVELOPMENT Groth16 key (toxic waste known to whoever runs it) for an .r1cs"
 DESCRIPTION = """\
@@ -43,8 +43,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..progress import format_timings, make_progress
-    from ..setup import DEV_WARNING, select_setup_ops, setup_file
+    from engine.progress import format_timings, make_progress
+    from engine.groth16.setup import DEV_WARNING, select_setup_ops, setup_file
 
     ops = select_setup_ops(args.backend, workers=args.workers)
     prog = make_progress("setup", quiet=args.quiet, json=args.json)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import MismatchError
+from engine.errors import MismatchError
 
 
 def register(subparsers) -> None:
@@ -25,8 +25,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..jsonio import read_proof, read_public, read_vkey
-    from ..verifier import verify
+    from engine.formats.json import read_proof, read_public, read_vkey
+    from engine.groth16.verifier import verify
 
     vk = read_vkey(args.vkey)
     public = read_public(args.public, vk.curve)

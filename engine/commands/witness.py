@@ -1,6 +1,6 @@
 """`python -m engine witness <circuit.wasm> <input.json> <witness.wtns>` (as `snarkjs wtns calculate`).
 
-Runs circom's witness calculator in-process (engine.wasm_witness) and writes
+Runs circom's witness calculator in-process (engine.witness.calculator) and writes
 a .wtns byte-identical to snarkjs's.  Nothing is written when the inputs or
 the circuit are wrong.
 """
@@ -12,8 +12,8 @@ import logging
 import os
 import sys
 
-from ..errors import WitnessGenerationError
-from ..progress import add_output_flags, format_timings, make_progress
+from engine.errors import WitnessGenerationError
+from engine.progress import add_output_flags, format_timings, make_progress
 
 WTNS_N8 = 32  # .wtns files here hold 32-byte elements (bn128, bls12381)
 
@@ -33,11 +33,11 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..wasm_witness import WasmCircuit, parse_inputs
+    from engine.witness.calculator import WasmCircuit, parse_inputs
 
     progress = make_progress("witness", quiet=args.quiet, json=args.json)
     # the circuit's own log() lines, which snarkjs prints too (on stderr here: stdout is for --json)
-    circuit_log = logging.getLogger("engine.wasm_witness")
+    circuit_log = logging.getLogger("engine.witness.calculator")
     handler, level = None if args.quiet else logging.StreamHandler(sys.stderr), circuit_log.level
     if handler is not None:
         handler.setFormatter(logging.Formatter("%(message)s"))
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_witness(path: str, prime: int, values) -> None:
     """Write the .wtns; a write that fails half-way leaves no partial file behind."""
-    from ..formats import write_wtns
+    from engine.formats import write_wtns
 
     try:
         write_wtns(path, prime, values)

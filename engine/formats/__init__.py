@@ -6,9 +6,9 @@ per-element Python work at load time.  Every problem with a file raises
 file) naming the path and the problem.  The container itself (magic,
 version, section records) is `binfile`.
 """
-from .r1cs import R1CS, LinearCombinations, read_r1cs, read_r1cs_header, write_r1cs
-from .wtns import Witness, read_wtns, write_wtns
-from .zkey import COEFF_DTYPE, ZKey, read_zkey, write_zkey
+from engine.formats.r1cs import R1CS, LinearCombinations, read_r1cs, read_r1cs_header, write_r1cs
+from engine.formats.wtns import Witness, read_wtns, write_wtns
+from engine.formats.zkey import COEFF_DTYPE, ZKey, read_zkey, write_zkey
 
 __all__ = [
     "R1CS", "LinearCombinations", "read_r1cs", "read_r1cs_header", "write_r1cs",

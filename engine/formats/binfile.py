@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FormatError, file_error, write_error
+from engine.errors import FormatError, file_error, write_error
 
 # magic -> the extension a user knows the file by
 KNOWN_MAGICS = {b"r1cs": ".r1cs", b"wtns": ".wtns", b"zkey": ".zkey", b"ptau": ".ptau"}

@@ -13,8 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves import Curve, curve_by_scalar_prime
-from .binfile import BinFile, open_binfile, rows_ge_mask, subtract_where, write_binfile
+from engine.algebra.curves import Curve, curve_by_scalar_prime
+from engine.formats.binfile import (
+    BinFile,
+    open_binfile,
+    rows_ge_mask,
+    subtract_where,
+    write_binfile,
+)
 
 SECTION_NAMES = {1: "header", 2: "constraints", 3: "wire-to-label map", 4: "custom gates", 5: "custom gate uses"}
 N8 = 32

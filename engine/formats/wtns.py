@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves import Curve, curve_by_scalar_prime
-from .binfile import open_binfile, write_binfile
+from engine.algebra.curves import Curve, curve_by_scalar_prime
+from engine.formats.binfile import open_binfile, write_binfile
 
 SECTION_NAMES = {1: "header", 2: "values"}
 N8 = 32  # bytes per value; both supported curves have a 32-byte scalar field

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curves import Curve, curve_by_base_prime, curve_by_scalar_prime
-from .binfile import BinFile, Section, first_row_ge, open_binfile, write_binfile
+from engine.algebra.curves import Curve, curve_by_base_prime, curve_by_scalar_prime
+from engine.formats.binfile import BinFile, Section, first_row_ge, open_binfile, write_binfile
 
 SECTION_NAMES = {
     1: "protocol", 2: "Groth16 header", 3: "IC", 4: "coeffs", 5: "A", 6: "B1", 7: "B2", 8: "C", 9: "H",

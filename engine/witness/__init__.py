@@ -1,1 +1,1 @@
-"""Pieces of the circom witness calculator; the public API is `engine.wasm_witness`."""
+"""Pieces of the circom witness calculator; the public API is `engine.witness.calculator`."""

@@ -5,7 +5,7 @@ kind of problem (a bad input file, a curve mismatch).
 """
 from __future__ import annotations
 
-from ..errors import CurveMismatchError, InputFileError, WitnessGenerationError
+from engine.errors import CurveMismatchError, InputFileError, WitnessGenerationError
 
 
 class WitnessInputError(WitnessGenerationError, InputFileError):

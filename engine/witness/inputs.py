@@ -22,8 +22,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import file_error
-from .errors import WitnessInputError
+from engine.errors import file_error
+from engine.witness.errors import WitnessInputError
 
 # Inputs after parsing: qualified signal name -> its values, flattened.
 Inputs = dict[str, list[int]]

@@ -1,7 +1,7 @@
 """Compiled circuit.wasm on disk, so a new process does not run Cranelift again.
 
 Compiling a 2 MB circom module takes seconds, far longer than one witness.
-Each process keeps its compiled modules in memory (engine.wasm_witness); this
+Each process keeps its compiled modules in memory (engine.witness.calculator); this
 cache lets the next process (a CLI run, a fresh synthesis worker) map the
 machine code wasmtime produced instead.  Entries are keyed by the wasm bytes,
 the wasmtime version and the compiler settings; wasmtime itself refuses an

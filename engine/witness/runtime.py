@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import wasmtime
 
-from ..errors import WitnessGenerationError
-from .errors import CircuitAssertionError, CircuitFileError, WitnessInputError
-from .inputs import Inputs
+from engine.errors import WitnessGenerationError
+from engine.witness.errors import CircuitAssertionError, CircuitFileError, WitnessInputError
+from engine.witness.inputs import Inputs
 
-log = logging.getLogger("engine.wasm_witness")
+log = logging.getLogger("engine.witness.calculator")
 
 REQUIRED_EXPORTS = (
     "memory", "getVersion", "getFieldNumLen32", "getRawPrime", "readSharedRWMemory",
@@ -174,7 +174,7 @@ class _CircomTrap(Exception):
 class CircuitInstance:
     """One wasmtime Store with an instance of the circuit and of the helper.
 
-    `circuit` is the engine.wasm_witness.WasmCircuit it belongs to (path,
+    `circuit` is the engine.witness.calculator.WasmCircuit it belongs to (path,
     module, sizes); an instance that failed half-way is dropped by the caller.
     """
 

@@ -1,0 +1,166 @@
+"""The backend seam: the stages of one Groth16 proof (design.md §2).
+
+A backend turns (proving key, witness) into the five multi-scalar products of
+a proof; the prover (`engine.groth16.prover`) adds the random r, s and assembles the
+proof on the CPU.  The CPU backend (`engine.backends.cpu`) is the reference;
+the GPU backend (`engine.backends.gpu`) implements the same methods.
+
+Data at the seam (fixed so that arrays can be copied to a device as they are):
+
+* Field elements: numpy ``uint64`` arrays of shape ``(n, n8/8)``, little-endian
+  limbs, **plain** canonical values in [0, p) unless a name says ``mont``.
+  Fr is ``(n, 4)`` on both curves.
+* G1 bases: ``uint64`` ``(n, 2, n8q/8)`` affine x, y in Montgomery form, the
+  zkey's own bytes; all-zero means the point at infinity.
+* G2 bases: ``uint64`` ``(n, 2, 2, n8q/8)``: x.c0, x.c1, y.c0, y.c1, Montgomery.
+* Points returned to Python: affine tuples of ints (plain, not Montgomery):
+  G1 ``(x, y)``, G2 ``((x0, x1), (y0, y1))``, ``None`` for infinity.
+
+The split into `stage` (memory phase: allocations and uploads) and `compute`
+(compute phase: kernels) is what the scheduler's two locks gate
+(design.md §5); `Pending.wait` blocks a waiter thread, never the event loop.
+"""
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from engine.algebra.curves import Curve
+
+G1Point = Optional[tuple[int, int]]
+G2Point = Optional[tuple[tuple[int, int], tuple[int, int]]]
+
+
+@dataclass
+class CoreResult:
+    """The multi-scalar products of one proof, before randomisation (spec §5.1 step 6)."""
+
+    pi_a0: G1Point  # sum_i w_i A_i
+    pi_b1_0: G1Point  # sum_i w_i B1_i
+    pi_b2_0: G2Point  # sum_i w_i B2_i (G2)
+    pi_c0: G1Point  # sum over private wires w_i C_{i-nPublic-1}
+    pi_h: G1Point  # sum_j h_j H_j
+    timings: dict[str, float] = field(default_factory=dict)  # stage name -> seconds
+
+
+class ResidentKey:
+    """A proving key prepared for one backend (on a GPU: uploaded and kept resident).
+
+    Backends subclass it; `zkey` is the parsed key it came from.
+    """
+
+    def __init__(self, zkey: Any):
+        self.zkey = zkey
+
+    @property
+    def curve(self) -> Curve:
+        return self.zkey.curve
+
+    def close(self) -> None:
+        """Release what the key holds (device memory); idempotent."""
+
+
+class Pending:
+    """A proof's compute phase in flight.  `wait()` blocks until it is done."""
+
+    def __init__(self, wait: Callable[[], CoreResult]):
+        self._wait = wait
+        self._result: CoreResult | None = None
+
+    def wait(self) -> CoreResult:
+        if self._result is None:
+            self._result = self._wait()
+        return self._result
+
+
+@dataclass
+class Staged:
+    """A proof after its memory phase: inputs are on the device (or, on the CPU, simply held)."""
+
+    key: ResidentKey
+    witness: np.ndarray
+    state: Any = None  # backend-specific (device buffers, events)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """One way of running the heavy stages of a proof."""
+
+    name: str = "abstract"
+
+    # ---- keys
+    @abstractmethod
+    def load_key(self, zkey: Any) -> ResidentKey:
+        """Prepare a parsed zkey for repeated proofs (upload it once, keep it resident)."""
+
+    def working_set_bytes(self, key: ResidentKey) -> int:
+        """Device memory one proof of this key needs beyond the resident key (0 on the CPU)."""
+        return 0
+
+    # ---- stage primitives (the pipeline below, and tests against the CPU reference)
+    @abstractmethod
+    def evaluate(self, key: ResidentKey, witness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A·w and B·w on the n-point domain from the zkey's coeffs (plain, (n, 4) each)."""
+
+    @abstractmethod
+    def quotient(self, curve: Curve, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """h_j = a'_j b'_j - c'_j on the coset g·ω^j (spec §5.1 steps 3-5), plain (n, 4)."""
+
+    @abstractmethod
+    def ntt(self, curve: Curve, values: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
+        """Natural-order NTT of a power-of-two length (spec §5.2).
+
+        forward:  out_i = sum_j x_j g^j ω^(ij)  (g = the coset generator when coset, else 1)
+        inverse:  the exact inverse of forward with the same `coset` flag.
+        """
+
+    @abstractmethod
+    def msm_g1(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray) -> G1Point:
+        """sum_i scalars_i * bases_i; bases (n, 2, L) Montgomery affine, scalars (n, 4) plain.
+
+        Scalars must be < r; a backend raises ValueError for one that is not.
+        """
+
+    @abstractmethod
+    def msm_g2(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray) -> G2Point:
+        """As msm_g1, over G2 bases (n, 2, 2, L)."""
+
+    # ---- one proof, split into the scheduler's two phases
+    def stage(self, key: ResidentKey, witness: np.ndarray) -> Staged:
+        """Memory phase: make the witness available to `compute` (upload, allocate)."""
+        return Staged(key=key, witness=witness)
+
+    def compute(self, staged: Staged) -> Pending:
+        """Compute phase: start the stages; the returned Pending's wait() gives the result."""
+        result = self.prove_core(staged.key, staged.witness)
+        result.timings = {**staged.timings, **result.timings}
+        return Pending(lambda: result)
+
+    def prove_core(self, key: ResidentKey, witness: np.ndarray) -> CoreResult:
+        """All heavy stages of one proof, run one after another (the reference pipeline)."""
+        z = key.zkey
+        curve = z.curve
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        a, b = self.evaluate(key, witness)
+        timings["evaluate"], t = time.perf_counter() - t, time.perf_counter()
+        h = self.quotient(curve, a, b)
+        timings["quotient"], t = time.perf_counter() - t, time.perf_counter()
+        pi_h = self.msm_g1(curve, z.h, h)
+        timings["msm_h"], t = time.perf_counter() - t, time.perf_counter()
+        pi_a0 = self.msm_g1(curve, z.a, witness)
+        timings["msm_a"], t = time.perf_counter() - t, time.perf_counter()
+        pi_b1 = self.msm_g1(curve, z.b1, witness)
+        timings["msm_b1"], t = time.perf_counter() - t, time.perf_counter()
+        pi_b2 = self.msm_g2(curve, z.b2, witness)
+        timings["msm_b2"], t = time.perf_counter() - t, time.perf_counter()
+        pi_c0 = self.msm_g1(curve, z.c, witness[z.n_public + 1 :])
+        timings["msm_c"] = time.perf_counter() - t
+        return CoreResult(pi_a0, pi_b1, pi_b2, pi_c0, pi_h, timings)
+
+    def close(self) -> None:
+        """Release the backend's resources (device contexts, pools)."""

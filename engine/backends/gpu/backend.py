@@ -1,0 +1,220 @@
+"""The GPU backend: the seam of engine/backends/base.py over cuda_kernels/ on one device.
+
+Proofs go through `stage` and `compute` (engine/backends/gpu/pipeline.py).  The stage
+primitives below (evaluate, quotient, ntt, msm_g1, msm_g2) exist for tests and
+benchmarks against the CPU reference: each uploads its inputs, runs the same
+kernels the pipeline runs, and waits on its own stream.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cuda_kernels.driver import Device, U32, launch
+
+from engine.backends.base import Backend, CoreResult, Pending, ResidentKey, Staged
+from engine.algebra.curves import Curve
+from engine.formats.binfile import first_row_ge
+from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import ntt as gntt
+from engine.backends.gpu import pipeline
+from engine.backends.gpu.key import GpuKey
+from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
+from engine.backends.gpu.runtime import GpuContext
+
+FR = 32
+
+
+class GpuBackend(Backend):
+    name = "gpu"
+
+    def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None):
+        from cuda_kernels.driver import set_device_global_guard  # noqa: PLC0415
+        from scheduler.guard import assert_no_reservations  # noqa: PLC0415
+
+        # device-global calls are refused while any proof holds a VRAM reservation (rule 1)
+        set_device_global_guard(assert_no_reservations)
+        self.ctx = GpuContext(device)
+        self.fold = fold
+        self.key_budget_bytes = key_budget_bytes
+        self._budget: int | None = None
+
+    @property
+    def device(self) -> Device:
+        return self.ctx.device
+
+    def bind_thread(self) -> None:
+        self.ctx.bind_thread()
+
+    # ---- keys and proofs
+    def load_key(self, zkey) -> GpuKey:
+        return GpuKey(self, zkey, fold=self.fold, budget_bytes=self.key_budget_bytes)
+
+    def working_set_bytes(self, key: ResidentKey) -> int:
+        return pipeline.working_set_bytes(key, self.device.sm_count)
+
+    def stage(self, key: ResidentKey, witness: np.ndarray) -> Staged:
+        return pipeline.stage(self, key, witness)
+
+    def compute(self, staged: Staged, slot: int = 0) -> Pending:
+        return pipeline.compute(self, staged, slot)
+
+    def prove_core(self, key: ResidentKey, witness: np.ndarray) -> CoreResult:
+        return self.compute(self.stage(key, witness)).wait()
+
+    def discard(self, staged: Staged) -> Pending:
+        return pipeline.discard(self, staged)
+
+    # ---- what the scheduler asks of a device (start-up and idle time only)
+    def memory_budget_bytes(self) -> int:
+        """VRAM the engine may use: 90% of what was free when first asked (start-up reading)."""
+        if self._budget is None:
+            free, _total = self.device.memory_info()  # start-up only: never on a proof's path
+            self._budget = int(free * 0.9)
+        return self._budget
+
+    def resident_bytes(self, key: ResidentKey) -> int:
+        return int(getattr(key, "nbytes", 0))
+
+    def unload_key(self, key: ResidentKey) -> None:
+        key.close()
+
+    def trim_pool(self) -> None:
+        """Hand pooled memory back to the system; the scheduler calls it only when idle."""
+        self.ctx.bind_thread()
+        self.device.trim_pool(0)  # idle only (guarded)
+
+    # ---- stage primitives (tests, benchmarks)
+    def _run(self, curve: Curve):
+        self.ctx.bind_thread()
+        return self.ctx.module(curve), self.ctx.compute_stream(0)
+
+    def _upload_fr(self, values: np.ndarray, stream):
+        dev = self.device
+        vals = np.ascontiguousarray(values, dtype=np.uint64)
+        buf = dev.alloc(vals.nbytes, stream)
+        Device.upload(buf, vals, stream)
+        return buf
+
+    def _download_fr(self, buf, n: int, stream) -> np.ndarray:
+        out = np.empty((n, 4), dtype=np.uint64)
+        Device.download(out, buf, stream)
+        stream.synchronize()
+        return out
+
+    def evaluate(self, key: ResidentKey, witness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mod, stream = self._run(key.curve)
+        stream.wait_event(key.ready)
+        dev, n = self.device, key.domain
+        w = self._upload_fr(witness, stream)
+        a, b, c = (dev.alloc(n * FR, stream) for _ in range(3))
+        (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
+        launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, w, U32(n), a, b, c)
+        for buf in (a, b):
+            launch(mod, "fr_from_mont", -(-n // 256), 256, stream, buf, U32(n))
+        out = self._download_fr(a, n, stream), self._download_fr(b, n, stream)
+        for buf in (w, a, b, c):
+            Device.free(buf, stream)
+        return out
+
+    def quotient(self, curve: Curve, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        mod, stream = self._run(curve)
+        dev, n = self.device, a.shape[0]
+        k = n.bit_length() - 1
+        if n != 1 << k:
+            raise ValueError(f"quotient: domain size {n} is not a power of two")
+        bufs = [self._upload_fr(x, stream) for x in (a, b)]
+        for buf in bufs:
+            launch(mod, "fr_to_mont", -(-n // 256), 256, stream, buf, U32(n))
+        c = dev.alloc(n * FR, stream)
+        # c = a∘b before the transforms (spec pitfall 6): a quotient_h-shaped product with zero c
+        zero = dev.alloc(n * FR, stream)
+        Device.memset32(zero, 0, n * 8, stream)
+        launch(mod, "quotient_h", -(-n // 256), 256, stream, bufs[0], bufs[1], zero, U32(n), c)
+        launch(mod, "fr_to_mont", -(-n // 256), 256, stream, c, U32(n))
+        tables = gntt.build_tables(dev, mod, curve, k, stream, coset=True)
+        for buf in (*bufs, c):
+            gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset)
+            gntt.dit(mod, buf, tables, stream, inverse=False)
+        launch(mod, "quotient_h", -(-n // 256), 256, stream, bufs[0], bufs[1], c, U32(n), c)
+        out = self._download_fr(c, n, stream)
+        tables.free(stream)
+        for buf in (*bufs, c, zero):
+            Device.free(buf, stream)
+        return out
+
+    def ntt(self, curve: Curve, values: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
+        mod, stream = self._run(curve)
+        dev, n = self.device, values.shape[0]
+        k = n.bit_length() - 1
+        if n != 1 << k:
+            raise ValueError(f"ntt: size {n} is not a power of two")
+        r = curve.r
+        x = self._upload_fr(values, stream)
+        launch(mod, "fr_to_mont", -(-n // 256), 256, stream, x, U32(n))
+        tables = gntt.build_tables(dev, mod, curve, k, stream, coset=False)
+        tmp = dev.alloc(n * FR, stream)
+        g = curve.coset_generator(k) if coset else 1
+        extra = []
+        if not inverse:
+            if coset:  # x_j *= g^j, then bit-reverse and DIT
+                t = gntt.powers_table(dev, mod, curve, g, 1, n, stream)
+                launch(mod, "fr_scale", -(-n // 256), 256, stream, x, t, U32(k))
+                extra.append(t)
+            launch(mod, "fr_bit_reverse", -(-n // 256), 256, stream, x, tmp, U32(k))
+            gntt.dit(mod, tmp, tables, stream, inverse=False)
+        else:  # DIF with w^-1, bit-reverse, then * g^-j / n
+            gntt.dif(mod, x, tables, stream, inverse=True)
+            launch(mod, "fr_bit_reverse", -(-n // 256), 256, stream, x, tmp, U32(k))
+            t = gntt.powers_table(dev, mod, curve, pow(g, -1, r), pow(n, -1, r), n, stream)
+            launch(mod, "fr_scale", -(-n // 256), 256, stream, tmp, t, U32(k))
+            extra.append(t)
+        launch(mod, "fr_from_mont", -(-n // 256), 256, stream, tmp, U32(n))
+        out = self._download_fr(tmp, n, stream)
+        tables.free(stream)
+        for buf in (x, tmp, *extra):
+            Device.free(buf, stream)
+        return out
+
+    def _msm(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray, g2: bool, fold: str | int | None = None):
+        n = bases.shape[0]
+        if scalars.shape[0] != n:
+            raise ValueError(f"msm: {n} bases but {scalars.shape[0]} scalars")
+        bad = first_row_ge(np.ascontiguousarray(scalars, dtype=np.uint64), curve.r)
+        if bad >= 0:
+            raise ValueError(f"msm: scalar {bad} is not reduced modulo r")
+        if n == 0:
+            return None
+        mod, stream = self._run(curve)
+        dev = self.device
+        group = "g2" if g2 else "g1"
+        fold = self.fold if fold is None else fold
+        plan = gmsm.plan_msm(n, curve.r.bit_length(), "full" if fold == "auto" else fold)
+        layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
+        host = np.ascontiguousarray(bases)
+        pts = dev.alloc(plan.fold * host.nbytes, stream)
+        Device.upload(pts, host, stream)
+        gmsm.precompute(mod, group, plan, pts, stream)
+        sc = self._upload_fr(scalars, stream)
+        acc = (8 if g2 else 4) * curve.n8q
+        sort = gmsm.SortScratch(dev, [plan], stream)
+        bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
+        res = dev.alloc(acc, stream)
+        gmsm.sort_scalars(mod, plan, sc, sort, stream)
+        gmsm.accumulate(mod, group, plan, layout, pts, sort, bs, acc, res.ptr, stream)
+        raw = np.empty(acc, dtype=np.uint8)
+        Device.download(raw, res, stream)
+        stream.synchronize()
+        sort.free(stream)
+        bs.free(stream)
+        for buf in (pts, sc, res):
+            Device.free(buf, stream)
+        return decode_xyzz_g2(curve, raw) if g2 else decode_xyzz_g1(curve, raw)
+
+    def msm_g1(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray):
+        return self._msm(curve, bases, scalars, False)
+
+    def msm_g2(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray):
+        return self._msm(curve, bases, scalars, True)
+
+    def close(self) -> None:
+        self.ctx.close()

@@ -1,0 +1,148 @@
+"""Launching the NTT passes and building their tables on the device.
+
+A transform of 2^k points runs as ceil(k/10) shared-memory passes of up to 10
+levels each.  Tables live on the device: the twiddles w^j and w^-j (j < 2^(k-1)),
+each entry w^j in Montgomery form or, for a field that allows Shoup products
+(BN254's Fr), the pair (w^j, floor(w^j 2^256 / r)) — see cuda_kernels/ntt.cuh;
+and, for the prover, the coset factors g^j / 2^k (Montgomery) that the inverse
+transform's last pass applies as it writes.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuda_kernels.driver import Device, DeviceBuffer, Module, Stream, U32, launch
+
+from engine.algebra.curves import Curve
+from engine.backends.gpu.params import allows_shoup
+from engine.algebra.limbs import from_ints
+
+FR_BYTES = 32
+MAX_PASS_LEVELS = 10
+
+
+def pass_sizes(k: int, dif: bool = False) -> list[int]:
+    """Levels per pass, in the order the passes run.  Up to two passes: as even as possible.
+    Beyond (k > 20): full passes and one remainder pass on the levels whose twiddles are the
+    large table's many distinct entries (the last DIT stages, the first DIF levels) — measured
+    faster at 2^24 than even thirds (perf/RESULTS.md)."""
+    if k == 0:
+        return []
+    passes = -(-k // MAX_PASS_LEVELS)
+    if passes <= 2:
+        base, extra = divmod(k, passes)
+        return [base + 1] * extra + [base] * (passes - extra)
+    sizes = [MAX_PASS_LEVELS] * (passes - 1) + [k - MAX_PASS_LEVELS * (passes - 1)]
+    return sizes[::-1] if dif else sizes
+
+
+def twiddle_bytes(curve: Curve) -> int:
+    """Bytes of one twiddle entry: the Shoup pair where 3r < 2^256, else the Montgomery value."""
+    return 2 * FR_BYTES if allows_shoup(curve.r, FR_BYTES) else FR_BYTES
+
+
+def mont_fr(curve: Curve, values: list[int]) -> np.ndarray:
+    return from_ints([v * curve.rr % curve.r for v in values], 4)
+
+
+@dataclass
+class NttTables:
+    k: int
+    tw_fwd: DeviceBuffer
+    tw_inv: DeviceBuffer
+    coset: DeviceBuffer | None  # g^j / n, natural j (prover's fused coset step)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in (self.tw_fwd, self.tw_inv, self.coset) if b is not None)
+
+    def free(self, stream: Stream) -> None:
+        for b in (self.tw_fwd, self.tw_inv, self.coset):
+            if b is not None:
+                Device.free(b, stream)
+
+
+def powers_table(dev: Device, mod: Module, curve: Curve, base: int, scale: int, count: int,
+                 stream: Stream) -> DeviceBuffer:
+    """count elements scale * base^j (Montgomery) computed on the device."""
+    out = dev.alloc(max(count, 1) * FR_BYTES, stream)
+    consts = mont_fr(curve, [base % curve.r, scale % curve.r])
+    cbuf = dev.alloc(consts.nbytes, stream)
+    Device.upload(cbuf, consts, stream)
+    launch(mod, "fr_powers", -(-count // 256), 256, stream, out, cbuf.ptr, cbuf.ptr + FR_BYTES, U32(count))
+    # the constants must outlive the kernel: stream-ordered free after it
+    Device.free(cbuf, stream)
+    return out
+
+
+def twiddle_table(dev: Device, mod: Module, curve: Curve, root: int, count: int, stream: Stream) -> DeviceBuffer:
+    """count twiddle entries for root^j, built on the device."""
+    out = dev.alloc(max(count, 1) * twiddle_bytes(curve), stream)
+    consts = mont_fr(curve, [root % curve.r])
+    cbuf = dev.alloc(consts.nbytes, stream)
+    Device.upload(cbuf, consts, stream)
+    launch(mod, "fr_twiddles", -(-count // 256), 256, stream, out, cbuf.ptr, U32(count))
+    Device.free(cbuf, stream)  # stream-ordered: after the kernel
+    return out
+
+
+def build_tables(dev: Device, mod: Module, curve: Curve, k: int, stream: Stream, coset: bool) -> NttTables:
+    r = curve.r
+    w = curve.root_of_unity(k)
+    half = max(1 << (k - 1), 1)
+    tw_fwd = twiddle_table(dev, mod, curve, w, half, stream)
+    tw_inv = twiddle_table(dev, mod, curve, pow(w, -1, r), half, stream)
+    cos = None
+    if coset:
+        g = curve.coset_generator(k)
+        cos = powers_table(dev, mod, curve, g, pow(1 << k, -1, r), 1 << k, stream)
+    return NttTables(k, tw_fwd, tw_inv, cos)
+
+
+def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args) -> None:
+    """A group of 2^b elements gets 2^(b-2) threads holding four elements each (one thread
+    for a two-element transform); 256 threads a block."""
+    threads_per_group = 1 << max(b - 2, 0)
+    groups = 1 << (k - b)
+    gpb = max(1, min(256 // threads_per_group, groups))
+    block = gpb * threads_per_group
+    shared = gpb * (1 << b) * FR_BYTES
+    launch(mod, name, groups // gpb, block, stream, *args, shared=shared)
+
+
+def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool,
+        scale: DeviceBuffer | None = None, mark: Callable[[int], None] | None = None) -> None:
+    """Natural -> bit-reversed; `scale` (indexed by natural coefficient) applied by the last pass.
+    `mark(i)` is called before pass i and, with i = the pass count, after the last (perf/)."""
+    k = tables.k
+    tw = tables.tw_inv if inverse else tables.tw_fwd
+    sizes = pass_sizes(k, dif=True)
+    l0 = 0
+    for i, b in enumerate(sizes):
+        if mark:
+            mark(i)
+        last = i == len(sizes) - 1
+        sc = scale.ptr if (last and scale is not None) else 0
+        _launch_pass(mod, "ntt_dif_pass", k, b, stream, data, tw, U32(k), U32(l0), U32(b), sc)
+        l0 += b
+    if mark:
+        mark(len(sizes))
+
+
+def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool,
+        mark: Callable[[int], None] | None = None) -> None:
+    """Bit-reversed -> natural; `mark` as for dif."""
+    k = tables.k
+    tw = tables.tw_inv if inverse else tables.tw_fwd
+    sizes = pass_sizes(k)
+    s0 = 0
+    for i, b in enumerate(sizes):
+        if mark:
+            mark(i)
+        _launch_pass(mod, "ntt_dit_pass", k, b, stream, data, tw, U32(k), U32(s0), U32(b))
+        s0 += b
+    if mark:
+        mark(len(sizes))

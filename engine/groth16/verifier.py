@@ -1,0 +1,113 @@
+"""Groth16 verification as snarkjs `groth16 verify` does it (spec §6), one proof or a batch.
+
+A proof is accepted iff every public value is in [0, r), pi_a, pi_b, pi_c are
+on their curves (no subgroup check, as in snarkjs), and
+e(-A, B)·e(cpub, γ2)·e(C, δ2)·e(α1, β2) = 1 with cpub = IC_0 + Σ pub_i·IC_i.
+
+e(α1, β2) is the same for every proof of a key, so it is computed once and
+cached; a proof then costs three Miller loops and one final exponentiation
+(γ2 and δ2 line coefficients are cached by engine.algebra.pairing as well).
+"""
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from threading import Lock
+from typing import Sequence
+
+import numpy as np
+
+from engine.algebra import pairing as pr
+from engine.algebra.curves import Curve
+from engine.algebra.ec import g1_add, g1_is_on_curve, g1_mul, g1_neg, g2_is_on_curve
+from engine.algebra.limbs import g1_from_mont, g2_from_mont
+from engine.algebra.msm import msm_g1
+from engine.groth16.proof import Proof, VerificationKey
+
+
+def vk_from_zkey(zkey) -> VerificationKey:
+    """The verification key held in a parsed zkey's header and IC section."""
+    curve = zkey.curve
+    (alpha1,) = g1_from_mont(curve, np.asarray(zkey.alpha1))
+    beta2, gamma2, delta2 = g2_from_mont(curve, np.stack([zkey.beta2, zkey.gamma2, zkey.delta2]))
+    ic = g1_from_mont(curve, zkey.ic)
+    return VerificationKey(curve, zkey.n_public, alpha1, beta2, gamma2, delta2, ic)
+
+
+_alphabeta: OrderedDict = OrderedDict()
+_alphabeta_lock = Lock()
+
+
+def alphabeta(vk: VerificationKey) -> pr.Fq12:
+    """e(α1, β2) of a key (snarkjs's vk_alphabeta_12), cached per (curve, α1, β2)."""
+    key = (vk.curve.name, vk.alpha1, vk.beta2)
+    with _alphabeta_lock:
+        hit = _alphabeta.get(key)
+        if hit is not None:
+            _alphabeta.move_to_end(key)
+            return hit
+    value = pr.pairing(vk.curve, vk.alpha1, vk.beta2)
+    with _alphabeta_lock:
+        _alphabeta[key] = value
+        while len(_alphabeta) > 32:
+            _alphabeta.popitem(last=False)
+    return value
+
+
+def _public_ok(curve: Curve, vk: VerificationKey, public: Sequence) -> bool:
+    if len(public) != vk.n_public or len(vk.ic) != vk.n_public + 1:
+        return False
+    return all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < curve.r for v in public)
+
+
+def _proof_ok(vk: VerificationKey, proof: Proof) -> bool:
+    curve = vk.curve
+    if proof.curve.name != curve.name:
+        return False
+    return g1_is_on_curve(curve, proof.pi_a) and g2_is_on_curve(curve, proof.pi_b) and g1_is_on_curve(curve, proof.pi_c)
+
+
+def _cpub(vk: VerificationKey, public: Sequence[int]):
+    return g1_add(vk.curve, vk.ic[0], msm_g1(vk.curve, vk.ic[1:], list(public), workers=1))
+
+
+def verify(vk: VerificationKey, public: Sequence[int], proof: Proof) -> bool:
+    """True iff the proof verifies for these public signals; malformed input gives False, not an error."""
+    curve = vk.curve
+    if not (_public_ok(curve, vk, public) and _proof_ok(vk, proof)):
+        return False
+    pairs = [
+        (g1_neg(curve, proof.pi_a), proof.pi_b),
+        (_cpub(vk, public), vk.gamma2),
+        (proof.pi_c, vk.delta2),
+    ]
+    f = pr.final_exponentiation(curve, pr.miller_loop(curve, pairs))
+    return f == pr.fq12_conj(curve, alphabeta(vk))  # · e(α1, β2) == 1
+
+
+def verify_batch(vk: VerificationKey, items: Sequence[tuple[Sequence[int], Proof]]) -> bool:
+    """True iff every (public, proof) verifies, checked with one multi-pairing.
+
+    With random 128-bit ρ_j the n checks are folded into
+    Π e(-ρ_j A_j, B_j) · e(Σ ρ_j cpub_j, γ2) · e(Σ ρ_j C_j, δ2) · e(α1, β2)^(Σ ρ_j) = 1,
+    which a batch containing a bad proof passes with probability about 2^-128.
+    """
+    curve = vk.curve
+    if not items:
+        return True
+    for public, proof in items:
+        if not (_public_ok(curve, vk, public) and _proof_ok(vk, proof)):
+            return False
+    r = curve.r
+    rho = [1] + [secrets.randbits(128) | 1 for _ in range(len(items) - 1)]
+    ic_scalars = [0] * vk.n_public
+    for rj, (public, _) in zip(rho, items):
+        for i, v in enumerate(public):
+            ic_scalars[i] = (ic_scalars[i] + rj * v) % r
+    total = sum(rho) % r
+    cpub = g1_add(curve, g1_mul(curve, vk.ic[0], total), msm_g1(curve, vk.ic[1:], ic_scalars, workers=1))
+    c_sum = msm_g1(curve, [proof.pi_c for _, proof in items], rho, workers=1)
+    pairs = [(g1_neg(curve, g1_mul(curve, proof.pi_a, rj)), proof.pi_b) for rj, (_, proof) in zip(rho, items)]
+    pairs += [(cpub, vk.gamma2), (c_sum, vk.delta2)]
+    f = pr.final_exponentiation(curve, pr.miller_loop(curve, pairs))
+    return f == pr.fq12_cyclotomic_pow(curve, pr.fq12_conj(curve, alphabeta(vk)), total)

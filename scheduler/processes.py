@@ -1,0 +1,64 @@
+"""Worker processes that never import the user's main module.
+
+`spawn` and `forkserver` children re-create the parent's `__main__` before
+they run anything: from its import name (`python -m pkg`) or by re-running its
+file.  A user's script without an `if __name__ == "__main__":` guard then
+starts an engine inside every worker; a script read from standard input
+(`python -`), `python -c`, the interactive interpreter and a Jupyter kernel
+have no file a child could re-run at all.  So while a worker process starts,
+the parent's `__main__` is shown to multiprocessing as our own empty module
+`scheduler.worker_main`: the child imports that as its main and nothing of the
+user's.  Tasks sent to a worker are module-level functions of ours, found by
+import name, so the child never needs the user's main.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+import threading
+import types
+from concurrent.futures import ProcessPoolExecutor
+from typing import Iterator
+
+# Found, not imported: runpy warns when a child's main module is already in sys.modules
+# (the forkserver preloads this module, and so would have imported it).
+_WORKER_MAIN = importlib.util.find_spec("scheduler.worker_main")
+
+_swap_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def ours_as_main() -> Iterator[None]:
+    """While inside, `sys.modules["__main__"]` is a stand-in whose spec names scheduler.worker_main."""
+    with _swap_lock:
+        real = sys.modules.get("__main__")
+        stand_in = types.ModuleType("__main__")
+        stand_in.__spec__ = _WORKER_MAIN
+        stand_in.__file__ = _WORKER_MAIN.origin
+        sys.modules["__main__"] = stand_in
+        try:
+            yield
+        finally:
+            if real is not None:
+                sys.modules["__main__"] = real
+            else:  # pragma: no cover - an interpreter always has a __main__
+                del sys.modules["__main__"]
+
+
+def start_process(process) -> None:
+    """`process.start()` with our module as the child's main."""
+    with ours_as_main():
+        process.start()
+
+
+class WorkerPoolExecutor(ProcessPoolExecutor):
+    """A ProcessPoolExecutor whose workers (started on demand, and replacements) get our main module."""
+
+    def _spawn_process(self) -> None:  # called from submit() and when a worker is replaced
+        with ours_as_main():
+            super()._spawn_process()
+
+    def _launch_processes(self) -> None:  # Python < 3.9 and the "fork" path start them all at once
+        with ours_as_main():
+            super()._launch_processes()

@@ -1,0 +1,1 @@
+"""The main module of every worker process (see scheduler/processes.py): deliberately empty."""
