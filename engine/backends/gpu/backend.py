@@ -27,7 +27,10 @@ FR = 32
 class GpuBackend(Backend):
     name = "gpu"
 
-    def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None):
+    def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
+                 key_cache_dir=None):
+        """key_cache_dir: the key cache's directory (engine/formats/key_cache.py); None: the
+        environment's or the default one; "off" (or False): no cache."""
         from cuda_kernels.driver import set_device_global_guard  # noqa: PLC0415
         from scheduler.guard import assert_no_reservations  # noqa: PLC0415
 
@@ -37,6 +40,10 @@ class GpuBackend(Backend):
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
         self._budget: int | None = None
+        from engine.formats.key_cache import KeyCache, resolve_dir  # noqa: PLC0415
+
+        where = resolve_dir("off" if key_cache_dir is False else key_cache_dir)
+        self.key_cache = KeyCache(where) if where is not None else None
 
     @property
     def device(self) -> Device:
@@ -47,7 +54,7 @@ class GpuBackend(Backend):
 
     # ---- keys and proofs
     def load_key(self, zkey) -> GpuKey:
-        return GpuKey(self, zkey, fold=self.fold, budget_bytes=self.key_budget_bytes)
+        return GpuKey(self, zkey, fold=self.fold, budget_bytes=self.key_budget_bytes, cache=self.key_cache)
 
     def working_set_bytes(self, key: ResidentKey) -> int:
         return pipeline.working_set_bytes(key, self.device.sm_count)

@@ -1,0 +1,143 @@
+"""Large host -> device uploads in chunks through pinned staging buffers, reading while copying.
+
+A key's arrays come from files (the zkey's point sections, the key cache's
+entry) or from memory (arrays built on the host).  Each is cut into chunks;
+reader threads fill pinned buffers (`os.preadv` for file ranges: one copy from
+the page cache, the GIL released; numpy copies for arrays) while the upload
+stream copies the buffers filled before.  A buffer is refilled only after the
+event recorded behind its last copy has fired, so the chunks in flight are
+bounded by the buffers, never by the data.  Only per-buffer events and the
+upload stream are waited on (no device-global call: design.md section 5).
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from cuda_kernels.driver import Device, Event
+
+CHUNK_BYTES = 16 << 20
+MIN_CHUNK_BYTES = 1 << 20
+MAX_READERS = 8
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """nbytes of an open file from offset: read with preadv (explicit offsets, so the reader threads
+    share the descriptor), never through a mapping's page faults.  The caller keeps fd open."""
+
+    fd: int
+    offset: int
+    nbytes: int
+    name: str = "file"  # for errors
+
+
+@dataclass
+class Job:
+    dst: int  # device address
+    src: FileRange | np.ndarray
+    done: Callable[[], None] | None = None  # called on this thread once every copy of the job is enqueued
+
+    @property
+    def nbytes(self) -> int:
+        return self.src.nbytes
+
+
+@dataclass
+class UploadStats:
+    nbytes: int = 0
+    chunks: int = 0
+    seconds: float = 0.0  # wall time of `upload`, until its last copy is done
+    read_seconds: float = 0.0  # summed over the readers
+    timings: dict = field(default_factory=dict)
+
+
+def _flat_bytes(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a.reshape(-1).view(np.uint8)
+
+
+def _fill(out: np.ndarray, src, start: int, n: int) -> float:
+    """Fill out[:n] from bytes start..start+n of a source (runs on a reader thread)."""
+    t = time.perf_counter()
+    if isinstance(src, FileRange):
+        pos, view, got = src.offset + start, memoryview(out[:n]), 0
+        while got < n:
+            k = os.preadv(src.fd, [view[got:]], pos + got)
+            if k <= 0:
+                raise OSError(f"{src.name}: the file ended {n - got} bytes short of byte {pos + n}")
+            got += k
+    else:
+        np.copyto(out[:n], src[start:start + n])
+    return time.perf_counter() - t
+
+
+def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, readers: int | None = None) -> UploadStats:
+    """Copy every job's bytes to the device on `stream`, in job order.  Returns when the copies are
+    done (the staging buffers go back to the context's pinned pool); work a job's `done` enqueued on
+    other streams may still run."""
+    t0 = time.perf_counter()
+    total = sum(j.nbytes for j in jobs)
+    stats = UploadStats(nbytes=total)
+    for j in jobs:
+        if j.nbytes == 0 and j.done is not None:
+            j.done()  # nothing to copy: its follow-up may go now
+    if total == 0:
+        return stats
+    readers = max(1, min(readers or min(MAX_READERS, os.cpu_count() or 1), MAX_READERS))
+    chunk = int(min(chunk_bytes, max(MIN_CHUNK_BYTES, -(-total // (2 * readers)))))
+    chunk = -(-chunk // 64) * 64
+    chunks: list[tuple[int, int, int]] = []  # (job index, start, n)
+    for i, j in enumerate(jobs):
+        for start in range(0, j.nbytes, chunk):
+            chunks.append((i, start, min(chunk, j.nbytes - start)))
+    nbuf = min(readers + 2, len(chunks))
+    bufs = [ctx.pinned(chunk) for _ in range(nbuf)]
+    events = [Event() for _ in range(nbuf)]
+    used = [False] * nbuf
+    sources = [j.src if isinstance(j.src, FileRange) else _flat_bytes(j.src) for j in jobs]
+
+    def read(index: int, slot: int) -> float:
+        i, start, n = chunks[index]
+        return _fill(bufs[slot].array, sources[i], start, n)
+
+    def enqueue(index: int, slot: int, fut) -> None:
+        stats.read_seconds += fut.result()
+        i, start, n = chunks[index]
+        Device.upload(jobs[i].dst + start, bufs[slot].array[:n], stream)
+        events[slot].record(stream)
+        used[slot] = True
+        stats.chunks += 1
+        if start + n == jobs[i].nbytes and jobs[i].done is not None:
+            jobs[i].done()
+
+    pool = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="key-upload")
+    inflight: deque = deque()
+    try:
+        for index in range(len(chunks)):
+            slot = index % nbuf
+            if len(inflight) == nbuf:
+                enqueue(*inflight.popleft())
+            if used[slot]:
+                events[slot].synchronize()  # this buffer's last copy has left it
+            inflight.append((index, slot, pool.submit(read, index, slot)))
+        while inflight:
+            enqueue(*inflight.popleft())
+    finally:
+        for index, slot, fut in inflight:  # an error: let the reads finish before the buffers go back
+            fut.cancel()
+        pool.shutdown(wait=True)
+        for slot, buf in enumerate(bufs):
+            if used[slot]:
+                events[slot].synchronize()
+            ctx.give_back(buf)
+        for e in events:
+            e.destroy()
+    stats.seconds = time.perf_counter() - t0
+    return stats

@@ -1,0 +1,370 @@
+"""The key cache (engine/formats/key_cache.py), the chunked pinned upload (staging.py) and the CSR
+build of the key load: identity and staleness rules, the file format, the copy order on a model
+stream, and, on a GPU, that a key loaded from the cache is byte for byte the key loaded without it."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.backends.gpu import staging
+from engine.backends.gpu.key import cache_layout, csr_from_coeffs
+from engine.formats import key_cache as kc
+from engine.formats.zkey import COEFF_DTYPE, read_zkey
+
+ROOT = Path(__file__).resolve().parent.parent
+SUDOKU = ROOT / "examples" / "bn128" / "sudoku.zkey"
+
+
+@pytest.fixture()
+def zkey_file(tmp_path):
+    p = tmp_path / "k.zkey"
+    shutil.copyfile(SUDOKU, p)
+    return p
+
+
+def _arrays(seed=0):
+    rng = np.random.default_rng(seed)
+    return {"a.row_ptr": np.arange(9, dtype=np.uint32), "a.values": rng.integers(0, 2**63, (5, 4), dtype=np.uint64),
+            "empty": np.zeros((0, 4), dtype=np.uint64)}
+
+
+# ---------------------------------------------------------------- identity and staleness
+
+def test_key_cache_round_trip_maps_the_same_arrays(zkey_file, tmp_path):
+    cache = kc.KeyCache(tmp_path / "cache")
+    ident = kc.identity_of(read_zkey(zkey_file), cache_layout())
+    arrays = _arrays()
+    path = cache.store(ident, arrays, meta={"n": 1})
+    assert path and os.path.basename(path) == ident.digest() + kc.SUFFIX
+    entry = cache.load(ident)
+    assert entry is not None and entry.meta == {"n": 1}
+    for name, a in arrays.items():
+        assert entry.arrays[name].dtype == a.dtype and np.array_equal(entry.arrays[name], a)
+        off, n = entry.ranges[name]
+        assert off % kc.ALIGN == 0 and n == a.nbytes
+        assert os.pread(entry.fd, n, off) == a.tobytes()
+    entry.close()
+
+
+def test_key_cache_changed_zkey_is_a_miss_and_retires_the_old_entry(zkey_file, tmp_path):
+    cache = kc.KeyCache(tmp_path / "cache")
+    old = kc.identity_of(read_zkey(zkey_file), cache_layout())
+    cache.store(old, _arrays(0))
+    st = os.stat(zkey_file)
+    os.utime(zkey_file, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # same bytes, touched
+    new = kc.identity_of(read_zkey(zkey_file), cache_layout())
+    assert new != old and new.digest() != old.digest()
+    assert cache.load(new) is None
+    [info] = cache.entries()
+    assert cache.is_stale(info)
+    cache.store(new, _arrays(1))
+    assert [i.identity for i in cache.entries()] == [new]  # the old contents are gone
+    assert not cache.is_stale(cache.entries()[0])
+
+
+def test_key_cache_identity_covers_content_layout_and_size(zkey_file, tmp_path):
+    z = read_zkey(zkey_file)
+    base = kc.identity_of(z, cache_layout())
+    assert kc.identity_of(z, "gpu-csr-v999") .digest() != base.digest()
+    # a byte changed inside the header (delta, say) with size and mtime kept: another sha
+    raw = bytearray(zkey_file.read_bytes())
+    off, _ = z.sections[2]
+    raw[off + 200] ^= 1
+    st = os.stat(zkey_file)
+    zkey_file.write_bytes(bytes(raw))
+    os.utime(zkey_file, ns=(st.st_atime_ns, st.st_mtime_ns))
+    changed = kc.identity_of(read_zkey(zkey_file), cache_layout())
+    assert (changed.size, changed.mtime_ns) == (base.size, base.mtime_ns)
+    assert changed.sha != base.sha and changed.digest() != base.digest()
+
+
+def test_key_cache_in_memory_key_has_no_identity():
+    z = read_zkey(SUDOKU)
+    z.path = None  # a key built in memory (setup()) has no file to be keyed by
+    assert kc.identity_of(z, cache_layout()) is None
+
+
+@pytest.mark.parametrize("damage", ["truncate", "magic", "version", "identity", "header"])
+def test_key_cache_damaged_entry_is_a_miss_not_an_error(zkey_file, tmp_path, damage):
+    cache = kc.KeyCache(tmp_path / "cache")
+    ident = kc.identity_of(read_zkey(zkey_file), cache_layout())
+    path = Path(cache.store(ident, _arrays()))
+    raw = bytearray(path.read_bytes())
+    if damage == "truncate":
+        raw = raw[: len(raw) - 8]
+    elif damage == "magic":
+        raw[0] ^= 0xFF
+    elif damage == "version":
+        raw[8] += 1
+    elif damage == "header":
+        raw[20] = ord("}")
+    else:  # an entry of another key under this key's name
+        other = kc.Identity(ident.zkey_path, ident.size + 1, ident.mtime_ns, ident.sha, ident.curve, ident.layout)
+        tmp = kc.KeyCache(tmp_path / "other")
+        raw = bytearray(Path(tmp.store(other, _arrays())).read_bytes())
+    path.write_bytes(bytes(raw))
+    assert cache.load(ident) is None
+    if damage != "identity":
+        assert cache.is_stale(cache.entries()[0])
+
+
+def test_key_cache_clear_all_and_stale(zkey_file, tmp_path):
+    cache = kc.KeyCache(tmp_path / "cache")
+    ident = kc.identity_of(read_zkey(zkey_file), cache_layout())
+    cache.store(ident, _arrays())
+    gone = kc.Identity(str(tmp_path / "gone.zkey"), 1, 1, "00", "bn128", cache_layout())
+    cache.store(gone, _arrays())
+    (tmp_path / "cache" / ".tmp-half.gkc").write_bytes(b"partial")
+    removed, freed = cache.clear(stale_only=True)
+    assert removed == 2 and freed > 0  # the entry of a missing zkey and the leftover temporary file
+    assert [i.identity for i in cache.entries()] == [ident]
+    assert cache.clear()[0] == 1 and cache.entries() == []
+
+
+def test_key_cache_directory_from_setting_env_and_default(monkeypatch, tmp_path):
+    monkeypatch.delenv(kc.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert kc.resolve_dir(None) == tmp_path / "xdg" / "groth16-engine" / "keys"
+    monkeypatch.setenv(kc.ENV, str(tmp_path / "env"))
+    assert kc.resolve_dir(None) == tmp_path / "env"
+    assert kc.resolve_dir(str(tmp_path / "flag")) == tmp_path / "flag"  # the flag wins
+    assert kc.resolve_dir("off") is None
+    monkeypatch.setenv(kc.ENV, "off")
+    assert kc.resolve_dir(None) is None
+
+
+def test_key_cache_config_field_and_flags():
+    import argparse
+
+    from engine.config import EngineConfig, add_arguments, from_args
+
+    assert EngineConfig().key_cache_dir is None
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    assert from_args(p.parse_args(["--key-cache-dir", "/tmp/kc"])).key_cache_dir == "/tmp/kc"
+    assert from_args(p.parse_args(["--no-key-cache"])).key_cache_dir == "off"
+    assert from_args(p.parse_args([])).key_cache_dir is None
+
+
+def test_cache_command_lists_and_clears(zkey_file, tmp_path, capsys):
+    from cli import main
+
+    d = tmp_path / "cache"
+    cache = kc.KeyCache(d)
+    cache.store(kc.identity_of(read_zkey(zkey_file), cache_layout()), _arrays())
+    assert main(["cache", "list", "--dir", str(d)]) == 0
+    out = capsys.readouterr().out
+    assert "1 entry" in out and "current" in out and str(zkey_file.resolve()) in out
+    assert main(["cache", "clear", "--dir", str(d)]) == 0
+    assert "removed 1 file" in capsys.readouterr().out
+    assert cache.entries() == []
+    assert main(["cache", "list", "--dir", "off"]) != 0
+    assert "key cache is off" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the CSR build against the old one
+
+def _old_csr(coeffs, matrix, domain):
+    """The load's CSR build before this change (argsort + searchsorted), the oracle."""
+    sel = coeffs["matrix"] == matrix
+    rows = coeffs["row"][sel]
+    order = np.argsort(rows, kind="stable")
+    rows = rows[order]
+    row_ptr = np.searchsorted(rows, np.arange(domain + 1, dtype=np.int64), side="left").astype(np.uint32)
+    return (row_ptr, np.ascontiguousarray(coeffs["wire"][sel][order], dtype=np.uint32),
+            np.ascontiguousarray(coeffs["value"][sel][order], dtype=np.uint64))
+
+
+def _coeffs(rng, n, domain, order):
+    c = np.zeros(n, dtype=COEFF_DTYPE)
+    c["matrix"] = rng.integers(0, 2, n)
+    c["row"] = rng.integers(0, domain, n)
+    c["wire"] = rng.integers(0, 1000, n)
+    c["value"] = rng.integers(0, 2**63, (n, 4), dtype=np.uint64)
+    if order == "blocks":  # snarkjs's layout: all of A by row, then all of B by row
+        c = c[np.lexsort((c["row"], c["matrix"]))]
+    elif order == "a-only":
+        c["matrix"] = 0
+        c = c[np.argsort(c["row"], kind="stable")]
+    return c
+
+
+@pytest.mark.parametrize("order", ["blocks", "shuffled", "a-only"])
+@pytest.mark.parametrize("n", [0, 1, 7, 5000])
+def test_csr_build_matches_the_old_build(order, n):
+    rng = np.random.default_rng(n)
+    domain = 64
+    c = _coeffs(rng, n, domain, order)
+    for m in (0, 1):
+        new, old = csr_from_coeffs(c, m, domain), _old_csr(c, m, domain)
+        for a, b in zip(new, old):
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+def test_csr_build_of_a_real_key_matches_the_old_build():
+    z = read_zkey(SUDOKU)
+    for m in (0, 1):
+        for a, b in zip(csr_from_coeffs(z.coeffs, m, z.domain_size), _old_csr(z.coeffs, m, z.domain_size)):
+            assert np.array_equal(a, b)
+
+
+# ---------------------------------------------------------------- chunked upload on a model stream
+
+class _Stream:
+    """Copies run only when an event behind them is waited for (as late as a real stream may)."""
+
+    def __init__(self, memory):
+        self.memory, self.pending, self.copies = memory, [], 0
+
+    def run_until(self, mark):
+        while self.pending and self.pending[0][0] < mark:
+            _, dst, host = self.pending.pop(0)
+            self.memory[dst:dst + host.nbytes] = host.tobytes()  # reads the buffer now, not when queued
+            self.copies += 1
+
+
+class _Event:
+    def __init__(self, *a, **k):
+        self.stream, self.mark = None, 0
+
+    def record(self, stream):
+        _Event.clock = getattr(_Event, "clock", 0) + 1
+        self.stream, self.mark = stream, _Event.clock
+        return self
+
+    def synchronize(self):
+        if self.stream is not None:
+            self.stream.run_until(self.mark)
+
+    def destroy(self):
+        pass
+
+
+class _Pinned:
+    def __init__(self, n):
+        self.nbytes, self.array = n, np.zeros(n, dtype=np.uint8)
+
+
+class _Ctx:
+    def __init__(self):
+        self.taken, self.back = [], []
+
+    def pinned(self, n):
+        b = _Pinned(n)
+        self.taken.append(b)
+        return b
+
+    def give_back(self, b):
+        self.back.append(b)
+
+
+def test_staged_upload_moves_every_byte_in_order_and_reuses_buffers_safely(monkeypatch, tmp_path):
+    memory = bytearray(1 << 22)
+    stream = _Stream(memory)
+
+    class _Device:
+        @staticmethod
+        def upload(dst, host, s, offset=0):
+            _Event.clock = getattr(_Event, "clock", 0) + 1
+            s.pending.append((_Event.clock, int(dst) + offset, host))  # the buffer itself, not a copy
+
+    monkeypatch.setattr(staging, "Device", _Device)
+    monkeypatch.setattr(staging, "Event", _Event)
+    monkeypatch.setattr(staging, "MIN_CHUNK_BYTES", 1024)
+    rng = np.random.default_rng(1)
+    file_bytes = rng.integers(0, 256, 300_001, dtype=np.uint8).tobytes()
+    f = tmp_path / "data"
+    f.write_bytes(b"xx" + file_bytes)
+    arr = rng.integers(0, 2**63, (777, 4), dtype=np.uint64)
+    done = []
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        jobs = [staging.Job(0, staging.FileRange(fd, 2, len(file_bytes), str(f)), done=lambda: done.append("file")),
+                staging.Job(1 << 20, np.zeros((0, 4), dtype=np.uint64), done=lambda: done.append("empty")),
+                staging.Job(2 << 20, arr, done=lambda: done.append("array"))]
+        ctx = _Ctx()
+        stats = staging.upload(ctx, stream, jobs, chunk_bytes=4096, readers=3)
+    finally:
+        os.close(fd)
+    assert stream.pending == []  # every copy had completed before the buffers went back
+    assert bytes(memory[: len(file_bytes)]) == file_bytes
+    assert bytes(memory[2 << 20: (2 << 20) + arr.nbytes]) == arr.tobytes()
+    assert done == ["empty", "file", "array"]
+    assert stats.nbytes == len(file_bytes) + arr.nbytes and stats.chunks == stream.copies > 10
+    assert len(ctx.taken) == 5 and sorted(map(id, ctx.back)) == sorted(map(id, ctx.taken))
+
+
+def test_staged_upload_short_file_is_an_error_and_gives_buffers_back(monkeypatch, tmp_path):
+    monkeypatch.setattr(staging, "Device", type("D", (), {"upload": staticmethod(lambda *a, **k: None)}))
+    monkeypatch.setattr(staging, "Event", _Event)
+    f = tmp_path / "short"
+    f.write_bytes(b"abc")
+    fd = os.open(f, os.O_RDONLY)
+    ctx = _Ctx()
+    try:
+        with pytest.raises(OSError, match="short"):
+            staging.upload(ctx, None, [staging.Job(0, staging.FileRange(fd, 0, 10, str(f)))])
+    finally:
+        os.close(fd)
+    assert len(ctx.back) == len(ctx.taken) == 1
+
+
+# ---------------------------------------------------------------- on the device
+
+def _cuda() -> int:
+    from engine.backends.select import cuda_device_count
+
+    return cuda_device_count()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_cuda() == 0, reason="no CUDA device on this machine")
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_key_from_the_cache_is_the_key_without_it(tmp_path, curve):
+    from cuda_kernels.driver import Device
+    from engine.backends.gpu import GpuBackend
+    from engine.formats.wtns import read_wtns
+    from engine.groth16.prover import prove
+
+    src = ROOT / "examples" / curve / "sudoku.zkey"
+    path = tmp_path / "k.zkey"
+    shutil.copyfile(src, path)
+    backend = GpuBackend(key_cache_dir=str(tmp_path / "cache"))
+    try:
+        stream = backend.ctx.upload_stream
+
+        def image(key):
+            key.ready.synchronize()
+            out = []
+            for b in key.buffers:
+                host = np.empty(b.nbytes, dtype=np.uint8)
+                Device.download(host, b, stream)
+                out.append(host)
+            stream.synchronize()
+            return out
+
+        z = read_zkey(path)
+        first = backend.load_key(z)
+        assert first.cache_hit is False and len(kc.KeyCache(tmp_path / "cache").entries()) == 1
+        second = backend.load_key(read_zkey(path))
+        assert second.cache_hit is True
+        in_memory = read_zkey(path)
+        in_memory.path = None  # no file: arrays through staging, no cache
+        third = backend.load_key(in_memory)
+        assert third.cache_hit is None
+        images = [image(k) for k in (first, second, third)]
+        for other in images[1:]:
+            assert len(other) == len(images[0])
+            for a, b in zip(images[0], other):
+                assert np.array_equal(a, b)
+        w = read_wtns(ROOT / "examples" / curve / "sudoku.wtns")
+        proof = prove(z, w.values, backend, second, verify=True)  # verified before it is returned
+        assert proof.curve.name == z.curve.name
+        for k in (first, second, third):
+            k.close()
+    finally:
+        backend.close()
