@@ -154,10 +154,19 @@ def device_tables_ms(backend: GpuBackend, key) -> float:
     return e0.elapsed_ms(e1)
 
 
+class _Row(dict):
+    """A result row that prints every figure as it is set (a run cut short still reports what it got)."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        print(f"  {self.get('key', '?')}: {key} = {value}", flush=True)
+
+
 def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bool, cold: bool) -> dict:
     size = path.stat().st_size
-    reads = [read_file_s(path) for _ in range(2)]
-    row = {"key": label, "zkey GB": round(size / 1e9, 3), "read file s": round(min(reads), 3)}
+    row = _Row(key=label)
+    row["zkey GB"] = round(size / 1e9, 3)
+    row["read file s"] = round(min(read_file_s(path) for _ in range(2)), 3)
     cache_dir = backend_dir / "cache"
     shutil.rmtree(cache_dir, ignore_errors=True)
     backend = GpuBackend(key_cache_dir=str(cache_dir))
