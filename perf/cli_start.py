@@ -11,6 +11,12 @@ of ours runs); then `python -m engine prove --backend gpu --verbose` (the
 first run fills the key cache; the median of the rest is the cold CLI figure)
 and the same with --no-key-cache.  Prints the median --verbose stages of the
 prove runs beside the wall times.
+
+Before timing, every module the CLI imports is byte-compiled (`compileall` over
+this tree and the writable PYTHONPATH entries), as an installed package is: a
+machine whose Python does not write .pyc files (PYTHONDONTWRITEBYTECODE, a
+read-only tree) would otherwise compile every source in every process.  Then
+one `-X importtime` run lists the slowest imports of `prove`.
 """
 from __future__ import annotations
 
@@ -76,6 +82,13 @@ def main() -> None:
         wall([PY, "-m", "engine", "bench-circuit", "--constraints", str(n), "--quiet", str(work)], env)
         zkey, wtns = str(work / "bench.zkey"), str(work / "bench.wtns")
         wall([PY, "-m", "engine", "setup", "--backend", "gpu", "--quiet", str(work / "bench.r1cs"), zkey], env)
+    dirs = [str(ROOT / d) for d in ("engine", "scheduler", "cuda_kernels", "cli.py")]
+    dirs += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.access(p, os.W_OK)
+             and Path(p).resolve() != ROOT]
+    subprocess.run([PY, "-m", "compileall", "-q", "-j0", *dirs], cwd=ROOT, env=env, capture_output=True)
+    flags = subprocess.run([PY, "-c", "import sys; print(sys.flags.dont_write_bytecode)"], env=env,
+                           capture_output=True, text=True).stdout.strip()
+    print(f"byte-compiled {len(dirs)} paths first; this Python's dont_write_bytecode = {flags}")
     rows = {}
     for label, code in FLOOR.items():
         times = [wall([PY, "-c", code], env)[0] for _ in range(args.runs)]
@@ -93,6 +106,14 @@ def main() -> None:
         results[label] = {"first run s": round(first, 3), "median s": round(med, 3),
                           "stages ms": {k: round(statistics.median(s[k] for s in st), 2) for k in names}}
         rows[label] = med
+    imp = subprocess.run([PY, "-X", "importtime", *prove[1:]], cwd=ROOT, env=env, capture_output=True, text=True)
+    top = []
+    for line in imp.stderr.splitlines():
+        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)", line)
+        if m and len(m.group(2)) <= 2:  # top-level and first-level imports
+            top.append((int(m.group(1)), m.group(3)))
+    print("slowest imports of prove (cumulative ms): "
+          + ", ".join(f"{name} {us / 1000:.1f}" for us, name in sorted(top, reverse=True)[:12]))
     print(f"python {sys.version.split()[0]}, {args.runs} runs each (median); key {zkey}")
     print("| process | wall ms |\n|---|---|")
     for label, t in rows.items():

@@ -154,9 +154,11 @@ def _read_coeffs(bf: BinFile, curve: Curve, n_vars: int, domain_size: int) -> np
     coeffs = bf.array(sec, COEFF_DTYPE, n_coef, start=4)
     if n_coef == 0:
         return coeffs
-    # one pass over matrix/row/wire (as u32 columns), then the values' top limb
+    # matrix/row/wire as u32 columns, each reduced on its own (a 1-d strided max runs at memory
+    # speed; max(axis=0) over the (n, 3) block walks it row by row, 3.6x slower at 2^22), then
+    # the values' top limb
     words = bf.array(sec, "<u4", n_coef * (entry // 4), start=4, shape=(n_coef, entry // 4))
-    mx = words[:, :3].max(axis=0)
+    mx = [words[:, col].max() for col in range(3)]
     checks = (
         (0, 2, "matrix", "is not 0 (A) or 1 (B)"),
         (1, domain_size, "row", f"is not below domainSize = {domain_size}"),
