@@ -275,6 +275,7 @@ def test_staged_upload_moves_every_byte_in_order_and_reuses_buffers_safely(monke
     monkeypatch.setattr(staging, "Device", _Device)
     monkeypatch.setattr(staging, "Event", _Event)
     monkeypatch.setattr(staging, "MIN_CHUNK_BYTES", 1024)
+    monkeypatch.setattr(staging, "DIRECT_BYTES", 0)
     rng = np.random.default_rng(1)
     file_bytes = rng.integers(0, 256, 300_001, dtype=np.uint8).tobytes()
     f = tmp_path / "data"
@@ -298,7 +299,35 @@ def test_staged_upload_moves_every_byte_in_order_and_reuses_buffers_safely(monke
     assert len(ctx.taken) == 5 and sorted(map(id, ctx.back)) == sorted(map(id, ctx.taken))
 
 
+@pytest.mark.parametrize("direct", [False, True])
+def test_staged_upload_small_jobs_go_directly_and_whole(monkeypatch, tmp_path, direct):
+    copies = []
+    monkeypatch.setattr(staging, "Device", type("D", (), {"upload": staticmethod(
+        lambda dst, host, s, offset=0: copies.append((dst, bytes(np.ascontiguousarray(host).view(np.uint8)))))}))
+    monkeypatch.setattr(staging, "Event", _Event)
+    monkeypatch.setattr(staging, "DIRECT_BYTES", 1 << 20 if direct else 0)
+    f = tmp_path / "data"
+    f.write_bytes(bytes(range(256)) * 4)
+    arr = np.arange(12, dtype=np.uint64).reshape(3, 4)
+    done = []
+    fd = os.open(f, os.O_RDONLY)
+    ctx = _Ctx()
+    try:
+        staging.upload(ctx, _Stream(bytearray(1)), [
+            staging.Job(100, staging.FileRange(fd, 10, 500, str(f)), done=lambda: done.append(1)),
+            staging.Job(7000, arr, done=lambda: done.append(2))])
+    finally:
+        os.close(fd)
+    assert done == [1, 2]
+    if direct:
+        assert copies == [(100, (bytes(range(256)) * 4)[10:510]), (7000, arr.tobytes())]
+        assert ctx.taken == []  # no pinned memory for a small key
+    else:
+        assert ctx.taken
+
+
 def test_staged_upload_short_file_is_an_error_and_gives_buffers_back(monkeypatch, tmp_path):
+    monkeypatch.setattr(staging, "DIRECT_BYTES", 0)
     monkeypatch.setattr(staging, "Device", type("D", (), {"upload": staticmethod(lambda *a, **k: None)}))
     monkeypatch.setattr(staging, "Event", _Event)
     f = tmp_path / "short"

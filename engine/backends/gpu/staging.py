@@ -25,6 +25,9 @@ from cuda_kernels.driver import Device, Event
 CHUNK_BYTES = 16 << 20
 MIN_CHUNK_BYTES = 1 << 20
 MAX_READERS = 8
+# Below this many bytes in all, jobs are copied directly from pageable memory (the driver stages
+# them itself): a small key does not pay for pinned buffers, reader threads and their start.
+DIRECT_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,22 @@ def _fill(out: np.ndarray, src, start: int, n: int) -> float:
     return time.perf_counter() - t
 
 
+def _direct(stream, jobs: list[Job]) -> None:
+    """Small uploads: each job in one pageable copy (the call returns once the driver has taken the
+    bytes, so a temporary buffer may go right after)."""
+    for j in jobs:
+        if not j.nbytes:
+            continue
+        if isinstance(j.src, FileRange):
+            host = np.empty(j.nbytes, dtype=np.uint8)
+            _fill(host, j.src, 0, j.nbytes)
+        else:
+            host = _flat_bytes(j.src)
+        Device.upload(j.dst, host, stream)
+        if j.done is not None:
+            j.done()
+
+
 def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, readers: int | None = None) -> UploadStats:
     """Copy every job's bytes to the device on `stream`, in job order.  Returns when the copies are
     done (the staging buffers go back to the context's pinned pool); work a job's `done` enqueued on
@@ -89,6 +108,10 @@ def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, read
         if j.nbytes == 0 and j.done is not None:
             j.done()  # nothing to copy: its follow-up may go now
     if total == 0:
+        return stats
+    if total <= DIRECT_BYTES:
+        _direct(stream, jobs)
+        stats.chunks, stats.seconds = len(jobs), time.perf_counter() - t0
         return stats
     readers = max(1, min(readers or min(MAX_READERS, os.cpu_count() or 1), MAX_READERS))
     chunk = int(min(chunk_bytes, max(MIN_CHUNK_BYTES, -(-total // (2 * readers)))))
