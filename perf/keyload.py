@@ -99,6 +99,16 @@ def timed_load(backend: GpuBackend, path: Path) -> tuple[float, object]:
     return time.perf_counter() - t, key
 
 
+def legacy_csr(coeffs, matrix: int, domain: int):
+    """The CSR build before the cache (fd596b2): a stable argsort by row, searchsorted row starts."""
+    sel = coeffs["matrix"] == matrix
+    rows = coeffs["row"][sel]
+    order = np.argsort(rows, kind="stable")
+    row_ptr = np.searchsorted(rows[order], np.arange(domain + 1, dtype=np.int64), side="left").astype(np.uint32)
+    return (row_ptr, np.ascontiguousarray(coeffs["wire"][sel][order], dtype=np.uint32),
+            np.ascontiguousarray(coeffs["value"][sel][order], dtype=np.uint64))
+
+
 def legacy_load(backend: GpuBackend, path: Path) -> float:
     """The load of commit fd596b2, for an A/B in the same run (its buffers are freed after)."""
     t = time.perf_counter()
@@ -119,13 +129,8 @@ def legacy_load(backend: GpuBackend, path: Path) -> float:
         return buf
 
     for matrix in (0, 1):
-        sel = zkey.coeffs["matrix"] == matrix
-        rows = zkey.coeffs["row"][sel]
-        order = np.argsort(rows, kind="stable")
-        rows = rows[order]
-        up(np.searchsorted(rows, np.arange(zkey.domain_size + 1, dtype=np.int64), side="left").astype(np.uint32))
-        up(np.ascontiguousarray(zkey.coeffs["wire"][sel][order], dtype=np.uint32))
-        up(np.ascontiguousarray(zkey.coeffs["value"][sel][order], dtype=np.uint64))
+        for part in legacy_csr(zkey.coeffs, matrix, zkey.domain_size):
+            up(part)
     lq = curve.q_limbs64
     c_padded = np.concatenate([np.zeros((zkey.n_public + 1, 2, lq), dtype=np.uint64), np.asarray(zkey.c)])
     for host, plan, group in ((zkey.a, plan_w, "g1"), (zkey.b1, plan_w, "g1"), (c_padded, plan_w, "g1"),

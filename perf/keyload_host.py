@@ -28,17 +28,7 @@ from engine.backends.gpu import staging  # noqa: E402
 from engine.backends.gpu.key import CSR_PARTS, cache_layout, csr_from_coeffs  # noqa: E402
 from engine.formats import key_cache as kc  # noqa: E402
 from engine.formats.zkey import read_zkey  # noqa: E402
-from keyload import read_file_s, synthetic_zkey  # noqa: E402
-
-
-def old_csr(coeffs, matrix, domain):
-    """The CSR build before the cache (commit fd596b2): argsort + searchsorted."""
-    sel = coeffs["matrix"] == matrix
-    rows = coeffs["row"][sel]
-    order = np.argsort(rows, kind="stable")
-    rows = rows[order]
-    row_ptr = np.searchsorted(rows, np.arange(domain + 1, dtype=np.int64), side="left").astype(np.uint32)
-    return row_ptr, np.ascontiguousarray(coeffs["wire"][sel][order]), np.ascontiguousarray(coeffs["value"][sel][order])
+from keyload import legacy_csr, read_file_s, synthetic_zkey  # noqa: E402
 
 
 class _NoDevice:
@@ -92,7 +82,7 @@ def main() -> None:
     print(f"read the file (4 MiB reads):   {min(read_file_s(path) for _ in range(3)):.3f} s")
     print(f"read_zkey:                     {median_s(lambda: read_zkey(path)):.3f} s")
     z = read_zkey(path)
-    print(f"CSR build, before (argsort):   {median_s(lambda: [old_csr(z.coeffs, m, z.domain_size) for m in (0, 1)], 1):.3f} s")
+    print(f"CSR build, before (argsort):   {median_s(lambda: [legacy_csr(z.coeffs, m, z.domain_size) for m in (0, 1)], 1):.3f} s")
     csr = [csr_from_coeffs(z.coeffs, m, z.domain_size) for m in (0, 1)]
     print(f"CSR build, now:                {median_s(lambda: [csr_from_coeffs(z.coeffs, m, z.domain_size) for m in (0, 1)]):.3f} s")
     arrays = {f"{tag}.{part}": a for tag, c in zip("ab", csr) for part, a in zip(CSR_PARTS, c)}
