@@ -23,7 +23,10 @@ try:
 except SystemExit as exc:
     code = exc.code
 heavy = sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "cuda", "msgspec", "wasmtime", "anyio"})
-print(json.dumps({"code": code, "heavy": heavy}))
+pool = sys.modules.get("scheduler.cpu_pool")
+import multiprocessing
+print(json.dumps({"code": code, "heavy": heavy, "pool": bool(pool and pool.running()),
+                  "children": len(multiprocessing.active_children())}))
 """
 
 
@@ -45,10 +48,11 @@ def test_cache_command_imports_neither_numpy_nor_cuda(tmp_path):
     assert "numpy" not in out["heavy"] and "cuda" not in out["heavy"], out
 
 
-def test_cpu_prove_never_imports_cuda(tmp_path):
+def test_cpu_prove_imports_no_cuda_and_starts_no_pool(tmp_path):
     out = _probe("prove", "--backend", "cpu", "--quiet", str(EXAMPLE / "sudoku.zkey"), str(EXAMPLE / "sudoku.wtns"),
                  str(tmp_path / "proof.json"), str(tmp_path / "public.json"))
     assert out["code"] == 0 and "cuda" not in out["heavy"], out
+    assert not out["pool"] and out["children"] == 0, out  # one small proof: no process pool, no worker
     assert (tmp_path / "proof.json").exists()
 
 
@@ -67,3 +71,27 @@ def test_prove_verbose_names_every_cold_start_stage(tmp_path):
                                              "prove", "close backend", "write"))
     assert 0 < float(stages["interpreter + imports"]) < total
     assert inside <= total + 25  # the stages are parts of the whole (10 ms clock ticks on both ends)
+
+
+def _cuda() -> int:
+    from engine.backends.select import cuda_device_count
+
+    return cuda_device_count()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_cuda() == 0, reason="no CUDA device on this machine")
+def test_gpu_prove_verbose_times_cuinit_context_module_and_key_cache(tmp_path):
+    import os
+
+    env = {**os.environ, "GROTH16_KEY_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "engine", "prove", "--backend", "gpu", "--verbose", "--quiet",
+           str(EXAMPLE / "sudoku.zkey"), str(EXAMPLE / "sudoku.wtns"), str(tmp_path / "p.json"), str(tmp_path / "q.json")]
+    for run in range(2):  # the first run writes the key cache, the second reads it
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        stages = dict(re.findall(r"^  (\S.*?)\s+([0-9.]+) ms$", p.stderr, re.M))
+        for name in ("interpreter + imports", "import cuda", "cuInit", "import gpu backend", "context",
+                     "kernel module", "load key", "prove", "close backend", "write"):
+            assert name in stages, (name, p.stderr)
+        assert len(list((tmp_path / "cache").glob("*.gkc"))) == 1
