@@ -66,6 +66,15 @@ def test_key_cache_changed_zkey_is_a_miss_and_retires_the_old_entry(zkey_file, t
     assert not cache.is_stale(cache.entries()[0])
 
 
+def test_key_cache_new_layout_version_retires_the_old_layouts_entry(zkey_file, tmp_path):
+    cache = kc.KeyCache(tmp_path / "cache")
+    z = read_zkey(zkey_file)
+    cache.store(kc.identity_of(z, "gpu-csr-v1"), _arrays())
+    cache.store(kc.identity_of(z, "other-v1"), _arrays())  # another family stays
+    cache.store(kc.identity_of(z, "gpu-csr-v2"), _arrays())
+    assert sorted(i.identity.layout for i in cache.entries()) == ["gpu-csr-v2", "other-v1"]
+
+
 def test_key_cache_identity_covers_content_layout_and_size(zkey_file, tmp_path):
     z = read_zkey(zkey_file)
     base = kc.identity_of(z, cache_layout())

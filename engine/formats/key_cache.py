@@ -197,12 +197,11 @@ class KeyCache:
 
     # ---- writing
     def store(self, identity: Identity, arrays: dict[str, Any], meta: dict | None = None) -> str | None:
-        """Write an entry (atomically) and retire older entries of the same zkey path; the entry's
-        path, or None when it could not be written (the load goes on without the cache)."""
+        """Write an entry (atomically) and retire the other entries of the same zkey path and layout
+        family; the entry's path, or None when it could not be written (the load goes on without it)."""
         import numpy as np  # noqa: PLC0415
 
-        specs, offset = [], 0
-        views = {}
+        specs, views = [], {}
         for name, arr in arrays.items():
             a = np.ascontiguousarray(arr)
             views[name] = a
@@ -245,8 +244,9 @@ class KeyCache:
                     pass
         for info in self.entries():
             if (info.identity is not None and info.path != os.fspath(target)
-                    and info.identity.zkey_path == identity.zkey_path and info.identity.layout == identity.layout):
-                _unlink(info.path)  # the same file's older contents: never to be served again
+                    and info.identity.zkey_path == identity.zkey_path
+                    and _family(info.identity.layout) == _family(identity.layout)):
+                _unlink(info.path)  # the same file's older contents, or an older layout: never served again
         return os.fspath(target)
 
     # ---- listing and clearing (`python -m engine cache`)
@@ -312,6 +312,12 @@ class KeyCache:
             if _unlink(path):
                 removed, freed = removed + 1, freed + size
         return removed, freed
+
+
+def _family(layout: str) -> str:
+    """A layout string without its version ("gpu-csr-v1" -> "gpu-csr"): entries of one family and
+    zkey replace each other, so an upgrade leaves no unreachable entries behind."""
+    return layout.rsplit("-v", 1)[0]
 
 
 def _align(n: int) -> int:
