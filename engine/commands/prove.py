@@ -130,7 +130,7 @@ def _start_backend(config, zkey, progress):
     this key's curve is loaded)."""
     from engine.backends.select import select_backend
 
-    name = config.backend
+    name, count = config.backend, 0
     if name in ("auto", "gpu"):
         with progress.timed("import cuda", 0.3):
             from engine.backends.select import cuda_device_count
@@ -142,7 +142,7 @@ def _start_backend(config, zkey, progress):
             count = cuda_device_count()
         if name == "auto":
             name = "gpu" if count else "cpu"
-    if name != "gpu":
+    if name != "gpu" or not count:  # the CPU, or no device: select_backend names the problem
         with progress.timed("backend", 0.3):
             return select_backend(name)
     with progress.timed("import gpu backend", 0.3):
