@@ -57,9 +57,9 @@ def wall(cmd: list[str], env: dict) -> tuple[float, str]:
 def stages(stderr: str) -> dict[str, float]:
     out = {}
     for line in stderr.splitlines():
-        m = re.match(r"^  (\S.*?)\s+([0-9.]+) ms$", line)
+        m = re.match(r"^(  +)(\S.*?)\s+([0-9.]+) ms$", line)  # sub-stages (deeper indent) too
         if m:
-            out[m.group(1)] = float(m.group(2))
+            out[" " * (len(m.group(1)) - 2) + m.group(2)] = float(m.group(3))
     return out
 
 
