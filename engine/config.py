@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import tomllib
 from typing import Any
 
 import msgspec
@@ -162,6 +161,8 @@ def convert(data: dict, source: str) -> EngineConfig:
 
 def load(path: str | os.PathLike) -> EngineConfig:
     """Read a TOML file (keys at the top level or under [engine])."""
+    import tomllib  # noqa: PLC0415 - only a --config run reads TOML
+
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
