@@ -3,10 +3,11 @@ control flow: every call succeeds (kernels do nothing, copies copy nothing) and 
 account of what is live (pool allocations, events, streams, pinned buffers) and of every call
 made, in order, so tests can check that failure paths free everything and wait before returning.
 
-Use: `prev = driver.set_bindings(FakeDriver())`, and `driver.set_bindings(prev)` after.
+Use: `with fake_driver() as fake: ...` (cuda_kernels.driver runs over it inside the block).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
 import itertools
@@ -224,3 +225,16 @@ class FakeDriver:
         self._note("cuMemcpyDtoHAsync")
         ctypes.memset(dst, 0, nbytes)  # results read as all-zero (points at infinity)
         return (OK,)
+
+
+@contextlib.contextmanager
+def fake_driver():
+    """cuda_kernels.driver over a fresh FakeDriver inside the block (yielded), the real one after."""
+    from cuda_kernels import driver  # noqa: PLC0415
+
+    fake = FakeDriver()
+    previous = driver.set_bindings(fake)
+    try:
+        yield fake
+    finally:
+        driver.set_bindings(previous)

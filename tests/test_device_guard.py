@@ -17,7 +17,7 @@ from conftest import REPO
 from cuda_kernels import device_global, driver
 from engine.api import Engine
 from engine.config import EngineConfig, SimulationConfig
-from fake_cuda import FakeDriver
+from fake_cuda import fake_driver
 from scheduler.budget import Budget
 from scheduler.device_worker import DeviceWorker
 
@@ -33,10 +33,8 @@ ALLOWED = ["cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuLaunchKernel", "cuEve
 
 @pytest.fixture
 def fake():
-    fake = FakeDriver()
-    previous = driver.set_bindings(fake)
-    yield fake
-    driver.set_bindings(previous)
+    with fake_driver() as fake:
+        yield fake
 
 
 def _on_thread(fn):

@@ -17,7 +17,7 @@ from cuda_kernels import driver
 from engine.backends.select import cuda_device_count
 from engine.errors import DeviceError
 from engine.formats import read_wtns, read_zkey
-from fake_cuda import FakeDriver
+from fake_cuda import FakeDriver, fake_driver
 
 TINY = FIXTURES / "tiny"
 
@@ -118,17 +118,13 @@ def _check_every_fault(backend, curve: str, fake: FakeDriver | None):
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_every_failure_path_frees_everything_on_a_fake_driver(curve):
-    fake = FakeDriver()
-    previous = driver.set_bindings(fake)
-    try:
+    with fake_driver() as fake:
         backend = _backend(fake=True)
         events_before = len(fake.live_events)
         _check_every_fault(backend, curve, fake)
         assert len(fake.live_events) == events_before + 1  # the key's ready event: every proof's went
         backend.close()
         assert not fake.live_device and not fake.live_pinned
-    finally:
-        driver.set_bindings(previous)
 
 
 @pytest.mark.gpu

@@ -40,15 +40,18 @@ async def test_two_engines_share_one_gpu_in_one_process():
     seen = {"start": None, "trims": []}
     b_cfg = EngineConfig(backend="gpu", synthesis_workers=2, compute_slots=2, idle_trim_s=None)
     a_cfg = EngineConfig(backend="gpu", synthesis_workers=1, idle_trim_s=0.05)
+    b_proofs = []
     async with Engine(b_cfg) as b:
         b_key = await b.load_key(TINY / "tiny.zkey")
-        b_proofs = []
+        stop = anyio.Event()
 
-        async def b_burst():
-            b_proofs.extend(await b.prove(b_key, partitions=[wtns] * 300))
+        async def b_load():  # three of these keep B's reservations outstanding all along
+            while not stop.is_set():
+                b_proofs.extend(await b.prove(b_key, partitions=[wtns] * 4))
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(b_burst)
+            for _ in range(3):
+                tg.start_soon(b_load)
             while device_global.reservations_outstanding(0, b.vram) == 0:
                 await anyio.sleep(0.001)
             seen["start"] = device_global.reservations_outstanding(0, b.vram)
@@ -62,15 +65,17 @@ async def test_two_engines_share_one_gpu_in_one_process():
 
                 backend.trim_pool = watched_trim
                 a_key = await a.load_key(TINY / "tiny.zkey")
-                a_proof = await a.prove(a_key, wtns)
-                with anyio.fail_after(60):
-                    while not seen["trims"]:  # A idles: its idle hook trims while B still proves
-                        await anyio.sleep(0.01)
+                a_proofs = []
+                with anyio.fail_after(120):
+                    while not any(n > 0 for n in seen["trims"]):  # A idles and trims while B proves
+                        a_proofs.append(await a.prove(a_key, wtns))
+                        await anyio.sleep(0.2)
+            stop.set()
         assert b.at_rest()
     assert seen["start"] > 0
     assert any(n > 0 for n in seen["trims"]), seen["trims"]  # a trim of A's while B held reservations
-    assert verify(vk, public, a_proof)
-    assert len(b_proofs) == 300 and all(verify(vk, public, p) for p in b_proofs[:5])
+    assert all(verify(vk, public, p) for p in a_proofs)
+    assert len(b_proofs) >= 12 and all(verify(vk, public, p) for p in b_proofs[:5] + b_proofs[-5:])
 
 
 @pytest.mark.parametrize("call,nth", [("cuLaunchKernel", 40), ("cuMemAllocFromPoolAsync", 20),

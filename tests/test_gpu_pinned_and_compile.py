@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES
-from cuda_kernels import driver
 from engine.backends.gpu import GpuBackend
 from engine.backends.gpu.pipeline import pinned_bytes
 from engine.backends.gpu.runtime import pinned_size_class
 from engine.formats import read_wtns, read_zkey
-from fake_cuda import FakeDriver
+from fake_cuda import fake_driver
 from scheduler.budget import Budget
 from scheduler.device_worker import DeviceWorker
 
@@ -24,10 +23,8 @@ TINY = FIXTURES / "tiny" / "bn128"
 
 @pytest.fixture
 def fake():
-    fake = FakeDriver()
-    previous = driver.set_bindings(fake)
-    yield fake
-    driver.set_bindings(previous)
+    with fake_driver() as fake:
+        yield fake
 
 
 def _backend(prepare=None) -> GpuBackend:

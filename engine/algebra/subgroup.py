@@ -27,7 +27,7 @@ from functools import lru_cache
 from engine.algebra.curves import Curve
 from engine.algebra.ec import (
     G1Point, G2Point, _g1_jadd_affine, _g1_jdouble, _g1_to_affine, _g2_jadd_affine, _g2_jdouble, _g2_to_affine,
-    _naf_mul, g1_neg, g2_neg,
+    _naf_mul, g1_is_on_curve, g1_neg, g2_is_on_curve, g2_neg,
 )
 from engine.algebra.field import fq2_mul, fq2_pow
 
@@ -126,3 +126,10 @@ def subgroup_problem(curve: Curve, P, g2: bool, what: str) -> str | None:
     group = "G2" if g2 else "G1"
     return (f"{what} is a point of the {curve.name} {'twist ' if g2 else ''}curve outside its prime-order "
             f"subgroup {group} (not a valid {group} element; the input is corrupt or forged)")
+
+
+def point_problem(curve: Curve, P, g2: bool, what: str) -> str | None:
+    """A one-line reason when `P` is not a valid G1 (G2) element: off its curve, or outside the subgroup."""
+    if not (g2_is_on_curve if g2 else g1_is_on_curve)(curve, P):
+        return f"{what} is not a point of the {curve.name} {'twist ' if g2 else ''}curve"
+    return subgroup_problem(curve, P, g2, what)

@@ -22,10 +22,10 @@ import numpy as np
 
 from engine.algebra import pairing as pr
 from engine.algebra.curves import Curve
-from engine.algebra.ec import g1_add, g1_is_on_curve, g1_mul, g1_neg, g2_is_on_curve
+from engine.algebra.ec import g1_add, g1_mul, g1_neg
 from engine.algebra.limbs import g1_from_mont, g2_from_mont
 from engine.algebra.msm import msm_g1
-from engine.algebra.subgroup import subgroup_problem
+from engine.algebra.subgroup import point_problem
 from engine.errors import FormatError
 from engine.groth16.proof import Proof, VerificationKey
 
@@ -61,16 +61,14 @@ def _vk_points(vk: VerificationKey):
         yield p, False, f"IC[{i}]"
 
 
+def _first_problem(curve: Curve, points) -> str | None:
+    """The first of (point, is_g2, name) that is not a valid group element, as a one-line reason."""
+    return next((p for p in (point_problem(curve, *item) for item in points) if p is not None), None)
+
+
 def key_problem(vk: VerificationKey) -> str | None:
     """Why the key's points are not valid group elements (off the curve, outside the subgroup), or None."""
-    curve = vk.curve
-    for point, g2, name in _vk_points(vk):
-        if not (g2_is_on_curve if g2 else g1_is_on_curve)(curve, point):
-            return f"{name} is not a point of the {curve.name} {'twist ' if g2 else ''}curve"
-        problem = subgroup_problem(curve, point, g2, name)
-        if problem is not None:
-            return problem
-    return None
+    return _first_problem(vk.curve, _vk_points(vk))
 
 
 _keys_checked: OrderedDict = OrderedDict()  # keys whose points passed key_problem
@@ -127,13 +125,7 @@ def proof_problem(vk: VerificationKey, proof: Proof) -> str | None:
     curve = vk.curve
     if proof.curve.name != curve.name:
         return f"the proof is for {proof.curve.name}, the key for {curve.name}"
-    for point, g2, name in ((proof.pi_a, False, "pi_a"), (proof.pi_b, True, "pi_b"), (proof.pi_c, False, "pi_c")):
-        if not (g2_is_on_curve if g2 else g1_is_on_curve)(curve, point):
-            return f"{name} is not a point of the {curve.name} {'twist ' if g2 else ''}curve"
-        problem = subgroup_problem(curve, point, g2, name)
-        if problem is not None:
-            return problem
-    return None
+    return _first_problem(curve, ((proof.pi_a, False, "pi_a"), (proof.pi_b, True, "pi_b"), (proof.pi_c, False, "pi_c")))
 
 
 def _proof_ok(vk: VerificationKey, proof: Proof) -> bool:

@@ -138,13 +138,19 @@ def _wait_fence(fence: Event | None, stream) -> None:
     stream.synchronize()
 
 
+def _await_frees(fence: Event | None, failed: list[DeviceBuffer], stream) -> None:
+    """Wait until the device has done the frees queued before `fence`; retry the ones that failed
+    (the stream is idle then) and wait for those too."""
+    _wait_fence(fence, stream)
+    if failed and _free_all(failed, stream):
+        _wait_fence(_fence(stream), stream)
+
+
 def _settle(stream, bufs: list[DeviceBuffer]) -> None:
     """A failure path's end: free what is live, on the stream, and return only once the device is
     done with it (so the VRAM budget the caller returns next is really free)."""
     failed = _free_all(bufs, stream)
-    _wait_fence(_fence(stream), stream)
-    if failed and _free_all(failed, stream):  # the stream is idle now: a second try
-        _wait_fence(_fence(stream), stream)
+    _await_frees(_fence(stream), failed, stream)
 
 
 def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
@@ -208,9 +214,7 @@ def discard(backend, staged: Staged) -> Pending:
 
     def wait() -> CoreResult:
         try:
-            _wait_fence(done, stream)
-            if failed and _free_all(failed, stream):
-                _wait_fence(_fence(stream), stream)
+            _await_frees(done, failed, stream)
         finally:
             st.release_host(ctx)
         return CoreResult(None, None, None, None, None, {})
@@ -249,9 +253,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
 
     def wait() -> CoreResult:
         try:
-            _wait_fence(done, free_on)
-            if failed and _free_all(failed, free_on):
-                _wait_fence(_fence(free_on), free_on)
+            _await_frees(done, failed, free_on)
             if error is not None:
                 raise error
             out = raw.copy()
