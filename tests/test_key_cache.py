@@ -3,6 +3,7 @@ build of the key load: identity and staleness rules, the file format, the copy o
 stream, and, on a GPU, that a key loaded from the cache is byte for byte the key loaded without it."""
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 from pathlib import Path
@@ -258,17 +259,30 @@ class _Pinned:
         self.nbytes, self.array = n, np.zeros(n, dtype=np.uint8)
 
 
-class _Ctx:
-    def __init__(self):
-        self.taken, self.back = [], []
+class _Pool:
+    """The context's pinned pool as staging sees it: `free` pinned buffers, then none (never pins)."""
 
-    def pinned(self, n):
-        b = _Pinned(n)
-        self.taken.append(b)
+    def __init__(self, free: int = 0):
+        self.free = [_Pinned(1 << 16) for _ in range(free)]
+        self.taken, self.back, self.wants = [], [], {}
+
+    def take(self, n, tag=None, *, count_miss=True):
+        assert not count_miss  # a key load never raises what proofs want
+        b = self.free.pop() if self.free else None
+        if b is not None:
+            self.taken.append(b)
         return b
 
     def give_back(self, b):
         self.back.append(b)
+
+    def want(self, tag, nbytes, count):
+        self.wants[tag] = (nbytes, count)
+
+
+class _Ctx:
+    def __init__(self, free: int = 0):
+        self.pinned = _Pool(free)
 
 
 def test_staged_upload_moves_every_byte_in_order_and_reuses_buffers_safely(monkeypatch, tmp_path):
@@ -283,7 +297,6 @@ def test_staged_upload_moves_every_byte_in_order_and_reuses_buffers_safely(monke
 
     monkeypatch.setattr(staging, "Device", _Device)
     monkeypatch.setattr(staging, "Event", _Event)
-    monkeypatch.setattr(staging, "MIN_CHUNK_BYTES", 1024)
     monkeypatch.setattr(staging, "DIRECT_BYTES", 0)
     rng = np.random.default_rng(1)
     file_bytes = rng.integers(0, 256, 300_001, dtype=np.uint8).tobytes()
@@ -296,7 +309,7 @@ def test_staged_upload_moves_every_byte_in_order_and_reuses_buffers_safely(monke
         jobs = [staging.Job(0, staging.FileRange(fd, 2, len(file_bytes), str(f)), done=lambda: done.append("file")),
                 staging.Job(1 << 20, np.zeros((0, 4), dtype=np.uint64), done=lambda: done.append("empty")),
                 staging.Job(2 << 20, arr, done=lambda: done.append("array"))]
-        ctx = _Ctx()
+        ctx = _Ctx(free=2)  # two pinned buffers free, the other three staging buffers pageable
         stats = staging.upload(ctx, stream, jobs, chunk_bytes=4096, readers=3)
     finally:
         os.close(fd)
@@ -305,7 +318,8 @@ def test_staged_upload_moves_every_byte_in_order_and_reuses_buffers_safely(monke
     assert bytes(memory[2 << 20: (2 << 20) + arr.nbytes]) == arr.tobytes()
     assert done == ["empty", "file", "array"]
     assert stats.nbytes == len(file_bytes) + arr.nbytes and stats.chunks == stream.copies > 10
-    assert len(ctx.taken) == 5 and sorted(map(id, ctx.back)) == sorted(map(id, ctx.taken))
+    assert stats.pinned_buffers == 2 and len(ctx.pinned.taken) == 2
+    assert sorted(map(id, ctx.pinned.back)) == sorted(map(id, ctx.pinned.taken))  # pinned ones back, only
 
 
 @pytest.mark.parametrize("direct", [False, True])
@@ -320,7 +334,7 @@ def test_staged_upload_small_jobs_go_directly_and_whole(monkeypatch, tmp_path, d
     arr = np.arange(12, dtype=np.uint64).reshape(3, 4)
     done = []
     fd = os.open(f, os.O_RDONLY)
-    ctx = _Ctx()
+    ctx = _Ctx(free=1)
     try:
         staging.upload(ctx, _Stream(bytearray(1)), [
             staging.Job(100, staging.FileRange(fd, 10, 500, str(f)), done=lambda: done.append(1)),
@@ -328,11 +342,7 @@ def test_staged_upload_small_jobs_go_directly_and_whole(monkeypatch, tmp_path, d
     finally:
         os.close(fd)
     assert done == [1, 2]
-    if direct:
-        assert copies == [(100, (bytes(range(256)) * 4)[10:510]), (7000, arr.tobytes())]
-        assert ctx.taken == []  # no pinned memory for a small key
-    else:
-        assert ctx.taken
+    assert copies == [(100, (bytes(range(256)) * 4)[10:510]), (7000, arr.tobytes())]
 
 
 def test_staged_upload_short_file_is_an_error_and_gives_buffers_back(monkeypatch, tmp_path):
@@ -342,13 +352,32 @@ def test_staged_upload_short_file_is_an_error_and_gives_buffers_back(monkeypatch
     f = tmp_path / "short"
     f.write_bytes(b"abc")
     fd = os.open(f, os.O_RDONLY)
-    ctx = _Ctx()
+    ctx = _Ctx(free=1)
     try:
         with pytest.raises(OSError, match="short"):
             staging.upload(ctx, None, [staging.Job(0, staging.FileRange(fd, 0, 10, str(f)))])
     finally:
         os.close(fd)
-    assert len(ctx.back) == len(ctx.taken) == 1
+    assert len(ctx.pinned.back) == len(ctx.pinned.taken) == 1
+
+
+def test_staging_buffers_are_wanted_only_for_large_loads():
+    small, large = _Ctx(), _Ctx()
+    staging.want_buffers(small, staging.DIRECT_BYTES)
+    staging.want_buffers(large, staging.DIRECT_BYTES + 1)
+    assert small.pinned.wants == {}
+    assert large.pinned.wants == {staging.TAG: (staging.CHUNK_BYTES, staging.BUFFERS)}
+
+
+def test_pinned_pool_take_without_counting_a_miss():
+    from engine.backends.gpu.runtime import PinnedPool
+
+    pool = PinnedPool(device=None)
+    pool.want("k", 1 << 20, 1)
+    assert pool.take(1 << 20, tag="k", count_miss=False) is None
+    assert pool.misses == 0 and pool._wants["k"] == (1 << 20, 1)  # a key load's miss grows nothing
+    assert pool.take(1 << 20, tag="k") is None
+    assert pool.misses == 1 and pool._wants["k"] == (1 << 20, 2)
 
 
 # ---------------------------------------------------------------- on the device
@@ -406,3 +435,137 @@ def test_key_from_the_cache_is_the_key_without_it(tmp_path, curve):
             k.close()
     finally:
         backend.close()
+
+
+# ---------------------------------------------------------------- the whole load on a fake driver
+
+class _Recorder:
+    """Wraps the fake driver: records every host -> device copy's bytes by destination address."""
+
+    def __init__(self, fake):
+        self.fake, self.writes, self.next = fake, [], 1
+
+    def __getattr__(self, name):
+        return getattr(self.fake, name)
+
+    def cuMemAllocFromPoolAsync(self, nbytes, pool, stream):
+        err, _ = self.fake.cuMemAllocFromPoolAsync(nbytes, pool, stream)
+        ptr, self.next = self.next << 40, self.next + 1  # far apart: a copy's address names its buffer
+        with self.fake._lock:
+            self.fake.live_device[ptr] = self.fake.live_device.pop(_)
+        return err, ptr
+
+    def cuMemcpyHtoDAsync(self, dst, src, nbytes, stream):
+        self.fake._note("cuMemcpyHtoDAsync")
+        self.writes.append((int(dst), ctypes.string_at(src, nbytes)))
+        return (0,)
+
+
+@pytest.fixture
+def recorded():
+    from cuda_kernels import driver
+    from fake_cuda import FakeDriver
+
+    rec = _Recorder(FakeDriver())
+    previous = driver.set_bindings(rec)
+    try:
+        yield rec
+    finally:
+        driver.set_bindings(previous)
+
+
+def _image(rec, key, start: int) -> list[tuple[int, int, bytes]]:
+    """(buffer index, offset in it, bytes) of every copy since `start` into the key's buffers."""
+    out = []
+    for dst, data in rec.writes[start:]:
+        for i, b in enumerate(key.buffers):
+            if b.ptr <= dst < b.ptr + b.nbytes:
+                out.append((i, dst - b.ptr, data))
+                break
+    # staged copies are cut into chunks where direct ones are not: join each buffer's runs
+    joined: dict[tuple[int, int], bytes] = {}
+    for i, off, data in sorted(out):
+        prev = next(((pi, po) for (pi, po), d in joined.items() if pi == i and po + len(d) == off), None)
+        if prev is None:
+            joined[(i, off)] = data
+        else:
+            joined[prev] += data
+    return sorted((i, off, d) for (i, off), d in joined.items())
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_key_load_miss_hit_and_in_memory_upload_the_same_bytes_and_pin_nothing(recorded, tmp_path, monkeypatch,
+                                                                                staged):
+    from engine.backends.gpu import GpuBackend
+
+    if staged:  # the tiny key through the staging path, two pinned buffers wanted
+        monkeypatch.setattr(staging, "DIRECT_BYTES", 0)
+        monkeypatch.setattr(staging, "BUFFERS", 2)
+    path = tmp_path / "k.zkey"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "tiny" / "bn128" / "tiny.zkey", path)
+    backend = GpuBackend(0, key_cache_dir=str(tmp_path / "cache"))
+    backend.ctx.prepare = lambda curve: b"fake cubin"
+    try:
+        z = read_zkey(path)
+        backend.prepare_key(z)
+        if backend.maintenance_due():
+            backend.maintain()  # as the CLI does before a large load: nothing runs yet
+        pinned = recorded.fake.pinned_allocs
+        assert pinned == (2 if staged else 0)
+        images, keys = [], []
+        for source in ("miss", "hit", "memory"):
+            zk = read_zkey(path)
+            if source == "memory":
+                zk.path = None
+            start = len(recorded.writes)
+            key = backend.load_key(zk)
+            keys.append(key)
+            assert key.cache_hit is {"miss": False, "hit": True, "memory": None}[source]
+            if staged:
+                assert key.upload_stats.pinned_buffers == 2
+            images.append(_image(recorded, key, start))
+        assert recorded.fake.pinned_allocs == pinned  # a load never pins
+        assert images[0] == images[1] == images[2] and images[0]
+        # C's points land after the nPublic+1 infinity rows, its bytes those of the zkey's section 8
+        c_index = keys[0].buffers.index(keys[0].c)
+        pad = (z.n_public + 1) * z.curve.g1_bytes
+        c_bytes = b"".join(d for i, off, d in images[0] if i == c_index)
+        assert [off for i, off, _ in images[0] if i == c_index][0] == pad and c_bytes == z.c.tobytes()
+        for key in keys:
+            backend.unload_key(key)
+        assert backend.ctx.pinned.free_count() == pinned  # the staging buffers are back
+    finally:
+        backend.close()
+    assert not recorded.fake.live_device and not recorded.fake.live_events and not recorded.fake.live_streams
+
+
+@pytest.mark.parametrize("call, nth", [("cuMemcpyHtoDAsync", 1), ("cuMemcpyHtoDAsync", 3), ("cuMemcpyHtoDAsync", 9),
+                                       ("cuMemAllocFromPoolAsync", 5), ("cuLaunchKernel", 4), ("cuEventRecord", 2),
+                                       ("cuEventSynchronize", 1), ("cuMemsetD32Async", 1), ("cuStreamCreate", 1),
+                                       ("cuStreamWaitEvent", 2)])
+def test_key_load_failure_leaves_nothing_on_the_device(tmp_path, monkeypatch, call, nth):
+    from cuda_kernels import driver
+    from engine.backends.gpu import GpuBackend
+    from engine.errors import DeviceError
+    from fake_cuda import fake_driver
+
+    monkeypatch.setattr(staging, "DIRECT_BYTES", 0)
+    monkeypatch.setattr(staging, "BUFFERS", 2)
+    with fake_driver() as fake:
+        backend = GpuBackend(0, key_cache_dir=str(tmp_path / "cache"))
+        backend.ctx.prepare = lambda curve: b"fake cubin"
+        try:
+            z = read_zkey(ROOT / "tests" / "fixtures" / "tiny" / "bn128" / "tiny.zkey")
+            backend.prepare_key(z)
+            backend.maintain()
+            backend.ctx.module(z.curve)
+            before = dict(fake.live_device)
+            with driver.inject_fault(call, nth=nth), pytest.raises(DeviceError):
+                backend.load_key(z)
+            assert fake.live_device == before  # every buffer of the half-made key freed
+            assert backend.ctx.pinned.free_count() == 2  # the staging buffers back in the pool
+            key = backend.load_key(z)  # and the next load works
+            backend.unload_key(key)
+        finally:
+            backend.close()
+        assert not fake.live_device and not fake.live_events and not fake.live_streams

@@ -151,7 +151,11 @@ def _start_backend(config, zkey, progress):
         backend = select_backend("gpu", key_cache_dir=config.key_cache_dir)
     try:
         with progress.timed("kernel module", 0.33):
+            backend.prepare_key(zkey)
             backend.ctx.module(zkey.curve)
+        if backend.maintenance_due():  # a large key: pin its staging buffers (nothing else runs yet)
+            with progress.timed("pin staging buffers", 0.34):
+                backend.maintain()
     except BaseException:
         backend.close()
         raise

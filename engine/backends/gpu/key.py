@@ -37,6 +37,11 @@ def _open_unchanged(zkey) -> int | None:
     return fd
 
 
+def upload_bytes(zkey) -> int:
+    """About what a load of this key moves to the device: its point sections and its coeffs."""
+    return sum(int(np.asarray(a).nbytes) for a in (zkey.a, zkey.b1, zkey.b2, zkey.c, zkey.h, zkey.coeffs))
+
+
 def g1_bytes(curve: Curve) -> int:
     return 2 * curve.n8q
 
@@ -121,11 +126,17 @@ class GpuKey(ResidentKey):
         self.buffers: list[DeviceBuffer] = []
         self.tables = None
         self._events: list[Event] = []
-        try:
-            self._load(zkey, cache)
-        except BaseException:
-            self.close()  # a failed load (out of memory, a vanished file) leaves nothing on the device
-            raise
+        with Device.recording() as made:
+            try:
+                self._load(zkey, cache)
+            except BaseException:
+                # a failed load (out of memory, a device fault, a vanished file) leaves nothing on the
+                # device: the key's buffers and whatever a helper had allocated when it failed
+                self.close()
+                for buf in made:
+                    if buf.ptr:
+                        Device.free(buf, ctx.upload_stream)
+                raise
         self.nbytes = sum(b.nbytes for b in self.buffers) + self.tables.nbytes
 
     def _load(self, zkey, cache) -> None:
@@ -245,3 +256,7 @@ class GpuKey(ResidentKey):
             for b in self.buffers:
                 Device.free(b, stream)
             self.buffers = []
+        ready = getattr(self, "ready", None)
+        if ready is not None:
+            ready.destroy()  # after the frees were enqueued: destroying a recorded event is allowed
+            self.ready = None

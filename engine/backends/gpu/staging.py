@@ -2,12 +2,19 @@
 
 A key's arrays come from files (the zkey's point sections, the key cache's
 entry) or from memory (arrays built on the host).  Each is cut into chunks;
-reader threads fill pinned buffers (`os.preadv` for file ranges: one copy from
+reader threads fill staging buffers (`os.preadv` for file ranges: one copy from
 the page cache, the GIL released; numpy copies for arrays) while the upload
 stream copies the buffers filled before.  A buffer is refilled only after the
 event recorded behind its last copy has fired, so the chunks in flight are
 bounded by the buffers, never by the data.  Only per-buffer events and the
 upload stream are waited on (no device-global call: design.md section 5).
+
+The staging buffers are pinned ones taken from the context's pool when it holds
+free ones of the chunk size; pinning is device-global, so it is never done here:
+`want_buffers` (at `prepare_key`) asks the pool for them, and its maintenance
+pins them while the device is idle, for this load (the CLI maintains before
+loading) or the next.  Without them the same pipeline runs on pageable buffers
+(the driver stages each copy itself: slower copies, the reads still overlap).
 """
 from __future__ import annotations
 
@@ -23,8 +30,9 @@ import numpy as np
 from cuda_kernels.driver import Device, Event
 
 CHUNK_BYTES = 16 << 20
-MIN_CHUNK_BYTES = 1 << 20
 MAX_READERS = 8
+BUFFERS = MAX_READERS + 2  # staging buffers: one per reader, one being copied, one spare
+TAG = "key staging"  # the pinned pool's name for what key loads want
 # Below this many bytes in all, jobs are copied directly from pageable memory (the driver stages
 # them itself): a small key does not pay for pinned buffers, reader threads and their start.
 DIRECT_BYTES = 32 << 20
@@ -58,7 +66,27 @@ class UploadStats:
     chunks: int = 0
     seconds: float = 0.0  # wall time of `upload`, until its last copy is done
     read_seconds: float = 0.0  # summed over the readers
+    pinned_buffers: int = 0  # staging buffers that were pinned (the rest pageable)
     timings: dict = field(default_factory=dict)
+
+
+class _Pageable:
+    """A staging buffer of ordinary memory, when the pool has no pinned one free."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes, self.array = nbytes, np.empty(nbytes, dtype=np.uint8)
+
+
+def staged(total: int) -> bool:
+    """Whether an upload of `total` bytes goes through the staging buffers (else: directly)."""
+    return total > DIRECT_BYTES
+
+
+def want_buffers(ctx, total: int) -> None:
+    """Ask the context's pinned pool for the staging buffers a load of `total` bytes uses; they are
+    pinned at its next maintenance and kept for later loads (counted in the host budget)."""
+    if staged(total):
+        ctx.pinned.want(TAG, CHUNK_BYTES, BUFFERS)
 
 
 def _flat_bytes(a: np.ndarray) -> np.ndarray:
@@ -97,9 +125,18 @@ def _direct(stream, jobs: list[Job]) -> None:
             j.done()
 
 
+def _settle(event, stream) -> None:
+    """Wait until a staging buffer's last copy is done; should its event fail, wait on the stream
+    (on a failure path too, a buffer goes back to the pool only once no copy reads it)."""
+    try:
+        event.synchronize()
+    except Exception:  # noqa: BLE001 - the load's own error is the one to report
+        stream.synchronize()
+
+
 def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, readers: int | None = None) -> UploadStats:
     """Copy every job's bytes to the device on `stream`, in job order.  Returns when the copies are
-    done (the staging buffers go back to the context's pinned pool); work a job's `done` enqueued on
+    done (pinned staging buffers go back to the context's pool); work a job's `done` enqueued on
     other streams may still run."""
     t0 = time.perf_counter()
     total = sum(j.nbytes for j in jobs)
@@ -109,19 +146,22 @@ def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, read
             j.done()  # nothing to copy: its follow-up may go now
     if total == 0:
         return stats
-    if total <= DIRECT_BYTES:
+    if not staged(total):
         _direct(stream, jobs)
         stats.chunks, stats.seconds = len(jobs), time.perf_counter() - t0
         return stats
     readers = max(1, min(readers or min(MAX_READERS, os.cpu_count() or 1), MAX_READERS))
-    chunk = int(min(chunk_bytes, max(MIN_CHUNK_BYTES, -(-total // (2 * readers)))))
-    chunk = -(-chunk // 64) * 64
+    chunk = int(chunk_bytes)
     chunks: list[tuple[int, int, int]] = []  # (job index, start, n)
     for i, j in enumerate(jobs):
         for start in range(0, j.nbytes, chunk):
             chunks.append((i, start, min(chunk, j.nbytes - start)))
     nbuf = min(readers + 2, len(chunks))
-    bufs = [ctx.pinned(chunk) for _ in range(nbuf)]
+    bufs = []
+    for _ in range(nbuf):
+        pinned = ctx.pinned.take(chunk, count_miss=False)
+        bufs.append(pinned if pinned is not None else _Pageable(chunk))
+    stats.pinned_buffers = sum(not isinstance(b, _Pageable) for b in bufs)
     events = [Event() for _ in range(nbuf)]
     used = [False] * nbuf
     sources = [j.src if isinstance(j.src, FileRange) else _flat_bytes(j.src) for j in jobs]
@@ -158,8 +198,9 @@ def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, read
         pool.shutdown(wait=True)
         for slot, buf in enumerate(bufs):
             if used[slot]:
-                events[slot].synchronize()
-            ctx.give_back(buf)
+                _settle(events[slot], stream)
+            if not isinstance(buf, _Pageable):
+                ctx.pinned.give_back(buf)
         for e in events:
             e.destroy()
     stats.seconds = time.perf_counter() - t0
