@@ -5,9 +5,9 @@
 Makes a bench circuit whose key has a domain of exactly 2^14 (`bench-circuit`
 with N = 2^14 - 3 constraints, `setup --backend gpu`) unless --zkey/--wtns are
 given, then times whole processes (wall clock, fork to exit), each a fresh
-interpreter: `python -c pass`; the same importing cuda.bindings.driver; with
-cuInit; with cuInit and the primary context made current (the floor: nothing
-of ours runs); then `python -m engine prove --backend gpu --verbose` (the
+interpreter: `python -c pass`; the same importing cuda_kernels/driver.py (the
+CUDA bindings and numpy); with cuInit; with the device's context made and
+released (the floor: interpreter + cuInit + context, nothing else of ours); then `python -m engine prove --backend gpu --verbose` (the
 first run fills the key cache; the median of the rest is the cold CLI figure)
 and the same with --no-key-cache.  Prints the median --verbose stages of the
 prove runs beside the wall times.
@@ -34,14 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
-FLOOR = {
+FLOOR = {  # through cuda_kernels/driver.py, the project's one door to the driver (it imports numpy)
     "python -c pass": "pass",
-    "+ import cuda.bindings.driver": "from cuda.bindings import driver",
-    "+ cuInit": "from cuda.bindings import driver as d; d.cuInit(0)",
-    "+ context (the floor)": (
-        "from cuda.bindings import driver as d; d.cuInit(0); e, dev = d.cuDeviceGet(0); "
-        "e, ctx = d.cuDevicePrimaryCtxRetain(dev); d.cuCtxSetCurrent(ctx); d.cuDevicePrimaryCtxRelease(dev)"
-    ),
+    "+ import cuda_kernels.driver": "import cuda_kernels.driver",
+    "+ cuInit": "from cuda_kernels import driver as d; d.init()",
+    "+ context (the floor)": "from cuda_kernels import driver as d; dev = d.Device(0); dev.close()",
 }
 
 

@@ -135,7 +135,7 @@ def _start_backend(config, zkey, progress):
         with progress.timed("import cuda", 0.3):
             from engine.backends.select import cuda_device_count
             try:
-                import cuda.bindings.driver  # noqa: F401
+                import cuda_kernels.driver  # noqa: F401 - the one door to the driver (and its bindings)
             except ImportError:
                 pass
         with progress.timed("cuInit", 0.3):
