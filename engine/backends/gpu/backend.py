@@ -17,6 +17,7 @@ from engine.formats.binfile import first_row_ge
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import pipeline
+from engine.backends.gpu.footprint import KeyFootprint, KeyShape, plan_key
 from engine.backends.gpu.key import GpuKey
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import GpuContext
@@ -27,7 +28,10 @@ FR = 32
 class GpuBackend(Backend):
     name = "gpu"
 
-    def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None):
+    def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
+                 tier: str = "auto", host_chunk: int | None = None):
+        """fold / tier / host_chunk force the key footprint's choices (tests, benchmarks); key_budget_bytes
+        is the VRAM budget keys are planned against when the engine gives none (default: the measured one)."""
         from cuda_kernels.driver import set_device_global_guard  # noqa: PLC0415
         from scheduler.guard import assert_no_reservations  # noqa: PLC0415
 
@@ -36,6 +40,8 @@ class GpuBackend(Backend):
         self.ctx = GpuContext(device)
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
+        self.tier = tier
+        self.host_chunk = host_chunk
         self._budget: int | None = None
 
     @property
@@ -46,8 +52,24 @@ class GpuBackend(Backend):
         self.ctx.bind_thread()
 
     # ---- keys and proofs
-    def load_key(self, zkey) -> GpuKey:
-        return GpuKey(self, zkey, fold=self.fold, budget_bytes=self.key_budget_bytes)
+    def plan_key(self, zkey, budget_bytes: int | None = None, proofs: int = 2,
+                 label: str | None = None) -> KeyFootprint:
+        """The key's footprint on this device under `budget_bytes` with `proofs` working sets beside it
+        (no device work; BudgetError when not even the host tier and one proof fit)."""
+        if budget_bytes is None:
+            budget_bytes = self.key_budget_bytes if self.key_budget_bytes is not None else self.memory_budget_bytes()
+        return plan_key(KeyShape.of(zkey), budget_bytes, proofs=proofs, sm_count=self.device.sm_count,
+                        fold=self.fold, tier=self.tier, chunk=self.host_chunk,
+                        label=label or getattr(zkey, "path", None) or "the key")
+
+    def load_key(self, zkey, footprint: KeyFootprint | None = None) -> GpuKey:
+        """Make the key resident as `footprint` says (planned here against the budget when not given)."""
+        return GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey))
+
+    def host_resident_bytes(self, key: ResidentKey) -> int:
+        """Pinned host bytes the key holds (its bases, when on the host tier)."""
+        host = getattr(key, "host", None)
+        return host.nbytes if host is not None else 0
 
     def working_set_bytes(self, key: ResidentKey) -> int:
         return pipeline.working_set_bytes(key, self.device.sm_count)

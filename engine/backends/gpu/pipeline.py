@@ -11,14 +11,17 @@ event.  Nothing here waits on the host or touches the device as a whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, launch
 
 from engine.backends.base import CoreResult, Pending, Staged
+from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
+from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.key import GpuKey
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
@@ -26,25 +29,16 @@ FR = 32
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2")
 
 
-def acc_bytes(curve, g2: bool) -> int:
-    return (8 if g2 else 4) * curve.n8q
-
-
 def _layouts(key: GpuKey, sm_count: int):
-    return [(key.plan_h, gmsm.AccumulateLayout.for_plan(key.plan_h, sm_count)),
-            (key.plan_w, gmsm.AccumulateLayout.for_plan(key.plan_w, sm_count))]
+    return footprint.layouts(key.plan_w, key.plan_h, sm_count)
 
 
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     """Device bytes one proof allocates beyond the resident key (what the VRAM budget reserves)."""
-    curve = key.curve
-    n = key.domain
-    shapes = _layouts(key, sm_count)
-    total = key.n_wires * FR + 3 * n * FR
-    total += gmsm.SortScratch.nbytes([key.plan_w, key.plan_h])
-    total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
-    total += 5 * acc_bytes(curve, True)
-    return total + 64 * 20  # allocation rounding
+    if key.host is not None:
+        fp = key.footprint
+        return footprint.host_working_set(key.host.shape, fp.chunk_w, fp.chunk_h, sm_count)
+    return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count)
 
 
 @dataclass
@@ -60,6 +54,8 @@ class ProofState:
     host_results: PinnedBuffer
     uploaded: Event
     upload_start: Event | None = None  # timing events around the witness upload
+    host: Any = None  # host-tier key: the proof's staging buffers (host_tier.HostProof)
+    tier: Any = None  # host-tier key: its HostTier
 
     def free_device(self, stream) -> None:
         """Stream-ordered frees of every device buffer of the proof."""
@@ -67,6 +63,8 @@ class ProofState:
             Device.free(buf, stream)
         self.sort.free(stream)
         self.buckets.free(stream)
+        if self.host is not None:
+            self.tier.free_device(self.host, stream)
 
     def release_host(self, ctx) -> None:
         """After the done event: pinned buffers back to the pool, events destroyed."""
@@ -74,6 +72,8 @@ class ProofState:
         ctx.give_back(self.host_results)
         self.uploaded.destroy()
         self.upload_start.destroy()
+        if self.host is not None:
+            self.tier.release_host(self.host)
 
 
 def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
@@ -99,6 +99,8 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
         uploaded=Event(timing=True),
         upload_start=Event(timing=True),
     )
+    if key.host is not None:
+        state.tier, state.host = key.host, key.host.stage(dev, stream)
     state.upload_start.record(stream)
     Device.upload(state.witness, host_w.view(np.uint8, wit.nbytes), stream)
     state.uploaded.record(stream)
@@ -150,23 +152,26 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     mark()
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
     (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
-    res = st.results.ptr
-    gmsm.sort_scalars(mod, plan_h, st.c, st.sort, stream)
-    gmsm.accumulate(mod, "g1", plan_h, lay_h, key.h, st.sort, st.buckets, g1_acc, res + 4 * g2_acc, stream)
-    mark()
-    gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
-    for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
-        gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, st.sort, st.buckets, g1_acc, res + i * g2_acc, stream)
-    mark()
-    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
-    mark()
-    Device.download(st.host_results.view(np.uint8, 5 * g2_acc), st.results, stream)
+    if key.host is not None:  # bases streamed from pinned host memory, chunk by chunk
+        key.host.enqueue(mod, st, {"h": (plan_h, lay_h), "w": (plan_w, lay_w)}, stream, mark)
+        key.host.download(st.host, stream)
+    else:
+        res = st.results.ptr
+        gmsm.sort_scalars(mod, plan_h, st.c, st.sort, stream)
+        gmsm.accumulate(mod, "g1", plan_h, lay_h, key.h, st.sort, st.buckets, g1_acc, res + 4 * g2_acc, stream)
+        mark()
+        gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
+        for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
+            gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, st.sort, st.buckets, g1_acc, res + i * g2_acc, stream)
+        mark()
+        gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
+        mark()
+        Device.download(st.host_results.view(np.uint8, 5 * g2_acc), st.results, stream)
     st.free_device(stream)
     done = Event().record(stream)
 
     def wait() -> CoreResult:
         done.synchronize()
-        raw = st.host_results.view(np.uint8, 5 * g2_acc).copy()
         timings = dict(staged.timings)
         timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
         for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
@@ -174,10 +179,14 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         for e in marks:
             e.destroy()
         done.destroy()
+        if key.host is not None:
+            a, b1, b2, c, h = key.host.results(st.host)
+        else:
+            raw = st.host_results.view(np.uint8, 5 * g2_acc).copy()
+            pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
+            a, b1, c, h = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
+            b2 = decode_xyzz_g2(curve, pts[2])
         st.release_host(ctx)
-        pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
-        g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
-        return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
-                          pi_h=g1[3], timings=timings)
+        return CoreResult(pi_a0=a, pi_b1_0=b1, pi_b2_0=b2, pi_c0=c, pi_h=h, timings=timings)
 
     return Pending(wait)
