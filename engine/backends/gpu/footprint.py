@@ -30,6 +30,7 @@ MIN_ALLOC = 16  # Device.alloc's smallest allocation
 DEFAULT_SM_COUNT = 132  # an H200's, for plans made without a device (`info`)
 FOLDS = ("full", 8, 4, 2, 1)
 MAX_CHUNK_LOG, MIN_CHUNK_LOG = 22, 10  # host tier: points per streamed chunk, largest first
+MIN_CHUNKS_LOG = 2  # and at least 2^2 chunks of the witness MSMs (copy and compute overlap)
 G2_WEIGHT = 3  # a G2 point operation counted as about three G1 ones (Fq2 products)
 
 
@@ -134,9 +135,10 @@ class KeyFootprint:
         else:
             where = (f"host tier, {fmt_bytes(self.host_bytes)} of bases pinned in host memory, streamed in "
                      f"{self.chunks} chunks of {self.chunk_w:,} wires per proof")
+        cost = f"{self.msm_cost / 1e6:.0f} M" if self.msm_cost >= 10**7 else f"{self.msm_cost:,}"
         return (f"{where}; {fmt_bytes(self.device_bytes)} on the device + {fmt_bytes(self.working_set_bytes)} "
                 f"per proof x {self.proofs_in_flight} in a {fmt_bytes(self.budget_bytes)} budget; MSM cost "
-                f"{self.msm_cost / 1e6:.0f} M point operations per proof ({ratio:.2f}x the full fold's)")
+                f"{cost} point operations per proof ({ratio:.2f}x the full fold's)")
 
 
 # ------------------------------------------------------------------ costs and working sets
@@ -256,7 +258,8 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
     if chunk is not None:
         chunks = [int(chunk)]
     else:
-        top = max(MIN_CHUNK_LOG, min(MAX_CHUNK_LOG, (max(shape.n_wires, 1) - 1).bit_length()))
+        # at least MIN_CHUNKS witness chunks where the key is large enough: one chunk copies while another computes
+        top = max(MIN_CHUNK_LOG, min(MAX_CHUNK_LOG, (max(shape.n_wires, 1) - 1).bit_length() - MIN_CHUNKS_LOG))
         chunks = [1 << b for b in range(top, MIN_CHUNK_LOG - 1, -1)]
     residents = [resident_footprint(shape, f, budget, 1, sm_count) for f in folds] if tier != "host" else []
     hosts = [host_footprint(shape, c, budget, 1, sm_count) for c in chunks] if tier != "resident" else []
