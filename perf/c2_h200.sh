@@ -12,7 +12,7 @@ mkdir -p "$W" "$OUT/p"
 step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
 
 step "GPU tests"
-timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_host_tier.py tests/test_gpu_engine.py 2>&1 \
+timeout 80 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_host_tier.py tests/test_gpu_engine.py 2>&1 \
   | tail -25 | tee -a "$LOG"
 
 for curve in bn128 bls12381; do
@@ -27,16 +27,16 @@ done
 
 BN="--zkey $W/bn128/bench.zkey --wtns $W/bn128/bench.wtns"
 step "BN254 2^20: whole H200 against the scaled 16 GiB budget (1 GiB), one-proof jobs"
-timeout 60 python3 perf/c2.py $BN --partitions 1 --jobs 12 --concurrency 4 --budgets whole,1GiB --modes split \
+timeout 45 python3 perf/c2.py $BN --partitions 1 --jobs 8 --concurrency 4 --budgets whole,1GiB --modes split \
   --proof-dir "$OUT/p" --json "$OUT/bn.jsonl" 2>&1 | tee -a "$LOG"
 step "BN254 2^20: host tier forced at 2 GiB (the whole-device key is 3x that)"
-timeout 40 python3 perf/c2.py $BN --partitions 1 --jobs 12 --concurrency 4 --budgets 2GiB --modes split --tier host \
+timeout 30 python3 perf/c2.py $BN --partitions 1 --jobs 8 --concurrency 4 --budgets 2GiB --modes split --tier host \
   --json "$OUT/bn.jsonl" 2>&1 | tee -a "$LOG"
 
 BLS="--zkey $W/bls12381/bench.zkey --wtns $W/bls12381/bench.wtns"
 step "C2 shape, BLS12-381 2^20, 10 partitions per job"
-timeout 120 python3 perf/c2.py $BLS --partitions 10 --jobs 2 --concurrency 2 --budgets whole,1GiB --modes split \
+timeout 60 python3 perf/c2.py $BLS --partitions 10 --jobs 2 --concurrency 2 --budgets whole,1GiB --modes split \
   --json "$OUT/c2.jsonl" 2>&1 | tee -a "$LOG"
-timeout 60 python3 perf/c2.py $BLS --partitions 10 --jobs 2 --concurrency 2 --budgets 1GiB --modes single \
+timeout 35 python3 perf/c2.py $BLS --partitions 10 --jobs 2 --concurrency 2 --budgets 1GiB --modes single \
   --json "$OUT/c2.jsonl" 2>&1 | tee -a "$LOG"
 step "done"

@@ -36,8 +36,7 @@ def _layouts(key: GpuKey, sm_count: int):
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     """Device bytes one proof allocates beyond the resident key (what the VRAM budget reserves)."""
     if key.host is not None:
-        fp = key.footprint
-        return footprint.host_working_set(key.host.shape, fp.chunk_w, fp.chunk_h, sm_count)
+        return footprint.host_working_set(key.host.shape, key.plan_w, key.plan_h, sm_count)
     return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count)
 
 
