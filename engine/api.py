@@ -168,7 +168,7 @@ class KeyHandle:
     # the key's footprint (backends that plan it: the GPU's; device 0's when several)
     tier: str | None = None  # "resident" | "host" (bases streamed from pinned host memory)
     fold: int | None = None  # precomputed shifted copies per witness base (MSM windows folded)
-    msm_cost: int | None = None  # point operations of one proof's MSMs under that plan
+    msm_cost: float | None = None  # estimated seconds of one proof's MSMs under that plan (footprint.py's model)
     proofs_in_flight: int | None = None  # working sets the budget keeps room for beside the key
     key_device_bytes: int = 0  # device memory the key holds (per device)
     key_host_bytes: int = 0  # pinned host memory the key holds (all devices)
