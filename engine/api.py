@@ -476,14 +476,15 @@ class Engine:
         where = f"{label} on device {worker.index}"
         budget, proofs = self.vram.capacity(worker.pool), self.proofs_in_flight()
         fp = await anyio.to_thread.run_sync(lambda: plan(zkey, budget, proofs, label=where))
-        if fp.host_bytes:
-            room = self.host.capacity(0) - witness_bytes
+        if fp.host_bytes:  # pinned bases (one copy per device on the host tier)
+            taken = sum(h.nbytes for h in holds if h.budget is self.host)
+            room = self.host.capacity(0) - witness_bytes - taken
             if fp.host_bytes > room:
                 raise BudgetError(
                     f"{where}: the key's bases do not fit the VRAM budget and need {fmt_bytes(fp.host_bytes)} of "
-                    f"pinned host memory, but the host budget is {fmt_bytes(self.host.capacity(0))} and one witness "
-                    f"needs {fmt_bytes(witness_bytes)} of it; raise host_budget to at least "
-                    f"{fmt_bytes(fp.host_bytes + witness_bytes)} or vram_budget"
+                    f"pinned host memory, but the host budget is {fmt_bytes(self.host.capacity(0))}, one witness "
+                    f"needs {fmt_bytes(witness_bytes)} of it and other devices' copies {fmt_bytes(taken)}; raise "
+                    f"host_budget to at least {fmt_bytes(fp.host_bytes + witness_bytes + taken)} or vram_budget"
                 )
             holds.append(await self.host.reserve(fp.host_bytes, kind=KEY, label=f"{where}: pinned bases"))
         holds.append(await self.vram.reserve(fp.device_bytes, pools=(worker.pool,), kind=KEY, label=f"{where}: key"))

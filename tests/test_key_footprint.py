@@ -275,6 +275,20 @@ async def test_host_tier_bases_come_out_of_the_host_budget():
         assert device.loaded == [] and eng.host.capacity(0) == 64 << 20
 
 
+async def test_two_devices_pinned_copies_are_counted_together_not_waited_for_forever():
+    shape = bench_shape(BN254, 16)
+    devices = [PlanningDevice(shape, tier="host"), PlanningDevice(shape, tier="host")]
+    one_copy = shape.bases_bytes()
+    config = dict(synthesis_workers=1, idle_trim_s=None, verify=False, vram_budget=8 * GiB,
+                  host_budget=one_copy + 64 * 32 + 1024)  # one device's bases and one witness, not two
+    kit = SimulatedKit(witness_rows=64, synth_ms=1, epilogue_ms=0, verify_ms=0)
+    async with Engine(EngineConfig(**config), backends=devices, kit=kit) as eng:
+        with anyio.fail_after(5):
+            with pytest.raises(BudgetError, match="other devices' copies"):
+                await eng.load_key(SimKey("k", witness_rows=64))
+        assert eng.host.capacity(0) == config["host_budget"] and eng.at_rest()
+
+
 def test_key_reservations_are_not_proof_reservations():
     assert KEY not in ("proof", "maintenance")
 
