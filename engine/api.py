@@ -292,7 +292,7 @@ class Engine:
                 threads = max(threads, cfg.compute_slots)  # compute runs on the thread: one per slot
             self.devices.append(DeviceWorker(dev, backend, self.vram, pool=pool, lock_mode=cfg.lock_mode,
                                              compute_slots=cfg.compute_slots, device_threads=threads,
-                                             timeline=self.timeline))
+                                             timeline=self.timeline, host_budget=self.host))
         self.synth = SynthPool(cfg.synthesis_workers, start_method=cfg.synthesis_start_method,
                                preload=[type(kit).__module__])
         self._tg = anyio.create_task_group()
@@ -487,12 +487,16 @@ class Engine:
                     f"host_budget to at least {fmt_bytes(fp.host_bytes + witness_bytes + taken)} or vram_budget"
                 )
             holds.append(await self.host.reserve(fp.host_bytes, kind=KEY, label=f"{where}: pinned bases"))
-        holds.append(await self.vram.reserve(fp.device_bytes, pools=(worker.pool,), kind=KEY, label=f"{where}: key"))
+            # pinning is device-global (design.md §5 rule 1): the load holds the whole pool, so no
+            # proof of this engine is in flight on the device while the bases are pinned
+            holds.append(await self.vram.reserve_pool(worker.pool, label=f"{where}: key with pinned bases"))
+        else:
+            holds.append(await self.vram.reserve(fp.device_bytes, pools=(worker.pool,), kind=KEY,
+                                                 label=f"{where}: key"))
         return fp
 
     async def _load_on(self, worker: DeviceWorker, zkey: Any, fp: Any, resident: dict) -> None:
-        args = (zkey,) if fp is None else (zkey, fp)
-        resident[worker.index] = await worker.call(worker.backend.load_key, *args)
+        resident[worker.index] = await worker.load_key(zkey, *(() if fp is None else (fp,)))
 
     def _take_key_memory(self, worker: DeviceWorker, handle: KeyHandle, key: Any, fp: Any, label: str) -> None:
         """Take the loaded key's bytes out of the budgets for its lifetime (before its reservation returns)."""
@@ -532,7 +536,14 @@ class Engine:
             if resident is None:
                 continue
             unload = getattr(worker.backend, "unload_key", None)
-            await worker.call(unload if unload is not None else resident.close, *((resident,) if unload else ()))
+            # unpinning a host-tier key's bases is device-global: done holding the whole pool
+            pinned_bases = getattr(worker.backend, "host_resident_bytes", lambda k: 0)(resident)
+            hold = await self.vram.reserve_pool(worker.pool, label=f"{key.label}: unpin") if pinned_bases else None
+            try:
+                await worker.call(unload if unload is not None else resident.close, *((resident,) if unload else ()))
+            finally:
+                if hold is not None:
+                    hold.release()
             nbytes = key._resident_bytes.pop(worker.index, 0)
             if nbytes:
                 self.vram.adjust_capacity(worker.pool, nbytes)

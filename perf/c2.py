@@ -66,16 +66,8 @@ def witness_stats(path: str) -> dict:
 
 
 def pool_high_water(backend, reset: bool = False) -> int:
-    """Peak bytes in use from the device's stream-ordered pool (CU_MEMPOOL_ATTR_USED_MEM_HIGH)."""
-    from cuda.bindings import driver as cu  # noqa: PLC0415
-
-    attr = cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH
-    pool = backend.device.pool
-    if reset:
-        cu.cuMemPoolSetAttribute(pool, attr, cu.cuuint64_t(0))
-        return 0
-    err, value = cu.cuMemPoolGetAttribute(pool, attr)
-    return int(value) if err == cu.CUresult.CUDA_SUCCESS else -1
+    """Peak bytes in use from the device's stream-ordered pool (its USED_MEM_HIGH attribute)."""
+    return backend.device.pool_peak_bytes(reset=reset)
 
 
 def host_high_water(reset: bool = False) -> int:
@@ -101,7 +93,7 @@ def pcie_h2d_bytes_per_s(backend, nbytes: int = 1 << 30) -> float:
     ctx = backend.ctx
     ctx.bind_thread()
     dev, stream = ctx.device, ctx.upload_stream
-    host = PinnedBuffer(nbytes)
+    host = PinnedBuffer(dev, nbytes)
     buf = dev.alloc(nbytes, stream)
     times = []
     for _ in range(4):

@@ -29,20 +29,21 @@ class GpuBackend(Backend):
     name = "gpu"
 
     def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
-                 tier: str = "auto", host_chunk: int | None = None):
+                 pinned_per_key: int = 2, tier: str = "auto", host_chunk: int | None = None):
         """fold / tier / host_chunk force the key footprint's choices (tests, benchmarks); key_budget_bytes
         is the VRAM budget keys are planned against when the engine gives none (default: the measured one)."""
-        from cuda_kernels.driver import set_device_global_guard  # noqa: PLC0415
-        from scheduler.guard import assert_no_reservations  # noqa: PLC0415
-
-        # device-global calls are refused while any proof holds a VRAM reservation (rule 1)
-        set_device_global_guard(assert_no_reservations)
         self.ctx = GpuContext(device)
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
+        self.pinned_per_key = pinned_per_key  # proofs of a key in flight at once (grows on misses)
         self.tier = tier
         self.host_chunk = host_chunk
         self._budget: int | None = None
+
+    def set_guard_owner(self, owner: object) -> None:
+        """Device-global calls of this backend are checked against `owner`'s proof reservations
+        (the scheduler's budget): two Engines on one GPU do not refuse each other's idle calls."""
+        self.ctx.device.set_owner(owner)
 
     @property
     def device(self) -> Device:
@@ -52,6 +53,10 @@ class GpuBackend(Backend):
         self.ctx.bind_thread()
 
     # ---- keys and proofs
+    def prepare_key(self, zkey) -> None:
+        """Host-side work of a key load, for any thread but the device's: the NVRTC compile."""
+        self.ctx.prepare(zkey.curve)
+
     def plan_key(self, zkey, budget_bytes: int | None = None, proofs: int = 2,
                  label: str | None = None) -> KeyFootprint:
         """The key's footprint on this device under `budget_bytes` with `proofs` working sets beside it
@@ -63,11 +68,14 @@ class GpuBackend(Backend):
                         label=label or getattr(zkey, "path", None) or "the key")
 
     def load_key(self, zkey, footprint: KeyFootprint | None = None) -> GpuKey:
-        """Make the key resident as `footprint` says (planned here against the budget when not given)."""
-        return GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey))
+        """Make the key resident as `footprint` says (planned here against the budget when not given).
+        A host-tier key pins its bases here: the engine loads it while it holds the whole pool."""
+        key = GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey))
+        self.ctx.pinned.want(key, pipeline.pinned_bytes(key), self.pinned_per_key)
+        return key
 
     def host_resident_bytes(self, key: ResidentKey) -> int:
-        """Pinned host bytes the key holds (its bases, when on the host tier)."""
+        """Pinned host bytes the key itself holds (its bases, when on the host tier)."""
         host = getattr(key, "host", None)
         return host.nbytes if host is not None else 0
 
@@ -99,11 +107,26 @@ class GpuBackend(Backend):
 
     def unload_key(self, key: ResidentKey) -> None:
         key.close()
+        self.ctx.pinned.unwant(key)
 
     def trim_pool(self) -> None:
-        """Hand pooled memory back to the system; the scheduler calls it only when idle."""
+        """Hand pooled device memory and unwanted pinned buffers back to the system (idle only:
+        the driver wrapper refuses both while this owner holds a proof reservation)."""
         self.ctx.bind_thread()
-        self.device.trim_pool(0)  # idle only (guarded)
+        self.device.trim_pool(0)
+        self.ctx.pinned.maintain()
+
+    # ---- pinned host buffers: grown and shrunk off the proof path (runtime.PinnedPool)
+    def maintenance_due(self) -> bool:
+        return self.ctx.pinned.maintenance_due()
+
+    def maintain(self) -> None:
+        self.ctx.bind_thread()
+        self.ctx.pinned.maintain()
+
+    def host_pinned_bytes(self) -> int:
+        """Pinned host memory this backend holds (counted in the engine's host budget)."""
+        return self.ctx.pinned.nbytes
 
     # ---- stage primitives (tests, benchmarks)
     def _run(self, curve: Curve):

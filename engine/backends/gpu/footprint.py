@@ -225,6 +225,7 @@ def host_working_set(shape: KeyShape, pw: gmsm.MsmPlan, ph: gmsm.MsmPlan, sm_cou
     size, two staging buffers, the chunk results."""
     chunk_w, chunk_h = pw.n, ph.n
     base = proof_working_set(shape.curve, shape.n_wires, shape.domain, pw, ph, sm_count)
+    base -= 5 * acc_bytes(shape.curve, True)  # its results are the per-chunk slots below
     slots = host_result_slots(shape, chunk_w, chunk_h)
     return base + 2 * host_chunk_bytes(shape, chunk_w, chunk_h) + slots * acc_bytes(shape.curve, True)
 

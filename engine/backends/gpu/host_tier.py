@@ -36,13 +36,16 @@ WITNESS_BASES = ("a", "b1", "c", "b2")  # one staging buffer holds a chunk of ea
 
 @dataclass
 class HostProof:
-    """One proof's device buffers and events for streaming the bases."""
+    """One proof's staging buffers and events for streaming the bases (its chunk results are the
+    proof's own results buffer, one slot per MSM per chunk: pipeline.result_bytes)."""
 
     staging: list[DeviceBuffer]
-    results: DeviceBuffer
-    host_results: PinnedBuffer
     loaded: list[Event]
     freed: list[Event]
+
+    @property
+    def events(self) -> list[Event]:
+        return [*self.loaded, *self.freed]
 
 
 class HostTier:
@@ -56,8 +59,8 @@ class HostTier:
         self.point_bytes = {"a": g1_bytes(curve), "b1": g1_bytes(curve), "c": g1_bytes(curve),
                             "b2": g2_bytes(curve), "h": g1_bytes(curve)}
         sources = {"a": zkey.a, "b1": zkey.b1, "c": c_padded, "b2": zkey.b2, "h": zkey.h}
-        # cuMemHostAlloc: at key load only, never on a proof's path
-        self.pinned = PinnedBuffer(shape.bases_bytes())
+        # pinning is device-global: at key load only, while the engine holds the whole pool
+        self.pinned = PinnedBuffer(ctx.device, shape.bases_bytes())
         self.offsets: dict[str, int] = {}
         offset = 0
         for name in (*WITNESS_BASES, "h"):
@@ -85,23 +88,17 @@ class HostTier:
 
     # ---- one proof
     def stage(self, dev: Device, stream: Stream) -> HostProof:
-        """Allocate the proof's staging buffers and chunk results (stream-ordered, on the upload stream)."""
-        slot_bytes = acc_bytes(self.curve, True)
-        return HostProof(
-            staging=[dev.alloc(self.chunk_bytes, stream) for _ in range(2)],
-            results=dev.alloc(self.slots * slot_bytes, stream),
-            host_results=self.ctx.pinned(self.slots * slot_bytes),
-            loaded=[Event(), Event()],
-            freed=[Event(), Event()],
-        )
+        """The proof's two staging buffers (stream-ordered, on the upload stream) and its events."""
+        staging = [dev.alloc(self.chunk_bytes, stream) for _ in range(2)]
+        return HostProof(staging=staging, loaded=[Event(), Event()], freed=[Event(), Event()])
 
     def enqueue(self, mod: Module, st, layouts: dict, stream: Stream, mark) -> None:
         """All chunks of the H MSM, then of the four witness MSMs; `mark()` after H and after the rest.
 
         `st` is the proof's pipeline.ProofState (witness, H scalars in `c`, sort and bucket scratch,
-        `host`: its HostProof); `layouts` maps "h"/"w" to (plan, layout) of a whole chunk.  The
+        results, `streaming`: its HostProof); `layouts` maps "h"/"w" to (plan, layout) of a whole chunk.  The
         last, shorter chunk keeps the window and the per-thread entry count, so that scratch serves it."""
-        hp: HostProof = st.host
+        hp: HostProof = st.streaming
         copy = self.copy_stream
         copy.wait_event(st.uploaded)  # the staging buffers were allocated on the upload stream
         g1_acc, g2_acc = acc_bytes(self.curve, False), acc_bytes(self.curve, True)
@@ -123,7 +120,7 @@ class HostTier:
             for name in names:
                 Device.upload(buf, self._host(name, lo, hi), copy, offset)
                 group, acc = ("g2", g2_acc) if name == "b2" else ("g1", g1_acc)
-                msms.append((group, buf.ptr + offset, acc, hp.results.ptr + (slot + len(msms)) * g2_acc))
+                msms.append((group, buf.ptr + offset, acc, st.results.ptr + (slot + len(msms)) * g2_acc))
                 offset += (hi - lo) * self.point_bytes[name]
             hp.loaded[j].record(copy)
             stream.wait_event(hp.loaded[j])
@@ -136,14 +133,9 @@ class HostTier:
         mark()
         mark()  # the witness chunks run A, B1, C and B2 together: the B2 stage is empty here
 
-    def download(self, hp: HostProof, stream: Stream) -> None:
-        n = self.slots * acc_bytes(self.curve, True)
-        Device.download(hp.host_results.view(np.uint8, n), hp.results, stream)
-
-    def results(self, hp: HostProof) -> tuple:
-        """(A, B1, B2, C, H) summed over the chunks, affine; after the proof's done event."""
+    def results(self, raw: np.ndarray) -> tuple:
+        """(A, B1, B2, C, H) summed over the chunks, affine, from the downloaded result slots."""
         curve, size = self.curve, acc_bytes(self.curve, True)
-        raw = hp.host_results.view(np.uint8, self.slots * size).copy()
         g1_size = acc_bytes(curve, False)
 
         def g1(slot):
@@ -158,17 +150,9 @@ class HostTier:
         b2 = ec.g2_sum(curve, [decode_xyzz_g2(curve, raw[(s + 3) * size:(s + 4) * size]) for s in starts])
         return a, b1, b2, c, h
 
-    def free_device(self, hp: HostProof, stream: Stream) -> None:
-        for buf in (*hp.staging, hp.results):
-            Device.free(buf, stream)
-
-    def release_host(self, hp: HostProof) -> None:
-        self.ctx.give_back(hp.host_results)
-        for e in (*hp.loaded, *hp.freed):
-            e.destroy()
-
     def close(self) -> None:
-        """At key unload (the device thread): the copy stream drained, the pinned bases freed."""
+        """At key unload (the device thread, the engine holding the whole pool): the copy stream
+        drained, the pinned bases unpinned."""
         self.copy_stream.synchronize()
         self.copy_stream.destroy()
         self.pinned.free()
