@@ -1,7 +1,8 @@
 """Keys on the GPU under a budget: the footprint's byte counts are the allocations, and the host
 tier (bases streamed from pinned host memory in chunks) gives the resident path's MSMs and proofs.
 
-Marked `gpu`: skipped only when no CUDA device exists.
+The tests marked `gpu` are skipped only when no CUDA device exists; the host tier's failure paths
+also run on the CPU over tests/fake_cuda.py (kernels do nothing there; the accounting is checked).
 """
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import pytest
 from conftest import FIXTURES
 from engine.backends.select import cuda_device_count
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine"),
-]
+
+def gpu(test):
+    return pytest.mark.gpu(pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")(test))
+
 
 GiB = 1 << 30
 SEED = 18
@@ -69,6 +70,7 @@ def prove_with(backend, zkey, witness, seed=1):
         backend.unload_key(key)
 
 
+@gpu
 @pytest.mark.parametrize("chunk", [97, 1000, 1 << 20])
 def test_host_tier_gives_the_resident_msms_and_proof_bytes(bench, backends, chunk):
     zkey, witness = bench
@@ -80,6 +82,7 @@ def test_host_tier_gives_the_resident_msms_and_proof_bytes(bench, backends, chun
     assert proof_h.to_json() == proof_r.to_json()  # same r, s: the same proof bytes
 
 
+@gpu
 @pytest.mark.parametrize("fold", [1, 2, "full"])
 def test_every_fold_gives_the_same_msms(bench, backends, fold):
     zkey, witness = bench
@@ -90,6 +93,7 @@ def test_every_fold_gives_the_same_msms(bench, backends, fold):
                                                                   core_ref.pi_h)
 
 
+@gpu
 @pytest.mark.parametrize("options", [{}, {"fold": 1}, {"tier": "host", "host_chunk": 1000}])
 def test_footprint_counts_are_the_allocations(bench, backends, options):
     zkey, _ = bench
@@ -104,6 +108,7 @@ def test_footprint_counts_are_the_allocations(bench, backends, options):
         backend.unload_key(key)
 
 
+@gpu
 @pytest.mark.parametrize("chunk", [1, 3])
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_tiny_keys_one_point_chunks_and_tails(backends, curve, chunk):
@@ -119,6 +124,7 @@ def test_tiny_keys_one_point_chunks_and_tails(backends, curve, chunk):
     assert proof_h.to_json() == proof_r.to_json()  # verified inside prove() by our verifier
 
 
+@gpu
 async def test_engine_picks_the_host_tier_from_a_tight_budget_and_proofs_verify(bench, backends, tmp_path):
     from engine.api import Engine
     from engine.backends.gpu import footprint as fpm
@@ -149,6 +155,7 @@ async def test_engine_picks_the_host_tier_from_a_tight_budget_and_proofs_verify(
     assert all(verify(vk, p.public, p) for p in proofs)
 
 
+@gpu
 async def test_engine_refuses_a_budget_below_key_plus_one_proof_before_any_upload(bench, tmp_path):
     from engine.api import Engine
     from engine.config import EngineConfig
@@ -162,3 +169,20 @@ async def test_engine_refuses_a_budget_below_key_plus_one_proof_before_any_uploa
         with pytest.raises(BudgetError, match=r"too small for this key plus one proof"):
             await eng.load_key(path)
         assert eng.vram.capacity(0) == 1 << 16 and eng.at_rest()
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_host_tier_failure_paths_free_everything_on_a_fake_driver(curve):
+    """Every injected fault of stage and compute (issue 14 item 11's cases) on a host-tier key: the
+    pool, the pinned buffers and the events come back, and closing frees the pinned bases."""
+    from fake_cuda import fake_driver
+    from test_gpu_failure_paths import _backend, _check_every_fault
+
+    with fake_driver() as fake:
+        backend = _backend(fake=True)
+        backend.tier, backend.host_chunk = "host", 2
+        events_before = len(fake.live_events)
+        _check_every_fault(backend, curve, fake)
+        assert len(fake.live_events) == events_before + 1  # the key's ready event is all that stays
+        backend.close()
+        assert not fake.live_device and not fake.live_pinned

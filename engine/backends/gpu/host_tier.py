@@ -26,6 +26,7 @@ import numpy as np
 from cuda_kernels.driver import Device, DeviceBuffer, Event, Module, PinnedBuffer, Stream
 
 from engine.algebra import ec
+from engine.errors import DeviceError
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu.footprint import (FR, KeyFootprint, KeyShape, acc_bytes, chunk_ranges, g1_bytes,
                                            g2_bytes, host_chunk_bytes, tail_plan)
@@ -110,26 +111,29 @@ class HostTier:
         for lo, hi in self.chunks_w:
             jobs.append(("w", lo, hi, slot))
             slot += 4
-        for i, (kind, lo, hi, slot) in enumerate(jobs):
-            j = i % 2
-            buf = hp.staging[j]
-            if i >= 2:
-                copy.wait_event(hp.freed[j])  # the MSMs of chunk i-2 are done with this buffer
-            names = ("h",) if kind == "h" else WITNESS_BASES
-            offset, msms = 0, []
-            for name in names:
-                Device.upload(buf, self._host(name, lo, hi), copy, offset)
-                group, acc = ("g2", g2_acc) if name == "b2" else ("g1", g1_acc)
-                msms.append((group, buf.ptr + offset, acc, st.results.ptr + (slot + len(msms)) * g2_acc))
-                offset += (hi - lo) * self.point_bytes[name]
-            hp.loaded[j].record(copy)
-            stream.wait_event(hp.loaded[j])
-            plan, layout = _chunk_layout(*layouts[kind], hi - lo)
-            scalars = (st.c if kind == "h" else st.witness).ptr + lo * FR
-            gmsm.sorted_msms(mod, plan, layout, scalars, msms, st.sort, st.buckets, stream)
-            hp.freed[j].record(stream)
-            if kind == "h" and (i + 1 == len(jobs) or jobs[i + 1][0] == "w"):
-                mark()
+        try:
+            for i, (kind, lo, hi, slot) in enumerate(jobs):
+                j = i % 2
+                buf = hp.staging[j]
+                if i >= 2:
+                    copy.wait_event(hp.freed[j])  # the MSMs of chunk i-2 are done with this buffer
+                names = ("h",) if kind == "h" else WITNESS_BASES
+                offset, msms = 0, []
+                for name in names:
+                    Device.upload(buf, self._host(name, lo, hi), copy, offset)
+                    group, acc = ("g2", g2_acc) if name == "b2" else ("g1", g1_acc)
+                    msms.append((group, buf.ptr + offset, acc, st.results.ptr + (slot + len(msms)) * g2_acc))
+                    offset += (hi - lo) * self.point_bytes[name]
+                hp.loaded[j].record(copy)
+                stream.wait_event(hp.loaded[j])
+                plan, layout = _chunk_layout(*layouts[kind], hi - lo)
+                scalars = (st.c if kind == "h" else st.witness).ptr + lo * FR
+                gmsm.sorted_msms(mod, plan, layout, scalars, msms, st.sort, st.buckets, stream)
+                hp.freed[j].record(stream)
+                if kind == "h" and (i + 1 == len(jobs) or jobs[i + 1][0] == "w"):
+                    mark()
+        finally:
+            _join(copy, stream)  # the frees that follow on `stream` come after every copy
         mark()
         mark()  # the witness chunks run A, B1, C and B2 together: the B2 stage is empty here
 
@@ -156,6 +160,24 @@ class HostTier:
         self.copy_stream.synchronize()
         self.copy_stream.destroy()
         self.pinned.free()
+
+
+def _join(copy: Stream, stream: Stream) -> None:
+    """Make `stream` wait for everything queued on `copy` (on a failure midway too: the proof's
+    buffers are then freed on `stream` and no copy may still be writing into them)."""
+    event = None
+    try:
+        event = Event()
+        event.record(copy)
+        stream.wait_event(event)
+    except DeviceError:
+        copy.synchronize()  # this stream only (rule 1 allows it), then the frees are safe
+    finally:
+        if event is not None:
+            try:
+                event.destroy()
+            except DeviceError:
+                pass
 
 
 def _chunk_layout(plan: gmsm.MsmPlan, layout: gmsm.AccumulateLayout, n: int):
