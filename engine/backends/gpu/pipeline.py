@@ -10,6 +10,7 @@ event.  Nothing here waits on the host or touches the device as a whole.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -123,12 +124,51 @@ def discard(backend, staged: Staged) -> Pending:
     return Pending(wait)
 
 
+def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
+    """evaluate -> 3 iNTT (coset) -> 3 NTT -> h (into st.c), on `stream`."""
+    mod, n = key.module, key.domain
+    (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
+    launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
+           st.c)
+    mark()
+    for buf in (st.a, st.b, st.c):
+        gntt.dif(mod, buf, key.tables, stream, inverse=True, scale=key.tables.coset)
+        gntt.dit(mod, buf, key.tables, stream, inverse=False)
+    launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c)
+    mark()
+
+
+def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: int, stride: int, stream,
+          mark) -> None:
+    """The H MSM over the h vectors at `h` and the A, B1, C, B2 MSMs over the witnesses at `w`
+    (plan.batch vectors each, one after another): proof j's five results at res + j * stride,
+    in the order A, B1, B2, C, H, each slot one G2 accumulator wide."""
+    curve, mod = key.curve, key.module
+    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+    gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, h, sort, buckets, g1_acc, res + 4 * g2_acc, stream, stride)
+    mark()
+    gmsm.sort_scalars(mod, plan_w, w, sort, stream)
+    for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
+        gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, sort, buckets, g1_acc, res + i * g2_acc, stream, stride)
+    mark()
+    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort, buckets, g2_acc, res + 2 * g2_acc, stream, stride)
+    mark()
+
+
+def _core(curve, raw: np.ndarray, timings: dict) -> CoreResult:
+    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+    pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
+    g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
+    return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
+                      pi_h=g1[3], timings=timings)
+
+
 def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pending:
     ctx = backend.ctx
     ctx.bind_thread()
     key: GpuKey = staged.key
     st: ProofState = staged.state
-    curve, mod, n = key.curve, key.module, key.domain
+    curve = key.curve
     sm = ctx.device.sm_count
     stream = ctx.compute_stream(slot)
     stream.wait_event(st.uploaded)
@@ -139,27 +179,11 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         if timing:
             marks.append(Event(timing=True).record(stream))
 
-    (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
-    launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
-           st.c)
-    mark()
-    for buf in (st.a, st.b, st.c):
-        gntt.dif(mod, buf, key.tables, stream, inverse=True, scale=key.tables.coset)
-        gntt.dit(mod, buf, key.tables, stream, inverse=False)
-    launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c)
-    mark()
-    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+    _front(key, st, stream, mark)
+    g2_acc = acc_bytes(curve, True)
     (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
-    res = st.results.ptr
-    gmsm.sort_scalars(mod, plan_h, st.c, st.sort, stream)
-    gmsm.accumulate(mod, "g1", plan_h, lay_h, key.h, st.sort, st.buckets, g1_acc, res + 4 * g2_acc, stream)
-    mark()
-    gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
-    for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
-        gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, st.sort, st.buckets, g1_acc, res + i * g2_acc, stream)
-    mark()
-    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
-    mark()
+    _msms(key, plan_h, lay_h, plan_w, lay_w, st.c, st.witness, st.sort, st.buckets, st.results.ptr, 5 * g2_acc,
+          stream, mark)
     Device.download(st.host_results.view(np.uint8, 5 * g2_acc), st.results, stream)
     st.free_device(stream)
     done = Event().record(stream)
@@ -175,9 +199,86 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
             e.destroy()
         done.destroy()
         st.release_host(ctx)
-        pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
-        g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
-        return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
-                          pi_h=g1[3], timings=timings)
+        return _core(curve, raw, timings)
 
     return Pending(wait)
+
+
+def batch_plans(key: GpuKey, k: int):
+    """The H and witness plans (and layouts) of k proofs of `key` in one MSM pass each."""
+    sm_count = key.ctx.device.sm_count
+    plans = []
+    for plan in (key.plan_h, key.plan_w):
+        p = gmsm.plan_for_batch(plan, k)
+        plans.append((p, gmsm.AccumulateLayout.for_plan(p, sm_count)))
+    return plans
+
+
+def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]:
+    """Several staged proofs of one key in one compute phase: each proof's evaluate and NTTs,
+    then the H MSMs of all of them in one pass over the H bases and the four witness MSMs in
+    one pass each (plan.batch = k: k bucket sets, the bases read once for all k).
+
+    Each proof's own sort and bucket scratch is freed first (stream-ordered) and one batch-sized
+    scratch taken from the pool, so the batch needs about what its proofs reserved."""
+    if len(staged) == 1:
+        return [compute(backend, staged[0], slot)]
+    ctx = backend.ctx
+    ctx.bind_thread()
+    key: GpuKey = staged[0].key
+    if any(s.key is not key for s in staged):
+        raise ValueError("compute_batch: the staged proofs are of different keys")
+    dev = ctx.device
+    curve, k = key.curve, len(staged)
+    stream = ctx.compute_stream(slot)
+    stream.wait_event(key.ready)
+    states: list[ProofState] = [s.state for s in staged]
+    for st in states:
+        stream.wait_event(st.uploaded)
+    for st in states:
+        _front(key, st, stream, lambda: None)
+    (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k)
+    for st in states:
+        st.sort.free(stream)
+        st.buckets.free(stream)
+    n_h, n_w = key.domain * FR, key.n_wires * FR
+    h_all, w_all = dev.alloc(k * n_h, stream), dev.alloc(k * n_w, stream)
+    for j, st in enumerate(states):
+        Device.copy(h_all.ptr + j * n_h, st.c, n_h, stream)
+        Device.copy(w_all.ptr + j * n_w, st.witness, n_w, stream)
+    g2_acc = acc_bytes(curve, True)
+    shapes = [(plan_h, lay_h), (plan_w, lay_w)]
+    sort = gmsm.SortScratch(dev, [plan_w, plan_h], stream)
+    buckets = gmsm.BucketScratch(dev, shapes, g2_acc, stream)
+    res = dev.alloc(k * 5 * g2_acc, stream)
+    _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, 5 * g2_acc, stream, lambda: None)
+    host = ctx.pinned(k * 5 * g2_acc)
+    Device.download(host.view(np.uint8, k * 5 * g2_acc), res, stream)
+    for buf in (h_all, w_all, res):
+        Device.free(buf, stream)
+    sort.free(stream)
+    buckets.free(stream)
+    for st in states:
+        for buf in (st.witness, st.a, st.b, st.c, st.results):
+            Device.free(buf, stream)
+    done = Event().record(stream)
+    results: list[CoreResult] = []
+    lock = threading.Lock()
+
+    def wait_all() -> list[CoreResult]:
+        with lock:
+            if results:
+                return results
+            done.synchronize()
+            raw = host.view(np.uint8, k * 5 * g2_acc).copy()
+            ctx.give_back(host)
+            done.destroy()
+            for j, (s, st) in enumerate(zip(staged, states)):
+                timings = dict(s.timings)
+                timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
+                timings["gpu_batch"] = k
+                st.release_host(ctx)
+                results.append(_core(curve, raw[j * 5 * g2_acc:(j + 1) * 5 * g2_acc], timings))
+            return results
+
+    return [Pending(lambda j=j: wait_all()[j]) for j in range(k)]
