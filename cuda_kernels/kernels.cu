@@ -162,11 +162,20 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
                                                uint32_t* result, uint32_t stride) {                                 \
         MSM::combine(group_out, groups, shift, result, stride);                                                     \
     }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) msm_affine_round_##G(                                         \
+    extern "C" __global__ void __launch_bounds__(256) msm_affine_forward_##G(                                       \
         const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \
-        uint32_t m, uint32_t* out) {                                                                                \
+        uint32_t m, uint32_t* prefix, uint32_t* leaves, uint32_t* totals) {                                         \
         extern __shared__ uint32_t shm[];                                                                           \
-        AFF::round(sorted, in, in_off, out_off, K, m, out, shm);                                                    \
+        AFF::forward(sorted, in, in_off, out_off, K, m, prefix, leaves, totals, shm);                               \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_affine_invert_##G(uint32_t* totals, uint32_t count) {     \
+        AFF::invert(totals, count);                                                                                 \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_affine_backward_##G(                                      \
+        const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \
+        uint32_t m, const uint32_t* prefix, const uint32_t* leaves, const uint32_t* totals, uint32_t* out) {        \
+        extern __shared__ uint32_t shm[];                                                                           \
+        AFF::backward(sorted, in, in_off, out_off, K, m, prefix, leaves, totals, out, shm);                         \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_precompute_##G(uint32_t* bases, uint32_t n, uint32_t c,   \
                                                                          uint32_t fold) {                           \

@@ -1,11 +1,17 @@
 // Batch-affine bucket accumulation: one round halves every bucket of the sorted entries by
 // adding its points in pairs, in affine coordinates, all the pairs' slope denominators of a
-// block inverted together (Montgomery's trick over a product tree in shared memory).
+// block inverted together (Montgomery's trick: each thread's running product over its m
+// slots, a product tree over the block's threads in shared memory).
 //
-// An affine addition costs 1 product forward (the running product of denominators), 2
-// backward (the pair's own inverse, and the running inverse), then the slope, its square and
-// y: 6 products against 10 for a mixed XYZZ addition; one inversion per block is shared by
-// blockDim.x * m additions and the tree adds 3 products a thread.
+// A round is three kernels, so that no lane waits on an inversion another lane runs: forward
+// (prefix products to global memory, the block's tree, its root), invert (one block root a
+// thread, every lane busy), backward (tree rebuilt, the root's inverse pushed down, the slots
+// walked back).  An affine addition costs 1 product forward, 2 backward (the pair's own
+// inverse and the running inverse), then the slope, its square and y: 6 products against 10
+// for a mixed XYZZ addition; the tree adds about 4 products a thread (up twice, down once),
+// the inversion about 380 products a block of blockDim.x * m additions.  (A first version
+// inverted each block's root on one lane inside one kernel: the other 31 lanes and warps of
+// the block waited, and it measured 2.4x slower than XYZZ at 2^24.)
 //
 // Round r reads bucket k's points at in_off[k] .. in_off[k+1] (round 0: sorted entries that
 // index the bases, with the sign bit; later rounds: the previous round's points) and writes
@@ -55,9 +61,9 @@ struct msm_affine_kernels {
         else q = {F::zero(), F::zero()};
     }
 
-    // Every thread's value in tree[NT + t] is replaced by its inverse (NT = blockDim.x, a power
-    // of two; no value zero).  All threads of the block must call it.
-    static __device__ __forceinline__ void block_invert(uint32_t* tree) {
+    // Product tree over the block's leaves tree[NT + t] (NT = blockDim.x, a power of two):
+    // node i = node 2i * node 2i+1, root at 1.  All threads of the block call it.
+    static __device__ __forceinline__ void tree_up(uint32_t* tree) {
         const uint32_t NT = blockDim.x, tid = threadIdx.x;
         __syncthreads();
 #pragma unroll 1
@@ -68,7 +74,11 @@ struct msm_affine_kernels {
             }
             __syncthreads();
         }
-        if (tid == 0) F::load(tree + FW).inverse().store(tree + FW);
+    }
+
+    // With the root replaced by its inverse: every node by its inverse, down to the leaves.
+    static __device__ __forceinline__ void tree_down(uint32_t* tree) {
+        const uint32_t NT = blockDim.x, tid = threadIdx.x;
         __syncthreads();
 #pragma unroll 1
         for (uint32_t h = 1; h < NT; h <<= 1) {
@@ -83,20 +93,17 @@ struct msm_affine_kernels {
         }
     }
 
-    // Shared memory: (2 + m) * blockDim.x field elements.
-    static __device__ __forceinline__ void round(const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off,
-                                                 const uint32_t* out_off, uint32_t K, uint32_t m, uint32_t* out,
-                                                 uint32_t* shm) {
+    // This thread's output slots: [first, first + cnt) and the bucket of the first.
+    static __device__ __forceinline__ bool slots(const uint32_t* out_off, uint32_t K, uint32_t m, uint32_t& first,
+                                                 uint32_t& cnt, uint32_t& k) {
         const uint32_t NT = blockDim.x, tid = threadIdx.x;
         const uint32_t L = out_off[K];
         const uint64_t block_first = (uint64_t)blockIdx.x * NT * m;
-        if (block_first >= L) return;
+        if (block_first >= L) return false;  // the whole block agrees
         const uint64_t first64 = block_first + (uint64_t)tid * m;
-        const uint32_t cnt = first64 >= L ? 0 : (uint32_t)min((uint64_t)m, L - first64);
-        const uint32_t first = (uint32_t)min(first64, (uint64_t)L);
-        uint32_t* tree = shm;
-        uint32_t* prefix = shm + 2 * NT * FW;
-        uint32_t k = 0;
+        cnt = first64 >= L ? 0 : (uint32_t)min((uint64_t)m, L - first64);
+        first = (uint32_t)min(first64, (uint64_t)L);
+        k = 0;
         if (cnt) {  // largest k with out_off[k] <= first
             uint32_t lo = 0, hi = K;
             while (hi - lo > 1) {
@@ -106,6 +113,21 @@ struct msm_affine_kernels {
             }
             k = lo;
         }
+        return true;
+    }
+
+    // Where slot j of this thread keeps its prefix product (coalesced across the block).
+    static __device__ __forceinline__ uint64_t prefix_at(uint32_t m, uint32_t j) {
+        return (((uint64_t)blockIdx.x * m + j) * blockDim.x + threadIdx.x) * FW;
+    }
+
+    // Pass 1: every slot's prefix product of denominators (to `prefix`), each thread's total
+    // (to `leaves`), each block's product (to `totals`).  Shared memory: 2 * blockDim.x elements.
+    static __device__ __forceinline__ void forward(const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off,
+                                                   const uint32_t* out_off, uint32_t K, uint32_t m, uint32_t* prefix,
+                                                   uint32_t* leaves, uint32_t* totals, uint32_t* tree) {
+        uint32_t first, cnt, k;
+        if (!slots(out_off, K, m, first, cnt, k)) return;
         F acc = F::one();
 #pragma unroll 1
         for (uint32_t j = 0; j < cnt; j++) {
@@ -115,12 +137,40 @@ struct msm_affine_kernels {
             load_pair(sorted, in, in_off, out_off, k, o, p, q);
             F den;
             classify(p, q, den);
-            acc.store(prefix + ((uint64_t)j * NT + tid) * FW);
+            acc.store(prefix + prefix_at(m, j));
             acc = acc * den;
         }
+        const uint32_t NT = blockDim.x, tid = threadIdx.x;
+        acc.store(leaves + ((uint64_t)blockIdx.x * NT + tid) * FW);
         acc.store(tree + (NT + tid) * FW);
-        block_invert(tree);
+        tree_up(tree);
+        if (tid == 0) F::load(tree + FW).store(totals + (uint64_t)blockIdx.x * FW);
+    }
+
+    // Pass 2: each block product replaced by its inverse, one a thread (all lanes busy).
+    static __device__ __forceinline__ void invert(uint32_t* totals, uint32_t count) {
+        const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+        if (b < count) F::load(totals + (uint64_t)b * FW).inverse().store(totals + (uint64_t)b * FW);
+    }
+
+    // Pass 3: the block's tree rebuilt from the leaves, its root's inverse from `totals` pushed
+    // down to every thread, then the slots backwards: each pair's own inverse, its sum.
+    static __device__ __forceinline__ void backward(const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off,
+                                                    const uint32_t* out_off, uint32_t K, uint32_t m,
+                                                    const uint32_t* prefix, const uint32_t* leaves,
+                                                    const uint32_t* totals, uint32_t* out, uint32_t* tree) {
+        uint32_t first, cnt, k;
+        if (!slots(out_off, K, m, first, cnt, k)) return;
+        const uint32_t NT = blockDim.x, tid = threadIdx.x;
+        F::load(leaves + ((uint64_t)blockIdx.x * NT + tid) * FW).store(tree + (NT + tid) * FW);
+        tree_up(tree);
+        if (tid == 0) F::load(totals + (uint64_t)blockIdx.x * FW).store(tree + FW);
+        tree_down(tree);
         F inv = F::load(tree + (NT + tid) * FW);
+        if (cnt) {
+            const uint32_t last = first + cnt - 1;
+            while (out_off[k + 1] <= last) k++;
+        }
 #pragma unroll 1
         for (uint32_t j = cnt; j-- > 0;) {
             const uint32_t o = first + j;
@@ -129,7 +179,7 @@ struct msm_affine_kernels {
             load_pair(sorted, in, in_off, out_off, k, o, p, q);
             F den;
             const uint32_t kind = classify(p, q, den);
-            const F dinv = inv * F::load(prefix + ((uint64_t)j * NT + tid) * FW);
+            const F dinv = inv * F::load(prefix + prefix_at(m, j));
             inv = inv * den;
             Aff r;
             if (kind == TAKE_P) r = p;

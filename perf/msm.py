@@ -79,7 +79,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
     return {"curve": curve.name, "group": group.upper(), "log2 n": log_n, "batch": batch, "scalars": scalars,
-            "acc": accumulation, "aff": "x".join(map(str, gmsm.affine_shape(acc // 4))) if plan.affine_rounds else "",
+            "acc": accumulation, "aff": "x".join(map(str, gmsm.affine_shape())) if plan.affine_rounds else "",
             "c": plan.c,
             "fold": plan.fold, "rounds": plan.affine_rounds, "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
             "ms": round(ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(ms / floor_ms, 2)}
@@ -105,7 +105,7 @@ def main() -> None:
     curves = [curve_by_name(c) for c in args.curves.split(",")]
     rates = measure_rates(backend, curves[0])
     shapes = [tuple(int(v) for v in a.split("x")) for a in args.affine.split(",") if a] or [
-        (gmsm.AFFINE_THREADS, None)]
+        (gmsm.AFFINE_THREADS, gmsm.AFFINE_PER_THREAD)]
     scalar_kinds = args.scalars.replace("random", "random;").replace(",witness", ";witness").strip(";").split(";")
     scalar_kinds = [s.strip(",") for s in scalar_kinds if s.strip(",")]
     groups = [] if args.g2_only else [(c, False) for c in curves]

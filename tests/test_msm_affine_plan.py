@@ -185,17 +185,20 @@ def test_batched_plan_scales_keys_and_entries_not_windows():
 def test_bucket_scratch_sizes_cover_the_rounds():
     plan = gmsm.plan_msm(1 << 16, 254, "full", rounds=3)
     layout = gmsm.AccumulateLayout.for_plan(plan, 132)
-    _keys, chunks, _segs, _tree, pts_a, pts_b = gmsm.BucketScratch.sizes([(plan, layout)])
+    _keys, chunks, _segs, _tree, pts_a, pts_b, _aff = gmsm.BucketScratch.sizes([(plan, layout)])
     b = plan.entry_bounds()
     assert pts_a == max(b[1], b[3]) and pts_b == b[2]
     assert chunks * layout.chunk >= plan.xyzz_entries == b[3]
     none = gmsm.plan_msm(1 << 16, 254, "full", accumulation="xyzz")
-    assert gmsm.BucketScratch.sizes([(none, gmsm.AccumulateLayout.for_plan(none, 132))])[4:] == (0, 0)
+    assert gmsm.BucketScratch.sizes([(none, gmsm.AccumulateLayout.for_plan(none, 132))])[4:6] == (0, 0)
 
 
-def test_affine_shape_fits_shared_memory_for_every_point_type():
-    for field_bytes in (32, 48, 64, 96):  # Fq and Fq2 of BN254 and BLS12-381
-        threads, m = gmsm.affine_shape(field_bytes)
-        assert threads & (threads - 1) == 0 and 2 <= m <= 8
-        assert gmsm.affine_shared_bytes(field_bytes, threads, m) <= gmsm.AFFINE_SHARED_TARGET
-    assert gmsm.affine_shape(32) == (128, 8) and gmsm.affine_shape(96) == (128, 2)
+def test_affine_scratch_covers_every_round_and_block():
+    plan = gmsm.plan_msm(1 << 16, 254, "full", rounds=3)
+    threads, m = gmsm.affine_shape()
+    assert threads & (threads - 1) == 0 and 2 * threads * 96 <= 48 * 1024  # the tree in default shared memory
+    size = gmsm.AffineScratchSize.for_plan(plan)
+    for bound in plan.entry_bounds()[1:]:
+        blocks = -(-bound // (threads * m))
+        assert size.totals >= blocks and size.leaves >= blocks * threads and size.prefix >= blocks * threads * m
+    assert gmsm.AffineScratchSize.for_plan(gmsm.plan_msm(1 << 16, 254, accumulation="xyzz")).prefix == 0

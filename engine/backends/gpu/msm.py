@@ -26,8 +26,7 @@ MAX_BUCKET_KEYS = SCAN_BLOCK * SCAN_BLOCK  # what the two-level scan covers
 # block's product tree) and output slots a thread; one inversion serves threads * per_thread
 # additions.  Module attributes so that perf/msm.py can sweep them.
 AFFINE_THREADS = 128
-AFFINE_PER_THREAD: int | None = None  # None: as many as fit AFFINE_SHARED_TARGET, 2..8
-AFFINE_SHARED_TARGET = 48 * 1024  # bytes a block: several blocks an SM for every point type
+AFFINE_PER_THREAD = 8
 AFFINE_LEFT = 3  # rounds stop when a random-scalar bucket would keep about this many points
 ACCUMULATIONS = ("affine", "xyzz")
 # relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
@@ -226,82 +225,103 @@ class AccumulateLayout:
             count = -(-count // (TREE_THREADS * TREE_PER_THREAD))
 
 
-def affine_shape(field_bytes: int) -> tuple[int, int]:
-    """(threads a block, output slots a thread) of the affine rounds for one coordinate size."""
-    if AFFINE_PER_THREAD is not None:
-        return AFFINE_THREADS, AFFINE_PER_THREAD
-    fit = AFFINE_SHARED_TARGET // (AFFINE_THREADS * field_bytes) - 2
-    return AFFINE_THREADS, max(2, min(8, fit))
+def affine_shape() -> tuple[int, int]:
+    """(threads a block, output slots a thread) of the affine rounds."""
+    return AFFINE_THREADS, AFFINE_PER_THREAD
 
 
-def affine_shared_bytes(field_bytes: int, threads: int, per_thread: int) -> int:
-    """Dynamic shared memory of one affine round: the block's product tree and its prefixes."""
-    return (2 + per_thread) * threads * field_bytes
+@dataclass(frozen=True)
+class AffineScratchSize:
+    """Elements (field elements) the affine rounds' passes keep between their kernels."""
+
+    prefix: int  # one a slot
+    leaves: int  # one a thread
+    totals: int  # one a block
+
+    @staticmethod
+    def for_plan(plan: MsmPlan) -> "AffineScratchSize":
+        if plan.affine_rounds == 0:
+            return AffineScratchSize(0, 0, 0)
+        threads, m = affine_shape()
+        blocks = -(-plan.entry_bounds()[1] // (threads * m))  # round 0 is the largest
+        return AffineScratchSize(blocks * threads * m, blocks * threads, blocks)
 
 
 class BucketScratch:
-    """Buckets, partial sums, reduction space and the affine rounds' points and offsets, big
-    enough for each (plan, layout) given, run one after another on one stream; acc_bytes is
-    the largest accumulator used (an XYZZ point: four coordinates; an affine one is half)."""
+    """Buckets, partial sums, reduction space and the affine rounds' points, offsets and
+    inversion scratch, big enough for each (plan, layout) given, run one after another on one
+    stream; acc_bytes is the largest accumulator used (an XYZZ point: four coordinates; an
+    affine point is half of it, a field element a quarter)."""
 
     def __init__(self, dev: Device, shapes: list[tuple[MsmPlan, AccumulateLayout]], acc_bytes: int,
                  stream: Stream):
-        keys, chunks, segs, tree, pts_a, pts_b = self.sizes(shapes)
-        aff = acc_bytes // 2
+        keys, chunks, segs, tree, pts_a, pts_b, aff = self.sizes(shapes)
+        el = acc_bytes // 4
         self.buckets = dev.alloc(keys * acc_bytes, stream)
         self.partials = dev.alloc(2 * chunks * acc_bytes, stream)
         self.heavy = dev.alloc(4 * keys + 4, stream)
         self.segments = dev.alloc(segs * acc_bytes, stream)
         self.tree = dev.alloc(tree * acc_bytes, stream)
-        self.pts = [dev.alloc(max(pts_a, 1) * aff, stream), dev.alloc(max(pts_b, 1) * aff, stream)]
+        self.pts = [dev.alloc(max(pts_a, 1) * 2 * el, stream), dev.alloc(max(pts_b, 1) * 2 * el, stream)]
         self.offs = [dev.alloc(4 * (keys + 1), stream) for _ in range(2)]
         nblocks = -(-keys // SCAN_BLOCK)
         self.scan_sums = dev.alloc(8 * (nblocks + 1), stream)
+        self.prefix = dev.alloc(max(aff.prefix, 1) * el, stream)
+        self.leaves = dev.alloc(max(aff.leaves, 1) * el, stream)
+        self.totals = dev.alloc(max(aff.totals, 1) * el, stream)
 
     @staticmethod
-    def sizes(shapes: list[tuple[MsmPlan, AccumulateLayout]]) -> tuple[int, ...]:
-        """keys, chunks, segments, tree points, and the two affine point buffers (points)."""
+    def sizes(shapes: list[tuple[MsmPlan, AccumulateLayout]]) -> tuple:
+        """keys, chunks, segments, tree points, the two affine point buffers (points), and the
+        affine rounds' inversion scratch (AffineScratchSize)."""
         def affine(p: MsmPlan, parity: int) -> int:
             b = p.entry_bounds()
             return max([b[r + 1] for r in range(p.affine_rounds) if r % 2 == parity], default=0)
 
+        aff = [AffineScratchSize.for_plan(p) for p, _ in shapes]
         return (max(p.keys for p, _ in shapes), max(l.chunks for _, l in shapes),
                 max(p.sets * l.segs for p, l in shapes),
                 max(p.sets * sum(l.tree_levels()[1:]) for p, l in shapes),
-                max(affine(p, 0) for p, _ in shapes), max(affine(p, 1) for p, _ in shapes))
+                max(affine(p, 0) for p, _ in shapes), max(affine(p, 1) for p, _ in shapes),
+                AffineScratchSize(max(a.prefix for a in aff), max(a.leaves for a in aff), max(a.totals for a in aff)))
 
     @classmethod
     def nbytes(cls, shapes: list[tuple[MsmPlan, AccumulateLayout]], acc_bytes: int) -> int:
-        keys, chunks, segs, tree, pts_a, pts_b = cls.sizes(shapes)
+        keys, chunks, segs, tree, pts_a, pts_b, aff = cls.sizes(shapes)
         nblocks = -(-keys // SCAN_BLOCK)
+        el = acc_bytes // 4
         return (acc_bytes * (keys + 2 * chunks + segs + tree) + 4 * keys + 4
-                + (acc_bytes // 2) * (max(pts_a, 1) + max(pts_b, 1)) + 8 * (keys + 1) + 8 * (nblocks + 1))
+                + 2 * el * (max(pts_a, 1) + max(pts_b, 1)) + 8 * (keys + 1) + 8 * (nblocks + 1)
+                + el * (max(aff.prefix, 1) + max(aff.leaves, 1) + max(aff.totals, 1)))
 
     def free(self, stream: Stream) -> None:
         for b in (self.buckets, self.partials, self.heavy, self.segments, self.tree, *self.pts, *self.offs,
-                  self.scan_sums):
+                  self.scan_sums, self.prefix, self.leaves, self.totals):
             Device.free(b, stream)
 
 
 def affine_rounds(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer | int, sort: SortScratch,
-                  b: BucketScratch, aff_bytes: int, stream: Stream) -> tuple[int, int, int]:
+                  b: BucketScratch, field_bytes: int, stream: Stream) -> tuple[int, int, int]:
     """Run the plan's batch-affine rounds; returns the (sorted entries, points, offsets) device
     addresses the XYZZ pass adds: after a round, sorted is 0 (null: entry p is point p)."""
     K = plan.keys
     nblocks = -(-K // SCAN_BLOCK)
     sums, prefix = b.scan_sums.ptr, b.scan_sums.ptr + 4 * (nblocks + 1)
     bounds = plan.entry_bounds()
-    threads, m = affine_shape(aff_bytes // 2)
-    shared = affine_shared_bytes(aff_bytes // 2, threads, m)
+    threads, m = affine_shape()
+    shared = 2 * threads * field_bytes
     src_sorted, src_pts, src_off = sort.sorted.ptr, _ptr(bases), sort.offsets.ptr
     for r in range(plan.affine_rounds):
         out_pts, out_off = b.pts[r % 2].ptr, b.offs[r % 2].ptr
         # the halved counts go to the heavy list's space (unused until the XYZZ pass)
         launch(mod, "msm_halve", -(-K // 256), 256, stream, src_off, U32(K), b.heavy)
         scan(mod, b.heavy.ptr, K, out_off, b.heavy.ptr, sums, prefix, stream)
-        slots = bounds[r + 1]
-        launch(mod, f"msm_affine_round_{group}", -(-slots // (threads * m)), threads, stream, src_sorted, src_pts,
-               src_off, out_off, U32(K), U32(m), out_pts, shared=shared)
+        blocks = -(-bounds[r + 1] // (threads * m))
+        launch(mod, f"msm_affine_forward_{group}", blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
+               U32(K), U32(m), b.prefix, b.leaves, b.totals, shared=shared)
+        launch(mod, f"msm_affine_invert_{group}", -(-blocks // 128), 128, stream, b.totals, U32(blocks))
+        launch(mod, f"msm_affine_backward_{group}", blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
+               U32(K), U32(m), b.prefix, b.leaves, b.totals, out_pts, shared=shared)
         src_sorted, src_pts, src_off = 0, out_pts, out_off
     return src_sorted, src_pts, src_off
 
@@ -317,7 +337,7 @@ def accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,
     batch at result + j * result_stride (bytes; acc_bytes when not given)."""
     K = plan.keys
     T = layout.chunk
-    sorted_ptr, pts, offsets = affine_rounds(mod, group, plan, bases, sort, b, acc_bytes // 2, stream)
+    sorted_ptr, pts, offsets = affine_rounds(mod, group, plan, bases, sort, b, acc_bytes // 4, stream)
     launch(mod, f"msm_accumulate_{group}", -(-layout.chunks // 128), 128, stream, sorted_ptr, offsets,
            U32(K), pts, U32(T), b.buckets, b.partials)
     heavy_count = b.heavy.ptr + 4 * K

@@ -52,8 +52,6 @@ class GpuContext:
                 mod = Module(cubin)
                 for name in ("ntt_dif_pass", "ntt_dit_pass"):
                     mod.allow_shared(name, 64 * 1024)
-                for name in ("msm_affine_round_g1", "msm_affine_round_g2"):  # up to the device's opt-in limit
-                    mod.allow_shared(name, self.device.max_shared_per_block)
                 self._modules[curve.name] = mod
             return mod
 
