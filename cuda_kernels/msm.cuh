@@ -116,14 +116,7 @@ struct msm_kernels {
         if (s0_64 >= L) return;
         const uint32_t s0 = (uint32_t)s0_64;
         const uint32_t e0 = min(s0 + T, L);
-        // largest k with offsets[k] <= s0
-        uint32_t lo = 0, hi = K;
-        while (hi - lo > 1) {
-            uint32_t mid = (lo + hi) >> 1;
-            if (offsets[mid] <= s0) lo = mid;
-            else hi = mid;
-        }
-        uint32_t k = lo;
+        uint32_t k = bucket_at(offsets, 0, K, s0);
         uint32_t b_start = offsets[k], b_end = offsets[k + 1];
         uint32_t run_start = s0;
         Acc acc = Acc::inf();
@@ -144,8 +137,7 @@ struct msm_kernels {
                 acc = Acc::inf();
                 run_start = q;
                 if (q < e0) {
-                    k++;
-                    while (offsets[k + 1] <= q) k++;
+                    k = bucket_after(offsets, K, k, q);
                     b_start = offsets[k];
                     b_end = offsets[k + 1];
                 }

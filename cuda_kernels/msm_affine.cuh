@@ -21,6 +21,7 @@
 // block whose first slot lies past out_off[K] leaves at once (the whole block agrees).
 #pragma once
 #include "curve.cuh"
+#include "msm_buckets.cuh"
 
 template <class Aff>
 struct msm_affine_kernels {
@@ -103,16 +104,7 @@ struct msm_affine_kernels {
         const uint64_t first64 = block_first + (uint64_t)tid * m;
         cnt = first64 >= L ? 0 : (uint32_t)min((uint64_t)m, L - first64);
         first = (uint32_t)min(first64, (uint64_t)L);
-        k = 0;
-        if (cnt) {  // largest k with out_off[k] <= first
-            uint32_t lo = 0, hi = K;
-            while (hi - lo > 1) {
-                const uint32_t mid = (lo + hi) >> 1;
-                if (out_off[mid] <= first) lo = mid;
-                else hi = mid;
-            }
-            k = lo;
-        }
+        k = cnt ? bucket_at(out_off, 0, K, first) : 0;
         return true;
     }
 
@@ -132,7 +124,7 @@ struct msm_affine_kernels {
 #pragma unroll 1
         for (uint32_t j = 0; j < cnt; j++) {
             const uint32_t o = first + j;
-            while (out_off[k + 1] <= o) k++;
+            k = bucket_after(out_off, K, k, o);
             Aff p, q;
             load_pair(sorted, in, in_off, out_off, k, o, p, q);
             F den;
@@ -167,14 +159,12 @@ struct msm_affine_kernels {
         if (tid == 0) F::load(totals + (uint64_t)blockIdx.x * FW).store(tree + FW);
         tree_down(tree);
         F inv = F::load(tree + (NT + tid) * FW);
-        if (cnt) {
-            const uint32_t last = first + cnt - 1;
-            while (out_off[k + 1] <= last) k++;
-        }
+        const uint32_t k_first = k;
+        if (cnt) k = bucket_after(out_off, K, k, first + cnt - 1);
 #pragma unroll 1
         for (uint32_t j = cnt; j-- > 0;) {
             const uint32_t o = first + j;
-            while (out_off[k] > o) k--;
+            k = bucket_before(out_off, k_first, k, o);
             Aff p, q;
             load_pair(sorted, in, in_off, out_off, k, o, p, q);
             F den;

@@ -1,7 +1,7 @@
 """GPU MSM benchmark: G1 on both curves and G2 on BN254, 2^16 .. 2^26 points.
 
     python perf/msm.py [--sizes 16,18,20,22,24] [--curves bn128,bls12381] [--g2] [--fold full|1|..]
-                       [--accumulation affine,xyzz] [--scalars random|witness:Z,O] [--batch K]
+                       [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
                        [--affine THREADSxM,...]
 
 Times the whole MSM as the prover runs it (bucket sort of the scalars, bucket
@@ -92,7 +92,7 @@ def main() -> None:
     ap.add_argument("--g2", action="store_true", help="also G2 on BN254")
     ap.add_argument("--g2-only", action="store_true", help="only G2 on BN254")
     ap.add_argument("--fold", default="full")
-    ap.add_argument("--accumulation", default="affine", help="comma list of affine, xyzz")
+    ap.add_argument("--accumulation", default=gmsm.default_accumulation(), help="comma list of xyzz, affine")
     ap.add_argument("--scalars", default="random", help="comma list: random, witness:ZERO,ONE")
     ap.add_argument("--batch", type=int, default=1, help="also time this many vectors in one pass")
     ap.add_argument("--affine", default="", help="comma list of THREADSxM for the affine rounds")

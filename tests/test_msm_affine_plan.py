@@ -202,3 +202,22 @@ def test_affine_scratch_covers_every_round_and_block():
         blocks = -(-bound // (threads * m))
         assert size.totals >= blocks and size.leaves >= blocks * threads and size.prefix >= blocks * threads * m
     assert gmsm.AffineScratchSize.for_plan(gmsm.plan_msm(1 << 16, 254, accumulation="xyzz")).prefix == 0
+
+
+def test_default_accumulation_is_xyzz_and_the_variable_selects(monkeypatch):
+    monkeypatch.delenv("GROTH16_MSM_ACCUMULATION", raising=False)
+    assert gmsm.plan_msm(1 << 24, 254).affine_rounds == 0  # measured faster (perf/RESULTS.md)
+    monkeypatch.setenv("GROTH16_MSM_ACCUMULATION", "affine")
+    assert gmsm.plan_msm(1 << 24, 254).affine_rounds > 0
+    monkeypatch.setenv("GROTH16_MSM_ACCUMULATION", "jacobian")
+    with pytest.raises(ValueError, match="GROTH16_MSM_ACCUMULATION"):
+        gmsm.plan_msm(1 << 10, 254)
+
+
+def test_batch_plan_keeps_the_keys_window_tables():
+    one = gmsm.plan_msm(1 << 16, 254, "full")
+    four = gmsm.plan_for_batch(one, 4)
+    assert (four.c, four.windows, four.fold, four.batch) == (one.c, one.windows, one.fold, 4)
+    assert gmsm.max_batch(one) >= 16
+    with pytest.raises(ValueError, match="exceeds"):
+        gmsm.plan_for_batch(one, gmsm.max_batch(one) + 1)

@@ -22,6 +22,8 @@ from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import GpuContext
 
 FR = 32
+BATCH_MAX_DOMAIN = 1 << 16  # keys up to this domain batch their queued proofs (scheduler/pipeline.py)
+BATCH_MAX_PROOFS = 16
 
 
 class GpuBackend(Backend):
@@ -63,8 +65,13 @@ class GpuBackend(Backend):
         return pipeline.compute_batch(self, staged, slot)
 
     def max_batch(self, key: ResidentKey) -> int:
-        """How many proofs of `key` compute_batch takes at once (the bucket sort's range)."""
-        return min(gmsm.max_batch(key.plan_h), gmsm.max_batch(key.plan_w))
+        """How many proofs of `key` the scheduler may hand compute_batch at once: 1 (no batching)
+        above BATCH_MAX_DOMAIN, where one proof's MSMs already fill the device (10 x 2^20 MSMs
+        in one pass measured 7.2x one, perf/RESULTS.md), else up to BATCH_MAX_PROOFS within
+        the bucket sort's range."""
+        if key.domain > BATCH_MAX_DOMAIN:
+            return 1
+        return max(1, min(BATCH_MAX_PROOFS, gmsm.max_batch(key.plan_h), gmsm.max_batch(key.plan_w)))
 
     def prove_core(self, key: ResidentKey, witness: np.ndarray) -> CoreResult:
         return self.compute(self.stage(key, witness)).wait()

@@ -6,6 +6,11 @@ copies of its points (t < f).  With f = W (when memory allows) there is one
 bucket set and no doubling chain at the end; with f = 1 the key is stored once
 and W bucket sets are combined by Horner's rule.
 
+A plan also fixes the batch (k scalar vectors against the same bases: k bucket
+sets, one sort and one accumulation pass for all of them, k results) and the
+accumulation: XYZZ mixed additions over each bucket's entries, or first some
+rounds of batch-affine additions that halve every bucket (msm_affine.cuh).
+
 All buffer sizes depend on n and the plan only, never on the scalars, so a
 whole MSM is enqueued without a host round trip.
 """
@@ -95,7 +100,10 @@ def affine_rounds_for(n: int, windows: int, buckets: int, accumulation: str) -> 
 
 
 def default_accumulation() -> str:
-    acc = os.environ.get("GROTH16_MSM_ACCUMULATION", "affine")
+    """XYZZ only, unless GROTH16_MSM_ACCUMULATION says affine: on the H200 the affine rounds
+    measured slower (BN254 G1 2^20: 8.66 against 6.45 ms; perf/RESULTS.md), so they are a
+    selectable path until they are tuned."""
+    acc = os.environ.get("GROTH16_MSM_ACCUMULATION", "xyzz")
     if acc not in ACCUMULATIONS:
         raise ValueError(f"GROTH16_MSM_ACCUMULATION: {acc!r} is not one of {ACCUMULATIONS}")
     return acc

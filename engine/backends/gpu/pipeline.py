@@ -219,8 +219,10 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
     then the H MSMs of all of them in one pass over the H bases and the four witness MSMs in
     one pass each (plan.batch = k: k bucket sets, the bases read once for all k).
 
-    Each proof's own sort and bucket scratch is freed first (stream-ordered) and one batch-sized
-    scratch taken from the pool, so the batch needs about what its proofs reserved."""
+    The batch's scratch is allocated before anything of the staged proofs is touched, so a
+    failure there (out of memory) leaves them as staged, for the caller to discard; each
+    proof's own sort and bucket scratch is then freed (stream-ordered).  The scheduler batches
+    only small keys (GpuBackend.max_batch), where that extra scratch is a few MB."""
     if len(staged) == 1:
         return [compute(backend, staged[0], slot)]
     ctx = backend.ctx
@@ -231,26 +233,36 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
     dev = ctx.device
     curve, k = key.curve, len(staged)
     stream = ctx.compute_stream(slot)
+    (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k)
+    n_h, n_w = key.domain * FR, key.n_wires * FR
+    g2_acc = acc_bytes(curve, True)
+    shapes = [(plan_h, lay_h), (plan_w, lay_w)]
+    bufs: list[DeviceBuffer] = []
+    scratch: list = []
+    try:
+        for nbytes in (k * n_h, k * n_w, k * 5 * g2_acc):
+            bufs.append(dev.alloc(nbytes, stream))
+        scratch.append(gmsm.SortScratch(dev, [plan_w, plan_h], stream))
+        scratch.append(gmsm.BucketScratch(dev, shapes, g2_acc, stream))
+    except BaseException:
+        for b in bufs:
+            Device.free(b, stream)
+        for x in scratch:
+            x.free(stream)
+        raise
+    (h_all, w_all, res), (sort, buckets) = bufs, scratch
     stream.wait_event(key.ready)
     states: list[ProofState] = [s.state for s in staged]
     for st in states:
         stream.wait_event(st.uploaded)
     for st in states:
         _front(key, st, stream, lambda: None)
-    (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k)
     for st in states:
         st.sort.free(stream)
         st.buckets.free(stream)
-    n_h, n_w = key.domain * FR, key.n_wires * FR
-    h_all, w_all = dev.alloc(k * n_h, stream), dev.alloc(k * n_w, stream)
     for j, st in enumerate(states):
         Device.copy(h_all.ptr + j * n_h, st.c, n_h, stream)
         Device.copy(w_all.ptr + j * n_w, st.witness, n_w, stream)
-    g2_acc = acc_bytes(curve, True)
-    shapes = [(plan_h, lay_h), (plan_w, lay_w)]
-    sort = gmsm.SortScratch(dev, [plan_w, plan_h], stream)
-    buckets = gmsm.BucketScratch(dev, shapes, g2_acc, stream)
-    res = dev.alloc(k * 5 * g2_acc, stream)
     _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, 5 * g2_acc, stream, lambda: None)
     host = ctx.pinned(k * 5 * g2_acc)
     Device.download(host.view(np.uint8, k * 5 * g2_acc), res, stream)
