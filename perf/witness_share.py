@@ -26,6 +26,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from gpu_common import table  # noqa: E402  (perf/ is on sys.path when run as a script)
+
 from engine.algebra.curves import BN254  # noqa: E402
 from engine.witness.calculator import WasmCircuit  # noqa: E402
 
@@ -136,11 +138,7 @@ def main() -> None:
             witness = WasmCircuit.load(wasm).calculate(inputs)
             rows.append({"circuit": name, **shares(witness, BN254.r)})
             print(rows[-1], flush=True)
-    cols = ["circuit", "wires", "zero", "one", "small", "-small", "full"]
-    print("| " + " | ".join(cols) + " |")
-    print("|" + "---|" * len(cols))
-    for row in rows:
-        print("| " + " | ".join(str(row[c]) for c in cols) + " |")
+    print(table(rows, ["circuit", "wires", "zero", "one", "small", "-small", "full"]))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 
