@@ -44,7 +44,15 @@ def run(args: argparse.Namespace) -> int:
 
     from engine.api import run as run_loop
     from engine.config import from_args
-    from engine.service.server import serve
+    from engine.errors import EngineError
+
+    try:
+        from engine.service.server import serve
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("aiohttp", "prometheus_client"):
+            raise
+        raise EngineError(f"serve needs {exc.name}: pip install 'groth16-engine[serve]' "
+                          "(aiohttp and prometheus-client)") from None
     from engine.service.settings import check_exposure, load_files, read_tokens, with_flags
 
     logging.basicConfig(level=logging.WARNING, format="engine serve: %(levelname)s %(name)s: %(message)s")

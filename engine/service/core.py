@@ -264,6 +264,7 @@ class Service:
             "jobs_active": self._active, "jobs_kept": len(self._kept), "draining": self.draining,
             "at_rest": self._active == 0 and self.engine.at_rest(), "engine": self.engine.stats(),
             "keys": len(self.keys.keys), "uptime_s": time.monotonic() - self.started,
+            "spooled_uploads": len(os.listdir(self.spool)),
         }
 
 

@@ -12,6 +12,7 @@ import hmac
 import json
 import logging
 import math
+import time
 from typing import Any
 
 import anyio
@@ -161,10 +162,16 @@ def job_view(job: Job) -> dict:
         view["deadline_s"] = job.deadline_s
     if job.reason:
         view["reason"] = job.reason
-    queued = (job.started or job.finished) and ((job.started or job.finished) - job.created)
-    view["timings"] = {"queue_s": queued or None,
-                       "prove_s": job.finished - job.started if job.started and job.finished else None,
-                       "total_s": job.finished - job.created if job.finished else None}
+    wall = time.time() - time.monotonic()  # monotonic stamps -> unix times for the client
+    left_queue = job.started or job.finished
+    view["timings"] = {
+        "submitted_at": wall + job.created,
+        "started_at": job.started and wall + job.started,
+        "finished_at": job.finished and wall + job.finished,
+        "queue_s": left_queue and left_queue - job.created,
+        "prove_s": job.finished - job.started if job.started and job.finished else None,
+        "total_s": job.finished - job.created if job.finished else None,
+    }
     if job.proof is not None:
         view["proof"] = proof_to_obj(job.proof)
         view["public"] = [str(int(v)) for v in job.proof.public]
@@ -285,8 +292,8 @@ async def submit_job(request: web.Request) -> web.Response:
 
 async def get_job(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
-    job = service.job(request.match_info["job"])
     wait = _number(request, "wait", -1.0, MAX_POLL_WAIT_S)
+    job = service.job(request.match_info["job"])
     if wait and not job.final:
         with anyio.move_on_after(wait):
             await job.done.wait()
