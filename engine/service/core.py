@@ -58,9 +58,15 @@ class Service:
 
     @staticmethod
     def default_slots(engine: Any) -> int:
-        """Enough jobs for the engine to overlap synthesis, device work and epilogues; no more."""
+        """One job for every place the engine can work on one at once (synthesis workers, compute
+        slots, epilogue/verification workers): enough to keep every stage busy, no more.
+
+        Measured on the H200 at 2^14 (perf/RESULTS.md): with synthesis + compute slots only (3),
+        8 HTTP clients got 44 proofs/s where 8 in-process callers got 70; the epilogue and the
+        verification (CPU pool) are most of a small proof's time, so they need jobs too.
+        """
         cfg = engine.config
-        return max(1, len(engine.devices) * cfg.compute_slots + cfg.synthesis_workers)
+        return max(1, len(engine.devices) * cfg.compute_slots + cfg.synthesis_workers + cfg.epilogue_threads)
 
     # ---- admission
     def check_admission(self, key: ServedKey) -> None:

@@ -6,7 +6,8 @@
     token_file = "token"       # one bearer token per line; every route but /healthz needs one
     max_body = "1GiB"          # the largest request body (a .wtns upload)
     max_queued_per_key = 64    # queued (not yet running) jobs per key; beyond: 429
-    running_jobs = 0           # jobs handed to the engine at once; 0: devices x slots + synthesis workers
+    running_jobs = 0           # jobs handed to the engine at once; 0: devices x compute slots
+                               #   + synthesis workers + epilogue threads
     job_ttl_s = 600            # how long a finished job's result can be fetched
     default_deadline_s = 0     # a deadline for requests that name none; 0: none
     drain_timeout_s = 0        # SIGTERM waits this long for jobs, then cancels them; 0: no limit
