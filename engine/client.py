@@ -17,14 +17,14 @@ server's job.  `python -m engine prove --server URL ...` is `prove_command`.
 """
 from __future__ import annotations
 
-import asyncio
-import http.client
 import json
 import os
-import ssl
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
+
+# http.client, asyncio and ssl are imported where they are used: every CLI command builds the
+# `prove` parser, which imports this module, and those three cost more than the rest of a start.
 
 from engine.errors import EngineError, InputFileError
 
@@ -187,7 +187,7 @@ class _Base:
 class Client(_Base):
     """Blocking client over one keep-alive connection (http.client)."""
 
-    _conn: http.client.HTTPConnection | None = None
+    _conn = None  # http.client.HTTPConnection, opened on the first call
 
     def __enter__(self) -> "Client":
         return self
@@ -201,6 +201,8 @@ class Client(_Base):
             self._conn = None
 
     def _call(self, req: _Request) -> Any:
+        import http.client  # noqa: PLC0415
+
         headers = dict(self.headers)
         if req.content_type:
             headers["Content-Type"] = req.content_type
@@ -321,10 +323,17 @@ class AsyncClient(_Base):
             writer.close()
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        ctx = ssl.create_default_context() if self.tls else None
-        return await asyncio.open_connection(self.host, self.port, ssl=ctx)
+        import asyncio  # noqa: PLC0415
+
+        if self.tls:
+            import ssl  # noqa: PLC0415
+
+            return await asyncio.open_connection(self.host, self.port, ssl=ssl.create_default_context())
+        return await asyncio.open_connection(self.host, self.port)
 
     async def _call(self, req: _Request) -> Any:
+        import asyncio  # noqa: PLC0415
+
         for attempt in (0, 1):
             reused = bool(self._idle)
             try:
