@@ -262,6 +262,9 @@ def test_bad_requests_get_4xx_json_and_server_keeps_serving(server, tmp_path):
         expect(400, "bad_request", c.job, "1", wait="soon")
         # an oversized body (the limit is 64 KiB here): refused from its Content-Length, before the upload
         assert "limit" in expect(413, "body_too_large", c.prove, key, b"wtns" + b"\0" * (70 << 10))
+        # not HTTP at all: the parser's 400 (plain text, naming the problem), and the connection closes
+        answer = raw_request(port, "GARBAGE")
+        assert b" 400 " in answer.split(b"\r\n")[0] and b"Invalid method" in answer
         # unknown routes and methods, unknown jobs
         expect(404, "not_found", c._call, __import__("engine.client").client._Request("GET", "/v2/nothing"))
         expect(405, "method_not_allowed", c._call, __import__("engine.client").client._Request("PUT", "/v1/keys"))
@@ -465,3 +468,66 @@ def test_async_client_prove_submit_cancel(server):
         wait_at_rest(c)
         assert 'outcome="cancelled"} 1.0' in c.metrics()
     server.stop()
+
+
+# ------------------------------------------------------------------ keys and configuration
+
+def test_keys_load_once_unload_and_refuse_a_changed_file(server, tmp_path):
+    import shutil
+
+    zkey = tmp_path / "circuit.zkey"
+    shutil.copy(f"{TINY}.zkey", zkey)
+    with server.client() as c:
+        first = c.load_key(str(zkey))
+        again = c.load_key(str(zkey))  # idempotent: the resident key
+        assert first["id"] == again["id"] == "circuit" and len(c.keys()) == 1
+        assert first["curve"] == "bn128" and first["n_public"] >= 1 and first["devices"] == [0]
+        named = c.load_key(f"{TINY}.zkey", name="tiny-named")
+        with pytest.raises(ServerError) as info:
+            c.load_key(f"{SUDOKU}.zkey", name="tiny-named")
+        assert info.value.status == 409 and "taken" in info.value.message
+        with pytest.raises(ServerError) as info:
+            c.load_key(f"{TINY}.zkey", name="bad name!")
+        assert info.value.status == 400
+        assert c.prove("circuit", f"{TINY}.wtns").public
+        # the file changes on disk: the old copy is not served silently
+        zkey.write_bytes(zkey.read_bytes())
+        os.utime(zkey, ns=(time.time_ns(), time.time_ns() + 10**9))
+        with pytest.raises(ServerError) as info:
+            c.load_key(str(zkey))
+        assert info.value.status == 409 and info.value.code == "key_changed"
+        assert c.unload_key("circuit")["unloaded"] is True
+        assert c.load_key(str(zkey))["id"] == "circuit"  # loaded afresh
+        c.unload_key("circuit")
+        c.unload_key(named["id"])
+        assert c.keys() == []
+        with pytest.raises(ServerError) as info:
+            c.prove("circuit", f"{TINY}.wtns")
+        assert info.value.status == 404
+        wait_at_rest(c)
+    server.stop()
+
+
+def test_serve_reads_the_service_table_and_names_bad_settings(tmp_path):
+    good = tmp_path / "engine.toml"
+    good.write_text('[engine]\nbackend = "cpu"\nsynthesis_workers = 1\n\n'
+                    '[service]\nport = 0\nmax_body = "16KiB"\nmax_queued_per_key = 2\n')
+    srv = ServerProcess(tmp_path, "--config", str(good))
+    try:
+        with srv.client() as c:
+            key = c.load_key(f"{SUDOKU}.zkey")["id"]
+            with pytest.raises(ServerError) as info:  # the file's max_body
+                c.prove(key, b"wtns" + bytes(20 << 10))
+            assert info.value.status == 413 and str(16 << 10) in info.value.message
+            assert c.stats()["engine"]["synthesis_workers_alive"] == 1
+    finally:
+        srv.stop()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[service]\nmax_queued = 3\n')
+    r = cli("serve", "--config", bad)
+    assert r.returncode == 2 and "bad.toml" in r.stderr and "max_queued" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "short").write_text("abc\n")
+    r = cli("serve", "--backend", "cpu", "--token-file", tmp_path / "short")
+    assert r.returncode == 2 and "too easy to guess" in r.stderr
+    r = cli("serve", "--backend", "cpu", "--port", "70000")
+    assert r.returncode == 2 and "70000" in r.stderr
