@@ -97,24 +97,28 @@ class ServerProcess:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self._kill(started)
             pytest.fail(f"the server did not stop within {timeout} s:\n{self.log.read_text()}")
-        assert rc == expect, self.log.read_text()
         end = time.monotonic() + 10
         while any(_alive(p) for p in started) and time.monotonic() < end:
             time.sleep(0.05)
         left = [p for p in started if _alive(p)]
+        self._kill(started)
         assert not left, f"processes left after the server stopped: {left}"
+        assert rc == expect, self.log.read_text()
 
     def kill(self) -> None:
+        """After a failed test: the server and everything it started, whatever state they are in."""
         if self.proc.poll() is None:
-            for child in _children(self.proc.pid):
-                try:
-                    os.kill(child, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            self.proc.kill()
-            self.proc.wait()
+            self._kill(_children(self.proc.pid))
+
+    def _kill(self, pids: set[int]) -> None:
+        for pid in [self.proc.pid, *pids]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
 
 
 @pytest.fixture
@@ -199,8 +203,9 @@ def test_cli_client_proofs_pass_snarkjs_verify(tmp_path):
             assert sorted(k["id"] for k in c.keys()) == ["power_table", "sudoku", "sudoku-2", "sudoku-3", "tiny",
                                                         "tiny-2"]
             wait_at_rest(c)
-    finally:
         srv.stop()
+    finally:
+        srv.kill()
 
 
 def test_client_writes_snarkjs_text():
@@ -350,8 +355,9 @@ def test_priorities_deadlines_and_queue_limit_over_http(tmp_path):
                 assert f'engine_proofs_total{{key="power_table",outcome="{outcome}"}} {n}.0' in metrics
             assert 'engine_stage_seconds_count{stage="device_compute"}' in metrics
             assert 'engine_queue_depth{priority="high"} 0.0' in metrics and "engine_vram_bytes" in metrics
-    finally:
         srv.stop()
+    finally:
+        srv.kill()
 
 
 def test_disconnects_mid_upload_and_mid_proof_free_everything(server):
@@ -392,22 +398,26 @@ def test_sigterm_drains_admitted_jobs_then_exits(tmp_path):
             assert info.value.status == 503 and info.value.code == "shutting_down"
             for job in jobs:  # polls are answered while draining; every admitted job finishes
                 assert c.wait(job["id"]).proof["curve"] == "bn128"
-    finally:
         srv.stop(expect=0)
+    finally:
+        srv.kill()
 
 
 def test_second_sigint_exits_at_once(tmp_path):
     srv = ServerProcess(tmp_path, "--running-jobs", "1")
-    with srv.client() as c:
-        slow = c.load_key(f"{SLOW}.zkey")["id"]
-        jobs = [c.submit(slow, f"{SLOW}.wtns") for _ in range(3)]
-    time.sleep(0.3)
-    srv.send(signal.SIGINT)
-    time.sleep(0.2)
-    t = time.monotonic()
-    srv.stop(signal.SIGINT, expect=130, timeout=20)
-    assert time.monotonic() - t < 10  # not the three proofs (7 s) it had
-    assert "second SIGINT" in srv.log.read_text() and len(jobs) == 3
+    try:
+        with srv.client() as c:
+            slow = c.load_key(f"{SLOW}.zkey")["id"]
+            jobs = [c.submit(slow, f"{SLOW}.wtns") for _ in range(3)]
+        time.sleep(0.3)
+        srv.send(signal.SIGINT)
+        time.sleep(0.2)
+        t = time.monotonic()
+        srv.stop(signal.SIGINT, expect=130, timeout=20)
+        assert time.monotonic() - t < 10  # not the three proofs (7 s) it had
+        assert "second SIGINT" in srv.log.read_text() and len(jobs) == 3
+    finally:
+        srv.kill()
 
 
 # ------------------------------------------------------------------ clients
@@ -520,8 +530,9 @@ def test_serve_reads_the_service_table_and_names_bad_settings(tmp_path):
                 c.prove(key, b"wtns" + bytes(20 << 10))
             assert info.value.status == 413 and str(16 << 10) in info.value.message
             assert c.stats()["engine"]["synthesis_workers_alive"] == 1
-    finally:
         srv.stop()
+    finally:
+        srv.kill()
     bad = tmp_path / "bad.toml"
     bad.write_text('[service]\nmax_queued = 3\n')
     r = cli("serve", "--config", bad)

@@ -92,5 +92,6 @@ def test_200_requests_8_clients_random_cancels_and_disconnects(tmp_path):
                    if line.startswith("engine_proofs_total") and 'outcome="done"' in line)
         assert done >= len(proofs)
         print(json.dumps({"requests": REQUESTS, "proofs": len(proofs), "seconds": round(elapsed, 1)}))
-    finally:
         srv.stop()
+    finally:
+        srv.kill()

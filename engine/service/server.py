@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 from typing import Callable
 
@@ -19,6 +20,7 @@ from aiohttp import web
 
 from engine.api import Engine
 from engine.config import EngineConfig
+from engine.errors import EngineError
 from engine.service.core import Service
 from engine.service.http import build_app
 from engine.service.metrics import Metrics
@@ -51,6 +53,8 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
         elif state["signals"] >= 3:
             os._exit(130)
 
+    listener = listen(config.host, config.port)  # before the engine starts: a taken port fails at once
+    port = listener.getsockname()[1]
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
     try:
@@ -61,9 +65,7 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
                                        shutdown_timeout=5.0)
                 await runner.setup()
                 try:
-                    site = web.TCPSite(runner, config.host, config.port, backlog=1024, reuse_address=True)
-                    await site.start()
-                    host, port = site._server.sockets[0].getsockname()[:2]  # the real port when --port 0
+                    await web.SockSite(runner, listener).start()
                     backend = getattr(eng.devices[0].backend, "name", "?") if eng.devices else "?"
                     announce(f"engine serve: listening on http://{_url_host(config.host)}:{port} "
                              f"(backend {backend}, {len(eng.devices)} device(s), {service.queue.slots} job slots, "
@@ -74,10 +76,23 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
                     await runner.cleanup()  # pollers have read their answers; idle connections close
                     service.close()
     finally:
+        listener.close()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+        # Already on the way out: a SIGTERM now must not cut the exit short (the default action
+        # would leave the CPU pool's workers behind, which are stopped at interpreter exit).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     announce("engine serve: stopped")
     return 130 if state["forced"] else 0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket; a taken port or an address not on this machine is one clear error."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return socket.create_server((host, port), family=family, backlog=1024, reuse_port=False)
+    except OSError as exc:
+        raise EngineError(f"cannot listen on {_url_host(host)}:{port}: {exc.strerror or exc}") from None
 
 
 def _url_host(host: str) -> str:
