@@ -403,6 +403,33 @@ def test_sigterm_drains_admitted_jobs_then_exits(tmp_path):
         srv.kill()
 
 
+def test_sigterm_during_the_final_exit_leaves_nothing_behind(tmp_path):
+    """A supervisor's repeated SIGTERM while the server is already exiting must not cut the exit short."""
+    srv = ServerProcess(tmp_path)
+    try:
+        with srv.client() as c:  # a proof starts the CPU pool, which stops at interpreter exit
+            c.prove(c.load_key(f"{TINY}.zkey")["id"], f"{TINY}.wtns")
+        started = _children(srv.proc.pid)
+        srv.send(signal.SIGTERM)
+        end = time.monotonic() + 30
+        while "engine serve: stopped" not in srv.log.read_text():
+            assert time.monotonic() < end and srv.proc.poll() is None, srv.log.read_text()
+            time.sleep(0.002)
+        srv.send(signal.SIGTERM)
+        assert srv.proc.wait(30) == 0
+        end = time.monotonic() + 10
+        while any(_alive(p) for p in started) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not [p for p in started if _alive(p)]
+    finally:
+        srv.kill()
+        for pid in started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, UnboundLocalError):
+                pass
+
+
 def test_second_sigint_exits_at_once(tmp_path):
     srv = ServerProcess(tmp_path, "--running-jobs", "1")
     try:
