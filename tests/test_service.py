@@ -290,9 +290,15 @@ def test_bad_requests_get_4xx_json_and_server_keeps_serving(server, tmp_path):
     server.stop()
 
 
-def test_serve_refuses_public_bind_without_token():
+def test_serve_start_errors_are_one_line():
     r = cli("serve", "--backend", "cpu", "--host", "0.0.0.0", "--port", "0")
     assert r.returncode == 2 and "--token-file" in r.stderr and "Traceback" not in r.stderr
+    with socket.socket() as taken:  # a port in use: refused before the engine starts
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = cli("serve", "--backend", "cpu", "--port", port)
+    assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
 
 
 # ------------------------------------------------------------------ jobs, priorities, deadlines, limits
@@ -317,6 +323,7 @@ def test_queue_high_overtakes_queued_never_the_running():
     assert started == ["n1", "h1", "n2", "l1"] and key.queued == 0 and q.depth == {"high": 0, "normal": 0, "low": 0}
 
 
+@pytest.mark.slow
 def test_priorities_deadlines_and_queue_limit_over_http(tmp_path):
     srv = ServerProcess(tmp_path, "--running-jobs", "1", "--max-queued-per-key", "3")
     try:
