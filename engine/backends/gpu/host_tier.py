@@ -185,5 +185,5 @@ def _chunk_layout(plan: gmsm.MsmPlan, layout: gmsm.AccumulateLayout, n: int):
     if n == plan.n:
         return plan, layout
     tail = tail_plan(plan, n)
-    chunks = max(1, -(-tail.max_entries // layout.chunk))
+    chunks = max(1, -(-tail.xyzz_entries // layout.chunk))
     return tail, gmsm.AccumulateLayout(layout.chunk, chunks, layout.seg_len, layout.segs)
