@@ -99,9 +99,14 @@ def run(args: argparse.Namespace) -> int:
                               prime=prime)
         with progress.timed("backend", 0.3):
             backend = select_backend(config.backend)
+        if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
+            backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
         try:
             with progress.timed("load key", 0.35):
                 key = backend.load_key(zkey)
+            footprint = getattr(key, "footprint", None)
+            if footprint is not None and args.verbose and not args.json:
+                print(f"key footprint: {footprint.describe()}", file=sys.stderr)
             with progress.timed("prove", 0.5):
                 proof = prove(zkey, values, backend, key, prime=prime, witness_name=witness_name,
                               verify=config.verify)
