@@ -38,6 +38,9 @@ def register(subparsers) -> None:
     from engine.config import add_arguments
 
     add_arguments(p)  # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
+    from engine.distributed.command import add_arguments as add_ray_arguments
+
+    add_ray_arguments(p)  # --ray ADDRESS, --engines N
     p.set_defaults(func=run)
 
 
@@ -69,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
 
     wtns_path, proof_path, public_path = _split_files(args)
     config = from_args(args)
+    if args.ray:  # on a Ray cluster: engine/distributed/command.py
+        from engine.distributed.command import prove_on_ray
+
+        return prove_on_ray(args, config, wtns_path, proof_path, public_path)
     if args.timeline or args.config:
         return _run_engine(args, config, wtns_path, proof_path, public_path)
     progress = make_progress("prove", quiet=args.quiet, json=args.json)

@@ -51,6 +51,7 @@ class EngineActor:
         self._keys: dict[int, Any] = {}
         self._key_locks: dict[int, asyncio.Lock] = {}
         self.proofs = 0
+        self.loads = 0  # keys loaded (each once: they stay resident)
 
     # ---- lifecycle
     async def start(self) -> dict | Failure:
@@ -88,6 +89,10 @@ class EngineActor:
             await self._serving
         except Exception as exc:
             return failure(exc)
+        finally:
+            from scheduler import cpu_pool  # noqa: PLC0415
+
+            cpu_pool.shutdown()  # the process-wide epilogue pool outlives the Engine: not the actor
         return None
 
     async def wait_closed(self) -> None:
@@ -117,7 +122,7 @@ class EngineActor:
         return proofs
 
     async def stats(self) -> dict:
-        return {**self._engine.stats(), "proofs": self.proofs, "keys": len(self._keys), "pid": os.getpid()}
+        return {**self._engine.stats(), "proofs": self.proofs, "keys": len(self._keys), "loads": self.loads, "pid": os.getpid()}
 
     async def pid(self) -> int:
         return os.getpid()
@@ -129,6 +134,7 @@ class EngineActor:
         async with lock:  # concurrent first jobs of one key load it once
             if spec.id not in self._keys:
                 self._keys[spec.id] = await self._engine.load_key(spec.path, wasm=spec.wasm, label=spec.label)
+                self.loads += 1
         return self._keys[spec.id]
 
 

@@ -42,6 +42,7 @@ from engine.errors import (
 log = logging.getLogger("engine.distributed")
 
 # the package root: local Ray workers import the same code as this driver
+_GROUP_CLEANUP = "RAY_process_group_cleanup_enabled"
 _CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -182,20 +183,12 @@ class RayCluster:
     def _connect(self, ray) -> None:
         if self.address is None and ray.is_initialized():
             return  # this process is connected already (a notebook, a test session): use that instance
-        kwargs = dict(self._ray_init)
-        kwargs.setdefault("include_dashboard", False)
-        kwargs.setdefault("logging_level", logging.WARNING)
-        if self.address is None:
-            # local workers import this checkout's code, whatever their working directory
-            env = dict(kwargs.pop("runtime_env", None) or {})
-            env_vars = dict(env.get("env_vars", {}))
-            path = os.pathsep.join(p for p in (_CODE_ROOT, os.environ.get("PYTHONPATH")) if p)
-            env_vars.setdefault("PYTHONPATH", path)
-            kwargs["runtime_env"] = {**env, "env_vars": env_vars}
-        else:
-            kwargs["address"] = self.address
         try:
-            ray.init(**kwargs)
+            if self.address is None:
+                start_local_ray(**self._ray_init)
+            else:
+                kwargs = {"include_dashboard": False, "logging_level": logging.WARNING, **self._ray_init}
+                ray.init(address=self.address, **kwargs)
         except Exception as exc:
             where = "a local Ray instance" if self.address is None else f"Ray at {self.address!r}"
             raise EngineStartError(f"could not start or join {where}: {_first_line(exc)}") from None
@@ -268,7 +261,8 @@ class RayCluster:
         """Read the key on one engine (its errors are the Engine's); other engines load it on first use."""
         self._check_open()
         self._key_ids += 1
-        spec = KeySpec(self._key_ids, os.fspath(path), None if wasm is None else os.fspath(wasm), label)
+        # absolute: an actor's working directory is not the driver's (a shared filesystem's path is)
+        spec = KeySpec(self._key_ids, _absolute(path), None if wasm is None else _absolute(wasm), label)
         while True:
             engine = await self._take(0, spec.id)
             started = time.monotonic()
@@ -374,7 +368,7 @@ class RayCluster:
             raise EngineError(f"{getattr(key, 'label', key)}: this key is not loaded in this cluster "
                               "(use cluster.load_key)")
         ray = self._ray
-        refs = [item if isinstance(item, ray.ObjectRef) else ray.put(item) for item in items]
+        refs = [item if isinstance(item, ray.ObjectRef) else ray.put(_absolute(item)) for item in items]
         task = asyncio.create_task(self._run(key, refs))
         self._jobs.add(task)
         task.add_done_callback(self._jobs.discard)
@@ -467,6 +461,38 @@ class RayCluster:
                 "the cluster is not running (use `async with RayCluster(...) as cluster`)"
                 if self._state == "new" else "the cluster has shut down; no new jobs are accepted"
             )
+
+
+def start_local_ray(**kwargs: Any) -> None:
+    """ray.init for a local instance whose workers import this checkout's code and take their
+    process group down with them.
+
+    An engine's worker processes (synthesis, the CPU pool) are its actor's children and
+    grandchildren; when the actor is killed they would outlive it.  With per-worker process
+    groups (RAY_process_group_cleanup_enabled, read by the raylet at its start) Ray ends the
+    whole group.  On a cluster started with `ray start`, set it in that environment."""
+    ray = import_ray()
+    kwargs.setdefault("address", "local")  # a new instance, even where RAY_ADDRESS or `ray start` names one
+    kwargs.setdefault("include_dashboard", False)
+    kwargs.setdefault("logging_level", logging.WARNING)
+    env = dict(kwargs.pop("runtime_env", None) or {})
+    env_vars = dict(env.get("env_vars", {}))
+    env_vars.setdefault("PYTHONPATH", os.pathsep.join(p for p in (_CODE_ROOT, os.environ.get("PYTHONPATH")) if p))
+    kwargs["runtime_env"] = {**env, "env_vars": env_vars}
+    saved = os.environ.get(_GROUP_CLEANUP)
+    os.environ[_GROUP_CLEANUP] = "1"
+    try:
+        ray.init(**kwargs)
+    finally:
+        if saved is None:
+            os.environ.pop(_GROUP_CLEANUP, None)
+        else:
+            os.environ[_GROUP_CLEANUP] = saved
+
+
+def _absolute(item: Any) -> Any:
+    """A path made absolute (engines resolve it in their own working directory); anything else as it is."""
+    return os.path.abspath(os.fspath(item)) if isinstance(item, (str, os.PathLike)) else item
 
 
 def _default_window(config: EngineConfig) -> int:
