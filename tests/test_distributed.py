@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="engine.distributed needs Ray: pip install '.[test]'")
+import ray  # in the test extra: a missing Ray fails here rather than skipping the module  # noqa: E402
 
 from engine.api import Engine  # noqa: E402
 from engine.config import EngineConfig, SimulationConfig  # noqa: E402
@@ -225,6 +225,17 @@ async def test_placement_sends_jobs_where_the_queue_drains_first_and_keys_load_w
         assert key.engines == (0, 1)  # now resident where it was used
         stats = await cluster.engine_stats()
         assert [s["keys"] for s in stats] == [1, 1] and [s["loads"] for s in stats] == [1, 1]
+
+
+@pytest.mark.parametrize("engines, config", [("per-gpu", None), (2, EngineConfig(backend="gpu"))])
+async def test_engines_that_need_gpus_the_cluster_lacks_fail_at_once(local_ray, engines, config):
+    from engine.errors import BackendUnavailableError
+
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailableError, match="GPU"):
+        async with RayCluster(None, engines=engines, config=config or sim_config()):
+            pass
+    assert time.monotonic() - started < 5 and ray.is_initialized()  # not a start timeout; Ray stays up
 
 
 async def test_a_cancelled_prove_cancels_the_engines_job(local_ray):

@@ -155,6 +155,11 @@ class RayCluster:
         count = self._engine_count(ray)
         gpus = self._gpus if self._gpus is not None else (
             1 if self._engines_wanted == "per-gpu" or self.config.backend == "gpu" else 0)
+        have = int(ray.cluster_resources().get("GPU", 0))
+        if gpus and count * gpus > have:  # such actors would wait for GPUs forever: say so now
+            raise BackendUnavailableError(
+                f"{count} engine(s) of {gpus:g} GPU each need {count * gpus:g} GPU(s); the Ray cluster has "
+                f"{_resources(ray)}")
         actor_class = ray.remote(EngineActor)
         self._changed = asyncio.Condition()
         self._placement = Placement([self._window or _default_window(self.config)] * count)
