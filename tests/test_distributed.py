@@ -13,20 +13,19 @@ import os
 import signal
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-import ray  # in the test extra: a missing Ray fails here rather than skipping the module  # noqa: E402
+import ray  # in the test extra: a missing Ray fails here rather than skipping the module
 
-from engine.api import Engine  # noqa: E402
-from engine.config import EngineConfig, SimulationConfig  # noqa: E402
-from engine.distributed import EngineLostError, RayCluster  # noqa: E402
-from engine.distributed.cluster import start_local_ray  # noqa: E402
-from engine.errors import EngineClosedError, EngineError, InputFileError, MismatchError  # noqa: E402
-from engine.formats import read_wtns  # noqa: E402
+from engine.api import Engine
+from engine.config import EngineConfig, SimulationConfig
+from engine.distributed import EngineLostError, RayCluster
+from engine.distributed.cluster import start_local_ray
+from engine.errors import EngineClosedError, EngineError, InputFileError, MismatchError
+from engine.formats import read_wtns
 
-from conftest import EXAMPLES, run_engine, run_snarkjs  # noqa: E402
+from conftest import EXAMPLES, run_engine, run_snarkjs
 
 MARK = "GROTH16_RAY_TEST_MARK"
 RAY_INIT = dict(num_cpus=2, object_store_memory=80 << 20, include_dashboard=False)
