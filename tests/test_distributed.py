@@ -8,6 +8,7 @@ none behind: not Ray's own, not an actor's, not an engine's worker processes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -224,6 +225,38 @@ async def test_placement_sends_jobs_where_the_queue_drains_first_and_keys_load_w
         assert key.engines == (0, 1)  # now resident where it was used
         stats = await cluster.engine_stats()
         assert [s["keys"] for s in stats] == [1, 1] and [s["loads"] for s in stats] == [1, 1]
+
+        # leaving a stream early cancels what it has in flight; a failing iterable ends the stream with its error
+        async with contextlib.aclosing(cluster.prove_stream(key, ({"seed": s} for s in range(1000)),
+                                                           max_in_flight=6)) as stream:
+            async for first in stream:
+                assert first.ok
+                break
+        await _until(lambda: cluster.stats()["proofs_in_flight"] == 0)
+        assert cluster.stats()["jobs_in_flight"] == 0
+
+        def failing():
+            yield {"seed": 1}
+            raise ValueError("the caller's iterable broke")
+
+        with pytest.raises(ValueError, match="iterable broke"):
+            async for _ in cluster.prove_stream(key, failing()):
+                pass
+        await _until(lambda: cluster.stats()["proofs_in_flight"] == 0)
+        engines = await cluster.engine_stats()
+        for _ in range(100):  # an engine hears of a cancellation shortly after the driver
+            if all(s["jobs_in_flight"] == 0 for s in engines):
+                break
+            await asyncio.sleep(0.02)
+            engines = await cluster.engine_stats()
+        assert all(s["jobs_in_flight"] == 0 for s in engines)
+
+
+async def _until(condition, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
 
 
 @pytest.mark.parametrize("engines, config", [("per-gpu", None), (2, EngineConfig(backend="gpu"))])
