@@ -38,6 +38,9 @@ def register(subparsers) -> None:
     from engine.config import add_arguments
 
     add_arguments(p)  # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
+    from engine.client import add_server_arguments
+
+    add_server_arguments(p)  # --server URL, --token-file, --priority, --deadline
     from engine.distributed.command import add_arguments as add_ray_arguments
 
     add_ray_arguments(p)  # --ray ADDRESS, --engines N
@@ -65,6 +68,10 @@ def _witness_from_wasm(zkey, wasm: str, inputs: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.server:  # prove on a `python -m engine serve` (before any import that would load numpy or CUDA)
+        from engine.client import prove_command
+
+        return prove_command(args, *_split_files(args))
     from engine.backends.select import select_backend
     from engine.config import from_args
     from engine.formats import read_r1cs, read_wtns, read_zkey
