@@ -41,6 +41,9 @@ def register(subparsers) -> None:
     from engine.client import add_server_arguments
 
     add_server_arguments(p)  # --server URL, --token-file, --priority, --deadline
+    from engine.distributed.command import add_arguments as add_ray_arguments
+
+    add_ray_arguments(p)  # --ray ADDRESS, --engines N
     p.set_defaults(func=run)
 
 
@@ -76,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
 
     wtns_path, proof_path, public_path = _split_files(args)
     config = from_args(args)
+    if args.ray:  # on a Ray cluster: engine/distributed/command.py
+        from engine.distributed.command import prove_on_ray
+
+        return prove_on_ray(args, config, wtns_path, proof_path, public_path)
     if args.timeline or args.config:
         return _run_engine(args, config, wtns_path, proof_path, public_path)
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
