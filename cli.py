@@ -21,6 +21,7 @@ COMMANDS = {
     "setup": "setup",
     "bench-circuit": "bench_circuit",
     "cache": "cache",
+    "serve": "serve",
 }
 
 

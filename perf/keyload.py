@@ -39,7 +39,6 @@ from cuda_kernels.driver import Device, Event  # noqa: E402
 from engine.algebra.curves import curve_by_name  # noqa: E402
 from engine.backends.gpu import GpuBackend  # noqa: E402
 from engine.backends.gpu import msm as gmsm  # noqa: E402
-from engine.backends.gpu.key import choose_fold  # noqa: E402
 from engine.backends.gpu.ntt import build_tables  # noqa: E402
 from engine.formats.zkey import COEFF_DTYPE, ZKey, read_zkey, write_zkey  # noqa: E402
 
@@ -119,7 +118,8 @@ def legacy_load(backend: GpuBackend, path: Path) -> float:
     ctx = backend.ctx
     dev, stream, curve = ctx.device, ctx.upload_stream, zkey.curve
     mod = ctx.module(curve)
-    plan_w, plan_h = choose_fold(curve, zkey.n_vars, zkey.domain_size, dev.total_memory // 3, "auto")
+    footprint = backend.plan_key(zkey)  # the same plans the new load gets (resident tier)
+    plan_w, plan_h = footprint.plan_w, footprint.plan_h
     bufs = []
     tables = build_tables(dev, mod, curve, zkey.log_domain, stream, coset=True)
 

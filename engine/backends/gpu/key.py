@@ -15,9 +15,10 @@ import numpy as np
 from cuda_kernels.driver import Device, DeviceBuffer, Event
 
 from engine.backends.base import ResidentKey
-from engine.algebra.curves import Curve
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import staging
+from engine.backends.gpu.footprint import KeyFootprint
+from engine.backends.gpu.host_tier import HostTier
 from engine.backends.gpu.ntt import build_tables
 
 
@@ -40,14 +41,6 @@ def _open_unchanged(zkey) -> int | None:
 def upload_bytes(zkey) -> int:
     """About what a load of this key moves to the device: its point sections and its coeffs."""
     return sum(int(np.asarray(a).nbytes) for a in (zkey.a, zkey.b1, zkey.b2, zkey.c, zkey.h, zkey.coeffs))
-
-
-def g1_bytes(curve: Curve) -> int:
-    return 2 * curve.n8q
-
-
-def g2_bytes(curve: Curve) -> int:
-    return 4 * curve.n8q
 
 
 def csr_from_coeffs(coeffs: np.ndarray, matrix: int, domain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -77,19 +70,6 @@ def csr_from_coeffs(coeffs: np.ndarray, matrix: int, domain: int) -> tuple[np.nd
         np.ascontiguousarray(coeffs["value"][idx], dtype=np.uint64)
 
 
-def choose_fold(curve: Curve, n_wires: int, domain: int, budget_bytes: int, fold: str | int) -> tuple:
-    """The two MSM plans (witness, H) under a memory budget for the folded point tables."""
-    bits = curve.r.bit_length()
-    if fold != "auto":
-        f = fold if fold == "full" else int(fold)
-        return gmsm.plan_msm(n_wires, bits, f), gmsm.plan_msm(domain, bits, f)
-    for f in ("full", 8, 4, 2, 1):
-        pw, ph = gmsm.plan_msm(n_wires, bits, f), gmsm.plan_msm(domain, bits, f)
-        need = pw.fold * n_wires * (3 * g1_bytes(curve) + g2_bytes(curve)) + ph.fold * domain * g1_bytes(curve)
-        if need <= budget_bytes or f == 1:
-            return pw, ph
-
-
 # What this module puts on the device, for the key cache's identity: bump it whenever the arrays
 # below (the CSR of A and B; the points stream from the zkey) or their layout change.
 LAYOUT_VERSION = 1
@@ -101,28 +81,30 @@ def cache_layout() -> str:
 
 
 class GpuKey(ResidentKey):
-    """Loading: kernel module, NTT tables (built on the device), the CSR of A and B (from the key
-    cache, or built on the host and then cached), the points straight from the zkey's sections.
-    Everything goes through pinned staging (staging.py); each point array's window tables are
-    computed on a side stream as soon as its copies are enqueued, overlapping the next reads.
-    `ready` fires when all of it is on the device; `timings` says where the host's time went."""
+    """`footprint` (footprint.plan_key, chosen from the VRAM budget) fixes the tier and the MSM plans:
+    resident keys hold their points and shifted copies here, host-tier keys a `HostTier` of pinned bases.
 
-    def __init__(self, backend, zkey, *, fold: str | int = "auto", budget_bytes: int | None = None,
-                 cache=None):
+    Loading: kernel module, NTT tables (built on the device), the CSR of A and B (from the key
+    cache, or built on the host and then cached), a resident key's points straight from the zkey's
+    sections.  Uploads go through staging.py; each point array's window tables are computed on a
+    side stream as soon as its copies are enqueued, overlapping the next reads.  `ready` fires when
+    all of it is on the device; `timings` says where the host's time went."""
+
+    def __init__(self, backend, zkey, footprint: KeyFootprint, *, cache=None):
         super().__init__(zkey)
         ctx = backend.ctx
         ctx.bind_thread()
         self.ctx = ctx
-        dev, curve = ctx.device, zkey.curve
+        curve = zkey.curve
         self.timings: dict[str, float] = {}
         self.cache_hit: bool | None = None  # None: no cache for this key
         t = time.perf_counter()
         self.module = ctx.module(curve)
         self.timings["kernel module"] = time.perf_counter() - t
         self.n_wires, self.domain, self.k = zkey.n_vars, zkey.domain_size, zkey.log_domain
-        if budget_bytes is None:
-            budget_bytes = dev.total_memory // 3
-        self.plan_w, self.plan_h = choose_fold(curve, self.n_wires, self.domain, budget_bytes, fold)
+        self.footprint = footprint
+        self.plan_w, self.plan_h = footprint.plan_w, footprint.plan_h
+        self.host: HostTier | None = None
         self.buffers: list[DeviceBuffer] = []
         self.tables = None
         self._events: list[Event] = []
@@ -159,13 +141,18 @@ class GpuKey(ResidentKey):
                     jobs.append(staging.Job(buf.ptr, src))
                     bufs.append(buf)
                 self.csr.append(bufs)
-            g1 = curve.g1_bytes
-            pad = (zkey.n_public + 1) * g1  # C starts with infinity for wires 0..nPublic
-            self.a = self._points(jobs, zkey, zkey_fd, 5, zkey.a, self.plan_w, "g1", side)
-            self.b1 = self._points(jobs, zkey, zkey_fd, 6, zkey.b1, self.plan_w, "g1", side)
-            self.c = self._points(jobs, zkey, zkey_fd, 8, zkey.c, self.plan_w, "g1", side, pad=pad)
-            self.b2 = self._points(jobs, zkey, zkey_fd, 7, zkey.b2, self.plan_w, "g2", side)
-            self.h = self._points(jobs, zkey, zkey_fd, 9, zkey.h, self.plan_h, "g1", side)
+            if self.footprint.tier == "host":  # the bases stay pinned on the host (host_tier.py)
+                lq = curve.q_limbs64
+                c_padded = np.concatenate([np.zeros((zkey.n_public + 1, 2, lq), dtype=np.uint64), np.asarray(zkey.c)])
+                self.host = HostTier(ctx, zkey, c_padded, self.footprint)
+                self.a = self.b1 = self.c = self.b2 = self.h = None
+            else:
+                pad = (zkey.n_public + 1) * curve.g1_bytes  # C starts with infinity for wires 0..nPublic
+                self.a = self._points(jobs, zkey, zkey_fd, 5, zkey.a, self.plan_w, "g1", side)
+                self.b1 = self._points(jobs, zkey, zkey_fd, 6, zkey.b1, self.plan_w, "g1", side)
+                self.c = self._points(jobs, zkey, zkey_fd, 8, zkey.c, self.plan_w, "g1", side, pad=pad)
+                self.b2 = self._points(jobs, zkey, zkey_fd, 7, zkey.b2, self.plan_w, "g2", side)
+                self.h = self._points(jobs, zkey, zkey_fd, 9, zkey.h, self.plan_h, "g1", side)
             t = time.perf_counter()
             self.upload_stats = staging.upload(ctx, stream, jobs)
             self.timings["read + upload"] = time.perf_counter() - t
@@ -256,6 +243,9 @@ class GpuKey(ResidentKey):
             for b in self.buffers:
                 Device.free(b, stream)
             self.buffers = []
+        if self.host is not None:
+            self.host.close()
+            self.host = None
         ready = getattr(self, "ready", None)
         if ready is not None:
             ready.destroy()  # after the frees were enqueued: destroying a recorded event is allowed

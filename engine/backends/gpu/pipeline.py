@@ -13,10 +13,16 @@ Failure paths free everything: a failing `stage` frees what it allocated on
 its stream and waits for those frees before raising; a failing `compute`
 frees on the stream and its Pending raises after the done event, so the
 scheduler returns the VRAM budget only when the memory is really free.
+
+`compute_batch` runs several staged proofs of one key as one compute phase:
+each proof's evaluate and NTTs, then its H MSMs and its four witness MSMs
+batched (k scalar vectors against the same resident bases in one pass each).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,8 +30,10 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, 
 
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError
+from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
+from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.key import GpuKey
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
@@ -33,25 +41,20 @@ FR = 32
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2")
 
 
-def acc_bytes(curve, g2: bool) -> int:
-    return (8 if g2 else 4) * curve.n8q
-
-
 def _layouts(key: GpuKey, sm_count: int):
-    return [(key.plan_h, gmsm.AccumulateLayout.for_plan(key.plan_h, sm_count)),
-            (key.plan_w, gmsm.AccumulateLayout.for_plan(key.plan_w, sm_count))]
+    return footprint.layouts(key.plan_w, key.plan_h, sm_count)
 
 
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     """Device bytes one proof allocates beyond the resident key (what the VRAM budget reserves)."""
-    curve = key.curve
-    n = key.domain
-    shapes = _layouts(key, sm_count)
-    total = key.n_wires * FR + 3 * n * FR
-    total += gmsm.SortScratch.nbytes([key.plan_w, key.plan_h])
-    total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
-    total += 5 * acc_bytes(curve, True)
-    return total + 64 * 20  # allocation rounding
+    if key.host is not None:
+        return footprint.host_working_set(key.host.shape, key.plan_w, key.plan_h, sm_count)
+    return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count)
+
+
+def result_bytes(key: GpuKey) -> int:
+    """The MSM results one proof downloads: five, or one per MSM per chunk on the host tier."""
+    return (5 if key.host is None else key.host.slots) * acc_bytes(key.curve, True)
 
 
 RESULT_ALIGN = 256
@@ -63,8 +66,8 @@ def _results_offset(witness_bytes: int) -> int:
 
 
 def pinned_bytes(key: GpuKey) -> int:
-    """The pinned host buffer one proof of `key` uses: its witness, then its five results."""
-    return _results_offset(key.n_wires * FR) + 5 * acc_bytes(key.curve, True)
+    """The pinned host buffer one proof of `key` uses: its witness, then its results."""
+    return _results_offset(key.n_wires * FR) + result_bytes(key)
 
 
 @dataclass
@@ -81,6 +84,7 @@ class ProofState:
     results_offset: int
     uploaded: Event
     upload_start: Event | None = None  # timing events around the witness upload
+    streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
 
     def results_view(self, nbytes: int) -> np.ndarray | None:
         return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
@@ -90,6 +94,8 @@ class ProofState:
         ctx.pinned.give_back(self.host)
         self.host = None
         _destroy(self.uploaded, self.upload_start)
+        if self.streaming is not None:
+            _destroy(*self.streaming.events)
 
 
 def _destroy(*events: Event | None) -> None:
@@ -162,7 +168,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     curve, n = key.curve, key.domain
     wit = np.ascontiguousarray(witness, dtype=np.uint64)
     results_offset = _results_offset(wit.nbytes)
-    host = ctx.pinned.take(results_offset + 5 * acc_bytes(curve, True), tag=key)
+    host = ctx.pinned.take(results_offset + result_bytes(key), tag=key)
     shapes = _layouts(key, dev.sm_count)
     events: list[Event] = []
     with Device.recording() as allocated:
@@ -176,13 +182,16 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 c=dev.alloc(n * FR, stream),
                 sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
                 buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
-                results=dev.alloc(5 * acc_bytes(curve, True), stream),
+                results=dev.alloc(result_bytes(key), stream),
                 device_buffers=allocated,
                 host=host,
                 results_offset=results_offset,
                 uploaded=_track(events, Event(timing=True)),
                 upload_start=_track(events, Event(timing=True)),
             )
+            if key.host is not None:  # staging buffers for the streamed bases (in `allocated` too)
+                state.streaming = key.host.stage(dev, stream)
+                events.extend(state.streaming.events)
             state.upload_start.record(stream)
             # from pinned memory the copy is asynchronous; from pageable memory (no pinned buffer
             # was free) the driver stages it and returns once it holds the bytes: slower, correct
@@ -234,7 +243,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     stream = ctx.compute_stream(slot)
     marks: list[Event] = []
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
-    raw = st.results_view(5 * g2_acc)
+    raw = st.results_view(result_bytes(key))
     error: BaseException | None = None
     ordered = False  # the compute stream waits on the upload: frees may go on it
     try:
@@ -243,7 +252,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         stream.wait_event(key.ready)
         _launch_proof(ctx, key, st, stream, marks, timing)
         if raw is None:  # no pinned buffer: a pageable download waits for this stream (only)
-            raw = np.empty(5 * g2_acc, dtype=np.uint8)
+            raw = np.empty(result_bytes(key), dtype=np.uint8)
         Device.download(raw, st.results, stream)
     except Exception as exc:  # handed to the Pending: raised after the done event
         error = exc
@@ -264,6 +273,9 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         finally:
             _destroy(*marks)
             st.release_host(ctx)
+        if key.host is not None:  # one result per MSM per chunk: their sums
+            a, b1, b2, c, h = key.host.results(out)
+            return CoreResult(pi_a0=a, pi_b1_0=b1, pi_b2_0=b2, pi_c0=c, pi_h=h, timings=timings)
         pts = [out[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
         g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
         return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
@@ -274,7 +286,6 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
 
 def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], timing: bool) -> None:
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results."""
-    curve, mod, n = key.curve, key.module, key.domain
     sm = ctx.device.sm_count
 
     def mark():
@@ -283,6 +294,19 @@ def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], 
             marks[-1].record(stream)
 
     mark()
+    _front(key, st, stream, mark)
+    g2_acc = acc_bytes(key.curve, True)
+    (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
+    if key.host is not None:  # bases streamed from pinned host memory, chunk by chunk
+        key.host.enqueue(key.module, st, {"h": (plan_h, lay_h), "w": (plan_w, lay_w)}, stream, mark)
+        return
+    _msms(key, plan_h, lay_h, plan_w, lay_w, st.c, st.witness, st.sort, st.buckets, st.results.ptr, 5 * g2_acc,
+          stream, mark)
+
+
+def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
+    """evaluate -> 3 iNTT (coset) -> 3 NTT -> h (into st.c), on `stream`."""
+    mod, n = key.module, key.domain
     (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
     launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
            st.c)
@@ -292,15 +316,123 @@ def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], 
         gntt.dit(mod, buf, key.tables, stream, inverse=False)
     launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c)
     mark()
+
+
+def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: int, stride: int, stream,
+          mark) -> None:
+    """The H MSM over the h vectors at `h` and the A, B1, C, B2 MSMs over the witnesses at `w`
+    (plan.batch vectors each, one after another): proof j's five results at res + j * stride,
+    in the order A, B1, B2, C, H, each slot one G2 accumulator wide."""
+    curve, mod = key.curve, key.module
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
-    (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
-    res = st.results.ptr
-    gmsm.sort_scalars(mod, plan_h, st.c, st.sort, stream)
-    gmsm.accumulate(mod, "g1", plan_h, lay_h, key.h, st.sort, st.buckets, g1_acc, res + 4 * g2_acc, stream)
+    gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, h, sort, buckets, g1_acc, res + 4 * g2_acc, stream, stride)
     mark()
-    gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
+    gmsm.sort_scalars(mod, plan_w, w, sort, stream)
     for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
-        gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, st.sort, st.buckets, g1_acc, res + i * g2_acc, stream)
+        gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, sort, buckets, g1_acc, res + i * g2_acc, stream, stride)
     mark()
-    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
+    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort, buckets, g2_acc, res + 2 * g2_acc, stream, stride)
     mark()
+
+
+def _core(curve, raw: np.ndarray, timings: dict) -> CoreResult:
+    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+    pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
+    g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
+    return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
+                      pi_h=g1[3], timings=timings)
+
+
+def batch_plans(key: GpuKey, k: int):
+    """The H and witness plans (and layouts) of k proofs of `key` in one MSM pass each."""
+    sm_count = key.ctx.device.sm_count
+    plans = []
+    for plan in (key.plan_h, key.plan_w):
+        p = gmsm.plan_for_batch(plan, k)
+        plans.append((p, gmsm.AccumulateLayout.for_plan(p, sm_count)))
+    return plans
+
+
+def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]:
+    """Several staged proofs of one key in one compute phase: each proof's evaluate and NTTs,
+    then the H MSMs of all of them in one pass over the H bases and the four witness MSMs in
+    one pass each (plan.batch = k: k bucket sets, the bases read once for all k).
+
+    The batch's own buffers (the k h vectors and witnesses side by side, the batch-sized sort and
+    bucket scratch, the k results) are allocated before anything of the staged proofs is
+    touched: a failure there frees them, waits, and raises with the proofs still staged (the
+    scheduler discards them).  After that it fails like `compute`: everything freed on the
+    stream, every Pending raising after the done event.  The scheduler batches only small keys
+    (GpuBackend.max_batch), where the extra scratch is a few MB."""
+    if len(staged) == 1:
+        return [compute(backend, staged[0], slot)]
+    ctx = backend.ctx
+    ctx.bind_thread()
+    key: GpuKey = staged[0].key
+    if any(s.key is not key for s in staged):
+        raise ValueError("compute_batch: the staged proofs are of different keys")
+    dev = ctx.device
+    curve, k = key.curve, len(staged)
+    stream = ctx.compute_stream(slot)
+    (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k)
+    n_h, n_w = key.domain * FR, key.n_wires * FR
+    g2_acc = acc_bytes(curve, True)
+    with Device.recording() as batch_bufs:
+        try:
+            h_all, w_all, res = (dev.alloc(nbytes, stream) for nbytes in (k * n_h, k * n_w, k * 5 * g2_acc))
+            sort = gmsm.SortScratch(dev, [plan_w, plan_h], stream)
+            buckets = gmsm.BucketScratch(dev, [(plan_h, lay_h), (plan_w, lay_w)], g2_acc, stream)
+        except BaseException:
+            _settle(stream, batch_bufs)
+            raise
+    states: list[ProofState] = [s.state for s in staged]
+    raws = [st.results_view(5 * g2_acc) for st in states]
+    error: BaseException | None = None
+    try:
+        stream.wait_event(key.ready)
+        for st in states:
+            stream.wait_event(st.uploaded)
+        for st in states:
+            _front(key, st, stream, lambda: None)
+        for j, st in enumerate(states):
+            Device.copy(h_all.ptr + j * n_h, st.c, n_h, stream)
+            Device.copy(w_all.ptr + j * n_w, st.witness, n_w, stream)
+        _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, 5 * g2_acc, stream,
+              lambda: None)
+        for j in range(k):
+            if raws[j] is None:  # no pinned buffer: a pageable download waits for this stream (only)
+                raws[j] = np.empty(5 * g2_acc, dtype=np.uint8)
+            Device.download(raws[j], res, stream, offset=j * 5 * g2_acc)
+    except Exception as exc:  # handed to the Pendings: raised after the done event
+        error = exc
+    failed = _free_all([b for st in states for b in st.device_buffers] + batch_bufs, stream)
+    done = _fence(stream)
+    results: list[CoreResult] = []
+    outcome: dict = {"waited": False, "exc": None}
+    lock = threading.Lock()
+
+    def wait_one(j: int) -> CoreResult:
+        """The first caller waits for the done event and decodes all k; every caller gets its own."""
+        with lock:
+            if not outcome["waited"]:
+                outcome["waited"] = True
+                try:
+                    _await_frees(done, failed, stream)
+                    if error is None:
+                        for s, st, raw in zip(staged, states, raws):
+                            timings = dict(s.timings)
+                            timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
+                            timings["gpu_batch"] = k
+                            results.append(_core(curve, raw.copy(), timings))
+                except BaseException as exc:  # noqa: BLE001 - every proof of the batch gets it
+                    outcome["exc"] = exc
+                finally:
+                    for st in states:
+                        st.release_host(ctx)
+        if outcome["exc"] is not None:
+            raise outcome["exc"]
+        if error is not None:
+            raise error
+        return results[j]
+
+    return [Pending(lambda j=j: wait_one(j)) for j in range(k)]
