@@ -403,7 +403,7 @@ class Engine:
             missing = [d for d in ids if d >= count]
             if missing:
                 raise ConfigError(f"devices: {missing} not present (this machine has {count} CUDA device(s))")
-            return kit, [select_backend("gpu", device=d) for d in ids], ids
+            return kit, [select_backend("gpu", device=d, key_cache_dir=cfg.key_cache_dir) for d in ids], ids
         return kit, [select_backend("cpu")], [0]
 
     # ---- keys

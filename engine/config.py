@@ -10,6 +10,8 @@
     lock_mode = "split"           # split | single (the old one-lock design, for experiments)
     verify = true                 # verify every proof before returning it
     timeline = "timeline.jsonl"
+    key_cache_dir = "/data/keycache"  # device-ready keys ("off": none; absent: $GROTH16_KEY_CACHE,
+                                  # else $XDG_CACHE_HOME/groth16-engine/keys)
 
     [engine.simulation]           # only for backend = "simulated"
     devices = 2
@@ -25,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import tomllib
 from typing import Any
 
 import msgspec
@@ -116,6 +117,9 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_in_flight: int = 64
     idle_trim_s: float | None = 5.0
     shutdown_timeout_s: float | None = None
+    # the GPU backend's key cache (engine/formats/key_cache.py): a directory, "off", or None for
+    # $GROTH16_KEY_CACHE / the default; `python -m engine cache` lists and clears it
+    key_cache_dir: str | None = None
     simulation: SimulationConfig = msgspec.field(default_factory=SimulationConfig)
 
     def __post_init__(self) -> None:
@@ -157,6 +161,8 @@ def convert(data: dict, source: str) -> EngineConfig:
 
 def load(path: str | os.PathLike) -> EngineConfig:
     """Read a TOML file (keys at the top level or under [engine])."""
+    import tomllib  # noqa: PLC0415 - only a --config run reads TOML
+
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -187,6 +193,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="verify every proof before returning it (default)")
     g.add_argument("--no-verify", dest="verify", action="store_false")
     g.add_argument("--timeline", metavar="FILE", default=None, help="write every stage as JSON lines to FILE")
+    g.add_argument("--key-cache-dir", metavar="DIR", default=None,
+                   help="where the GPU backend keeps device-ready keys (default $GROTH16_KEY_CACHE, else "
+                        "~/.cache/groth16-engine/keys; 'off' for none)")
+    g.add_argument("--no-key-cache", dest="key_cache_dir", action="store_const", const="off",
+                   help="neither read nor write the key cache")
 
 
 def from_args(args: argparse.Namespace, base: EngineConfig | None = None) -> EngineConfig:
@@ -197,7 +208,7 @@ def from_args(args: argparse.Namespace, base: EngineConfig | None = None) -> Eng
     config = config or EngineConfig()
     changes: dict[str, Any] = {}
     for name in ("backend", "synthesis_workers", "compute_slots", "vram_budget", "host_budget", "lock_mode",
-                 "verify", "timeline"):
+                 "verify", "timeline", "key_cache_dir"):
         value = getattr(args, name, None)
         if value is not None:
             changes[name] = value

@@ -96,6 +96,20 @@ def make_progress(title: str, *, quiet: bool = False, json: bool = False, stream
     return BarProgress(title, stream)
 
 
+def process_age() -> float | None:
+    """Seconds since this process started (Linux: /proc/self/stat, to the kernel's 10 ms clock
+    tick), for the CLI's "interpreter + imports" stage; None where that is not known."""
+    import os  # noqa: PLC0415
+
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 (starttime), counted after the name
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - start)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 def format_timings(timings: dict[str, float]) -> str:
     """The `--verbose` table: one stage per line with milliseconds."""
     if not timings:

@@ -249,3 +249,16 @@ def _groth16_setup_fixture(node_bin):
 def _run_engine_fixture():
     """The `run_engine(*args) -> CompletedProcess` helper for `python -m engine`."""
     return run_engine
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _key_cache_in_a_temporary_directory(tmp_path_factory):
+    """GPU keys loaded by tests (and by the CLI they run) cache in a directory of this session,
+    never in the user's ~/.cache (engine/formats/key_cache.py); a test may still name its own."""
+    previous = os.environ.get("GROTH16_KEY_CACHE")
+    os.environ["GROTH16_KEY_CACHE"] = str(tmp_path_factory.mktemp("key-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("GROTH16_KEY_CACHE", None)
+    else:
+        os.environ["GROTH16_KEY_CACHE"] = previous

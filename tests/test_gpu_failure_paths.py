@@ -122,7 +122,7 @@ def test_every_failure_path_frees_everything_on_a_fake_driver(curve):
         backend = _backend(fake=True)
         events_before = len(fake.live_events)
         _check_every_fault(backend, curve, fake)
-        assert len(fake.live_events) == events_before + 1  # the key's ready event: every proof's went
+        assert len(fake.live_events) == events_before  # every proof's went, and the unloaded key's ready event
         backend.close()
         assert not fake.live_device and not fake.live_pinned
 

@@ -72,10 +72,13 @@ def run(args: argparse.Namespace) -> int:
         from engine.client import prove_command
 
         return prove_command(args, *_split_files(args))
-    from engine.backends.select import select_backend
     from engine.config import from_args
-    from engine.formats import read_r1cs, read_wtns, read_zkey
+    from engine.formats.wtns import read_wtns
+    from engine.formats.zkey import read_zkey
     from engine.groth16.prover import check_witness_for_key, prove
+    from engine.progress import process_age
+
+    started = process_age()  # the interpreter's start-up and every import up to here
 
     wtns_path, proof_path, public_path = _split_files(args)
     config = from_args(args)
@@ -86,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if args.timeline or args.config:
         return _run_engine(args, config, wtns_path, proof_path, public_path)
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
+    if started is not None:
+        progress.timings["interpreter + imports"] = started
     try:
         with progress.timed("read key", 0.0):
             zkey = read_zkey(args.zkey)
@@ -99,18 +104,19 @@ def run(args: argparse.Namespace) -> int:
                 prime, values = w.prime, w.values
             check_witness_for_key(zkey, prime, values, witness_name)
         if args.r1cs:
+            from engine.formats.r1cs import read_r1cs
             from engine.groth16.r1cs_check import check_witness
 
             with progress.timed("check constraints", 0.2):
                 check_witness(read_r1cs(args.r1cs), values, r1cs_name=args.r1cs, witness_name=witness_name,
                               prime=prime)
-        with progress.timed("backend", 0.3):
-            backend = select_backend(config.backend)
+        backend = _start_backend(config, zkey, progress)
         if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
             backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
         try:
             with progress.timed("load key", 0.35):
                 key = backend.load_key(zkey)
+            progress.add_timings(getattr(key, "timings", {}), prefix="  key: ")
             footprint = getattr(key, "footprint", None)
             if footprint is not None and args.verbose and not args.json:
                 print(f"key footprint: {footprint.describe()}", file=sys.stderr)
@@ -118,12 +124,16 @@ def run(args: argparse.Namespace) -> int:
                 proof = prove(zkey, values, backend, key, prime=prime, witness_name=witness_name,
                               verify=config.verify)
         finally:
-            backend.close()
+            with progress.timed("close backend", 0.9):
+                backend.close()
         with progress.timed("write", 0.95):
             proof.write(proof_path, public_path)
         progress.add_timings(proof.timings, prefix="  ")
     finally:
         progress.done()
+    age = process_age()
+    if age is not None:
+        progress.timings["total so far (exit follows)"] = age
     if args.json:
         print(json.dumps({"event": "result", "proof": proof_path, "public": public_path, "curve": zkey.curve.name,
                           "backend": backend.name, "verified": bool(config.verify), "timings": progress.timings}))
@@ -133,10 +143,48 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start_backend(config, zkey, progress):
+    """The backend, its cold start timed stage by stage for --verbose: the CUDA bindings' import,
+    cuInit, the context (device, stream-ordered pool, streams), the curve's kernel module (only
+    this key's curve is loaded)."""
+    from engine.backends.select import select_backend
+
+    name, count = config.backend, 0
+    if name in ("auto", "gpu"):
+        with progress.timed("import cuda", 0.3):
+            from engine.backends.select import cuda_device_count
+            try:
+                import cuda_kernels.driver  # noqa: F401 - the one door to the driver (and its bindings)
+            except ImportError:
+                pass
+        with progress.timed("cuInit", 0.3):
+            count = cuda_device_count()
+        if name == "auto":
+            name = "gpu" if count else "cpu"
+    if name != "gpu" or not count:  # the CPU, or no device: select_backend names the problem
+        with progress.timed("backend", 0.3):
+            return select_backend(name)
+    with progress.timed("import gpu backend", 0.3):
+        import engine.backends.gpu  # noqa: F401
+    with progress.timed("context", 0.3):
+        backend = select_backend("gpu", key_cache_dir=config.key_cache_dir)
+    try:
+        with progress.timed("kernel module", 0.33):
+            backend.prepare_key(zkey)
+            backend.ctx.module(zkey.curve)
+        if backend.maintenance_due():  # a large key: pin its staging buffers (nothing else runs yet)
+            with progress.timed("pin staging buffers", 0.34):
+                backend.maintain()
+    except BaseException:
+        backend.close()
+        raise
+    return backend
+
+
 def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
     from engine.api import prove_files
-    from engine.formats import read_zkey
+    from engine.formats.zkey import read_zkey
 
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     try:

@@ -38,13 +38,18 @@ class Section:
 
 def open_input(path) -> tuple[str, object, int]:
     """Map `path` read-only -> (name, buffer, size).  Missing/unreadable/directory: InputFileError."""
+    name, buf, st = _map(path)
+    return name, buf, st.st_size
+
+
+def _map(path) -> tuple[str, object, os.stat_result]:
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return name, b"", 0
-            return name, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), size
+            st = os.fstat(f.fileno())
+            if st.st_size == 0:
+                return name, b"", st
+            return name, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), st
     except OSError as exc:  # missing, a directory, EIO, ENXIO (a socket), unmappable ...
         raise file_error(name, exc) from None
 
@@ -53,8 +58,8 @@ class BinFile:
     """A scanned binfile: its records, and helpers that read them with clear errors."""
 
     def __init__(self, path: str, buf, size: int, magic: str, version: int,
-                 records: list[Section], names: dict[int, str]):
-        self.path, self.buf, self.size = path, buf, size
+                 records: list[Section], names: dict[int, str], mtime_ns: int = 0):
+        self.path, self.buf, self.size, self.mtime_ns = path, buf, size, mtime_ns
         self.magic, self.version, self.records = magic, version, records
         self.names = names
 
@@ -162,7 +167,8 @@ def open_binfile(
     is the last record (the .wtns reader corrects circom's broken u64 sizes
     itself, spec §3); any other overrun is a "truncated" error.
     """
-    name, buf, size = open_input(path)
+    name, buf, st = _map(path)
+    size = st.st_size
     ext = "." + magic
     if size >= 4 and bytes(buf[:4]) != magic.encode():
         raise FormatError(name, _wrong_magic(bytes(buf[:4]), ext))
@@ -179,7 +185,7 @@ def open_binfile(
             raise FormatError(name, "wtns version 1 (the pre-2020 layout without sections) is not supported; "
                                     "recompute the witness with a current circom/snarkjs")
         raise FormatError(name, f"{ext} version {version} is not valid (expected {min_version}..{max_version})")
-    bf = BinFile(name, buf, size, magic, version, [], names or {})
+    bf = BinFile(name, buf, size, magic, version, [], names or {}, mtime_ns=st.st_mtime_ns)
     off = 12
     for i in range(n_sections):
         if off + 12 > size:

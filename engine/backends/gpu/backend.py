@@ -17,8 +17,9 @@ from engine.formats.binfile import first_row_ge
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import pipeline
+from engine.backends.gpu import staging
 from engine.backends.gpu.footprint import KeyFootprint, KeyShape, plan_key
-from engine.backends.gpu.key import GpuKey
+from engine.backends.gpu.key import GpuKey, upload_bytes
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import GpuContext
 
@@ -31,9 +32,12 @@ class GpuBackend(Backend):
     name = "gpu"
 
     def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
-                 pinned_per_key: int = 2, tier: str = "auto", host_chunk: int | None = None):
+                 pinned_per_key: int = 2, tier: str = "auto", host_chunk: int | None = None,
+                 key_cache_dir=None):
         """fold / tier / host_chunk force the key footprint's choices (tests, benchmarks); key_budget_bytes
-        is the VRAM budget keys are planned against when the engine gives none (default: the measured one)."""
+        is the VRAM budget keys are planned against when the engine gives none (default: the measured one).
+        key_cache_dir: the key cache's directory (engine/formats/key_cache.py); None: the environment's
+        or the default one; "off" (or False): no cache."""
         self.ctx = GpuContext(device)
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
@@ -41,6 +45,10 @@ class GpuBackend(Backend):
         self.tier = tier
         self.host_chunk = host_chunk
         self._budget: int | None = None
+        from engine.formats.key_cache import KeyCache, resolve_dir  # noqa: PLC0415
+
+        where = resolve_dir("off" if key_cache_dir is False else key_cache_dir)
+        self.key_cache = KeyCache(where) if where is not None else None
 
     def set_guard_owner(self, owner: object) -> None:
         """Device-global calls of this backend are checked against `owner`'s proof reservations
@@ -56,8 +64,10 @@ class GpuBackend(Backend):
 
     # ---- keys and proofs
     def prepare_key(self, zkey) -> None:
-        """Host-side work of a key load, for any thread but the device's: the NVRTC compile."""
+        """Host-side work of a key load, for any thread but the device's: the NVRTC compile; and the
+        staging buffers a large key's upload wants pinned (at the next maintenance: staging.py)."""
         self.ctx.prepare(zkey.curve)
+        staging.want_buffers(self.ctx, upload_bytes(zkey))
 
     def plan_key(self, zkey, budget_bytes: int | None = None, proofs: int = 2,
                  label: str | None = None) -> KeyFootprint:
@@ -72,7 +82,7 @@ class GpuBackend(Backend):
     def load_key(self, zkey, footprint: KeyFootprint | None = None) -> GpuKey:
         """Make the key resident as `footprint` says (planned here against the budget when not given).
         A host-tier key pins its bases here: the engine loads it while it holds the whole pool."""
-        key = GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey))
+        key = GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey), cache=self.key_cache)
         self.ctx.pinned.want(key, pipeline.pinned_bytes(key), self.pinned_per_key)
         return key
 

@@ -7,93 +7,246 @@ and C MSMs all take the same scalars (the whole witness) and share one sort.
 """
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 
 from cuda_kernels.driver import Device, DeviceBuffer, Event
 
 from engine.backends.base import ResidentKey
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import staging
 from engine.backends.gpu.footprint import KeyFootprint
 from engine.backends.gpu.host_tier import HostTier
 from engine.backends.gpu.ntt import build_tables
 
 
+def _open_unchanged(zkey) -> int | None:
+    """The zkey's file opened for reading when it is still the one that was mapped (same size and
+    modification time), so its sections can be read with preadv; None: use the mapped arrays."""
+    if not getattr(zkey, "path", None) or not getattr(zkey, "file_size", 0):
+        return None
+    try:
+        fd = os.open(zkey.path, os.O_RDONLY)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if st.st_size != zkey.file_size or st.st_mtime_ns != zkey.file_mtime_ns:
+        os.close(fd)
+        return None
+    return fd
+
+
+def upload_bytes(zkey) -> int:
+    """About what a load of this key moves to the device: its point sections and its coeffs."""
+    return sum(int(np.asarray(a).nbytes) for a in (zkey.a, zkey.b1, zkey.b2, zkey.c, zkey.h, zkey.coeffs))
+
+
 def csr_from_coeffs(coeffs: np.ndarray, matrix: int, domain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row_ptr u32 (domain+1), wires u32, values (nnz, 4) u64) for one matrix of the coeffs section.
 
-    Entries hitting the same cell stay separate terms; the kernel's sum adds them, as snarkjs does."""
-    sel = coeffs["matrix"] == matrix
+    Entries hitting the same cell stay separate terms; the kernel's sum adds them, as snarkjs does.
+    snarkjs and our setup write each matrix as one block with rows ascending: then the block is
+    sliced as it is (no sort, no gather); any other order takes a stable sort by row."""
+    mcol = coeffs["matrix"]
+    sel = np.flatnonzero(mcol == matrix)
+    if sel.size and sel[-1] - sel[0] + 1 == sel.size:
+        block = coeffs[sel[0]:sel[-1] + 1]
+        rows = block["row"]
+        if rows.size < 2 or not np.any(rows[1:] < rows[:-1]):
+            counts = np.bincount(rows, minlength=domain)
+            row_ptr = np.zeros(domain + 1, dtype=np.uint32)
+            np.cumsum(counts[:domain], out=row_ptr[1:], dtype=np.uint32)
+            return (row_ptr, np.ascontiguousarray(block["wire"], dtype=np.uint32),
+                    np.ascontiguousarray(block["value"], dtype=np.uint64))
     rows = coeffs["row"][sel]
     order = np.argsort(rows, kind="stable")
-    rows = rows[order]
-    row_ptr = np.searchsorted(rows, np.arange(domain + 1, dtype=np.int64), side="left").astype(np.uint32)
-    wires = np.ascontiguousarray(coeffs["wire"][sel][order], dtype=np.uint32)
-    values = np.ascontiguousarray(coeffs["value"][sel][order], dtype=np.uint64)
-    return row_ptr, wires, values
+    idx = sel[order]
+    counts = np.bincount(rows, minlength=domain)
+    row_ptr = np.zeros(domain + 1, dtype=np.uint32)
+    np.cumsum(counts[:domain], out=row_ptr[1:], dtype=np.uint32)
+    return row_ptr, np.ascontiguousarray(coeffs["wire"][idx], dtype=np.uint32), \
+        np.ascontiguousarray(coeffs["value"][idx], dtype=np.uint64)
+
+
+# What this module puts on the device, for the key cache's identity: bump it whenever the arrays
+# below (the CSR of A and B; the points stream from the zkey) or their layout change.
+LAYOUT_VERSION = 1
+CSR_PARTS = ("row_ptr", "wires", "values")
+
+
+def cache_layout() -> str:
+    return f"gpu-csr-v{LAYOUT_VERSION}"
 
 
 class GpuKey(ResidentKey):
     """`footprint` (footprint.plan_key, chosen from the VRAM budget) fixes the tier and the MSM plans:
-    resident keys hold their points and shifted copies here, host-tier keys a `HostTier` of pinned bases."""
+    resident keys hold their points and shifted copies here, host-tier keys a `HostTier` of pinned bases.
 
-    def __init__(self, backend, zkey, footprint: KeyFootprint):
+    Loading: kernel module, NTT tables (built on the device), the CSR of A and B (from the key
+    cache, or built on the host and then cached), a resident key's points straight from the zkey's
+    sections.  Uploads go through staging.py; each point array's window tables are computed on a
+    side stream as soon as its copies are enqueued, overlapping the next reads.  `ready` fires when
+    all of it is on the device; `timings` says where the host's time went."""
+
+    def __init__(self, backend, zkey, footprint: KeyFootprint, *, cache=None):
         super().__init__(zkey)
         ctx = backend.ctx
         ctx.bind_thread()
         self.ctx = ctx
-        dev, stream = ctx.device, ctx.upload_stream
         curve = zkey.curve
-        self.module = mod = ctx.module(curve)
+        self.timings: dict[str, float] = {}
+        self.cache_hit: bool | None = None  # None: no cache for this key
+        t = time.perf_counter()
+        self.module = ctx.module(curve)
+        self.timings["kernel module"] = time.perf_counter() - t
         self.n_wires, self.domain, self.k = zkey.n_vars, zkey.domain_size, zkey.log_domain
         self.footprint = footprint
         self.plan_w, self.plan_h = footprint.plan_w, footprint.plan_h
         self.host: HostTier | None = None
         self.buffers: list[DeviceBuffer] = []
-        self.tables = build_tables(dev, mod, curve, self.k, stream, coset=True)
-        # sparse A and B in CSR
-        self.csr = []
-        for matrix in (0, 1):
-            arrays = csr_from_coeffs(zkey.coeffs, matrix, self.domain)
-            bufs = [self._upload(a) for a in arrays]
-            self.csr.append(bufs)
-        # points, each with its window tables
-        lq = curve.q_limbs64
-        c_padded = np.concatenate([np.zeros((zkey.n_public + 1, 2, lq), dtype=np.uint64), np.asarray(zkey.c)])
-        if footprint.tier == "host":
-            self.host = HostTier(ctx, zkey, c_padded, footprint)
-            self.a = self.b1 = self.c = self.b2 = self.h = None
-        else:
-            self.a = self._points(zkey.a, self.plan_w, "g1")
-            self.b1 = self._points(zkey.b1, self.plan_w, "g1")
-            self.c = self._points(c_padded, self.plan_w, "g1")
-            self.b2 = self._points(zkey.b2, self.plan_w, "g2")
-            self.h = self._points(zkey.h, self.plan_h, "g1")
-        self.ready = Event().record(stream)
+        self.tables = None
+        self._events: list[Event] = []
+        with Device.recording() as made:
+            try:
+                self._load(zkey, cache)
+            except BaseException:
+                # a failed load (out of memory, a device fault, a vanished file) leaves nothing on the
+                # device: the key's buffers and whatever a helper had allocated when it failed
+                self.close()
+                for buf in made:
+                    if buf.ptr:
+                        Device.free(buf, ctx.upload_stream)
+                raise
         self.nbytes = sum(b.nbytes for b in self.buffers) + self.tables.nbytes
 
-    def _upload(self, host: np.ndarray, reserve: int | None = None) -> DeviceBuffer:
-        dev, stream = self.ctx.device, self.ctx.upload_stream
-        host = np.ascontiguousarray(host)
-        buf = dev.alloc(max(reserve or 0, host.nbytes), stream)
-        if host.nbytes:
-            Device.upload(buf, host, stream)
+    def _load(self, zkey, cache) -> None:
+        ctx, curve = self.ctx, zkey.curve
+        dev, stream = ctx.device, ctx.upload_stream
+        self.tables = build_tables(dev, self.module, curve, self.k, stream, coset=True)
+        t = time.perf_counter()
+        csr, entry, writer = self._csr_sources(zkey, cache)
+        self.timings["csr"] = time.perf_counter() - t
+        zkey_fd = _open_unchanged(zkey)
+        side = dev.stream()  # the window tables' kernels, beside the copies
+        try:
+            jobs: list[staging.Job] = []
+            self.csr = []
+            for tag in ("a", "b"):
+                bufs = []
+                for part in CSR_PARTS:
+                    src = csr[f"{tag}.{part}"]
+                    buf = self._alloc(src.nbytes)
+                    jobs.append(staging.Job(buf.ptr, src))
+                    bufs.append(buf)
+                self.csr.append(bufs)
+            if self.footprint.tier == "host":  # the bases stay pinned on the host (host_tier.py)
+                lq = curve.q_limbs64
+                c_padded = np.concatenate([np.zeros((zkey.n_public + 1, 2, lq), dtype=np.uint64), np.asarray(zkey.c)])
+                self.host = HostTier(ctx, zkey, c_padded, self.footprint)
+                self.a = self.b1 = self.c = self.b2 = self.h = None
+            else:
+                pad = (zkey.n_public + 1) * curve.g1_bytes  # C starts with infinity for wires 0..nPublic
+                self.a = self._points(jobs, zkey, zkey_fd, 5, zkey.a, self.plan_w, "g1", side)
+                self.b1 = self._points(jobs, zkey, zkey_fd, 6, zkey.b1, self.plan_w, "g1", side)
+                self.c = self._points(jobs, zkey, zkey_fd, 8, zkey.c, self.plan_w, "g1", side, pad=pad)
+                self.b2 = self._points(jobs, zkey, zkey_fd, 7, zkey.b2, self.plan_w, "g2", side)
+                self.h = self._points(jobs, zkey, zkey_fd, 9, zkey.h, self.plan_h, "g1", side)
+            t = time.perf_counter()
+            self.upload_stats = staging.upload(ctx, stream, jobs)
+            self.timings["read + upload"] = time.perf_counter() - t
+            stream.wait_event(self._event(side))  # proofs wait on `ready`, which follows the tables
+        finally:
+            side.destroy()  # returns at once; its queued kernels still run
+            if zkey_fd is not None:
+                os.close(zkey_fd)
+            if entry is not None:
+                entry.close()
+            if writer is not None:
+                t = time.perf_counter()
+                writer.join()
+                self.timings["key cache write (wait)"] = time.perf_counter() - t
+            for e in self._events:
+                e.destroy()
+            self._events = []
+        self.ready = Event().record(stream)
+
+    def _csr_sources(self, zkey, cache) -> tuple[dict, object, object]:
+        """The CSR arrays by name: file ranges of a cache entry, or arrays built now; then also the
+        thread writing them to the cache, beside the upload."""
+        import threading  # noqa: PLC0415
+
+        from engine.formats.key_cache import identity_of  # noqa: PLC0415
+
+        identity = identity_of(zkey, cache_layout()) if cache is not None else None
+        if identity is not None:
+            entry = cache.load(identity)
+            if entry is not None and all(f"{t}.{p}" in entry.ranges for t in ("a", "b") for p in CSR_PARTS):
+                self.cache_hit = True
+                return {name: staging.FileRange(entry.fd, off, n, entry.path)
+                        for name, (off, n) in entry.ranges.items()}, entry, None
+            if entry is not None:
+                entry.close()
+            self.cache_hit = False
+        arrays = {}
+        for matrix, tag in ((0, "a"), (1, "b")):
+            for part, arr in zip(CSR_PARTS, csr_from_coeffs(zkey.coeffs, matrix, self.domain)):
+                arrays[f"{tag}.{part}"] = arr
+        writer = None
+        if identity is not None:
+            meta = {"n_vars": zkey.n_vars, "domain": zkey.domain_size}
+            writer = threading.Thread(target=cache.store, args=(identity, arrays, meta), name="key-cache-write")
+            writer.start()
+        return arrays, None, writer
+
+    def _alloc(self, nbytes: int) -> DeviceBuffer:
+        buf = self.ctx.device.alloc(nbytes, self.ctx.upload_stream)
         self.buffers.append(buf)
         return buf
 
-    def _points(self, host: np.ndarray, plan: gmsm.MsmPlan, group: str) -> DeviceBuffer:
-        host = np.ascontiguousarray(host)
-        buf = self._upload(host, reserve=plan.fold * host.nbytes)
-        gmsm.precompute(self.module, group, plan, buf, self.ctx.upload_stream)
+    def _event(self, stream) -> Event:
+        e = Event().record(stream)
+        self._events.append(e)
+        return e
+
+    def _points(self, jobs: list, zkey, fd: int | None, sid: int, host: np.ndarray, plan: gmsm.MsmPlan,
+                group: str, side, pad: int = 0) -> DeviceBuffer:
+        """Reserve the point array's fold tables, queue its upload (from the zkey's section when the
+        file is unchanged since it was read, else from the mapped arrays), and once its copies are
+        queued, the kernel filling tables 1..fold-1 on the side stream."""
+        nbytes = pad + host.nbytes
+        buf = self._alloc(plan.fold * nbytes)
+        stream = self.ctx.upload_stream
+        if pad:
+            Device.memset32(buf, 0, pad // 4, stream)
+
+        def tables() -> None:
+            side.wait_event(self._event(stream))
+            gmsm.precompute(self.module, group, plan, buf, side)
+
+        if fd is not None and zkey.sections and sid in zkey.sections:
+            offset, size = zkey.sections[sid]
+            src = staging.FileRange(fd, offset, size, zkey.path) if size == host.nbytes else host
+        else:
+            src = host
+        jobs.append(staging.Job(buf.ptr + pad, src, done=tables))
         return buf
 
     def close(self) -> None:
-        if self.buffers:
+        if self.buffers or self.tables is not None:
             self.ctx.bind_thread()
             stream = self.ctx.upload_stream
-            self.tables.free(stream)
+            if self.tables is not None:
+                self.tables.free(stream)
+                self.tables = None
             for b in self.buffers:
                 Device.free(b, stream)
             self.buffers = []
         if self.host is not None:
             self.host.close()
             self.host = None
+        ready = getattr(self, "ready", None)
+        if ready is not None:
+            ready.destroy()  # after the frees were enqueued: destroying a recorded event is allowed
+            self.ready = None

@@ -58,13 +58,16 @@ class PinnedPool:
         with self._lock:
             self._wants.pop(tag, None)
 
-    def take(self, nbytes: int, tag: object = None) -> PinnedBuffer | None:
-        """A free buffer of at least nbytes, or None (never pins: that is `maintain`'s job)."""
+    def take(self, nbytes: int, tag: object = None, *, count_miss: bool = True) -> PinnedBuffer | None:
+        """A free buffer of at least nbytes, or None (never pins: that is `maintain`'s job).
+        count_miss=False: a caller with a pageable fallback that wants no more buffers (key loads)."""
         size = pinned_size_class(nbytes)
         with self._lock:
             free = self._free.get(size)
             if free:
                 return free.pop()
+            if not count_miss:
+                return None
             self.misses += 1
             if tag in self._wants:
                 wanted_size, count = self._wants[tag]

@@ -1,0 +1,63 @@
+"""`python -m engine cache [list|clear|path]`: the GPU backend's key cache (engine/formats/key_cache.py).
+
+`list` shows each entry with its zkey and whether it can still be served;
+`clear` removes every entry (`--stale`: only those whose zkey is gone or has
+changed); `path` prints the directory.  The directory is --dir, else
+$GROTH16_KEY_CACHE, else the default, the same rule the prover follows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "cache", help="list or clear the cache of device-ready keys",
+        description="The GPU backend keeps what it derives from each .zkey (the constraint matrices in the "
+        "device's layout) in a cache directory, so later loads only read.  Entries are keyed by the zkey's "
+        "size, modification time and sampled content, so a changed zkey is never served stale.",
+    )
+    p.add_argument("action", nargs="?", choices=("list", "clear", "path"), default="list")
+    p.add_argument("--dir", metavar="DIR", help="the cache directory (default: $GROTH16_KEY_CACHE, else "
+                   "~/.cache/groth16-engine/keys)")
+    p.add_argument("--stale", action="store_true", help="clear: only entries whose zkey is gone or changed")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.errors import EngineError
+    from engine.formats.key_cache import KeyCache, resolve_dir
+
+    where = resolve_dir(args.dir)
+    if where is None:
+        raise EngineError("the key cache is off (--dir or $GROTH16_KEY_CACHE says so): nothing to show")
+    cache = KeyCache(where)
+    if args.action == "path":
+        print(json.dumps({"dir": str(where)}) if args.json else where)
+        return 0
+    if args.action == "clear":
+        removed, freed = cache.clear(stale_only=args.stale)
+        if args.json:
+            print(json.dumps({"dir": str(where), "removed": removed, "bytes": freed}))
+        else:
+            print(f"{where}: removed {removed} file(s), {freed / 2**20:.1f} MiB")
+        return 0
+    rows = []
+    for info in cache.entries():
+        ident = info.identity
+        rows.append({"entry": info.path, "bytes": info.nbytes, "zkey": ident.zkey_path if ident else None,
+                     "layout": ident.layout if ident else None, "stale": cache.is_stale(info),
+                     "created": info.created})
+    if args.json:
+        print(json.dumps({"dir": str(where), "entries": rows}))
+        return 0
+    print(f"{where}: {len(rows)} entr{'y' if len(rows) == 1 else 'ies'}, "
+          f"{sum(r['bytes'] for r in rows) / 2**20:.1f} MiB")
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])) if r["created"] else "?"
+        state = "stale" if r["stale"] else "current"
+        print(f"  {r['bytes'] / 2**20:9.1f} MiB  {when}  {state:<7}  {r['zkey'] or '(unreadable entry)'}")
+    return 0

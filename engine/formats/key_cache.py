@@ -1,0 +1,335 @@
+"""The device-ready key cache: what a backend derives from a zkey, written once, memory-mapped after.
+
+Loading a zkey onto a GPU costs host work beyond reading it: the coeffs
+section's range checks and its A and B matrices sorted into CSR rows.  The
+cache keeps those derived arrays in one file per key, in exactly the bytes the
+device takes, so a later load reads them with large sequential reads
+(engine/backends/gpu/staging.py) and does no per-key host computation.  The
+points need no copy here: the zkey's point sections already are the device's
+layout (Montgomery affine limbs, what the kernels read), and the loader streams
+them from the zkey itself.  A backend whose layout differs stores more arrays
+under a new layout string: the format is a list of named arrays.
+
+An entry is found by the zkey's identity: its size and modification time as
+mapped, `zkey_sha` (the header sections whole, every section's size and its
+sampled ends), the curve, and the backend's layout string (which names the
+layout version and anything else the arrays depend on).  The file name is a
+digest of all of it and the entry's header repeats the fields, checked on
+every load, so a changed zkey is never served stale: it maps to another name,
+and storing its new entry removes the old entries of the same path.
+
+File: magic, u32 format version, u32 header length, a JSON header (identity,
+arrays: name, dtype, shape, offset, nbytes), then each array at a 4096-byte
+aligned offset.  Written to a temporary file and renamed, so readers only ever
+see whole entries.  Where the cache lives: an explicit directory (EngineConfig
+`key_cache_dir`, `--key-cache-dir`), else $GROTH16_KEY_CACHE, else
+$XDG_CACHE_HOME/groth16-engine/keys; "off" there disables it.  `python -m
+engine cache` lists and clears it.  This module imports numpy only to map an
+entry's arrays, so listing and clearing stay light.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import struct
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("engine.key_cache")
+
+MAGIC = b"G16KEYC\x00"
+FORMAT_VERSION = 1
+ALIGN = 4096
+SUFFIX = ".gkc"
+ENV = "GROTH16_KEY_CACHE"
+OFF = ("off", "none", "0", "false", "no")
+_PREFIX = struct.Struct("<8sII")
+
+
+def default_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "groth16-engine" / "keys"
+
+
+def resolve_dir(setting: str | os.PathLike | None = None) -> Path | None:
+    """The cache directory for a setting (config/flag), else $GROTH16_KEY_CACHE, else the default;
+    None when the setting or the variable says "off"."""
+    value = os.fspath(setting) if setting is not None else os.environ.get(ENV)
+    if value is None or value == "":
+        return default_dir()
+    if value.strip().lower() in OFF:
+        return None
+    return Path(value).expanduser()
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a cache entry was made from; any change in it means another entry."""
+
+    zkey_path: str  # shown by `cache list`, and used to retire older entries of the same file
+    size: int
+    mtime_ns: int
+    sha: str  # zkey_sha, hex
+    curve: str
+    layout: str  # the backend's layout string (its version and what the arrays depend on)
+
+    def digest(self) -> str:
+        """The entry's file name: every field but the path, so a copied key with the same bytes and
+        times would share it (the copy's mtime usually differs, and then it does not)."""
+        h = hashlib.blake2b(digest_size=16)
+        for part in (self.size, self.mtime_ns, self.sha, self.curve, self.layout):
+            h.update(str(part).encode() + b"\0")
+        return h.hexdigest()
+
+
+def identity_of(zkey, layout: str) -> Identity | None:
+    """The identity of a zkey read from a file; None for a key built in memory (nothing to cache by)."""
+    if not getattr(zkey, "path", None) or not getattr(zkey, "file_size", 0):
+        return None
+    return Identity(os.path.abspath(zkey.path), int(zkey.file_size), int(zkey.file_mtime_ns),
+                    bytes(zkey.sha).hex(), zkey.curve.name, layout)
+
+
+def current_identity(path: str, layout: str) -> Identity | None:
+    """The identity the file at `path` has now (reads its header), or None when it is gone or unreadable."""
+    from engine.errors import EngineError  # noqa: PLC0415
+    from engine.formats.zkey import read_zkey  # noqa: PLC0415
+
+    try:
+        return identity_of(read_zkey(path), layout)
+    except EngineError:
+        return None
+
+
+@dataclass
+class CacheEntry:
+    """A mapped entry: its arrays as read-only numpy views and their byte ranges in the file."""
+
+    path: str
+    identity: Identity
+    arrays: dict[str, Any]  # name -> np.ndarray view over the mapping
+    ranges: dict[str, tuple[int, int]]  # name -> (offset, nbytes) in the file
+    meta: dict
+    fd: int = -1  # the entry open for reading (preadv): valid even if the file is removed meanwhile
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    path: str
+    nbytes: int
+    identity: Identity | None  # None: not a readable entry (corrupt, another format version)
+    created: float
+
+
+def _read_header(f) -> dict:
+    prefix = f.read(_PREFIX.size)
+    if len(prefix) != _PREFIX.size:
+        raise ValueError("shorter than the cache entry prefix")
+    magic, version, hlen = _PREFIX.unpack(prefix)
+    if magic != MAGIC:
+        raise ValueError("not a key cache entry")
+    if version != FORMAT_VERSION:
+        raise ValueError(f"cache format version {version}, this engine writes {FORMAT_VERSION}")
+    raw = f.read(hlen)
+    if len(raw) != hlen:
+        raise ValueError("header truncated")
+    return json.loads(raw)
+
+
+class KeyCache:
+    """One cache directory.  Every failure to read an entry is a miss; a failure to write is logged."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+
+    def path_for(self, identity: Identity) -> Path:
+        return self.directory / f"{identity.digest()}{SUFFIX}"
+
+    # ---- reading
+    def load(self, identity: Identity) -> CacheEntry | None:
+        """The entry for this identity, mapped; None on a miss (absent, stale, corrupt)."""
+        import mmap  # noqa: PLC0415
+
+        import numpy as np  # noqa: PLC0415
+
+        path = self.path_for(identity)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning("key cache: ignoring %s (%s)", path, exc)
+            return None
+        try:
+            with os.fdopen(os.dup(fd), "rb") as f:
+                header = _read_header(f)
+                size = os.fstat(f.fileno()).st_size
+            if Identity(**header["identity"]) != identity:
+                os.close(fd)
+                return None  # a digest collision or a hand-made file: never serve it
+            ranges = {a["name"]: (int(a["offset"]), int(a["nbytes"])) for a in header["arrays"]}
+            if any(off + n > size for off, n in ranges.values()):
+                raise ValueError(f"the file has {size} bytes, less than its arrays need")
+            buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if size else b""
+            arrays = {}
+            for a in header["arrays"]:
+                dt, shape = np.dtype(a["dtype"]), tuple(a["shape"])
+                count = int(np.prod(shape, dtype=np.int64))
+                arr = np.frombuffer(buf, dtype=dt, count=count, offset=int(a["offset"])) if count else np.zeros(0, dt)
+                if arr.nbytes != ranges[a["name"]][1]:
+                    raise ValueError(f"array {a['name']} has {arr.nbytes} bytes, its header says {ranges[a['name']][1]}")
+                arrays[a["name"]] = arr.reshape(shape)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            os.close(fd)
+            log.warning("key cache: ignoring %s (%s)", path, exc)
+            return None
+        return CacheEntry(os.fspath(path), identity, arrays, ranges, header.get("meta", {}), fd)
+
+    # ---- writing
+    def store(self, identity: Identity, arrays: dict[str, Any], meta: dict | None = None) -> str | None:
+        """Write an entry (atomically) and retire the other entries of the same zkey path and layout
+        family; the entry's path, or None when it could not be written (the load goes on without it)."""
+        import numpy as np  # noqa: PLC0415
+
+        specs, views = [], {}
+        for name, arr in arrays.items():
+            a = np.ascontiguousarray(arr)
+            views[name] = a
+            specs.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape), "nbytes": int(a.nbytes)})
+        header = {"identity": asdict(identity), "meta": meta or {}, "created": time.time(), "arrays": specs}
+        # offsets depend on the header's length, which depends on the offsets' digits: fix them first
+        for spec in specs:
+            spec["offset"] = 0
+        hlen = len(json.dumps(header).encode()) + 32 * len(specs) + 64
+        offset = _align(_PREFIX.size + hlen)
+        for spec in specs:
+            spec["offset"] = offset
+            offset = _align(offset + spec["nbytes"])
+        raw = json.dumps(header).encode()
+        raw += b" " * (hlen - len(raw))
+        tmp = None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=SUFFIX)
+            with os.fdopen(fd, "wb") as f:
+                f.write(_PREFIX.pack(MAGIC, FORMAT_VERSION, hlen) + raw)
+                for spec in specs:
+                    f.seek(spec["offset"])
+                    a = views[spec["name"]]
+                    if a.nbytes:
+                        f.write(memoryview(a.reshape(-1).view(np.uint8)))
+                f.truncate(offset)
+            target = self.path_for(identity)
+            os.replace(tmp, target)
+            tmp = None
+        except OSError as exc:
+            log.warning("key cache: could not write an entry for %s in %s (%s); loading without it",
+                        identity.zkey_path, self.directory, exc)
+            return None
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        for info in self.entries():
+            if (info.identity is not None and info.path != os.fspath(target)
+                    and info.identity.zkey_path == identity.zkey_path
+                    and _family(info.identity.layout) == _family(identity.layout)):
+                _unlink(info.path)  # the same file's older contents, or an older layout: never served again
+        return os.fspath(target)
+
+    # ---- listing and clearing (`python -m engine cache`)
+    def entries(self) -> list[EntryInfo]:
+        out = []
+        try:
+            names = sorted(os.listdir(self.directory))
+        except OSError:
+            return out
+        for name in names:
+            if not name.endswith(SUFFIX) or name.startswith(".tmp-"):
+                continue
+            path = os.path.join(self.directory, name)
+            try:
+                with open(path, "rb") as f:
+                    header = _read_header(f)
+                    nbytes = os.fstat(f.fileno()).st_size
+                identity, created = Identity(**header["identity"]), float(header.get("created", 0))
+                if any(int(a["offset"]) + int(a["nbytes"]) > nbytes for a in header["arrays"]):
+                    raise ValueError("truncated")
+            except (OSError, ValueError, KeyError, TypeError):
+                try:
+                    nbytes = os.path.getsize(path)
+                except OSError:
+                    continue
+                identity, created = None, 0.0
+            out.append(EntryInfo(path, nbytes, identity, created))
+        return out
+
+    def is_stale(self, info: EntryInfo) -> bool:
+        """The entry cannot be served any more: unreadable, or its zkey is gone or has changed."""
+        if info.identity is None:
+            return True
+        ident = info.identity
+        try:
+            st = os.stat(ident.zkey_path)
+        except OSError:
+            return True
+        if st.st_size != ident.size or st.st_mtime_ns != ident.mtime_ns:
+            return True
+        now = current_identity(ident.zkey_path, ident.layout)
+        return now is None or now.digest() != ident.digest()
+
+    def clear(self, *, stale_only: bool = False) -> tuple[int, int]:
+        """Remove entries (only the stale ones with stale_only) and leftover temporary files;
+        returns (files removed, bytes freed)."""
+        removed = freed = 0
+        for info in self.entries():
+            if stale_only and not self.is_stale(info):
+                continue
+            if _unlink(info.path):
+                removed, freed = removed + 1, freed + info.nbytes
+        try:
+            leftovers = [n for n in os.listdir(self.directory) if n.startswith(".tmp-")]
+        except OSError:
+            leftovers = []
+        for name in leftovers:
+            path = os.path.join(self.directory, name)
+            try:
+                size = os.path.getsize(path)
+            except OSError:
+                continue
+            if _unlink(path):
+                removed, freed = removed + 1, freed + size
+        return removed, freed
+
+
+def _family(layout: str) -> str:
+    """A layout string without its version ("gpu-csr-v1" -> "gpu-csr"): entries of one family and
+    zkey replace each other, so an upgrade leaves no unreachable entries behind."""
+    return layout.rsplit("-v", 1)[0]
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def _unlink(path: str) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        log.warning("key cache: could not remove %s (%s)", path, exc)
+        return False

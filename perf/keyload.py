@@ -1,0 +1,262 @@
+"""Key load onto the GPU: first load (cache miss), load from the key cache, the load before the cache.
+
+    python perf/keyload.py --log-constraints 22,24 [--curve bn128] [--workdir DIR] [--repeats 3]
+                           [--zkey FILE] [--legacy 22] [--cold 22] [--json FILE]
+
+For each size a zkey with the shapes of `bench-circuit` + `setup` at 2^k
+constraints (nVars = 2^k + 2^k/100 + 3, domain 2^(k+1), 3 coeffs a constraint:
+two in A, one in B, rows ascending as snarkjs writes them) but random point
+limbs: a load moves and transforms bytes whatever they are, and a real 2^24
+setup takes minutes (--zkey times a real key instead).  Reported, each the
+median of --repeats after the first: the time to read the file (sequential
+4 MiB reads, one thread: the reference of "first load <= 2x the read"), the
+first load (read_zkey + load_key + ready, the cache empty), the load from the
+cache, the load with the cache off, the device's own part (the window tables'
+kernels, by CUDA events), and with --legacy the load as it was before the cache
+(fd596b2: CSR by argsort, pageable copies from the mapping, tables on the
+upload stream).  --cold evicts the zkey and the cache entry from the page
+cache (posix_fadvise DONTNEED on those files only) before a first and a cached
+load, so the disk's own speed shows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cuda_kernels.driver import Device, Event  # noqa: E402
+from engine.algebra.curves import curve_by_name  # noqa: E402
+from engine.backends.gpu import GpuBackend  # noqa: E402
+from engine.backends.gpu import msm as gmsm  # noqa: E402
+from engine.backends.gpu.ntt import build_tables  # noqa: E402
+from engine.formats.zkey import COEFF_DTYPE, ZKey, read_zkey, write_zkey  # noqa: E402
+
+
+def synthetic_zkey(path: Path, curve_name: str, log_c: int, seed: int = 0) -> None:
+    curve = curve_by_name(curve_name)
+    lq = curve.q_limbs64
+    rng = np.random.default_rng(seed)
+    nc = 1 << log_c
+    n_vars, n_public, domain = nc + nc // 100 + 3, 2, 1 << (log_c + 1)
+    block = rng.integers(0, 2**62, size=(1 << 20) * lq, dtype=np.uint64)
+
+    def pts(n: int, g2: bool = False) -> np.ndarray:
+        return np.resize(block, (n, 2, 2, lq) if g2 else (n, 2, lq))
+
+    na, nb = 2 * nc, nc
+    co = np.zeros(na + nb, dtype=COEFF_DTYPE)
+    co["matrix"][na:] = 1
+    co["row"][:na] = np.repeat(np.arange(nc, dtype=np.uint32), 2)
+    co["row"][na:] = np.arange(nc, dtype=np.uint32)
+    co["wire"] = rng.integers(0, n_vars, size=na + nb, dtype=np.uint32)
+    co["value"] = np.resize(block, (na + nb, 4)) & np.uint64(0x0FFFFFFFFFFFFFFF)
+
+    def hdr(shape: tuple) -> np.ndarray:
+        return np.resize(block[:64], shape).copy()
+
+    z = ZKey(str(path), curve, n_vars, n_public, domain, log_c + 1,
+             hdr((2, lq)), hdr((2, lq)), hdr((2, 2, lq)), hdr((2, 2, lq)), hdr((2, lq)), hdr((2, 2, lq)),
+             pts(n_public + 1), co, pts(n_vars), pts(n_vars), pts(n_vars, True), pts(n_vars - n_public - 1),
+             pts(domain))
+    write_zkey(path, z)
+
+
+def read_file_s(path: Path) -> float:
+    buf = bytearray(4 << 20)
+    view = memoryview(buf)
+    t = time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(view):
+            pass
+    return time.perf_counter() - t
+
+
+def evict(*paths) -> None:
+    for p in paths:
+        if p and os.path.exists(p):
+            fd = os.open(p, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+
+
+def timed_load(backend: GpuBackend, path: Path) -> tuple[float, object]:
+    t = time.perf_counter()
+    zkey = read_zkey(path)
+    backend.prepare_key(zkey)
+    if backend.maintenance_due():  # the staging buffers, pinned once (as the CLI does)
+        backend.maintain()
+    key = backend.load_key(zkey)
+    key.ready.synchronize()
+    return time.perf_counter() - t, key
+
+
+def legacy_csr(coeffs, matrix: int, domain: int):
+    """The CSR build before the cache (fd596b2): a stable argsort by row, searchsorted row starts."""
+    sel = coeffs["matrix"] == matrix
+    rows = coeffs["row"][sel]
+    order = np.argsort(rows, kind="stable")
+    row_ptr = np.searchsorted(rows[order], np.arange(domain + 1, dtype=np.int64), side="left").astype(np.uint32)
+    return (row_ptr, np.ascontiguousarray(coeffs["wire"][sel][order], dtype=np.uint32),
+            np.ascontiguousarray(coeffs["value"][sel][order], dtype=np.uint64))
+
+
+def legacy_load(backend: GpuBackend, path: Path) -> float:
+    """The load of commit fd596b2, for an A/B in the same run (its buffers are freed after)."""
+    t = time.perf_counter()
+    zkey = read_zkey(path)
+    ctx = backend.ctx
+    dev, stream, curve = ctx.device, ctx.upload_stream, zkey.curve
+    mod = ctx.module(curve)
+    footprint = backend.plan_key(zkey)  # the same plans the new load gets (resident tier)
+    plan_w, plan_h = footprint.plan_w, footprint.plan_h
+    bufs = []
+    tables = build_tables(dev, mod, curve, zkey.log_domain, stream, coset=True)
+
+    def up(host, reserve=0):
+        host = np.ascontiguousarray(host)
+        buf = dev.alloc(max(reserve, host.nbytes), stream)
+        if host.nbytes:
+            Device.upload(buf, host, stream)
+        bufs.append(buf)
+        return buf
+
+    for matrix in (0, 1):
+        for part in legacy_csr(zkey.coeffs, matrix, zkey.domain_size):
+            up(part)
+    lq = curve.q_limbs64
+    c_padded = np.concatenate([np.zeros((zkey.n_public + 1, 2, lq), dtype=np.uint64), np.asarray(zkey.c)])
+    for host, plan, group in ((zkey.a, plan_w, "g1"), (zkey.b1, plan_w, "g1"), (c_padded, plan_w, "g1"),
+                              (zkey.b2, plan_w, "g2"), (zkey.h, plan_h, "g1")):
+        buf = up(host, plan.fold * np.asarray(host).nbytes)
+        gmsm.precompute(mod, group, plan, buf, stream)
+    stream.synchronize()
+    seconds = time.perf_counter() - t
+    tables.free(stream)
+    for b in bufs:
+        Device.free(b, stream)
+    stream.synchronize()
+    return seconds
+
+
+def device_tables_ms(backend: GpuBackend, key) -> float:
+    """The window tables' kernels alone, re-run on the loaded key's buffers (table 0 is unchanged)."""
+    stream = backend.ctx.upload_stream
+    e0, e1 = Event(timing=True), Event(timing=True)
+    e0.record(stream)
+    for buf, plan, group in ((key.a, key.plan_w, "g1"), (key.b1, key.plan_w, "g1"), (key.c, key.plan_w, "g1"),
+                             (key.b2, key.plan_w, "g2"), (key.h, key.plan_h, "g1")):
+        gmsm.precompute(key.module, group, plan, buf, stream)
+    e1.record(stream)
+    e1.synchronize()
+    return e0.elapsed_ms(e1)
+
+
+class _Row(dict):
+    """A result row that prints every figure as it is set (a run cut short still reports what it got)."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        print(f"  {self.get('key', '?')}: {key} = {value}", flush=True)
+
+
+def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bool, cold: bool) -> dict:
+    size = path.stat().st_size
+    row = _Row(key=label)
+    row["zkey GB"] = round(size / 1e9, 3)
+    row["read file s"] = round(min(read_file_s(path) for _ in range(2)), 3)
+    cache_dir = backend_dir / "cache"
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    backend = GpuBackend(key_cache_dir=str(cache_dir))
+    nocache = GpuBackend.__new__(GpuBackend)
+    nocache.__dict__.update(backend.__dict__)
+    nocache.key_cache = None
+    try:
+        first, key = timed_load(backend, path)
+        assert key.cache_hit is False, key.cache_hit
+        row["first load s"] = round(first, 3)
+        row["first / read"] = round(first / row["read file s"], 2)
+        row["first: host"] = {k: round(v, 3) for k, v in key.timings.items()}
+        row["resident GB"] = round(key.nbytes / 1e9, 2)
+        row["fold"] = key.plan_w.fold
+        row["device tables ms"] = round(device_tables_ms(backend, key), 1)
+        key.close()
+        cached = []
+        for _ in range(repeats + 1):
+            s, key = timed_load(backend, path)
+            assert key.cache_hit is True
+            cached.append(s)
+            last = {k: round(v, 3) for k, v in key.timings.items()}
+            up = key.upload_stats
+            key.close()
+        row["staging buffers pinned"] = up.pinned_buffers
+        row["cached load s"] = round(statistics.median(cached[1:]), 3)
+        row["cached: host"] = last
+        row["upload GB/s"] = round(up.nbytes / up.seconds / 1e9, 1)
+        s, key = timed_load(nocache, path)
+        row["cache off s"] = round(s, 3)
+        key.close()
+        if legacy:  # after the others: the module and the page cache are as warm for it
+            row["before (fd596b2) s"] = round(legacy_load(backend, path), 3)
+        if cold:
+            entry = [str(p) for p in cache_dir.glob("*.gkc")]
+            evict(path, *entry)
+            t = read_file_s(path)
+            row["cold: read file s"] = round(t, 3)
+            evict(path, *entry)
+            s, key = timed_load(backend, path)
+            row["cold: cached load s"] = round(s, 3)
+            key.close()
+            shutil.rmtree(cache_dir, ignore_errors=True)
+            evict(path)
+            s, key = timed_load(backend, path)
+            row["cold: first load s"] = round(s, 3)
+            key.close()
+    finally:
+        backend.close()
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log-constraints", default="22")
+    ap.add_argument("--curve", default="bn128")
+    ap.add_argument("--zkey", help="time this key instead of synthetic ones")
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--legacy", default="", help="sizes (log constraints) to also time the pre-cache load at")
+    ap.add_argument("--cold", default="", help="sizes to also time with the files evicted from the page cache")
+    ap.add_argument("--keep", action="store_true", help="keep the synthetic zkeys")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="keyload-"))
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    jobs = [(Path(args.zkey).name, Path(args.zkey), "z")] if args.zkey else [
+        (f"2^{k}", work / f"synthetic_{args.curve}_{k}.zkey", k) for k in args.log_constraints.split(",")]
+    for label, path, k in jobs:
+        if not path.exists():
+            t = time.perf_counter()
+            synthetic_zkey(path, args.curve, int(k))
+            print(f"wrote {path} in {time.perf_counter() - t:.1f} s", flush=True)
+        rows.append(run_size(label, path, work, args.repeats, str(k) in args.legacy.split(","),
+                             str(k) in args.cold.split(",")))
+        print(json.dumps(rows[-1]), flush=True)
+        if not args.keep and not args.zkey:
+            path.unlink()
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
