@@ -9,6 +9,10 @@
 #include "evaluate.cuh"
 #include "fixed_base.cuh"
 #include "mont_c64.cuh"
+#include "tower.cuh"
+#include "pairing.cuh"
+#include "epilogue.cuh"
+#include "groth16_check.cuh"
 
 typedef fp<FR_P> fr_t;
 typedef fp<FQ_P> fq_t;
@@ -244,4 +248,68 @@ extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b,
     fr_t x = fr_t::load(a + 8ull * i), y = fr_t::load(b + 8ull * i), z;
     mont_mul_c64<FR_P>(z.v, x.v, y.v);
     z.store(out + 8ull * i);
+}
+
+// ---- the epilogue and the pairing check (epilogue.cuh, pairing.cuh, groth16_check.cuh).
+// The pairing's shape follows the base field: 8 limbs = BN254 (xi = 9 + u, D-type twist),
+// 12 limbs = BLS12-381 (xi = 1 + u, M-type); engine/backends/gpu/verify.py checks the Curve.
+constexpr bool PAIRING_D_TWIST = FQ_P::N == 8;
+typedef pairing_ops<fp2g<fq_t>, PAIRING_D_TWIST ? 9 : 1, PAIRING_D_TWIST> PAIR;
+typedef groth16_check_ops<PAIR, g1_aff, g2_aff> CHECK;
+
+extern "C" __global__ void __launch_bounds__(128) fb_table_g1(const uint32_t* point, uint32_t* out) {
+    fb_table<g1_aff, g1_acc>(point, out);
+}
+extern "C" __global__ void __launch_bounds__(128) fb_table_g2(const uint32_t* point, uint32_t* out) {
+    fb_table<g2_aff, g2_acc>(point, out);
+}
+extern "C" __global__ void __launch_bounds__(128) groth16_epilogue_kernel(
+    const uint32_t* results, uint32_t slot_words, const uint32_t* witness, uint32_t n_wires, uint32_t n_public,
+    const uint32_t* tables, const uint32_t* points, uint32_t* out) {
+    groth16_epilogue<g1_aff, g1_acc, g2_aff, g2_acc>(
+        epilogue_args{results, slot_words, witness, n_wires, n_public, tables, points, out});
+}
+extern "C" __global__ void __launch_bounds__(96) groth16_check_kernel(const uint32_t* consts, const uint32_t* proof,
+                                                                       const uint32_t* gamma_lines,
+                                                                       const uint32_t* delta_lines,
+                                                                       const uint32_t* target, uint32_t* flag) {
+    CHECK::check(consts, proof, gamma_lines, delta_lines, target, flag);
+}
+extern "C" __global__ void __launch_bounds__(256) groth16_batch_check_kernel(
+    const uint32_t* consts, const uint32_t* proofs, const uint32_t* rho, uint32_t n, const uint32_t* ic,
+    const uint32_t* ic_scalars, uint32_t n_ic, const uint32_t* alpha_table, const uint32_t* beta_lines,
+    const uint32_t* gamma_lines, const uint32_t* delta_lines, uint32_t* work, uint32_t* flag) {
+    CHECK::batch_check(consts, proofs, rho, n, ic, ic_scalars, n_ic, alpha_table, beta_lines, gamma_lines, delta_lines,
+                       work, flag);
+}
+// The lines of n G2 points (affine), point i's at out + i * n_lines * line words.  Four
+// lanes a point (a lane group, fp2_group.cuh): launch 4n threads.
+extern "C" __global__ void g2_prepare(const uint32_t* consts, const uint32_t* points, uint32_t n, uint32_t* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 2;
+    if (i >= n) return;
+    const PAIR::consts k = PAIR::make_consts(consts);
+    const g2_aff q = g2_aff::load(points + (uint64_t)i * g2_aff::WORDS);
+    uint32_t* dst = out + (uint64_t)i * k.n_lines() * PAIR::line::WORDS;
+    const bool writer = (t & 3) == 0;
+    PAIR::lines(k, PAIR::F2{q.x.c0, q.x.c1}, PAIR::F2{q.y.c0, q.y.c1}, [dst, writer](int li, const PAIR::line& l) {
+        if (writer) l.store(dst + (uint64_t)li * PAIR::line::WORDS);
+    });
+}
+// pairing(P_i, Q_i) for n pairs (tests; e(alpha1, beta2) of a key).  4n threads.
+extern "C" __global__ void pairing_values(const uint32_t* consts, const uint32_t* g1, const uint32_t* g2, uint32_t n,
+                                          uint32_t* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 2;
+    if (i >= n) return;
+    const PAIR::consts k = PAIR::make_consts(consts);
+    PAIR::F12 f = CHECK::pair_fly(k, g1_aff::load(g1 + (uint64_t)i * g1_aff::WORDS),
+                                  g2_aff::load(g2 + (uint64_t)i * g2_aff::WORDS));
+    f = PAIR::final_exp(k, f);
+    if ((t & 3) == 0) f.store(out + (uint64_t)i * PAIR::F12::WORDS);
+}
+// k_i * P_i (G1, affine in and out; tests of the epilogue's variable-base product).
+extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_t* scalars, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const g1_acc p = g1_acc::from_affine(g1_aff::load(points + (uint64_t)i * g1_aff::WORDS));
+    var_base_mul(p, scalars + 8ull * i).to_affine().store(out + (uint64_t)i * g1_aff::WORDS);
 }

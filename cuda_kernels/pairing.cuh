@@ -16,6 +16,7 @@
 // which contributes 1 (as in the Python reference).
 #pragma once
 #include "tower.cuh"
+#include "fp2_group.cuh"
 
 // Layout of the constants buffer (32-bit words).  Fq2 values, Montgomery, from word 0:
 //   [0] 3b' of the twist, [1..4] the twist Frobenius constants (x and y of pi(Q), x and y
@@ -28,9 +29,11 @@ constexpr int B3 = 0, TWIST_FROB = 1, GAMMA = 5, N_FQ2 = 23;
 constexpr int SQUARE = 9;
 }  // namespace pairing_layout
 
-template <class F, int XI0, bool D_TWIST>
+// F2: the tower's Fq2 (fp2_group.cuh's fp2g: a group of four lanes per pairing).
+template <class F2_, int XI0, bool D_TWIST>
 struct pairing_ops {
-    typedef fp2<F> F2;
+    typedef F2_ F2;
+    typedef decltype(F2::c0) F;
     typedef fp6<F2, XI0> F6;
     typedef fp12<F6> F12;
     static constexpr int W2 = F2::WORDS;

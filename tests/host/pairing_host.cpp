@@ -12,7 +12,7 @@
 #include <vector>
 
 typedef host_fp<FQ_P> F;
-typedef pairing_ops<F, HOST_XI0, HOST_D_TWIST> PO;
+typedef pairing_ops<fp2g<F>, HOST_XI0, HOST_D_TWIST> PO;
 typedef PO::F2 F2;
 typedef PO::F12 F12;
 constexpr int N = F::N;

@@ -14,6 +14,7 @@ from cuda_kernels.driver import Device, U32, launch
 from engine.backends.base import Backend, CoreResult, Pending, ResidentKey, Staged
 from engine.algebra.curves import Curve
 from engine.formats.binfile import first_row_ge
+from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import pipeline
@@ -37,6 +38,9 @@ class GpuBackend(Backend):
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
         self._budget: int | None = None
+        # tests only: called as fault_hook(results_buffer, slot_bytes, stream) between the MSMs
+        # and the epilogue, to corrupt a result on the device (the check must then fail)
+        self.fault_hook = None
 
     @property
     def device(self) -> Device:
@@ -63,6 +67,13 @@ class GpuBackend(Backend):
 
     def discard(self, staged: Staged) -> Pending:
         return pipeline.discard(self, staged)
+
+    def verify_batch(self, key: ResidentKey, items) -> bool:
+        """Several proofs of one key checked with one device multi-pairing (random linear
+        combination, one final exponentiation); items: (public signals, Proof) pairs."""
+        self.ctx.bind_thread()
+        return gepi.verify_batch(self.ctx, key.module, key.epilogue,
+                                 [(list(pub), (p.pi_a, p.pi_b, p.pi_c)) for pub, p in items])
 
     # ---- what the scheduler asks of a device (start-up and idle time only)
     def memory_budget_bytes(self) -> int:

@@ -14,6 +14,7 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event
 from engine.backends.base import ResidentKey
 from engine.algebra.curves import Curve
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu.epilogue import KeyEpilogue
 from engine.backends.gpu.ntt import build_tables
 
 
@@ -81,6 +82,8 @@ class GpuKey(ResidentKey):
         self.c = self._points(c_padded, self.plan_w, "g1")
         self.b2 = self._points(zkey.b2, self.plan_w, "g2")
         self.h = self._points(zkey.h, self.plan_h, "g1")
+        # the epilogue's byte tables and the pairing check's lines and target (epilogue.py)
+        self.epilogue = KeyEpilogue(self, zkey)
         self.ready = Event().record(stream)
         self.nbytes = sum(b.nbytes for b in self.buffers) + self.tables.nbytes
 

@@ -17,13 +17,13 @@ import numpy as np
 from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, launch
 
 from engine.backends.base import CoreResult, Pending, Staged
+from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.key import GpuKey
-from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
 FR = 32
-STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2")
+STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "epilogue", "verify")
 
 
 def acc_bytes(curve, g2: bool) -> int:
@@ -35,15 +35,20 @@ def _layouts(key: GpuKey, sm_count: int):
             (key.plan_w, gmsm.AccumulateLayout.for_plan(key.plan_w, sm_count))]
 
 
+def _result_bytes(curve) -> int:
+    """The five MSM sums (XYZZ slots), then the affine proof, L and the check's flag."""
+    return 5 * acc_bytes(curve, True) + gepi.proof_bytes(curve)
+
+
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     """Device bytes one proof allocates beyond the resident key (what the VRAM budget reserves)."""
     curve = key.curve
     n = key.domain
     shapes = _layouts(key, sm_count)
-    total = key.n_wires * FR + 3 * n * FR
+    total = key.n_wires * FR + gepi.SCALAR_BYTES + 3 * n * FR
     total += gmsm.SortScratch.nbytes([key.plan_w, key.plan_h])
     total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
-    total += 5 * acc_bytes(curve, True)
+    total += 5 * acc_bytes(curve, True) + gepi.proof_bytes(curve)
     return total + 64 * 20  # allocation rounding
 
 
@@ -82,25 +87,27 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     dev, stream = ctx.device, ctx.upload_stream
     curve, n = key.curve, key.domain
     wit = np.ascontiguousarray(witness, dtype=np.uint64)
-    host_w = ctx.pinned(wit.nbytes)
-    host_w.view(np.uint64, wit.size)[:] = wit.reshape(-1)
-    host_r = ctx.pinned(5 * acc_bytes(curve, True))
+    # r, s, rs ride after the witness: one upload, and the epilogue reads them there
+    up_bytes = wit.nbytes + gepi.SCALAR_BYTES
+    host_w = ctx.pinned(up_bytes)
+    host_w.view(np.uint64, wit.size + 12)[:] = np.concatenate([wit.reshape(-1), gepi.blinding_scalars(curve).reshape(-1)])
+    host_r = ctx.pinned(_result_bytes(curve))
     shapes = _layouts(key, dev.sm_count)
     state = ProofState(
-        witness=dev.alloc(wit.nbytes, stream),
+        witness=dev.alloc(up_bytes, stream),
         a=dev.alloc(n * FR, stream),
         b=dev.alloc(n * FR, stream),
         c=dev.alloc(n * FR, stream),
         sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
         buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
-        results=dev.alloc(5 * acc_bytes(curve, True), stream),
+        results=dev.alloc(_result_bytes(curve), stream),
         host_witness=host_w,
         host_results=host_r,
         uploaded=Event(timing=True),
         upload_start=Event(timing=True),
     )
     state.upload_start.record(stream)
-    Device.upload(state.witness, host_w.view(np.uint8, wit.nbytes), stream)
+    Device.upload(state.witness, host_w.view(np.uint8, up_bytes), stream)
     state.uploaded.record(stream)
     return Staged(key=key, witness=witness, state=state)
 
@@ -160,13 +167,18 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     mark()
     gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
     mark()
-    Device.download(st.host_results.view(np.uint8, 5 * g2_acc), st.results, stream)
+    if backend.fault_hook is not None:  # tests: corrupt a result on the device
+        backend.fault_hook(st.results, g2_acc, stream)
+    gepi.launch_epilogue_and_check(mod, key.epilogue, key.n_wires, st.results, g2_acc, st.witness, stream, mark)
+    mark()
+    nbytes = _result_bytes(curve)
+    Device.download(st.host_results.view(np.uint8, nbytes), st.results, stream)
     st.free_device(stream)
     done = Event().record(stream)
 
     def wait() -> CoreResult:
         done.synchronize()
-        raw = st.host_results.view(np.uint8, 5 * g2_acc).copy()
+        raw = st.host_results.view(np.uint8, nbytes)[5 * g2_acc:].copy()
         timings = dict(staged.timings)
         timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
         for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
@@ -175,9 +187,8 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
             e.destroy()
         done.destroy()
         st.release_host(ctx)
-        pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
-        g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
-        return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
-                          pi_h=g1[3], timings=timings)
+        proof, verified = gepi.decode_proof(curve, raw)
+        return CoreResult(pi_a0=None, pi_b1_0=None, pi_b2_0=None, pi_c0=None, pi_h=None, timings=timings,
+                          proof=proof, verified=verified)
 
     return Pending(wait)

@@ -1,0 +1,166 @@
+"""The proof's epilogue and self-check on the device: per-key tables, per-proof launches, decoding.
+
+Per key (`KeyEpilogue`, built when the key is loaded, all on the device): the byte
+tables of δ1, α1, β1 (G1) and δ2 (G2) that the epilogue's fixed-base products read;
+the key's α1, β1, β2 and IC points; the pairing constants, the prepared lines of γ2,
+δ2 and β2, and the check's target e(α1, β2)^-1 = pairing(-α1, β2).
+
+Per proof (`launch`, at the tail of the compute stream): the epilogue kernel turns
+the five MSM sums and r, s into pi_a, pi_b, pi_c and the public-input point L, then
+the check kernel runs the pairing equation and writes a flag; both stay on the
+device, and what comes back (one copy, with the MSM sums) is the affine proof and
+the flag.  r and s come from the OS's CSPRNG (`secrets`) and travel with the witness.
+"""
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+
+from cuda_kernels.driver import Device, DeviceBuffer, Stream, U32, launch
+
+from engine.algebra.curves import Curve
+from engine.algebra.limbs import from_ints, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
+from engine.backends.gpu import verify as gverify
+
+FB_ROWS = 32 * 256  # rows of a byte table (epilogue.cuh)
+SCALAR_BYTES = 3 * 32  # r, s, rs after the witness
+
+
+def g1_words(curve: Curve) -> int:
+    return curve.n8q // 2  # 2 coordinates of n8q bytes, in 32-bit words
+
+
+def proof_bytes(curve: Curve) -> int:
+    """pi_a, pi_b, pi_c, L (affine) and the check's flag word (padded to 16 bytes)."""
+    return 3 * 2 * curve.n8q + 4 * curve.n8q + 16
+
+
+def blinding_scalars(curve: Curve, draw=secrets.randbelow) -> np.ndarray:
+    """r, s and rs mod r as three plain (4,) uint64 rows: the epilogue's inputs."""
+    r, s = draw(curve.r), draw(curve.r)
+    return from_ints([r, s, r * s % curve.r], 4)
+
+
+class KeyEpilogue:
+    """What the epilogue and the check need of one key, resident beside its points."""
+
+    def __init__(self, key, zkey):
+        curve = zkey.curve
+        stream: Stream = key.ctx.upload_stream
+        mod = key.module
+        self.curve = curve
+        self.n_public = zkey.n_public
+        g1b, g2b = 2 * curve.n8q, 4 * curve.n8q
+        neg_alpha = g1_to_mont(curve, [_neg(curve, g1_from_mont(curve, np.asarray(zkey.alpha1))[0])])
+        g1_pts = np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1, 2, curve.q_limbs64)
+                                 for p in (zkey.alpha1, zkey.beta1)])
+        self.points = key._upload(np.concatenate([g1_pts.reshape(-1), np.asarray(zkey.beta2, dtype=np.uint64).reshape(-1),
+                                                  np.asarray(zkey.ic, dtype=np.uint64).reshape(-1)]))
+        # byte tables: delta1, alpha1, beta1 (G1), delta2 (G2)
+        bases = key._upload(np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
+                                            for p in (zkey.delta1, zkey.alpha1, zkey.beta1, zkey.delta2)]))
+        self.tables = key._upload(np.zeros(0, np.uint8), reserve=FB_ROWS * (3 * g1b + g2b))
+        blocks = FB_ROWS // 128
+        for i in range(3):
+            launch(mod, "fb_table_g1", blocks, 128, stream, bases.offset(i * g1b), self.tables.offset(i * FB_ROWS * g1b))
+        launch(mod, "fb_table_g2", blocks, 128, stream, bases.offset(3 * g1b), self.tables.offset(3 * FB_ROWS * g1b))
+        # pairing: constants, lines of gamma2, delta2, beta2, target pairing(-alpha1, beta2)
+        self.consts = key._upload(gverify.pairing_consts(curve))
+        g2 = key._upload(np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
+                                         for p in (zkey.gamma2, zkey.delta2, zkey.beta2)]))
+        self.line_bytes = gverify.n_lines(curve) * 3 * 2 * curve.n8q
+        self.lines = key._upload(np.zeros(0, np.uint8), reserve=3 * self.line_bytes)
+        launch(mod, "g2_prepare", 1, 32, stream, self.consts, g2, U32(3), self.lines)
+        neg_alpha_buf = key._upload(neg_alpha)
+        self.target = key._upload(np.zeros(0, np.uint8), reserve=12 * curve.n8q)
+        launch(mod, "pairing_values", 1, 32, stream, self.consts, neg_alpha_buf, g2.offset(2 * g2b), U32(1),
+               self.target)
+
+    def gamma_lines(self) -> int:
+        return self.lines.ptr
+
+    def delta_lines(self) -> int:
+        return self.lines.ptr + self.line_bytes
+
+    def beta_lines(self) -> int:
+        return self.lines.ptr + 2 * self.line_bytes
+
+    def alpha_table(self) -> int:
+        return self.tables.ptr + FB_ROWS * 2 * self.curve.n8q
+
+
+def _neg(curve: Curve, p):
+    return None if p is None else (p[0], -p[1] % curve.q)
+
+
+def launch_epilogue_and_check(mod, ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int,
+                              witness: DeviceBuffer, stream: Stream, mark=lambda: None) -> None:
+    """The epilogue (pi_a, pi_b, pi_c, L into `results` after the five MSM slots) and the check
+    (the flag after them).  `mark` records a timing event between the two."""
+    out = results.offset(5 * slot_bytes)
+    launch(mod, "groth16_epilogue_kernel", 1, 128, stream, results, U32(slot_bytes // 4), witness, U32(n_wires),
+           U32(ep.n_public), ep.tables, ep.points, out)
+    mark()
+    curve = ep.curve
+    flag = out + 3 * 2 * curve.n8q + 4 * curve.n8q
+    launch(mod, "groth16_check_kernel", 1, 96, stream, ep.consts, out, ep.gamma_lines(), ep.delta_lines(), ep.target,
+           flag)
+
+
+def decode_proof(curve: Curve, raw: np.ndarray) -> tuple[tuple, bool]:
+    """(pi_a, pi_b, pi_c) as affine int tuples, and the check's verdict, from the bytes after the MSM slots."""
+    g1b, g2b = 2 * curve.n8q, 4 * curve.n8q
+    raw = np.ascontiguousarray(raw, dtype=np.uint8)
+    pi_a = g1_from_mont(curve, raw[:g1b].view(np.uint64))[0]
+    pi_b = g2_from_mont(curve, raw[g1b:g1b + g2b].view(np.uint64))[0]
+    pi_c = g1_from_mont(curve, raw[g1b + g2b:2 * g1b + g2b].view(np.uint64))[0]
+    flag = int(raw[3 * g1b + g2b:3 * g1b + g2b + 4].view(np.uint32)[0])
+    return (pi_a, pi_b, pi_c), flag == 1
+
+
+def verify_batch(ctx, mod, ep: KeyEpilogue, items: list[tuple[list[int], tuple]]) -> bool:
+    """One device multi-pairing for n proofs of one key, as engine/groth16/verifier.verify_batch
+    folds them (random 128-bit rho_j, rho_0 = 1): True iff every proof verifies (but for a
+    chance of about 2^-128).  items: (public signals, (pi_a, pi_b, pi_c) affine ints)."""
+    curve = ep.curve
+    if not items:
+        return True
+    for public, pts in items:
+        if len(public) != ep.n_public or any(not 0 <= v < curve.r for v in public) or any(p is None for p in pts):
+            return False
+    n = len(items)
+    r = curve.r
+    rho = [1] + [secrets.randbits(128) | 1 for _ in range(n - 1)]
+    total = sum(rho) % r
+    ic_scalars = [total] + [sum(rj * pub[i] for rj, (pub, _) in zip(rho, items)) % r for i in range(ep.n_public)]
+    proofs = np.concatenate([np.concatenate([g1_to_mont(curve, [a]).reshape(-1), g2_to_mont(curve, [b]).reshape(-1),
+                                             g1_to_mont(curve, [c]).reshape(-1)]) for _, (a, b, c) in items])
+    dev = ctx.device
+    stream = ctx.compute_stream(0)
+    host = ctx.pinned(16)
+    bufs = []
+
+    def up(a: np.ndarray) -> DeviceBuffer:
+        buf = dev.alloc(a.nbytes, stream)
+        Device.upload(buf, np.ascontiguousarray(a), stream)
+        bufs.append(buf)
+        return buf
+
+    pts = up(proofs)
+    sc = up(from_ints([*rho, total], 4))
+    ics = up(from_ints(ic_scalars, 4))
+    work = dev.alloc((n + 3) * 2 * curve.n8q, stream)
+    flag = dev.alloc(16, stream)
+    bufs += [work, flag]
+    threads = min(256, max(64, 32 * (-(-(2 * n + len(ic_scalars) + 1) // 32))))
+    ic = ep.points.offset(2 * 2 * curve.n8q + 4 * curve.n8q)
+    launch(mod, "groth16_batch_check_kernel", 1, threads, stream, ep.consts, pts, sc, U32(n), ic, ics,
+           U32(len(ic_scalars)), ep.alpha_table(), ep.beta_lines(), ep.gamma_lines(), ep.delta_lines(), work, flag)
+    Device.download(host.view(np.uint8, 16), flag, stream)
+    for b in bufs:
+        Device.free(b, stream)
+    stream.synchronize()
+    ok = int(host.view(np.uint32, 1)[0]) == 1
+    ctx.give_back(host)
+    return ok
