@@ -40,7 +40,7 @@ struct fp2g {
             x.v[j] = l == 0 ? x0.v[j] : l == 1 ? x1.v[j] : sx.v[j];
             y.v[j] = l == 0 ? y0.v[j] : l == 1 ? y1.v[j] : sy.v[j];
         }
-        const F p = x * y;
+        const F p = F::mul_inline(x, y);  // one product, inline: no call in the chain's one wait
 #pragma unroll
         for (int j = 0; j < F::N; j++) {
             p0.v[j] = __shfl_sync(mask, p.v[j], base);
@@ -51,7 +51,8 @@ struct fp2g {
         p0 = x0 * y0, p1 = x1 * y1, p2 = (x0 + x1) * (y0 + y1);
 #endif
     }
-    friend __device__ __noinline__ fp2g operator*(const fp2g& a, const fp2g& b) {
+    // Operands by value (registers), not by reference (which would put them in local memory).
+    friend __device__ __noinline__ fp2g operator*(fp2g a, fp2g b) {
         F p0, p1, p2;
         products(a.c0, a.c1, b.c0, b.c1, p0, p1, p2);
         return {p0 - p1, p2 - p0 - p1};

@@ -152,7 +152,7 @@ struct pairing_ops {
 
     // The Miller function of one pair (P affine G1, lines of Q given by get_line(index)).
     template <class GetLine>
-    static __device__ F12 miller(const consts& k, const F& xp, const F& yp, GetLine&& get_line) {
+    static __device__ __noinline__ F12 miller(const consts& k, const F& xp, const F& yp, GetLine&& get_line) {
         F12 f = F12::one();
         int li = 0;
 #pragma unroll 1
@@ -167,11 +167,11 @@ struct pairing_ops {
         return f;
     }
     // With prepared lines (a key's G2 points).
-    static __device__ F12 miller_prepared(const consts& k, const F& xp, const F& yp, const uint32_t* prepared) {
+    static __device__ __noinline__ F12 miller_prepared(const consts& k, const F& xp, const F& yp, const uint32_t* prepared) {
         return miller(k, xp, yp, [prepared](int i) { return line::load(prepared + (uint64_t)i * line::WORDS); });
     }
     // With Q's lines made on the fly, each used as soon as it is made.
-    static __device__ F12 miller_on_the_fly(const consts& k, const F& xp, const F& yp, const F2& xq, const F2& yq) {
+    static __device__ __noinline__ F12 miller_on_the_fly(const consts& k, const F& xp, const F& yp, const F2& xq, const F2& yq) {
         F12 f = F12::one();
         int op_i = 0;
         // lines() skips SQUARE codes; squarings are applied here before each line's step
@@ -201,12 +201,13 @@ struct pairing_ops {
         }
         return k.x_neg() ? acc.conj() : acc;
     }
-    static __device__ F12 frob(const consts& k, const F12& f, int power) {
+    static __device__ __noinline__ F12 frob(const consts& k, const F12& f, int power) {
         F2 g[6];
         for (int i = 0; i < 6; i++) g[i] = k.get(pairing_layout::GAMMA + 6 * (power - 1) + i);
         return f.frob(g, power & 1);
     }
-    static __device__ F12 final_exp(const consts& k, F12 f) {
+    // Out of line (like the Miller loops): each gets its own registers, not a share of a kernel's.
+    static __device__ __noinline__ F12 final_exp(const consts& k, F12 f) {
         f = f.conj() * f.inverse();  // easy part: (q^6 - 1)(q^2 + 1)
         f = frob(k, f, 2) * f;
         if constexpr (D_TWIST) {  // BN: the chain for 2u(6u^2+3u+1) (q^4 - q^2 + 1)/r

@@ -7,10 +7,12 @@ For each size: `bench-circuit` (deterministic: seed 0, so every machine gets the
 same .r1cs/.wtns bytes), a development key from `setup` (timed), the key
 loaded once, then `repeats` proofs after one warm-up, each verified.  Reports
 the median per stage: the device's own event times for upload, evaluate, the
-six NTTs, the H MSM, the A/B1/C MSMs and the B2 MSM, the epilogue and the
-pairing check (on the device for the GPU backend, on the host for the CPU one),
-the sum of the device stages, the whole proof (excluding witness generation)
-and its ratio to that sum.  Writes
+six NTTs, the H MSM, the A/B1/C MSMs and the B2 MSM, then on the GPU the tail
+after the B2 MSM (gpu_check: pi_b, the last Miller loop, the final
+exponentiation) and, beside the stages (overlapped, not in the sum), the tail's
+early and mid phases (side_early, side_mid); on the CPU the host's epilogue and
+verification; the sum of the device stages, the whole proof (excluding witness
+generation) and its ratio to that sum.  Writes
 vkey.json, proof.json and public.json beside the key, so that a machine with
 node can check them with `snarkjs groth16 verify`; with --snarkjs (node and
 npm packages present) also times `snarkjs groth16 prove` on the same files.
@@ -39,8 +41,8 @@ from engine.groth16.prover import prove  # noqa: E402
 from engine.groth16.setup import select_setup_ops, setup_file  # noqa: E402
 from engine.groth16.verifier import vk_from_zkey  # noqa: E402
 
-STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2", "gpu_epilogue",
-               "gpu_verify", "evaluate", "quotient", "msm_h", "msm_a", "msm_b1", "msm_b2", "msm_c", "epilogue", "verify"]
+STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2", "gpu_check",
+               "side_early", "side_mid", "evaluate", "quotient", "msm_h", "msm_a", "msm_b1", "msm_b2", "msm_c", "epilogue", "verify"]
 
 
 def run_size(curve: str, log_c: int, backend_name: str, repeats: int, workdir: Path, with_snarkjs: bool) -> dict:

@@ -46,7 +46,7 @@ def test_device_epilogue_proofs_verify_on_the_cpu(backend, loaded):
     assert len({p.pi_a for p in proofs}) == 3  # fresh r, s each time
     for p in proofs:
         assert checked_on_device(p)
-        assert {"gpu_epilogue", "gpu_verify"} <= set(p.timings)
+        assert {"gpu_check", "side_early", "side_mid"} <= set(p.timings)
         assert "epilogue" not in p.timings and "verify" not in p.timings  # no host EC arithmetic, no CPU check
         assert verify(vk, p.public, p)
 
@@ -57,14 +57,15 @@ def test_core_result_carries_the_device_verdict(backend, loaded):
     assert core.verified is True and core.proof is not None
 
 
-@pytest.mark.parametrize("slot", [0, 1, 2, 4])  # A, B1, B2, H
+@pytest.mark.parametrize("slot", [0, 1, 2, 3, 4])  # A, B1, B2, C, H
 def test_corrupted_msm_result_on_device_gives_verification_error(backend, loaded, slot):
     from cuda_kernels.driver import Device
 
     zkey, key, values = loaded
 
-    def corrupt(results, slot_bytes, stream):  # overwrite the first word of one MSM sum's x
-        Device.memset32(results.ptr + slot * slot_bytes, 0x1234567, 1, stream)
+    def corrupt(results, slot_bytes, stream, after):  # overwrite the first word of one MSM sum's x
+        if (slot == 2) == (after == "b2"):
+            Device.memset32(results.ptr + slot * slot_bytes, 0x1234567, 1, stream)
 
     backend.fault_hook = corrupt
     try:

@@ -124,8 +124,9 @@ def finish(
 
 
 # The timing a backend reports when its own pairing check accepted the proof (the GPU's
-# gpu_verify stage): such a proof needs no second, CPU, verification.
-DEVICE_CHECK_TIMING = "gpu_verify"
+# gpu_check stage: the end of the epilogue and the check): such a proof needs no second,
+# CPU, verification.
+DEVICE_CHECK_TIMING = "gpu_check"
 
 
 def checked_on_device(proof: Proof) -> bool:

@@ -3,7 +3,13 @@
 // tower and pairing headers compile with g++ and are checked against the Python reference
 // without a GPU.  Used only by tests (tests/test_gpu_pairing.py).
 #pragma once
+// every standard header first: the macros below must not reach them (libstdc++ spells
+// attributes as __noinline__ in places)
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #define GROTH16_STDINT
 #define __device__
@@ -94,6 +100,7 @@ struct host_fp {
         mont_mul_c64<P>(r.v, a.v, b.v);
         return r;
     }
+    static host_fp mul_inline(const host_fp& a, const host_fp& b) { return a * b; }
     host_fp& operator+=(const host_fp& b) { return *this = *this + b; }
     host_fp& operator-=(const host_fp& b) { return *this = *this - b; }
     host_fp& operator*=(const host_fp& b) { return *this = *this * b; }

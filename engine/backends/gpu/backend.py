@@ -38,9 +38,11 @@ class GpuBackend(Backend):
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
         self._budget: int | None = None
-        # tests only: called as fault_hook(results_buffer, slot_bytes, stream) between the MSMs
-        # and the epilogue, to corrupt a result on the device (the check must then fail)
+        # tests only: called as fault_hook(results_buffer, slot_bytes, stream, after) with after
+        # "a_b1_c_h" (those four sums are done) and "b2", to corrupt a result on the device
+        # before the tail reads it (the check must then fail)
         self.fault_hook = None
+        self.side_streams = gepi.SideStreams(self.ctx)
 
     @property
     def device(self) -> Device:
@@ -228,4 +230,6 @@ class GpuBackend(Backend):
         return self._msm(curve, bases, scalars, True)
 
     def close(self) -> None:
+        self.ctx.bind_thread()
+        self.side_streams.close()
         self.ctx.close()

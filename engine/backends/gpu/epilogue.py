@@ -5,10 +5,13 @@ tables of δ1, α1, β1 (G1) and δ2 (G2) that the epilogue's fixed-base product
 the key's α1, β1, β2 and IC points; the pairing constants, the prepared lines of γ2,
 δ2 and β2, and the check's target e(α1, β2)^-1 = pairing(-α1, β2).
 
-Per proof (`launch`, at the tail of the compute stream): the epilogue kernel turns
-the five MSM sums and r, s into pi_a, pi_b, pi_c and the public-input point L, then
-the check kernel runs the pairing equation and writes a flag; both stay on the
-device, and what comes back (one copy, with the MSM sums) is the affine proof and
+Per proof, three phases (cuda_kernels/groth16_check.cuh): `early` on a side stream
+as soon as the witness and r, s are up (table products, the public-input point L,
+the Miller loop of (L, γ2)); `mid` on the side stream once the A, B1, C, H sums
+exist, beside the B2 MSM (s·A, r·B1, pi_a, pi_c, the Miller loop of (pi_c, δ2));
+`final` on the compute stream after the B2 MSM (pi_b, the Miller loop of
+(-pi_a, pi_b), the final exponentiation, the flag).  Everything stays on the
+device; what comes back (one copy, after the MSM sums) is the affine proof and
 the flag.  r and s come from the OS's CSPRNG (`secrets`) and travel with the witness.
 """
 from __future__ import annotations
@@ -32,7 +35,7 @@ def g1_words(curve: Curve) -> int:
 
 
 def proof_bytes(curve: Curve) -> int:
-    """pi_a, pi_b, pi_c, L (affine) and the check's flag word (padded to 16 bytes)."""
+    """pi_a, pi_b, pi_c, L (affine) and the check's flag word (padded to 16 bytes): what comes back."""
     return 3 * 2 * curve.n8q + 4 * curve.n8q + 16
 
 
@@ -94,18 +97,51 @@ def _neg(curve: Curve, p):
     return None if p is None else (p[0], -p[1] % curve.q)
 
 
-def launch_epilogue_and_check(mod, ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int,
-                              witness: DeviceBuffer, stream: Stream, mark=lambda: None) -> None:
-    """The epilogue (pi_a, pi_b, pi_c, L into `results` after the five MSM slots) and the check
-    (the flag after them).  `mark` records a timing event between the two."""
-    out = results.offset(5 * slot_bytes)
-    launch(mod, "groth16_epilogue_kernel", 1, 128, stream, results, U32(slot_bytes // 4), witness, U32(n_wires),
-           U32(ep.n_public), ep.tables, ep.points, out)
-    mark()
-    curve = ep.curve
-    flag = out + 3 * 2 * curve.n8q + 4 * curve.n8q
-    launch(mod, "groth16_check_kernel", 1, 96, stream, ep.consts, out, ep.gamma_lines(), ep.delta_lines(), ep.target,
-           flag)
+def scratch_bytes(curve: Curve) -> int:
+    """What the tail's phases hand on to each other after the flag: five table products (XYZZ)
+    and two Miller values (groth16_check.cuh, tail_args)."""
+    return 4 * 4 * curve.n8q + 8 * curve.n8q + 2 * 12 * curve.n8q
+
+
+def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int, witness: DeviceBuffer) -> tuple:
+    return (ep.consts, results, U32(slot_bytes // 4), witness, U32(n_wires), U32(ep.n_public), ep.tables, ep.points,
+            ep.gamma_lines(), ep.delta_lines(), ep.target)
+
+
+def launch_early(mod, args: tuple, side: Stream) -> None:
+    """Table products, L and the Miller loop of (L, gamma2): needs only the witness and r, s."""
+    launch(mod, "groth16_tail_early", 1, 128, side, *args)
+
+
+def launch_mid(mod, args: tuple, side: Stream) -> None:
+    """s A, r B1, pi_a, pi_c and the Miller loop of (pi_c, delta2): needs the A, B1, C, H sums."""
+    launch(mod, "groth16_tail_mid", 1, 64, side, *args)
+
+
+def launch_final(mod, args: tuple, stream: Stream) -> None:
+    """pi_b, the Miller loop of (-pi_a, pi_b), the final exponentiation and the flag."""
+    launch(mod, "groth16_tail_final", 1, 32, stream, *args)
+
+
+class SideStreams:
+    """One side stream per compute slot: the tail's early and mid phases run there, beside
+    the slot's own stream, so they overlap the MSMs they do not depend on."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._streams: dict[int, Stream] = {}
+
+    def get(self, slot: int) -> Stream:
+        s = self._streams.get(slot)
+        if s is None:
+            s = self._streams[slot] = self.ctx.device.stream()
+        return s
+
+    def close(self) -> None:
+        for s in self._streams.values():
+            s.synchronize()
+            s.destroy()
+        self._streams.clear()
 
 
 def decode_proof(curve: Curve, raw: np.ndarray) -> tuple[tuple, bool]:

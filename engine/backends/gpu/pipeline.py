@@ -4,9 +4,11 @@ Memory phase (`stage`, upload stream): allocate the proof's whole working set
 from the stream-ordered pool, copy the witness into pinned memory and upload
 it, record an event.  Compute phase (`compute`, a compute stream): wait on that
 event, run evaluate -> 3 iNTT (coset factor fused) -> 3 NTT -> h -> H MSM ->
-one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs, copy the
-five results to pinned memory, free everything asynchronously, record the done
-event.  Nothing here waits on the host or touches the device as a whole.
+one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs, then the
+proof's tail (epilogue and pairing check, engine/backends/gpu/epilogue.py: two of
+its three phases on the slot's side stream, beside the stages they do not need),
+copy the affine proof and the check's verdict to pinned memory, free everything
+asynchronously, record the done event.  Nothing here waits on the host or touches the device as a whole.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.key import GpuKey
 
 FR = 32
-STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "epilogue", "verify")
+STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")
 
 
 def acc_bytes(curve, g2: bool) -> int:
@@ -35,9 +37,10 @@ def _layouts(key: GpuKey, sm_count: int):
             (key.plan_w, gmsm.AccumulateLayout.for_plan(key.plan_w, sm_count))]
 
 
-def _result_bytes(curve) -> int:
-    """The five MSM sums (XYZZ slots), then the affine proof, L and the check's flag."""
-    return 5 * acc_bytes(curve, True) + gepi.proof_bytes(curve)
+def _result_bytes(curve, with_scratch: bool = True) -> int:
+    """The five MSM sums (XYZZ slots), then the affine proof, L and the check's flag (what
+    comes back), then the scratch the tail's phases share."""
+    return 5 * acc_bytes(curve, True) + gepi.proof_bytes(curve) + (gepi.scratch_bytes(curve) if with_scratch else 0)
 
 
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
@@ -48,7 +51,7 @@ def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     total = key.n_wires * FR + gepi.SCALAR_BYTES + 3 * n * FR
     total += gmsm.SortScratch.nbytes([key.plan_w, key.plan_h])
     total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
-    total += 5 * acc_bytes(curve, True) + gepi.proof_bytes(curve)
+    total += _result_bytes(curve)
     return total + 64 * 20  # allocation rounding
 
 
@@ -91,7 +94,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     up_bytes = wit.nbytes + gepi.SCALAR_BYTES
     host_w = ctx.pinned(up_bytes)
     host_w.view(np.uint64, wit.size + 12)[:] = np.concatenate([wit.reshape(-1), gepi.blinding_scalars(curve).reshape(-1)])
-    host_r = ctx.pinned(_result_bytes(curve))
+    host_r = ctx.pinned(_result_bytes(curve, with_scratch=False))
     shapes = _layouts(key, dev.sm_count)
     state = ProofState(
         witness=dev.alloc(up_bytes, stream),
@@ -141,6 +144,20 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     stream.wait_event(st.uploaded)
     stream.wait_event(key.ready)
     marks = [Event(timing=timing).record(stream)] if timing else []
+    # the tail's early phase on the slot's side stream, beside evaluate, the NTTs and the MSMs
+    side = backend.side_streams.get(slot)
+    side.wait_event(st.uploaded)
+    side.wait_event(key.ready)
+    tail = gepi.tail_args(key.epilogue, key.n_wires, st.results, acc_bytes(curve, True), st.witness)
+    side_marks: list[Event] = []  # early start, early end, mid start, mid end
+
+    def side_mark():
+        if timing:
+            side_marks.append(Event(timing=True).record(side))
+
+    side_mark()
+    gepi.launch_early(mod, tail, side)
+    side_mark()
 
     def mark():
         if timing:
@@ -165,13 +182,23 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
         gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, st.sort, st.buckets, g1_acc, res + i * g2_acc, stream)
     mark()
+    if backend.fault_hook is not None:  # tests: corrupt a result on the device
+        backend.fault_hook(st.results, g2_acc, stream, "a_b1_c_h")
+    g1_done = Event().record(stream)
+    side.wait_event(g1_done)  # the mid phase beside the B2 MSM
+    side_mark()
+    gepi.launch_mid(mod, tail, side)
+    mid_done = Event(timing=timing).record(side)
+    if timing:
+        side_marks.append(mid_done)
     gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
     mark()
-    if backend.fault_hook is not None:  # tests: corrupt a result on the device
-        backend.fault_hook(st.results, g2_acc, stream)
-    gepi.launch_epilogue_and_check(mod, key.epilogue, key.n_wires, st.results, g2_acc, st.witness, stream, mark)
+    if backend.fault_hook is not None:
+        backend.fault_hook(st.results, g2_acc, stream, "b2")
+    stream.wait_event(mid_done)
+    gepi.launch_final(mod, tail, stream)
     mark()
-    nbytes = _result_bytes(curve)
+    nbytes = _result_bytes(curve, with_scratch=False)
     Device.download(st.host_results.view(np.uint8, nbytes), st.results, stream)
     st.free_device(stream)
     done = Event().record(stream)
@@ -183,8 +210,14 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
         for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
             timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
-        for e in marks:
+        if timing:  # the overlapped phases, beside the stages above (not part of their sum)
+            timings["side_early"] = side_marks[0].elapsed_ms(side_marks[1]) / 1000.0
+            timings["side_mid"] = side_marks[2].elapsed_ms(side_marks[3]) / 1000.0
+        for e in (*marks, *side_marks):
             e.destroy()
+        g1_done.destroy()
+        if not timing:
+            mid_done.destroy()
         done.destroy()
         st.release_host(ctx)
         proof, verified = gepi.decode_proof(curve, raw)
