@@ -125,7 +125,8 @@ def launch_final(mod, args: tuple, stream: Stream) -> None:
 
 class SideStreams:
     """One side stream per compute slot: the tail's early and mid phases run there, beside
-    the slot's own stream, so they overlap the MSMs they do not depend on."""
+    the slot's own stream, so they overlap the MSMs they do not depend on.  Highest
+    priority: their one block takes the next free SM rather than queueing behind an MSM's."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -134,7 +135,8 @@ class SideStreams:
     def get(self, slot: int) -> Stream:
         s = self._streams.get(slot)
         if s is None:
-            s = self._streams[slot] = self.ctx.device.stream()
+            dev = self.ctx.device
+            s = self._streams[slot] = dev.stream(priority=dev.stream_priorities()[1])
         return s
 
     def close(self) -> None:

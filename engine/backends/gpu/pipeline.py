@@ -93,7 +93,9 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     # r, s, rs ride after the witness: one upload, and the epilogue reads them there
     up_bytes = wit.nbytes + gepi.SCALAR_BYTES
     host_w = ctx.pinned(up_bytes)
-    host_w.view(np.uint64, wit.size + 12)[:] = np.concatenate([wit.reshape(-1), gepi.blinding_scalars(curve).reshape(-1)])
+    words = host_w.view(np.uint64, wit.size + 12)
+    words[:wit.size] = wit.reshape(-1)
+    words[wit.size:] = gepi.blinding_scalars(curve).reshape(-1)
     host_r = ctx.pinned(_result_bytes(curve, with_scratch=False))
     shapes = _layouts(key, dev.sm_count)
     state = ProofState(
