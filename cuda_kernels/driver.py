@@ -240,18 +240,8 @@ class Device:
               cu.cuMemPoolSetAttribute(pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold))
         return pool
 
-    def stream(self, priority: int | None = None) -> Stream:
-        """A non-blocking stream; `priority` (see stream_priorities) orders its blocks before
-        those of lower-priority streams when both wait for a free SM."""
-        flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value
-        if priority is None:
-            return Stream(_call("cuStreamCreate", cu.cuStreamCreate(flags)))
-        return Stream(_call("cuStreamCreateWithPriority", cu.cuStreamCreateWithPriority(flags, priority)))
-
-    def stream_priorities(self) -> tuple[int, int]:
-        """(least, greatest) stream priority of this context (greatest is the smaller number)."""
-        least, greatest = _call("cuCtxGetStreamPriorityRange", cu.cuCtxGetStreamPriorityRange())
-        return int(least), int(greatest)
+    def stream(self) -> Stream:
+        return Stream(_call("cuStreamCreate", cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value)))
 
     def alloc(self, nbytes: int, stream: Stream) -> DeviceBuffer:
         """Stream-ordered allocation from the device's pool (never a synchronous cuMemAlloc)."""

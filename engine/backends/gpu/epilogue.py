@@ -125,8 +125,7 @@ def launch_final(mod, args: tuple, stream: Stream) -> None:
 
 class SideStreams:
     """One side stream per compute slot: the tail's early and mid phases run there, beside
-    the slot's own stream, so they overlap the MSMs they do not depend on.  Highest
-    priority: their one block takes the next free SM rather than queueing behind an MSM's."""
+    the slot's own stream, so they overlap the MSMs they do not depend on."""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -135,8 +134,7 @@ class SideStreams:
     def get(self, slot: int) -> Stream:
         s = self._streams.get(slot)
         if s is None:
-            dev = self.ctx.device
-            s = self._streams[slot] = dev.stream(priority=dev.stream_priorities()[1])
+            s = self._streams[slot] = self.ctx.device.stream()
         return s
 
     def close(self) -> None:
