@@ -47,8 +47,8 @@ class CoreResult:
     pi_h: G1Point  # sum_j h_j H_j
     timings: dict[str, float] = field(default_factory=dict)  # stage name -> seconds
     # Set by a backend that runs the epilogue itself (the GPU): the proof's (pi_a, pi_b, pi_c),
-    # affine; the MSM sums above may then be None.  `verified`: the backend's own pairing
-    # check of that proof (None where it made none).
+    # affine (the MSM sums above are then for tests only).  `verified`: the backend's own
+    # pairing check of that proof (None where it made none).
     proof: Optional[tuple] = None
     verified: Optional[bool] = None
 

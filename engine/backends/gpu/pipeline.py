@@ -1,14 +1,21 @@
 """One proof on the GPU, in the scheduler's two phases (design.md §5).
 
 Memory phase (`stage`, upload stream): allocate the proof's whole working set
-from the stream-ordered pool, copy the witness into pinned memory and upload
+from the stream-ordered pool, copy the witness into a pinned buffer taken from
+the context's pool (never pinned here: pinning is device-global) and upload
 it, record an event.  Compute phase (`compute`, a compute stream): wait on that
 event, run evaluate -> 3 iNTT (coset factor fused) -> 3 NTT -> h -> H MSM ->
 one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs, then the
 proof's tail (epilogue and pairing check, engine/backends/gpu/epilogue.py: two of
 its three phases on the slot's side stream, beside the stages they do not need),
 copy the affine proof and the check's verdict to pinned memory, free everything
-asynchronously, record the done event.  Nothing here waits on the host or touches the device as a whole.
+asynchronously, record the done event.  Nothing here waits on the host or
+touches the device as a whole.
+
+Failure paths free everything: a failing `stage` frees what it allocated on
+its stream and waits for those frees before raising; a failing `compute`
+frees on the stream and its Pending raises after the done event, so the
+scheduler returns the VRAM budget only when the memory is really free.
 """
 from __future__ import annotations
 
@@ -19,10 +26,12 @@ import numpy as np
 from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, launch
 
 from engine.backends.base import CoreResult, Pending, Staged
+from engine.errors import DeviceError
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.key import GpuKey
+from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
 FR = 32
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")
@@ -55,6 +64,19 @@ def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     return total + 64 * 20  # allocation rounding
 
 
+RESULT_ALIGN = 256
+
+
+def _results_offset(witness_bytes: int) -> int:
+    """Where the five results sit in a proof's pinned buffer (after the witness)."""
+    return -(-witness_bytes // RESULT_ALIGN) * RESULT_ALIGN
+
+
+def pinned_bytes(key: GpuKey) -> int:
+    """The pinned host buffer one proof of `key` uses: its witness and r, s, rs, then what comes back."""
+    return _results_offset(key.n_wires * FR + gepi.SCALAR_BYTES) + _result_bytes(key.curve, with_scratch=False)
+
+
 @dataclass
 class ProofState:
     witness: DeviceBuffer
@@ -64,57 +86,137 @@ class ProofState:
     sort: gmsm.SortScratch
     buckets: gmsm.BucketScratch
     results: DeviceBuffer
-    host_witness: PinnedBuffer
-    host_results: PinnedBuffer
+    device_buffers: list[DeviceBuffer]  # every buffer the memory phase allocated
+    host: PinnedBuffer | None  # witness then results; None: no free pinned buffer (pageable copies)
+    results_offset: int
     uploaded: Event
     upload_start: Event | None = None  # timing events around the witness upload
 
-    def free_device(self, stream) -> None:
-        """Stream-ordered frees of every device buffer of the proof."""
-        for buf in (self.witness, self.a, self.b, self.c, self.results):
-            Device.free(buf, stream)
-        self.sort.free(stream)
-        self.buckets.free(stream)
+    def results_view(self, nbytes: int) -> np.ndarray | None:
+        return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
 
     def release_host(self, ctx) -> None:
-        """After the done event: pinned buffers back to the pool, events destroyed."""
-        ctx.give_back(self.host_witness)
-        ctx.give_back(self.host_results)
-        self.uploaded.destroy()
-        self.upload_start.destroy()
+        """After the done event: the pinned buffer back to the pool, events destroyed."""
+        ctx.pinned.give_back(self.host)
+        self.host = None
+        _destroy(self.uploaded, self.upload_start)
+
+
+def _destroy(*events: Event | None) -> None:
+    """Destroy events, on a failure path too (a failing destroy leaks one handle, nothing more)."""
+    for e in events:
+        if e is not None:
+            try:
+                e.destroy()
+            except DeviceError:
+                pass
+
+
+def _free_all(bufs: list[DeviceBuffer], stream) -> list[DeviceBuffer]:
+    """Stream-ordered frees of every live buffer; returns those whose free failed (retried later)."""
+    failed = []
+    for buf in bufs:
+        if buf.ptr:
+            try:
+                Device.free(buf, stream)
+            except DeviceError:
+                failed.append(buf)
+    return failed
+
+
+def _fence(stream) -> Event | None:
+    """An event recorded after everything queued on `stream`; None when that failed."""
+    event = None
+    try:
+        event = Event()
+        return event.record(stream)
+    except DeviceError:
+        _destroy(event)
+        return None
+
+
+def _wait_fence(fence: Event | None, stream) -> None:
+    """Wait for the fence (or for the stream when there is none, or the event wait fails)."""
+    if fence is not None:
+        try:
+            fence.synchronize()
+            return
+        except DeviceError:
+            pass
+        finally:
+            _destroy(fence)
+    stream.synchronize()
+
+
+def _await_frees(fence: Event | None, failed: list[DeviceBuffer], stream) -> None:
+    """Wait until the device has done the frees queued before `fence`; retry the ones that failed
+    (the stream is idle then) and wait for those too."""
+    _wait_fence(fence, stream)
+    if failed and _free_all(failed, stream):
+        _wait_fence(_fence(stream), stream)
+
+
+def _settle(stream, bufs: list[DeviceBuffer]) -> None:
+    """A failure path's end: free what is live, on the stream, and return only once the device is
+    done with it (so the VRAM budget the caller returns next is really free)."""
+    failed = _free_all(bufs, stream)
+    _await_frees(_fence(stream), failed, stream)
 
 
 def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
+    """The memory phase.  On any failure everything it allocated is freed, the device is done with
+    it, and the pinned buffer is back in the pool before the error propagates."""
     ctx = backend.ctx
     ctx.bind_thread()
     dev, stream = ctx.device, ctx.upload_stream
     curve, n = key.curve, key.domain
     wit = np.ascontiguousarray(witness, dtype=np.uint64)
-    # r, s, rs ride after the witness: one upload, and the epilogue reads them there
+    # r, s, rs ride after the witness: one upload, and the tail's phases read them there
+    scalars = gepi.blinding_scalars(curve).reshape(-1)
     up_bytes = wit.nbytes + gepi.SCALAR_BYTES
-    host_w = ctx.pinned(up_bytes)
-    words = host_w.view(np.uint64, wit.size + 12)
-    words[:wit.size] = wit.reshape(-1)
-    words[wit.size:] = gepi.blinding_scalars(curve).reshape(-1)
-    host_r = ctx.pinned(_result_bytes(curve, with_scratch=False))
+    results_offset = _results_offset(up_bytes)
+    host = ctx.pinned.take(results_offset + _result_bytes(curve, with_scratch=False), tag=key)
     shapes = _layouts(key, dev.sm_count)
-    state = ProofState(
-        witness=dev.alloc(up_bytes, stream),
-        a=dev.alloc(n * FR, stream),
-        b=dev.alloc(n * FR, stream),
-        c=dev.alloc(n * FR, stream),
-        sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
-        buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
-        results=dev.alloc(_result_bytes(curve), stream),
-        host_witness=host_w,
-        host_results=host_r,
-        uploaded=Event(timing=True),
-        upload_start=Event(timing=True),
-    )
-    state.upload_start.record(stream)
-    Device.upload(state.witness, host_w.view(np.uint8, up_bytes), stream)
-    state.uploaded.record(stream)
+    events: list[Event] = []
+    with Device.recording() as allocated:
+        try:
+            if host is not None:
+                words = host.view(np.uint64, wit.size + scalars.size)
+                words[:wit.size] = wit.reshape(-1)
+                words[wit.size:] = scalars
+            state = ProofState(
+                witness=dev.alloc(up_bytes, stream),
+                a=dev.alloc(n * FR, stream),
+                b=dev.alloc(n * FR, stream),
+                c=dev.alloc(n * FR, stream),
+                sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
+                buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
+                results=dev.alloc(_result_bytes(curve), stream),
+                device_buffers=allocated,
+                host=host,
+                results_offset=results_offset,
+                uploaded=_track(events, Event(timing=True)),
+                upload_start=_track(events, Event(timing=True)),
+            )
+            state.upload_start.record(stream)
+            # from pinned memory the copy is asynchronous; from pageable memory (no pinned buffer
+            # was free) the driver stages it and returns once it holds the bytes: slower, correct
+            up = np.concatenate([wit.reshape(-1), scalars]) if host is None else host.view(np.uint8, up_bytes)
+            Device.upload(state.witness, up, stream)
+            state.uploaded.record(stream)
+        except BaseException:
+            try:
+                _settle(stream, allocated)
+            finally:
+                ctx.pinned.give_back(host)
+                _destroy(*events)
+            raise
     return Staged(key=key, witness=witness, state=state)
+
+
+def _track(events: list[Event], event: Event) -> Event:
+    events.append(event)
+    return event
 
 
 def discard(backend, staged: Staged) -> Pending:
@@ -122,49 +224,111 @@ def discard(backend, staged: Staged) -> Pending:
     ctx = backend.ctx
     ctx.bind_thread()
     st: ProofState = staged.state
-    stream = ctx.upload_stream
-    st.free_device(stream)
-    done = Event().record(stream)
+    stream = ctx.upload_stream  # where the upload ran: the frees come after it
+    failed = _free_all(st.device_buffers, stream)
+    done = _fence(stream)
 
     def wait() -> CoreResult:
-        done.synchronize()
-        st.release_host(ctx)
-        done.destroy()
+        try:
+            _await_frees(done, failed, stream)
+        finally:
+            st.release_host(ctx)
         return CoreResult(None, None, None, None, None, {})
 
     return Pending(wait)
 
 
 def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pending:
+    """The compute phase.  It never raises: a failure midway (a launch, an event) still frees every
+    buffer on the stream, and the Pending raises the error only after the device is done with them,
+    so the VRAM budget comes back after the done event on the failure path too (rule 4)."""
     ctx = backend.ctx
     ctx.bind_thread()
     key: GpuKey = staged.key
     st: ProofState = staged.state
+    curve = key.curve
+    stream = ctx.compute_stream(slot)
+    side = backend.side_streams.get(slot)
+    marks: list[Event] = []
+    side_marks: list[Event] = []  # early start, early end, mid start, mid end
+    side_events: list[Event] = []  # the cross-stream events (destroyed after the done event)
+    g2_acc = acc_bytes(curve, True)
+    nbytes = _result_bytes(curve, with_scratch=False)  # what comes back
+    raw = st.results_view(nbytes)
+    error: BaseException | None = None
+    ordered = False  # the compute stream waits on the upload: frees may go on it
+    try:
+        stream.wait_event(st.uploaded)
+        ordered = True
+        stream.wait_event(key.ready)
+        _launch_proof(backend, key, st, stream, side, marks, side_marks, side_events, timing)
+        if raw is None:  # no pinned buffer: a pageable download waits for this stream (only)
+            raw = np.empty(nbytes, dtype=np.uint8)
+        Device.download(raw, st.results, stream)
+    except Exception as exc:  # handed to the Pending: raised after the done event
+        error = exc
+        if ordered:  # whatever reached the side stream finishes before the frees below
+            try:
+                stream.wait_event(_track(side_events, Event()).record(side))
+            except DeviceError:
+                side.synchronize()
+    free_on = stream if ordered else ctx.upload_stream
+    failed = _free_all(st.device_buffers, free_on)
+    done = _fence(free_on)
+
+    def wait() -> CoreResult:
+        try:
+            _await_frees(done, failed, free_on)
+            if error is not None:
+                raise error
+            out = raw.copy()
+            timings = dict(staged.timings)
+            timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
+            for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
+                timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
+            if len(side_marks) == 4:  # the overlapped phases, beside the stages above (not in their sum)
+                timings["side_early"] = side_marks[0].elapsed_ms(side_marks[1]) / 1000.0
+                timings["side_mid"] = side_marks[2].elapsed_ms(side_marks[3]) / 1000.0
+        finally:
+            _destroy(*marks, *side_marks, *side_events)
+            st.release_host(ctx)
+        # the five MSM sums come back in the same copy (tests compare them with the CPU reference)
+        pts = [out[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
+        g1 = [decode_xyzz_g1(curve, p[:acc_bytes(curve, False)]) for p in (pts[0], pts[1], pts[3], pts[4])]
+        proof, verified = gepi.decode_proof(curve, out[5 * g2_acc:])
+        return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
+                          pi_h=g1[3], timings=timings, proof=proof, verified=verified)
+
+    return Pending(wait)
+
+
+def _launch_proof(backend, key: GpuKey, st: ProofState, stream, side, marks: list[Event], side_marks: list[Event],
+                  side_events: list[Event], timing: bool) -> None:
+    """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and the
+    proof's tail: its early phase on `side` from the start, its mid phase on `side` once the G1
+    sums exist (beside the B2 MSM), its final phase on `stream` after both."""
+    ctx = backend.ctx
     curve, mod, n = key.curve, key.module, key.domain
     sm = ctx.device.sm_count
-    stream = ctx.compute_stream(slot)
-    stream.wait_event(st.uploaded)
-    stream.wait_event(key.ready)
-    marks = [Event(timing=timing).record(stream)] if timing else []
-    # the tail's early phase on the slot's side stream, beside evaluate, the NTTs and the MSMs
-    side = backend.side_streams.get(slot)
-    side.wait_event(st.uploaded)
-    side.wait_event(key.ready)
-    tail = gepi.tail_args(key.epilogue, key.n_wires, st.results, acc_bytes(curve, True), st.witness)
-    side_marks: list[Event] = []  # early start, early end, mid start, mid end
-
-    def side_mark():
-        if timing:
-            side_marks.append(Event(timing=True).record(side))
-
-    side_mark()
-    gepi.launch_early(mod, tail, side)
-    side_mark()
 
     def mark():
         if timing:
-            marks.append(Event(timing=True).record(stream))
+            marks.append(Event(timing=True))
+            marks[-1].record(stream)
 
+    def side_mark():
+        if timing:
+            side_marks.append(Event(timing=True))
+            side_marks[-1].record(side)
+
+    mark()
+    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+    side.wait_event(st.uploaded)
+    side.wait_event(key.ready)
+    tail = gepi.tail_args(key.epilogue, key.n_wires, st.results, g2_acc, st.witness)
+    side_mark()
+    gepi.launch_early(mod, tail, side)
+    side_mark()
     (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
     launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
            st.c)
@@ -174,7 +338,6 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         gntt.dit(mod, buf, key.tables, stream, inverse=False)
     launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c)
     mark()
-    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
     (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
     res = st.results.ptr
     gmsm.sort_scalars(mod, plan_h, st.c, st.sort, stream)
@@ -186,13 +349,11 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     mark()
     if backend.fault_hook is not None:  # tests: corrupt a result on the device
         backend.fault_hook(st.results, g2_acc, stream, "a_b1_c_h")
-    g1_done = Event().record(stream)
-    side.wait_event(g1_done)  # the mid phase beside the B2 MSM
+    side.wait_event(_track(side_events, Event()).record(stream))  # the mid phase beside the B2 MSM
     side_mark()
     gepi.launch_mid(mod, tail, side)
-    mid_done = Event(timing=timing).record(side)
-    if timing:
-        side_marks.append(mid_done)
+    mid_done = _track(side_events, Event()).record(side)
+    side_mark()
     gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
     mark()
     if backend.fault_hook is not None:
@@ -200,30 +361,3 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     stream.wait_event(mid_done)
     gepi.launch_final(mod, tail, stream)
     mark()
-    nbytes = _result_bytes(curve, with_scratch=False)
-    Device.download(st.host_results.view(np.uint8, nbytes), st.results, stream)
-    st.free_device(stream)
-    done = Event().record(stream)
-
-    def wait() -> CoreResult:
-        done.synchronize()
-        raw = st.host_results.view(np.uint8, nbytes)[5 * g2_acc:].copy()
-        timings = dict(staged.timings)
-        timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
-        for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
-            timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
-        if timing:  # the overlapped phases, beside the stages above (not part of their sum)
-            timings["side_early"] = side_marks[0].elapsed_ms(side_marks[1]) / 1000.0
-            timings["side_mid"] = side_marks[2].elapsed_ms(side_marks[3]) / 1000.0
-        for e in (*marks, *side_marks):
-            e.destroy()
-        g1_done.destroy()
-        if not timing:
-            mid_done.destroy()
-        done.destroy()
-        st.release_host(ctx)
-        proof, verified = gepi.decode_proof(curve, raw)
-        return CoreResult(pi_a0=None, pi_b1_0=None, pi_b2_0=None, pi_c0=None, pi_h=None, timings=timings,
-                          proof=proof, verified=verified)
-
-    return Pending(wait)
