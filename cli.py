@@ -20,6 +20,7 @@ COMMANDS = {
     "witness": "witness",
     "setup": "setup",
     "bench-circuit": "bench_circuit",
+    "serve": "serve",
 }
 
 

@@ -38,6 +38,12 @@ def register(subparsers) -> None:
     from engine.config import add_arguments
 
     add_arguments(p)  # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
+    from engine.client import add_server_arguments
+
+    add_server_arguments(p)  # --server URL, --token-file, --priority, --deadline
+    from engine.distributed.command import add_arguments as add_ray_arguments
+
+    add_ray_arguments(p)  # --ray ADDRESS, --engines N
     p.set_defaults(func=run)
 
 
@@ -62,6 +68,10 @@ def _witness_from_wasm(zkey, wasm: str, inputs: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.server:  # prove on a `python -m engine serve` (before any import that would load numpy or CUDA)
+        from engine.client import prove_command
+
+        return prove_command(args, *_split_files(args))
     from engine.backends.select import select_backend
     from engine.config import from_args
     from engine.formats import read_r1cs, read_wtns, read_zkey
@@ -69,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
 
     wtns_path, proof_path, public_path = _split_files(args)
     config = from_args(args)
+    if args.ray:  # on a Ray cluster: engine/distributed/command.py
+        from engine.distributed.command import prove_on_ray
+
+        return prove_on_ray(args, config, wtns_path, proof_path, public_path)
     if args.timeline or args.config:
         return _run_engine(args, config, wtns_path, proof_path, public_path)
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
@@ -92,9 +106,14 @@ def run(args: argparse.Namespace) -> int:
                               prime=prime)
         with progress.timed("backend", 0.3):
             backend = select_backend(config.backend)
+        if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
+            backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
         try:
             with progress.timed("load key", 0.35):
                 key = backend.load_key(zkey)
+            footprint = getattr(key, "footprint", None)
+            if footprint is not None and args.verbose and not args.json:
+                print(f"key footprint: {footprint.describe()}", file=sys.stderr)
             with progress.timed("prove", 0.5):
                 proof = prove(zkey, values, backend, key, prime=prime, witness_name=witness_name,
                               verify=config.verify)

@@ -18,22 +18,29 @@ from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import pipeline
+from engine.backends.gpu.footprint import KeyFootprint, KeyShape, plan_key
 from engine.backends.gpu.key import GpuKey
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import GpuContext
 
 FR = 32
+BATCH_MAX_DOMAIN = 1 << 16  # keys up to this domain batch their queued proofs (scheduler/pipeline.py)
+BATCH_MAX_PROOFS = 16
 
 
 class GpuBackend(Backend):
     name = "gpu"
 
     def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
-                 pinned_per_key: int = 2):
+                 pinned_per_key: int = 2, tier: str = "auto", host_chunk: int | None = None):
+        """fold / tier / host_chunk force the key footprint's choices (tests, benchmarks); key_budget_bytes
+        is the VRAM budget keys are planned against when the engine gives none (default: the measured one)."""
         self.ctx = GpuContext(device)
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
         self.pinned_per_key = pinned_per_key  # proofs of a key in flight at once (grows on misses)
+        self.tier = tier
+        self.host_chunk = host_chunk
         self._budget: int | None = None
         # tests only: called as fault_hook(results_buffer, slot_bytes, stream, after) with after
         # "a_b1_c_h" (those four sums are done) and "b2", to corrupt a result on the device
@@ -58,10 +65,27 @@ class GpuBackend(Backend):
         """Host-side work of a key load, for any thread but the device's: the NVRTC compile."""
         self.ctx.prepare(zkey.curve)
 
-    def load_key(self, zkey) -> GpuKey:
-        key = GpuKey(self, zkey, fold=self.fold, budget_bytes=self.key_budget_bytes)
+    def plan_key(self, zkey, budget_bytes: int | None = None, proofs: int = 2,
+                 label: str | None = None) -> KeyFootprint:
+        """The key's footprint on this device under `budget_bytes` with `proofs` working sets beside it
+        (no device work; BudgetError when not even the host tier and one proof fit)."""
+        if budget_bytes is None:
+            budget_bytes = self.key_budget_bytes if self.key_budget_bytes is not None else self.memory_budget_bytes()
+        return plan_key(KeyShape.of(zkey), budget_bytes, proofs=proofs, sm_count=self.device.sm_count,
+                        fold=self.fold, tier=self.tier, chunk=self.host_chunk,
+                        label=label or getattr(zkey, "path", None) or "the key")
+
+    def load_key(self, zkey, footprint: KeyFootprint | None = None) -> GpuKey:
+        """Make the key resident as `footprint` says (planned here against the budget when not given).
+        A host-tier key pins its bases here: the engine loads it while it holds the whole pool."""
+        key = GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey))
         self.ctx.pinned.want(key, pipeline.pinned_bytes(key), self.pinned_per_key)
         return key
+
+    def host_resident_bytes(self, key: ResidentKey) -> int:
+        """Pinned host bytes the key itself holds (its bases, when on the host tier)."""
+        host = getattr(key, "host", None)
+        return host.nbytes if host is not None else 0
 
     def working_set_bytes(self, key: ResidentKey) -> int:
         return pipeline.working_set_bytes(key, self.device.sm_count)
@@ -72,6 +96,19 @@ class GpuBackend(Backend):
     def compute(self, staged: Staged, slot: int = 0) -> Pending:
         return pipeline.compute(self, staged, slot)
 
+    def compute_batch(self, staged: list[Staged], slot: int = 0) -> list[Pending]:
+        """Staged proofs of one key in one compute phase (their MSMs batched); one Pending each."""
+        return pipeline.compute_batch(self, staged, slot)
+
+    def max_batch(self, key: ResidentKey) -> int:
+        """How many proofs of `key` the scheduler may hand compute_batch at once: 1 (no batching)
+        above BATCH_MAX_DOMAIN, where one proof's MSMs already fill the device (10 x 2^20 MSMs
+        in one pass measured 7.2x one, perf/RESULTS.md), else up to BATCH_MAX_PROOFS within
+        the bucket sort's range."""
+        if key.domain > BATCH_MAX_DOMAIN or getattr(key, "host", None) is not None:
+            return 1  # (a host-tier key streams its bases per proof: no batch pass over them)
+        return max(1, min(BATCH_MAX_PROOFS, gmsm.max_batch(key.plan_h), gmsm.max_batch(key.plan_w)))
+
     def prove_core(self, key: ResidentKey, witness: np.ndarray) -> CoreResult:
         return self.compute(self.stage(key, witness)).wait()
 
@@ -80,7 +117,12 @@ class GpuBackend(Backend):
 
     def verify_batch(self, key: ResidentKey, items) -> bool:
         """Several proofs of one key checked with one device multi-pairing (random linear
-        combination, one final exponentiation); items: (public signals, Proof) pairs."""
+        combination, one final exponentiation); items: (public signals, Proof) pairs.  A host-tier
+        key has no epilogue tables on the device: its proofs are checked by the CPU verifier."""
+        if getattr(key, "epilogue", None) is None:
+            from engine.groth16.verifier import verify_batch, vk_from_zkey  # noqa: PLC0415
+
+            return verify_batch(vk_from_zkey(key.zkey), [(list(pub), p) for pub, p in items])
         self.ctx.bind_thread()
         return gepi.verify_batch(self.ctx, key.module, key.epilogue,
                                  [(list(pub), (p.pi_a, p.pi_b, p.pi_c)) for pub, p in items])
@@ -211,40 +253,49 @@ class GpuBackend(Backend):
             Device.free(buf, stream)
         return out
 
-    def _msm(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray, g2: bool, fold: str | int | None = None):
+    def _msm(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray, g2: bool, fold: str | int | None = None,
+             accumulation: str | None = None, rounds: int | None = None):
+        """One MSM (scalars (n, 4)) or a batch against the same bases (scalars (k, n, 4)): a point,
+        or a list of k points."""
         n = bases.shape[0]
-        if scalars.shape[0] != n:
-            raise ValueError(f"msm: {n} bases but {scalars.shape[0]} scalars")
-        bad = first_row_ge(np.ascontiguousarray(scalars, dtype=np.uint64), curve.r)
+        sc_all = np.ascontiguousarray(scalars, dtype=np.uint64)
+        batched = sc_all.ndim == 3
+        vectors = sc_all if batched else sc_all[None]
+        if vectors.shape[1] != n:
+            raise ValueError(f"msm: {n} bases but {vectors.shape[1]} scalars")
+        bad = first_row_ge(vectors.reshape(-1, 4), curve.r)
         if bad >= 0:
-            raise ValueError(f"msm: scalar {bad} is not reduced modulo r")
-        if n == 0:
-            return None
+            raise ValueError(f"msm: scalar {bad % max(n, 1)} of vector {bad // max(n, 1)} is not reduced modulo r")
+        k = vectors.shape[0]
+        if n == 0 or k == 0:
+            return [None] * k if batched else None
         mod, stream = self._run(curve)
         dev = self.device
         group = "g2" if g2 else "g1"
         fold = self.fold if fold is None else fold
-        plan = gmsm.plan_msm(n, curve.r.bit_length(), "full" if fold == "auto" else fold)
+        plan = gmsm.plan_msm(n, curve.r.bit_length(), "full" if fold == "auto" else fold, batch=k,
+                             accumulation=accumulation, rounds=rounds)
         layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
         host = np.ascontiguousarray(bases)
         pts = dev.alloc(plan.fold * host.nbytes, stream)
         Device.upload(pts, host, stream)
         gmsm.precompute(mod, group, plan, pts, stream)
-        sc = self._upload_fr(scalars, stream)
+        sc = self._upload_fr(vectors.reshape(-1, 4), stream)
         acc = (8 if g2 else 4) * curve.n8q
         sort = gmsm.SortScratch(dev, [plan], stream)
         bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
-        res = dev.alloc(acc, stream)
-        gmsm.sort_scalars(mod, plan, sc, sort, stream)
-        gmsm.accumulate(mod, group, plan, layout, pts, sort, bs, acc, res.ptr, stream)
-        raw = np.empty(acc, dtype=np.uint8)
+        res = dev.alloc(k * acc, stream)
+        gmsm.run_msm(mod, group, plan, layout, pts, sc, sort, bs, acc, res.ptr, stream)
+        raw = np.empty(k * acc, dtype=np.uint8)
         Device.download(raw, res, stream)
         stream.synchronize()
         sort.free(stream)
         bs.free(stream)
         for buf in (pts, sc, res):
             Device.free(buf, stream)
-        return decode_xyzz_g2(curve, raw) if g2 else decode_xyzz_g1(curve, raw)
+        decode = decode_xyzz_g2 if g2 else decode_xyzz_g1
+        out = [decode(curve, raw[j * acc:(j + 1) * acc]) for j in range(k)]
+        return out if batched else out[0]
 
     def msm_g1(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray):
         return self._msm(curve, bases, scalars, False)

@@ -46,6 +46,33 @@ def blinding_scalars(curve: Curve, draw=secrets.randbelow) -> np.ndarray:
     return from_ints([r, s, r * s % curve.r], 4)
 
 
+def key_buffer_bytes(curve: Curve, n_public: int) -> dict[str, int]:
+    """The device buffers `KeyEpilogue` allocates for a key, by name, in bytes (no device needed:
+    footprint.py counts them into the key's device bytes)."""
+    g1b, g2b = 2 * curve.n8q, 4 * curve.n8q
+    return {
+        "points": (2 + n_public + 1) * g1b + g2b,  # alpha1, beta1, beta2, IC_0..IC_nPublic
+        "bases": 3 * g1b + g2b,  # delta1, alpha1, beta1, delta2
+        "tables": FB_ROWS * (3 * g1b + g2b),
+        "consts": int(gverify.pairing_consts(curve).nbytes),
+        "g2": 3 * g2b,  # gamma2, delta2, beta2
+        "lines": 3 * gverify.n_lines(curve) * 3 * 2 * curve.n8q,
+        "neg_alpha": g1b,
+        "target": 12 * curve.n8q,
+    }
+
+
+def key_bytes(curve: Curve, n_public: int) -> int:
+    """Device bytes of one key's `KeyEpilogue` (each buffer at least Device.alloc's 16 bytes)."""
+    return sum(max(b, 16) for b in key_buffer_bytes(curve, n_public).values())
+
+
+def proof_device_bytes(curve: Curve) -> int:
+    """What the tail adds to one proof's working set: r, s, rs after the witness, and the affine
+    proof, L, the flag and the phases' scratch after the MSM sums (pipeline.stage)."""
+    return SCALAR_BYTES + proof_bytes(curve) + scratch_bytes(curve)
+
+
 class KeyEpilogue:
     """What the epilogue and the check need of one key, resident beside its points."""
 
@@ -55,29 +82,38 @@ class KeyEpilogue:
         mod = key.module
         self.curve = curve
         self.n_public = zkey.n_public
+        size = key_buffer_bytes(curve, zkey.n_public)
+
+        def upload(name: str, host: np.ndarray | None = None) -> DeviceBuffer:
+            # every buffer exactly as key_buffer_bytes counts it (the key's footprint)
+            host = np.zeros(0, np.uint8) if host is None else np.ascontiguousarray(host)
+            if host.nbytes not in (0, size[name]):
+                raise RuntimeError(f"epilogue buffer {name}: {host.nbytes} bytes, counted {size[name]}")
+            return key._upload(host, reserve=size[name])
+
         g1b, g2b = 2 * curve.n8q, 4 * curve.n8q
         neg_alpha = g1_to_mont(curve, [_neg(curve, g1_from_mont(curve, np.asarray(zkey.alpha1))[0])])
         g1_pts = np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1, 2, curve.q_limbs64)
                                  for p in (zkey.alpha1, zkey.beta1)])
-        self.points = key._upload(np.concatenate([g1_pts.reshape(-1), np.asarray(zkey.beta2, dtype=np.uint64).reshape(-1),
-                                                  np.asarray(zkey.ic, dtype=np.uint64).reshape(-1)]))
+        self.points = upload("points", np.concatenate([g1_pts.reshape(-1), np.asarray(zkey.beta2, dtype=np.uint64).reshape(-1),
+                                                       np.asarray(zkey.ic, dtype=np.uint64).reshape(-1)]))
         # byte tables: delta1, alpha1, beta1 (G1), delta2 (G2)
-        bases = key._upload(np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
-                                            for p in (zkey.delta1, zkey.alpha1, zkey.beta1, zkey.delta2)]))
-        self.tables = key._upload(np.zeros(0, np.uint8), reserve=FB_ROWS * (3 * g1b + g2b))
+        bases = upload("bases", np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
+                                                for p in (zkey.delta1, zkey.alpha1, zkey.beta1, zkey.delta2)]))
+        self.tables = upload("tables")
         blocks = FB_ROWS // 128
         for i in range(3):
             launch(mod, "fb_table_g1", blocks, 128, stream, bases.offset(i * g1b), self.tables.offset(i * FB_ROWS * g1b))
         launch(mod, "fb_table_g2", blocks, 128, stream, bases.offset(3 * g1b), self.tables.offset(3 * FB_ROWS * g1b))
         # pairing: constants, lines of gamma2, delta2, beta2, target pairing(-alpha1, beta2)
-        self.consts = key._upload(gverify.pairing_consts(curve))
-        g2 = key._upload(np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
-                                         for p in (zkey.gamma2, zkey.delta2, zkey.beta2)]))
+        self.consts = upload("consts", gverify.pairing_consts(curve))
+        g2 = upload("g2", np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
+                                          for p in (zkey.gamma2, zkey.delta2, zkey.beta2)]))
         self.line_bytes = gverify.n_lines(curve) * 3 * 2 * curve.n8q
-        self.lines = key._upload(np.zeros(0, np.uint8), reserve=3 * self.line_bytes)
+        self.lines = upload("lines")
         launch(mod, "g2_prepare", 1, 32, stream, self.consts, g2, U32(3), self.lines)
-        neg_alpha_buf = key._upload(neg_alpha)
-        self.target = key._upload(np.zeros(0, np.uint8), reserve=12 * curve.n8q)
+        neg_alpha_buf = upload("neg_alpha", neg_alpha)
+        self.target = upload("target")
         launch(mod, "pairing_values", 1, 32, stream, self.consts, neg_alpha_buf, g2.offset(2 * g2b), U32(1),
                self.target)
 
@@ -125,19 +161,20 @@ def launch_final(mod, args: tuple, stream: Stream) -> None:
 
 
 class SideStreams:
-    """One side stream per compute slot: the tail's early and mid phases run there, beside
-    the slot's own stream, so they overlap the MSMs they do not depend on."""
+    """Side streams per compute slot: a proof's tail runs its early and mid phases on lane 0,
+    beside the slot's own stream, so they overlap the MSMs they do not depend on; a batch
+    (pipeline.compute_batch) gives proof j lane j, so the k tails (one block each) run side by side."""
 
     def __init__(self, ctx):
         self.ctx = ctx
-        self._streams: dict[int, Stream] = {}
+        self._streams: dict[tuple[int, int], Stream] = {}
         self._lock = threading.Lock()
 
-    def get(self, slot: int) -> Stream:
+    def get(self, slot: int, lane: int = 0) -> Stream:
         with self._lock:
-            s = self._streams.get(slot)
+            s = self._streams.get((slot, lane))
             if s is None:
-                s = self._streams[slot] = self.ctx.device.stream()
+                s = self._streams[(slot, lane)] = self.ctx.device.stream()
             return s
 
     def close(self) -> None:
