@@ -4,6 +4,19 @@
 #pragma once
 #include "curve.cuh"
 
+// k * P from P's table (row w*256 + d = d * 2^(8w) * P), k 8 words little-endian: one mixed
+// addition per non-zero byte.  Also the epilogue's products by key points (epilogue.cuh).
+template <class Aff, class Acc>
+__device__ __forceinline__ Acc fixed_base_mul(const uint32_t* table, const uint32_t* k) {
+    Acc acc = Acc::inf();
+#pragma unroll 1
+    for (uint32_t w = 0; w < 32; w++) {
+        const uint32_t d = (k[w >> 2] >> (8 * (w & 3))) & 0xffu;
+        if (d) acc.add(Aff::load_ro(table + ((uint64_t)w * 256 + d) * Aff::WORDS));
+    }
+    return acc;
+}
+
 template <class Aff, class Acc>
 __device__ __forceinline__ void fixed_base(const uint32_t* table, const uint32_t* scalars, uint32_t n, uint32_t* out) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -11,11 +24,5 @@ __device__ __forceinline__ void fixed_base(const uint32_t* table, const uint32_t
     const uint4* q = reinterpret_cast<const uint4*>(scalars + 8ull * i);
     const uint4 lo = q[0], hi = q[1];
     const uint32_t s[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    Acc acc = Acc::inf();
-#pragma unroll 1
-    for (uint32_t w = 0; w < 32; w++) {
-        const uint32_t d = (s[w >> 2] >> (8 * (w & 3))) & 0xffu;
-        if (d) acc.add(Aff::load_ro(table + ((uint64_t)w * 256 + d) * Aff::WORDS));
-    }
-    acc.to_affine().store(out + (uint64_t)i * Aff::WORDS);
+    fixed_base_mul<Aff, Acc>(table, s).to_affine().store(out + (uint64_t)i * Aff::WORDS);
 }

@@ -9,6 +9,10 @@
 #include "evaluate.cuh"
 #include "fixed_base.cuh"
 #include "mont_c64.cuh"
+#include "tower.cuh"
+#include "pairing.cuh"
+#include "epilogue.cuh"
+#include "groth16_check.cuh"
 
 typedef fp<FR_P> fr_t;
 typedef fp<FQ_P> fq_t;
@@ -265,4 +269,117 @@ extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b,
     fr_t x = fr_t::load(a + 8ull * i), y = fr_t::load(b + 8ull * i), z;
     mont_mul_c64<FR_P>(z.v, x.v, y.v);
     z.store(out + 8ull * i);
+}
+
+// ---- the epilogue and the pairing check (epilogue.cuh, pairing.cuh, groth16_check.cuh).
+// The pairing's shape follows the base field: 8 limbs = BN254 (xi = 9 + u, D-type twist),
+// 12 limbs = BLS12-381 (xi = 1 + u, M-type); engine/backends/gpu/verify.py checks the Curve.
+// These chains are latency-bound (a handful of threads), not code-size-bound like the MSM's
+// accumulation loop: they use the base field with its product inline (FQI_P, same constants).
+constexpr bool PAIRING_D_TWIST = FQ_P::N == 8;
+struct FQI_P : FQ_P {
+    static constexpr bool MUL_OUT_OF_LINE = false;
+};
+typedef fp<FQI_P> fqi_t;
+typedef affine<fqi_t> g1i_aff;
+typedef xyzz<fqi_t> g1i_acc;
+typedef affine<fp2<fqi_t>> g2i_aff;
+typedef xyzz<fp2<fqi_t>> g2i_acc;
+typedef pairing_ops<fp2g<fqi_t>, PAIRING_D_TWIST ? 9 : 1, PAIRING_D_TWIST> PAIR;
+typedef groth16_check_ops<PAIR, g1i_aff, g2i_aff> CHECK;
+
+extern "C" __global__ void __launch_bounds__(128) fb_table_g1(const uint32_t* point, uint32_t* out) {
+    fb_table<g1i_aff, g1i_acc>(point, out);
+}
+extern "C" __global__ void __launch_bounds__(128) fb_table_g2(const uint32_t* point, uint32_t* out) {
+    fb_table<g2i_aff, g2i_acc>(point, out);
+}
+typedef groth16_check_ops<PAIR, g1i_aff, g2i_aff>::tail_args tail_args;
+#define GROTH16_TAIL_KERNEL(NAME, PHASE, THREADS)                                                                   \
+    extern "C" __global__ void __launch_bounds__(THREADS) NAME(                                                     \
+        const uint32_t* consts, uint32_t* results, uint32_t slot_words, const uint32_t* witness, uint32_t n_wires,  \
+        uint32_t n_public, const uint32_t* tables, const uint32_t* points, const uint32_t* gamma_lines,             \
+        const uint32_t* delta_lines, const uint32_t* target) {                                                      \
+        CHECK::PHASE(tail_args{consts, results, slot_words, witness, n_wires, n_public, tables, points, gamma_lines, \
+                               delta_lines, target});                                                               \
+    }
+GROTH16_TAIL_KERNEL(groth16_tail_early, tail_early, 128)
+GROTH16_TAIL_KERNEL(groth16_tail_mid, tail_mid, 64)
+GROTH16_TAIL_KERNEL(groth16_tail_final, tail_final, 32)
+extern "C" __global__ void __launch_bounds__(256) groth16_batch_check_kernel(
+    const uint32_t* consts, const uint32_t* proofs, const uint32_t* rho, uint32_t n, const uint32_t* ic,
+    const uint32_t* ic_scalars, uint32_t n_ic, const uint32_t* alpha_table, const uint32_t* beta_lines,
+    const uint32_t* gamma_lines, const uint32_t* delta_lines, uint32_t* work, uint32_t* flag) {
+    CHECK::batch_check(consts, proofs, rho, n, ic, ic_scalars, n_ic, alpha_table, beta_lines, gamma_lines, delta_lines,
+                       work, flag);
+}
+// The lines of n G2 points (affine), point i's at out + i * n_lines * line words.  Four
+// lanes a point (a lane group, fp2_group.cuh): launch 4n threads.
+extern "C" __global__ void g2_prepare(const uint32_t* consts, const uint32_t* points, uint32_t n, uint32_t* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 2;
+    if (i >= n) return;
+    const PAIR::consts k = PAIR::make_consts(consts);
+    const g2i_aff q = g2i_aff::load(points + (uint64_t)i * g2i_aff::WORDS);
+    uint32_t* dst = out + (uint64_t)i * k.n_lines() * PAIR::line::WORDS;
+    const bool writer = (t & 3) == 0;
+    PAIR::lines(k, PAIR::F2{q.x.c0, q.x.c1}, PAIR::F2{q.y.c0, q.y.c1}, [dst, writer](int li, const PAIR::line& l) {
+        if (writer) l.store(dst + (uint64_t)li * PAIR::line::WORDS);
+    });
+}
+// pairing(P_i, Q_i) for n pairs (tests; e(alpha1, beta2) of a key).  4n threads.
+extern "C" __global__ void pairing_values(const uint32_t* consts, const uint32_t* g1, const uint32_t* g2, uint32_t n,
+                                          uint32_t* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 2;
+    if (i >= n) return;
+    const PAIR::consts k = PAIR::make_consts(consts);
+    PAIR::F12 f = CHECK::pair_fly(k, g1i_aff::load(g1 + (uint64_t)i * g1i_aff::WORDS),
+                                  g2i_aff::load(g2 + (uint64_t)i * g2i_aff::WORDS));
+    f = PAIR::final_exp(k, f);
+    if ((t & 3) == 0) f.store(out + (uint64_t)i * PAIR::F12::WORDS);
+}
+// k_i * P_i (G1, affine in and out; tests of the epilogue's variable-base product).
+extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_t* scalars, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const g1i_acc p = g1i_acc::from_affine(g1i_aff::load(points + (uint64_t)i * g1i_aff::WORDS));
+    var_base_mul(p, scalars + 8ull * i).to_affine().store(out + (uint64_t)i * g1i_aff::WORDS);
+}
+
+// ---- latency of the pairing's chains (perf/pairing_latency.py): one lane group does `iters`
+// dependent products; out[0..1] = cycles (clock64), out[2..3] = nanoseconds (globaltimer).
+// mode 0: base-field product inline, 1: the out-of-line one, 2: an Fq2 product of a lane group,
+// 3: an Fq12 product, 4: a cyclotomic squaring, 5: an XYZZ doubling (G1).
+extern "C" __global__ void perf_pairing_chain(uint32_t* out, uint32_t iters, uint32_t mode) {
+    uint64_t t0 = clock64(), g0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+    uint32_t acc = 0;
+    if (mode <= 1) {
+        fqi_t x = fqi_t::one(), y = fqi_t::one();
+        y.v[0] ^= 12345u;
+        for (uint32_t i = 0; i < iters; i++) x = mode == 0 ? fqi_t::mul_inline(x, y) : fqi_t::mul_out_of_line(x, y);
+        acc = x.v[0];
+    } else if (mode == 2) {
+        PAIR::F2 x = PAIR::F2::one(), y = PAIR::F2::one();
+        y.c1.v[0] ^= 777u;
+        for (uint32_t i = 0; i < iters; i++) x = x * y;
+        acc = x.c0.v[0];
+    } else if (mode <= 4) {
+        PAIR::F12 x = PAIR::F12::one(), y = PAIR::F12::one();
+        y.c1.c0.c1.v[0] ^= 99u;
+        for (uint32_t i = 0; i < iters; i++) x = mode == 3 ? x * y : x.cyc_sqr();
+        acc = x.c0.c0.c0.v[0];
+    } else {
+        g1i_acc p = g1i_acc::inf();
+        p.x = fqi_t::one(), p.y = fqi_t::one(), p.zz = fqi_t::one(), p.zzz = fqi_t::one();
+        p.y.v[0] ^= 5u;
+        for (uint32_t i = 0; i < iters; i++) p.dbl();
+        acc = p.x.v[0];
+    }
+    uint64_t t1 = clock64(), g1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    if ((threadIdx.x & 3) == 0 && threadIdx.x < 4) {
+        out[0] = (uint32_t)(t1 - t0), out[1] = (uint32_t)((t1 - t0) >> 32);
+        out[2] = (uint32_t)(g1 - g0), out[3] = (uint32_t)((g1 - g0) >> 32);
+        out[4] = acc;
+    }
 }

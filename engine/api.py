@@ -132,18 +132,26 @@ class Groth16Kit:
     # The epilogue and the verification are pure-Python arithmetic (tens of ms): they run in
     # the shared CPU process pool, so they neither serialise on the GIL nor starve the
     # device threads of it.  The calling thread only waits on the result.
+    # A backend that ran the epilogue and the pairing check itself (the GPU: CoreResult.proof
+    # set) leaves only decoding: that happens here, in the calling thread, and `verify` has
+    # nothing left to do for such a proof (a failed device check raises in `finish`).
     def finish(self, key: Groth16Key, core: Any, public: np.ndarray) -> Any:
         from scheduler import cpu_pool  # noqa: PLC0415
         from engine.groth16.prover import KeyHeader, finish  # noqa: PLC0415
 
+        if getattr(core, "proof", None) is not None:
+            return finish(key.zkey, core, public, verify=False)
         if key.header is None:
             key.header = KeyHeader.from_zkey(key.zkey)
         return cpu_pool.get_pool().submit(finish, key.header, core, public, verify=False).result()
 
     def verify(self, key: Groth16Key, proof: Any) -> None:
         from scheduler import cpu_pool  # noqa: PLC0415
-        from engine.groth16.prover import verify_or_raise  # noqa: PLC0415
+        from engine.groth16.prover import checked_on_device, verify_or_raise  # noqa: PLC0415
         from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
+
+        if checked_on_device(proof):
+            return
 
         if key.vk is None:
             key.vk = vk_from_zkey(key.zkey)

@@ -7,8 +7,12 @@ For each size: `bench-circuit` (deterministic: seed 0, so every machine gets the
 same .r1cs/.wtns bytes), a development key from `setup` (timed), the key
 loaded once, then `repeats` proofs after one warm-up, each verified.  Reports
 the median per stage: the device's own event times for upload, evaluate, the
-six NTTs, the H MSM, the A/B1/C MSMs and the B2 MSM, then the host's epilogue
-and verification, and the whole proof (excluding witness generation).  Writes
+six NTTs, the H MSM, the A/B1/C MSMs and the B2 MSM, then on the GPU the tail
+after the B2 MSM (gpu_check: pi_b, the last Miller loop, the final
+exponentiation) and, beside the stages (overlapped, not in the sum), the tail's
+early and mid phases (side_early, side_mid); on the CPU the host's epilogue and
+verification; the sum of the device stages, the whole proof (excluding witness
+generation) and its ratio to that sum.  Writes
 vkey.json, proof.json and public.json beside the key, so that a machine with
 node can check them with `snarkjs groth16 verify`; with --snarkjs (node and
 npm packages present) also times `snarkjs groth16 prove` on the same files.
@@ -37,8 +41,8 @@ from engine.groth16.prover import prove  # noqa: E402
 from engine.groth16.setup import select_setup_ops, setup_file  # noqa: E402
 from engine.groth16.verifier import vk_from_zkey  # noqa: E402
 
-STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2", "evaluate",
-               "quotient", "msm_h", "msm_a", "msm_b1", "msm_b2", "msm_c", "epilogue", "verify"]
+STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2", "gpu_check",
+               "side_early", "side_mid", "evaluate", "quotient", "msm_h", "msm_a", "msm_b1", "msm_b2", "msm_c", "epilogue", "verify"]
 
 
 def run_size(curve: str, log_c: int, backend_name: str, repeats: int, workdir: Path, with_snarkjs: bool) -> dict:
@@ -84,6 +88,10 @@ def run_files(zkey_path: Path, wtns: str, backend_name: str, repeats: int, d: Pa
     for k in STAGE_ORDER:
         if k in med:
             row[k] = round(med[k] * 1000, 2)
+    gpu = [statistics.median(sum(v for k, v in r.items() if k.startswith("gpu_")) for r in runs)]
+    if gpu[0]:  # the device's own time for the whole proof, and how much the host adds to it
+        row["gpu sum ms"] = round(gpu[0] * 1000, 2)
+        row["proof/gpu"] = round(med["total"] / gpu[0], 3)
     if with_snarkjs:
         row["snarkjs ms"] = snarkjs_prove_ms(zkey_path, wtns, d)
     return row

@@ -59,13 +59,20 @@ def scalars_from(seed):
 
 
 def prove_with(backend, zkey, witness, seed=1):
-    from engine.groth16.prover import prove
+    """(footprint, core, proof): `proof` is the CPU epilogue of the core's MSM sums with seeded r, s
+    (verified), so that tiers compare byte for byte; a resident key's own proof (the device tail,
+    r and s from the OS) must verify too, a host-tier key's proof ends on the CPU."""
+    import dataclasses
+
+    from engine.groth16.prover import finish, prove
 
     key = backend.load_key(zkey)
     try:
         core = backend.prove_core(key, witness)
-        proof = prove(zkey, witness, backend, key, scalars=scalars_from(seed))
-        return key.footprint, core, proof
+        own = prove(zkey, witness, backend, key)  # verified (on the device or the CPU) before it returns
+        assert (core.proof is None) == (key.footprint.tier == "host") and own.pi_a is not None
+        sums = dataclasses.replace(core, proof=None, verified=None)
+        return key.footprint, core, finish(zkey, sums, witness, scalars=scalars_from(seed))
     finally:
         backend.unload_key(key)
 

@@ -158,6 +158,15 @@ def test_compute_batch_matches_proof_by_proof(curve_name, fold):
         for x, y in zip(got, one):
             assert (x.pi_a0, x.pi_b1_0, x.pi_b2_0, x.pi_c0, x.pi_h) == (y.pi_a0, y.pi_b1_0, y.pi_b2_0, y.pi_c0, y.pi_h)
             assert x.timings["gpu_batch"] == len(witnesses)
+        # each batched proof got its own device tail: the real witness's proof verifies (on the
+        # device and by the CPU verifier), the made-up witnesses' proofs fail the device check
+        from engine.groth16.proof import Proof
+        from engine.groth16.prover import public_signals
+        from engine.groth16.verifier import verify, vk_from_zkey
+
+        assert got[0].verified is True and all(x.verified is False for x in got[1:])
+        proof = Proof(zkey.curve, *got[0].proof, public_signals(zkey, base), {})
+        assert verify(vk_from_zkey(zkey), proof.public, proof)
         key.close()
     finally:
         b.close()

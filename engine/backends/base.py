@@ -2,7 +2,8 @@
 
 A backend turns (proving key, witness) into the five multi-scalar products of
 a proof; the prover (`engine.groth16.prover`) adds the random r, s and assembles the
-proof on the CPU.  The CPU backend (`engine.backends.cpu`) is the reference;
+proof on the CPU, unless the backend did that itself and says so in `CoreResult.proof`
+(the GPU backend runs the epilogue and the pairing check on the device).  The CPU backend (`engine.backends.cpu`) is the reference;
 the GPU backend (`engine.backends.gpu`) implements the same methods.
 
 Data at the seam (fixed so that arrays can be copied to a device as they are):
@@ -45,6 +46,11 @@ class CoreResult:
     pi_c0: G1Point  # sum over private wires w_i C_{i-nPublic-1}
     pi_h: G1Point  # sum_j h_j H_j
     timings: dict[str, float] = field(default_factory=dict)  # stage name -> seconds
+    # Set by a backend that runs the epilogue itself (the GPU): the proof's (pi_a, pi_b, pi_c),
+    # affine (the MSM sums above are then for tests only).  `verified`: the backend's own
+    # pairing check of that proof (None where it made none).
+    proof: Optional[tuple] = None
+    verified: Optional[bool] = None
 
 
 class ResidentKey:

@@ -3,7 +3,10 @@
 The heavy stages run in a `Backend`; this module owns what surrounds them:
 that the witness belongs to the key, the random r and s, the assembly of
 pi_a, pi_b, pi_c (the epilogue), and the verification that runs before a
-proof is returned, so a wrong proof never reaches a user.
+proof is returned, so a wrong proof never reaches a user.  A backend that
+runs the epilogue and the pairing check itself (the GPU) hands back the
+finished points and its verdict in the CoreResult; then no elliptic-curve
+arithmetic is left here.
 """
 from __future__ import annotations
 
@@ -104,9 +107,12 @@ def finish(
     `zkey` may be a parsed ZKey or a KeyHeader (what a worker process receives)."""
     from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
 
+    if core.proof is not None:  # the backend ran the epilogue (and its pairing check) itself
+        return _finish_from_backend(zkey, core, values, vk=vk, verify=verify)
     draw = scalars or secrets.randbelow
     r, s = draw(zkey.curve.r), draw(zkey.curve.r)
     timings = dict(core.timings)
+    timings.pop(DEVICE_CHECK_TIMING, None)  # no device check of this proof: never skip the CPU one
     t = time.perf_counter()
     pi_a, pi_b, pi_c = epilogue(zkey, core, r, s)
     timings["epilogue"] = time.perf_counter() - t
@@ -115,6 +121,37 @@ def finish(
         t = time.perf_counter()
         verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path)
         timings["verify"] = time.perf_counter() - t
+    return proof
+
+
+# The timing a backend reports when its own pairing check accepted the proof (the GPU's
+# gpu_check stage: the end of the epilogue and the check): such a proof needs no second,
+# CPU, verification.
+DEVICE_CHECK_TIMING = "gpu_check"
+
+
+def checked_on_device(proof: Proof) -> bool:
+    """True when the backend that made this proof verified it itself (engine/api.py skips the CPU check)."""
+    return DEVICE_CHECK_TIMING in proof.timings
+
+
+def _finish_from_backend(zkey, core: CoreResult, values: np.ndarray, *, vk, verify: bool) -> Proof:
+    """A proof the backend assembled (and, where `core.verified` is set, checked).  A failed
+    device check raises whatever `verify` says: the proof is wrong, and is never returned.
+    r and s were drawn by the backend, from the OS's CSPRNG."""
+    from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
+
+    pi_a, pi_b, pi_c = core.proof
+    timings = dict(core.timings)
+    proof = Proof(zkey.curve, pi_a, pi_b, pi_c, public_signals(zkey, values), timings)
+    if core.verified is False:
+        raise VerificationError(_not_verified(zkey.path) + " (the device's pairing check failed)")
+    if core.verified is None:
+        timings.pop(DEVICE_CHECK_TIMING, None)
+        if verify:
+            t = time.perf_counter()
+            verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path)
+            timings["verify"] = time.perf_counter() - t
     return proof
 
 
@@ -147,7 +184,9 @@ def verify_or_raise(vk: VerificationKey, proof: Proof, key_name: str | None = No
     from engine.groth16.verifier import verify as verify_proof  # noqa: PLC0415
 
     if not verify_proof(vk, proof.public, proof):
-        raise VerificationError(
-            f"the proof for {key_name or 'this key'} does not verify: the witness does not satisfy the circuit "
-            "(check it with --r1cs), or a backend computed a wrong result; no proof was written or returned"
-        )
+        raise VerificationError(_not_verified(key_name))
+
+
+def _not_verified(key_name: str | None) -> str:
+    return (f"the proof for {key_name or 'this key'} does not verify: the witness does not satisfy the circuit "
+            "(check it with --r1cs), or a backend computed a wrong result; no proof was written or returned")

@@ -14,6 +14,7 @@ from cuda_kernels.driver import Device, U32, launch
 from engine.backends.base import Backend, CoreResult, Pending, ResidentKey, Staged
 from engine.algebra.curves import Curve
 from engine.formats.binfile import first_row_ge
+from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import pipeline
@@ -49,6 +50,11 @@ class GpuBackend(Backend):
 
         where = resolve_dir("off" if key_cache_dir is False else key_cache_dir)
         self.key_cache = KeyCache(where) if where is not None else None
+        # tests only: called as fault_hook(results_buffer, slot_bytes, stream, after) with after
+        # "a_b1_c_h" (those four sums are done) and "b2", to corrupt a result on the device
+        # before the tail reads it (the check must then fail)
+        self.fault_hook = None
+        self.side_streams = gepi.SideStreams(self.ctx)
 
     def set_guard_owner(self, owner: object) -> None:
         """Device-global calls of this backend are checked against `owner`'s proof reservations
@@ -118,6 +124,18 @@ class GpuBackend(Backend):
 
     def discard(self, staged: Staged) -> Pending:
         return pipeline.discard(self, staged)
+
+    def verify_batch(self, key: ResidentKey, items) -> bool:
+        """Several proofs of one key checked with one device multi-pairing (random linear
+        combination, one final exponentiation); items: (public signals, Proof) pairs.  A host-tier
+        key has no epilogue tables on the device: its proofs are checked by the CPU verifier."""
+        if getattr(key, "epilogue", None) is None:
+            from engine.groth16.verifier import verify_batch, vk_from_zkey  # noqa: PLC0415
+
+            return verify_batch(vk_from_zkey(key.zkey), [(list(pub), p) for pub, p in items])
+        self.ctx.bind_thread()
+        return gepi.verify_batch(self.ctx, key.module, key.epilogue,
+                                 [(list(pub), (p.pi_a, p.pi_b, p.pi_c)) for pub, p in items])
 
     # ---- what the scheduler asks of a device (start-up and idle time only)
     def memory_budget_bytes(self) -> int:
@@ -296,4 +314,6 @@ class GpuBackend(Backend):
         return self._msm(curve, bases, scalars, True)
 
     def close(self) -> None:
+        self.ctx.bind_thread()
+        self.side_streams.close()
         self.ctx.close()

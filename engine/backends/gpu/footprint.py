@@ -11,7 +11,10 @@ and one proof fit, it raises one BudgetError naming the key's footprint, the
 proof's working set and the budget, before any device work.
 
 The byte counts here are the allocations key.py, host_tier.py and pipeline.py
-make (tests hold them equal), so the budget reserves what is really taken.
+make (tests hold them equal), so the budget reserves what is really taken:
+a resident key's count includes its epilogue tables (epilogue.key_bytes) and
+its proofs' working sets the device tail's bytes (epilogue.proof_device_bytes);
+host-tier keys and their proofs have neither (their proofs end on the CPU).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.algebra.curves import Curve
+from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu.ntt import twiddle_bytes
 from engine.errors import BudgetError
@@ -70,11 +74,13 @@ class KeyShape:
     domain: int
     n_coef_a: int  # coefficient entries of A
     n_coef_b: int  # and of B (the CSR matrices kept on the device)
+    n_public: int = 0  # public signals (the epilogue's IC points on the device)
 
     @classmethod
     def of(cls, zkey) -> "KeyShape":
         n_a = int(np.count_nonzero(zkey.coeffs["matrix"] == 0)) if zkey.coeffs.shape[0] else 0
-        return cls(zkey.curve, int(zkey.n_vars), int(zkey.domain_size), n_a, int(zkey.coeffs.shape[0]) - n_a)
+        return cls(zkey.curve, int(zkey.n_vars), int(zkey.domain_size), n_a, int(zkey.coeffs.shape[0]) - n_a,
+                   int(zkey.n_public))
 
     @property
     def scalar_bits(self) -> int:
@@ -96,6 +102,10 @@ class KeyShape:
         half = max(self.domain // 2, 1)
         tables = 2 * _alloc(half * twiddle_bytes(self.curve)) + _alloc(self.domain * FR)
         return csr + tables
+
+    def epilogue_device_bytes(self) -> int:
+        """A resident key's epilogue tables, lines and target (epilogue.KeyEpilogue)."""
+        return gepi.key_bytes(self.curve, self.n_public)
 
 
 @dataclass(frozen=True)
@@ -197,9 +207,11 @@ def layouts(plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan, sm_count: int):
 
 
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
-                      sm_count: int) -> int:
-    """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets."""
-    total = n_wires * FR + 3 * domain * FR
+                      sm_count: int, tail: bool = True) -> int:
+    """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets,
+    and with `tail` the device tail's r, s, rs, proof area and scratch (inside the witness and results
+    allocations)."""
+    total = n_wires * FR + 3 * domain * FR + (gepi.proof_device_bytes(curve) if tail else 0)
     total += gmsm.SortScratch.nbytes([plan_w, plan_h])
     total += gmsm.BucketScratch.nbytes(layouts(plan_w, plan_h, sm_count), acc_bytes(curve, True))
     total += 5 * acc_bytes(curve, True)
@@ -224,7 +236,7 @@ def host_working_set(shape: KeyShape, pw: gmsm.MsmPlan, ph: gmsm.MsmPlan, sm_cou
     """A host-tier proof under chunk plans pw (witness) and ph (H): the resident proof's buffers at chunk
     size, two staging buffers, the chunk results."""
     chunk_w, chunk_h = pw.n, ph.n
-    base = proof_working_set(shape.curve, shape.n_wires, shape.domain, pw, ph, sm_count)
+    base = proof_working_set(shape.curve, shape.n_wires, shape.domain, pw, ph, sm_count, tail=False)
     base -= 5 * acc_bytes(shape.curve, True)  # its results are the per-chunk slots below
     slots = host_result_slots(shape, chunk_w, chunk_h)
     return base + 2 * host_chunk_bytes(shape, chunk_w, chunk_h) + slots * acc_bytes(shape.curve, True)
@@ -253,7 +265,8 @@ def resident_footprint(shape: KeyShape, fold: str | int, budget: int, proofs: in
               + _alloc(pw.fold * shape.n_wires * g2_bytes(curve)) + _alloc(ph.fold * shape.domain * g1_bytes(curve)))
     seconds, ops, serial = estimate(curve, _proof_msms(pw, ph))
     return KeyFootprint(
-        tier="resident", plan_w=pw, plan_h=ph, device_bytes=shape.fixed_device_bytes() + points, host_bytes=0,
+        tier="resident", plan_w=pw, plan_h=ph, device_bytes=shape.fixed_device_bytes() + points + shape.epilogue_device_bytes(),
+        host_bytes=0,
         working_set_bytes=proof_working_set(curve, shape.n_wires, shape.domain, pw, ph, sm_count),
         proofs_in_flight=proofs, budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape),
         msm_ops=ops, serial_doublings=serial,

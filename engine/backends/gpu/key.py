@@ -1,4 +1,4 @@
-"""A proving key resident on one GPU: points (with their window tables), coeffs, NTT tables.
+"""A proving key resident on one GPU: points (with their window tables), coeffs, NTT tables, epilogue tables.
 
 Uploaded once by `GpuBackend.load_key` and reused by every later proof of
 the circuit; a proof then moves only its witness over PCIe.  The C points are
@@ -17,6 +17,7 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event
 from engine.backends.base import ResidentKey
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import staging
+from engine.backends.gpu.epilogue import KeyEpilogue
 from engine.backends.gpu.footprint import KeyFootprint
 from engine.backends.gpu.host_tier import HostTier
 from engine.backends.gpu.ntt import build_tables
@@ -82,7 +83,8 @@ def cache_layout() -> str:
 
 class GpuKey(ResidentKey):
     """`footprint` (footprint.plan_key, chosen from the VRAM budget) fixes the tier and the MSM plans:
-    resident keys hold their points and shifted copies here, host-tier keys a `HostTier` of pinned bases.
+    resident keys hold their points and shifted copies here and the epilogue's tables (`epilogue`),
+    host-tier keys a `HostTier` of pinned bases (and no `epilogue`: their proofs end on the CPU).
 
     Loading: kernel module, NTT tables (built on the device), the CSR of A and B (from the key
     cache, or built on the host and then cached), a resident key's points straight from the zkey's
@@ -107,6 +109,7 @@ class GpuKey(ResidentKey):
         self.host: HostTier | None = None
         self.buffers: list[DeviceBuffer] = []
         self.tables = None
+        self.epilogue: KeyEpilogue | None = None
         self._events: list[Event] = []
         with Device.recording() as made:
             try:
@@ -153,6 +156,9 @@ class GpuKey(ResidentKey):
                 self.c = self._points(jobs, zkey, zkey_fd, 8, zkey.c, self.plan_w, "g1", side, pad=pad)
                 self.b2 = self._points(jobs, zkey, zkey_fd, 7, zkey.b2, self.plan_w, "g2", side)
                 self.h = self._points(jobs, zkey, zkey_fd, 9, zkey.h, self.plan_h, "g1", side)
+                # the epilogue's byte tables and the pairing check's lines and target (epilogue.py);
+                # host-tier proofs end on the CPU (their MSM sums are complete only on the host)
+                self.epilogue = KeyEpilogue(self, zkey)
             t = time.perf_counter()
             self.upload_stats = staging.upload(ctx, stream, jobs)
             self.timings["read + upload"] = time.perf_counter() - t
@@ -199,6 +205,14 @@ class GpuKey(ResidentKey):
             writer = threading.Thread(target=cache.store, args=(identity, arrays, meta), name="key-cache-write")
             writer.start()
         return arrays, None, writer
+
+    def _upload(self, host: np.ndarray, reserve: int | None = None) -> DeviceBuffer:
+        """A small array copied as it is (the epilogue's tables): `reserve` bytes at least."""
+        host = np.ascontiguousarray(host)
+        buf = self._alloc(max(reserve or 0, host.nbytes))
+        if host.nbytes:
+            Device.upload(buf, host, self.ctx.upload_stream)
+        return buf
 
     def _alloc(self, nbytes: int) -> DeviceBuffer:
         buf = self.ctx.device.alloc(nbytes, self.ctx.upload_stream)

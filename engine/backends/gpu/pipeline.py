@@ -5,9 +5,17 @@ from the stream-ordered pool, copy the witness into a pinned buffer taken from
 the context's pool (never pinned here: pinning is device-global) and upload
 it, record an event.  Compute phase (`compute`, a compute stream): wait on that
 event, run evaluate -> 3 iNTT (coset factor fused) -> 3 NTT -> h -> H MSM ->
-one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs, copy the
-five results to pinned memory, free everything asynchronously, record the done
-event.  Nothing here waits on the host or touches the device as a whole.
+one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs, then, for a
+resident key, the proof's tail (epilogue and pairing check, engine/backends/gpu/epilogue.py:
+two of its three phases on the slot's side stream, beside the stages they do not
+need); copy what comes back (the affine proof and the check's verdict, with the MSM
+sums) to pinned memory, free everything asynchronously, record the done event.
+Nothing here waits on the host or touches the device as a whole.
+
+A host-tier key's MSM sums are complete only on the host (one result per MSM per
+chunk, summed there): its proofs run no tail, upload no r, s and allocate no tail
+scratch; their CoreResult carries the sums only (`proof` None) and the prover ends
+them on the CPU, as the CPU backend's.
 
 Failure paths free everything: a failing `stage` frees what it allocated on
 its stream and waits for those frees before raising; a failing `compute`
@@ -16,7 +24,8 @@ scheduler returns the VRAM budget only when the memory is really free.
 
 `compute_batch` runs several staged proofs of one key as one compute phase:
 each proof's evaluate and NTTs, then its H MSMs and its four witness MSMs
-batched (k scalar vectors against the same resident bases in one pass each).
+batched (k scalar vectors against the same resident bases in one pass each),
+then each proof's tail on its own side stream (the k tails side by side).
 """
 from __future__ import annotations
 
@@ -30,6 +39,7 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, 
 
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError
+from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
@@ -38,7 +48,7 @@ from engine.backends.gpu.key import GpuKey
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
 FR = 32
-STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2")
+STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")  # "check": the device tail only
 
 
 def _layouts(key: GpuKey, sm_count: int):
@@ -49,12 +59,31 @@ def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     """Device bytes one proof allocates beyond the resident key (what the VRAM budget reserves)."""
     if key.host is not None:
         return footprint.host_working_set(key.host.shape, key.plan_w, key.plan_h, sm_count)
-    return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count)
+    return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count,
+                                       tail=has_tail(key))
+
+
+def has_tail(key: GpuKey) -> bool:
+    """Whether proofs of `key` end on the device (epilogue and pairing check): resident keys."""
+    return key.epilogue is not None
 
 
 def result_bytes(key: GpuKey) -> int:
-    """The MSM results one proof downloads: five, or one per MSM per chunk on the host tier."""
-    return (5 if key.host is None else key.host.slots) * acc_bytes(key.curve, True)
+    """What one proof downloads: the five MSM sums then the tail's affine proof and verdict, or
+    one result per MSM per chunk on the host tier."""
+    if key.host is not None:
+        return key.host.slots * acc_bytes(key.curve, True)
+    return 5 * acc_bytes(key.curve, True) + (gepi.proof_bytes(key.curve) if has_tail(key) else 0)
+
+
+def results_alloc_bytes(key: GpuKey) -> int:
+    """The proof's results buffer on the device: what comes back, then the tail's scratch."""
+    return result_bytes(key) + (gepi.scratch_bytes(key.curve) if has_tail(key) else 0)
+
+
+def upload_bytes(key: GpuKey) -> int:
+    """What one proof uploads: its witness, then r, s, rs when the tail runs on the device."""
+    return key.n_wires * FR + (gepi.SCALAR_BYTES if has_tail(key) else 0)
 
 
 RESULT_ALIGN = 256
@@ -66,8 +95,8 @@ def _results_offset(witness_bytes: int) -> int:
 
 
 def pinned_bytes(key: GpuKey) -> int:
-    """The pinned host buffer one proof of `key` uses: its witness, then its results."""
-    return _results_offset(key.n_wires * FR) + result_bytes(key)
+    """The pinned host buffer one proof of `key` uses: its witness (and r, s, rs), then what comes back."""
+    return _results_offset(upload_bytes(key)) + result_bytes(key)
 
 
 @dataclass
@@ -167,22 +196,27 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     dev, stream = ctx.device, ctx.upload_stream
     curve, n = key.curve, key.domain
     wit = np.ascontiguousarray(witness, dtype=np.uint64)
-    results_offset = _results_offset(wit.nbytes)
+    # r, s, rs ride after the witness (device tail only): one upload, and the tail's phases read them there
+    scalars = gepi.blinding_scalars(curve).reshape(-1) if has_tail(key) else np.zeros(0, np.uint64)
+    up_bytes = wit.nbytes + scalars.nbytes
+    results_offset = _results_offset(up_bytes)
     host = ctx.pinned.take(results_offset + result_bytes(key), tag=key)
     shapes = _layouts(key, dev.sm_count)
     events: list[Event] = []
     with Device.recording() as allocated:
         try:
             if host is not None:
-                host.view(np.uint64, wit.size)[:] = wit.reshape(-1)
+                words = host.view(np.uint64, wit.size + scalars.size)
+                words[:wit.size] = wit.reshape(-1)
+                words[wit.size:] = scalars
             state = ProofState(
-                witness=dev.alloc(wit.nbytes, stream),
+                witness=dev.alloc(up_bytes, stream),
                 a=dev.alloc(n * FR, stream),
                 b=dev.alloc(n * FR, stream),
                 c=dev.alloc(n * FR, stream),
                 sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
                 buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
-                results=dev.alloc(result_bytes(key), stream),
+                results=dev.alloc(results_alloc_bytes(key), stream),
                 device_buffers=allocated,
                 host=host,
                 results_offset=results_offset,
@@ -195,7 +229,11 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
             state.upload_start.record(stream)
             # from pinned memory the copy is asynchronous; from pageable memory (no pinned buffer
             # was free) the driver stages it and returns once it holds the bytes: slower, correct
-            Device.upload(state.witness, wit if host is None else host.view(np.uint8, wit.nbytes), stream)
+            if host is not None:
+                up = host.view(np.uint8, up_bytes)
+            else:
+                up = np.concatenate([wit.reshape(-1), scalars]) if scalars.size else wit
+            Device.upload(state.witness, up, stream)
             state.uploaded.record(stream)
         except BaseException:
             try:
@@ -233,29 +271,37 @@ def discard(backend, staged: Staged) -> Pending:
 
 def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pending:
     """The compute phase.  It never raises: a failure midway (a launch, an event) still frees every
-    buffer on the stream, and the Pending raises the error only after the device is done with them,
-    so the VRAM budget comes back after the done event on the failure path too (rule 4)."""
+    buffer on the stream (after whatever reached the side stream), and the Pending raises the error
+    only after the device is done with them, so the VRAM budget comes back after the done event on
+    the failure path too (rule 4)."""
     ctx = backend.ctx
     ctx.bind_thread()
     key: GpuKey = staged.key
     st: ProofState = staged.state
     curve = key.curve
+    tail = has_tail(key)
     stream = ctx.compute_stream(slot)
+    side = backend.side_streams.get(slot) if tail else None
     marks: list[Event] = []
+    side_marks: list[Event] = []  # early start, early end, mid start, mid end
+    side_events: list[Event] = []  # the cross-stream events (destroyed after the done event)
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
-    raw = st.results_view(result_bytes(key))
+    nbytes = result_bytes(key)  # what comes back
+    raw = st.results_view(nbytes)
     error: BaseException | None = None
     ordered = False  # the compute stream waits on the upload: frees may go on it
     try:
         stream.wait_event(st.uploaded)
         ordered = True
         stream.wait_event(key.ready)
-        _launch_proof(ctx, key, st, stream, marks, timing)
+        _launch_proof(backend, key, st, stream, side, marks, side_marks, side_events, timing)
         if raw is None:  # no pinned buffer: a pageable download waits for this stream (only)
-            raw = np.empty(result_bytes(key), dtype=np.uint8)
+            raw = np.empty(nbytes, dtype=np.uint8)
         Device.download(raw, st.results, stream)
     except Exception as exc:  # handed to the Pending: raised after the done event
         error = exc
+        if ordered and side is not None:  # whatever reached the side stream finishes before the frees
+            _join_side(stream, side, side_events)
     free_on = stream if ordered else ctx.upload_stream
     failed = _free_all(st.device_buffers, free_on)
     done = _fence(free_on)
@@ -268,24 +314,36 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
             out = raw.copy()
             timings = dict(staged.timings)
             timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
-            for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
+            for name, (e0, e1) in zip(STAGES if tail else STAGES[:-1], zip(marks, marks[1:])):
                 timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
+            if len(side_marks) == 4:  # the overlapped phases, beside the stages above (not in their sum)
+                timings["side_early"] = side_marks[0].elapsed_ms(side_marks[1]) / 1000.0
+                timings["side_mid"] = side_marks[2].elapsed_ms(side_marks[3]) / 1000.0
         finally:
-            _destroy(*marks)
+            _destroy(*marks, *side_marks, *side_events)
             st.release_host(ctx)
-        if key.host is not None:  # one result per MSM per chunk: their sums
+        if key.host is not None:  # one result per MSM per chunk: their sums (the CPU ends this proof)
             a, b1, b2, c, h = key.host.results(out)
             return CoreResult(pi_a0=a, pi_b1_0=b1, pi_b2_0=b2, pi_c0=c, pi_h=h, timings=timings)
-        pts = [out[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
-        g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
-        return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
-                          pi_h=g1[3], timings=timings)
+        return _core(curve, out, timings)
 
     return Pending(wait)
 
 
-def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], timing: bool) -> None:
-    """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results."""
+def _join_side(stream, side, side_events: list[Event]) -> None:
+    """On a failure path: `stream` waits for everything queued on `side` (the frees come after)."""
+    try:
+        stream.wait_event(_track(side_events, Event()).record(side))
+    except DeviceError:
+        side.synchronize()
+
+
+def _launch_proof(backend, key: GpuKey, st: ProofState, stream, side, marks: list[Event], side_marks: list[Event],
+                  side_events: list[Event], timing: bool) -> None:
+    """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
+    a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
+    `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both."""
+    ctx = backend.ctx
     sm = ctx.device.sm_count
 
     def mark():
@@ -293,15 +351,44 @@ def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], 
             marks.append(Event(timing=True))
             marks[-1].record(stream)
 
+    def side_mark():
+        if timing:
+            side_marks.append(Event(timing=True))
+            side_marks[-1].record(side)
+
     mark()
-    _front(key, st, stream, mark)
     g2_acc = acc_bytes(key.curve, True)
     (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
-    if key.host is not None:  # bases streamed from pinned host memory, chunk by chunk
+    if key.host is not None:  # bases streamed from pinned host memory, chunk by chunk; no device tail
+        _front(key, st, stream, mark)
         key.host.enqueue(key.module, st, {"h": (plan_h, lay_h), "w": (plan_w, lay_w)}, stream, mark)
         return
+    mod = key.module
+    side.wait_event(st.uploaded)
+    side.wait_event(key.ready)
+    tail = gepi.tail_args(key.epilogue, key.n_wires, st.results, g2_acc, st.witness)
+    side_mark()
+    gepi.launch_early(mod, tail, side)
+    side_mark()
+    _front(key, st, stream, mark)
+    mid_done: list[Event] = []
+
+    def before_b2() -> None:  # the mid phase beside the B2 MSM
+        if backend.fault_hook is not None:  # tests: corrupt a result on the device
+            backend.fault_hook(st.results, g2_acc, stream, "a_b1_c_h")
+        side.wait_event(_track(side_events, Event()).record(stream))
+        side_mark()
+        gepi.launch_mid(mod, tail, side)
+        mid_done.append(_track(side_events, Event()).record(side))
+        side_mark()
+
     _msms(key, plan_h, lay_h, plan_w, lay_w, st.c, st.witness, st.sort, st.buckets, st.results.ptr, 5 * g2_acc,
-          stream, mark)
+          stream, mark, before_b2)
+    if backend.fault_hook is not None:
+        backend.fault_hook(st.results, g2_acc, stream, "b2")
+    stream.wait_event(mid_done[0])
+    gepi.launch_final(mod, tail, stream)
+    mark()
 
 
 def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
@@ -319,10 +406,11 @@ def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
 
 
 def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: int, stride: int, stream,
-          mark) -> None:
+          mark, before_b2=None) -> None:
     """The H MSM over the h vectors at `h` and the A, B1, C, B2 MSMs over the witnesses at `w`
     (plan.batch vectors each, one after another): proof j's five results at res + j * stride,
-    in the order A, B1, B2, C, H, each slot one G2 accumulator wide."""
+    in the order A, B1, B2, C, H, each slot one G2 accumulator wide.  `before_b2` runs once the
+    G1 sums are queued (a single proof's tail starts its mid phase there)."""
     curve, mod = key.curve, key.module
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
     gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, h, sort, buckets, g1_acc, res + 4 * g2_acc, stream, stride)
@@ -331,16 +419,21 @@ def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: i
     for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
         gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, sort, buckets, g1_acc, res + i * g2_acc, stream, stride)
     mark()
+    if before_b2 is not None:
+        before_b2()
     gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort, buckets, g2_acc, res + 2 * g2_acc, stream, stride)
     mark()
 
 
 def _core(curve, raw: np.ndarray, timings: dict) -> CoreResult:
+    """A resident key's CoreResult: the five MSM sums (tests compare them with the CPU reference) and,
+    after them in the same copy, the device tail's affine proof and verdict."""
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
     pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
     g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
+    proof, verified = gepi.decode_proof(curve, raw[5 * g2_acc:])
     return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
-                      pi_h=g1[3], timings=timings)
+                      pi_h=g1[3], timings=timings, proof=proof, verified=verified)
 
 
 def batch_plans(key: GpuKey, k: int):
@@ -356,14 +449,19 @@ def batch_plans(key: GpuKey, k: int):
 def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]:
     """Several staged proofs of one key in one compute phase: each proof's evaluate and NTTs,
     then the H MSMs of all of them in one pass over the H bases and the four witness MSMs in
-    one pass each (plan.batch = k: k bucket sets, the bases read once for all k).
+    one pass each (plan.batch = k: k bucket sets, the bases read once for all k), then each
+    proof's tail: its early phase on side-stream lane j from the start (it needs only the witness
+    and r, s), then, once the batched sums exist, its five sums copied into its own results
+    buffer and its mid and final phases on the same lane; the k tails run side by side and the
+    compute stream joins them all before the downloads.
 
     The batch's own buffers (the k h vectors and witnesses side by side, the batch-sized sort and
     bucket scratch, the k results) are allocated before anything of the staged proofs is
     touched: a failure there frees them, waits, and raises with the proofs still staged (the
-    scheduler discards them).  After that it fails like `compute`: everything freed on the
-    stream, every Pending raising after the done event.  The scheduler batches only small keys
-    (GpuBackend.max_batch), where the extra scratch is a few MB."""
+    scheduler discards them).  After that it fails like `compute`: the compute stream joins every
+    side lane, everything is freed on it, every Pending raises after the done event.  The
+    scheduler batches only small resident keys (GpuBackend.max_batch), where the extra scratch is
+    a few MB."""
     if len(staged) == 1:
         return [compute(backend, staged[0], slot)]
     ctx = backend.ctx
@@ -371,40 +469,66 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
     key: GpuKey = staged[0].key
     if any(s.key is not key for s in staged):
         raise ValueError("compute_batch: the staged proofs are of different keys")
+    if key.host is not None:
+        raise ValueError("compute_batch: a host-tier key streams its bases per proof (GpuBackend.max_batch is 1)")
     dev = ctx.device
-    curve, k = key.curve, len(staged)
+    curve, mod, k = key.curve, key.module, len(staged)
     stream = ctx.compute_stream(slot)
     (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k)
     n_h, n_w = key.domain * FR, key.n_wires * FR
     g2_acc = acc_bytes(curve, True)
+    sums = 5 * g2_acc
     with Device.recording() as batch_bufs:
         try:
-            h_all, w_all, res = (dev.alloc(nbytes, stream) for nbytes in (k * n_h, k * n_w, k * 5 * g2_acc))
+            h_all, w_all, res = (dev.alloc(nbytes, stream) for nbytes in (k * n_h, k * n_w, k * sums))
             sort = gmsm.SortScratch(dev, [plan_w, plan_h], stream)
             buckets = gmsm.BucketScratch(dev, [(plan_h, lay_h), (plan_w, lay_w)], g2_acc, stream)
         except BaseException:
             _settle(stream, batch_bufs)
             raise
     states: list[ProofState] = [s.state for s in staged]
-    raws = [st.results_view(5 * g2_acc) for st in states]
+    nbytes = result_bytes(key)
+    raws = [st.results_view(nbytes) for st in states]
+    lanes = [backend.side_streams.get(slot, j) for j in range(k)]
+    used: list = []  # the lanes that got work (joined before the frees on a failure)
+    events: list[Event] = []  # cross-stream and timing events (destroyed after the done event)
     error: BaseException | None = None
+    ordered = False
     try:
         stream.wait_event(key.ready)
         for st in states:
             stream.wait_event(st.uploaded)
+        ordered = True
+        tails = [gepi.tail_args(key.epilogue, key.n_wires, st.results, g2_acc, st.witness) for st in states]
+        for lane, st, args in zip(lanes, states, tails):
+            used.append(lane)
+            lane.wait_event(st.uploaded)
+            lane.wait_event(key.ready)
+            gepi.launch_early(mod, args, lane)
         for st in states:
             _front(key, st, stream, lambda: None)
         for j, st in enumerate(states):
             Device.copy(h_all.ptr + j * n_h, st.c, n_h, stream)
             Device.copy(w_all.ptr + j * n_w, st.witness, n_w, stream)
-        _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, 5 * g2_acc, stream,
+        _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, sums, stream,
               lambda: None)
-        for j in range(k):
+        check_start = _track(events, Event(timing=True)).record(stream)
+        for j, (lane, st, args) in enumerate(zip(lanes, states, tails)):
+            lane.wait_event(check_start)
+            Device.copy(st.results.ptr, res.ptr + j * sums, sums, lane)
+            gepi.launch_mid(mod, args, lane)
+            gepi.launch_final(mod, args, lane)
+            stream.wait_event(_track(events, Event()).record(lane))
+        check_end = _track(events, Event(timing=True)).record(stream)
+        for j, st in enumerate(states):
             if raws[j] is None:  # no pinned buffer: a pageable download waits for this stream (only)
-                raws[j] = np.empty(5 * g2_acc, dtype=np.uint8)
-            Device.download(raws[j], res, stream, offset=j * 5 * g2_acc)
+                raws[j] = np.empty(nbytes, dtype=np.uint8)
+            Device.download(raws[j], st.results, stream)
     except Exception as exc:  # handed to the Pendings: raised after the done event
         error = exc
+        if ordered:
+            for lane in used:  # whatever reached a side lane finishes before the frees below
+                _join_side(stream, lane, events)
     failed = _free_all([b for st in states for b in st.device_buffers] + batch_bufs, stream)
     done = _fence(stream)
     results: list[CoreResult] = []
@@ -419,14 +543,17 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
                 try:
                     _await_frees(done, failed, stream)
                     if error is None:
+                        check = check_start.elapsed_ms(check_end) / 1000.0
                         for s, st, raw in zip(staged, states, raws):
                             timings = dict(s.timings)
                             timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
                             timings["gpu_batch"] = k
+                            timings["gpu_check"] = check  # the k tails side by side, after the batched MSMs
                             results.append(_core(curve, raw.copy(), timings))
                 except BaseException as exc:  # noqa: BLE001 - every proof of the batch gets it
                     outcome["exc"] = exc
                 finally:
+                    _destroy(*events)
                     for st in states:
                         st.release_host(ctx)
         if outcome["exc"] is not None:

@@ -1,0 +1,225 @@
+// The Groth16 check on the device (spec §6), for one proof or a batch of one key's proofs.
+//
+// One proof: e(-pi_a, pi_b) e(L, gamma2) e(pi_c, delta2) == e(alpha1, beta2)^-1, the three
+// Miller loops in the three phases below as soon as their points exist (pi_b's lines made on
+// the fly, gamma2's and delta2's prepared per key), then the product and the final
+// exponentiation against the key's target.  The epilogue (the proof's points) is assembled
+// by the same phases.
+// A batch of n (random 128-bit rho_j from the host):
+//   prod_j e(-rho_j pi_a_j, pi_b_j) e(sum rho_j L_j, gamma2) e(sum rho_j pi_c_j, delta2)
+//   e((sum rho_j) alpha1, beta2) == 1: k + 3 Miller loops spread over the block's warps, one
+// final exponentiation.
+// Points at infinity make their pair contribute 1, as in engine/algebra/pairing.py.
+#pragma once
+#include "pairing.cuh"
+#include "epilogue.cuh"
+
+template <class PO, class A1, class A2>
+struct groth16_check_ops {
+    typedef typename PO::F12 F12;
+    typedef typename PO::F2 F2;
+    typedef typename PO::consts consts;
+    static constexpr int W1 = A1::WORDS, W2 = A2::WORDS;
+
+    static __device__ __forceinline__ F12 pair_fly(const consts& k, const A1& p, const A2& q) {
+        if (p.is_inf() || q.is_inf()) return F12::one();
+        return PO::miller_on_the_fly(k, p.x, p.y, F2{q.x.c0, q.x.c1}, F2{q.y.c0, q.y.c1});
+    }
+    static __device__ __forceinline__ F12 pair_prepared(const consts& k, const A1& p, const uint32_t* lines) {
+        if (p.is_inf()) return F12::one();
+        return PO::miller_prepared(k, p.x, p.y, lines);
+    }
+
+    // ---- one proof, in three phases (one block each), ordered by the pipeline's streams:
+    //   early (beside evaluate/NTT/MSMs: needs only the witness, r, s): the table products
+    //     r delta1, s alpha1, rs delta1, r beta1, s delta2; L = IC_0 + sum pub_i IC_i; the
+    //     Miller loop of (L, gamma2)
+    //   mid (beside the B2 MSM: needs A, B1, C, H): s A, r B1; pi_a and pi_c; the Miller
+    //     loop of (pi_c, delta2)
+    //   final (after the B2 MSM): pi_b; the Miller loop of (-pi_a, pi_b) with pi_b's lines
+    //     made on the fly; the product of the three, the final exponentiation, the flag.
+    // `results`: the five MSM sums (XYZZ, slots of slot_words: A, B1, B2, C, H), then `out`:
+    // pi_a, pi_b, pi_c, L (affine) and the flag word (4 words), then the scratch the phases
+    // hand on: the five table products (XYZZ) and the two Miller values.
+    typedef xyzz<decltype(A1::x)> X1;
+    typedef xyzz<decltype(A2::x)> X2;
+    struct tail_args {
+        const uint32_t* consts;
+        uint32_t* results;
+        uint32_t slot_words;
+        const uint32_t* witness;  // plain, 8 words a value, then r, s, rs mod r
+        uint32_t n_wires, n_public;
+        const uint32_t* tables;  // byte tables of delta1, alpha1, beta1 (G1), then delta2 (G2)
+        const uint32_t* points;  // alpha1, beta1 (G1), beta2 (G2), IC_0..IC_n (G1), affine
+        const uint32_t* gamma_lines;
+        const uint32_t* delta_lines;
+        const uint32_t* target;  // e(alpha1, beta2)^-1
+
+        __device__ __forceinline__ uint32_t* out() const { return results + 5ull * slot_words; }
+        __device__ __forceinline__ uint32_t* flag() const { return out() + 3 * W1 + W2; }
+        __device__ __forceinline__ uint32_t* fixed1(int i) const { return flag() + 4 + i * X1::WORDS; }
+        __device__ __forceinline__ uint32_t* fixed2() const { return fixed1(4); }
+        __device__ __forceinline__ uint32_t* miller(int i) const { return fixed2() + X2::WORDS + i * F12::WORDS; }
+        __device__ __forceinline__ const uint32_t* scalar(int i) const { return witness + 8ull * n_wires + 8 * i; }
+        __device__ __forceinline__ const uint32_t* ic(uint32_t i) const { return points + 2 * W1 + W2 + i * W1; }
+        __device__ __forceinline__ const uint32_t* slot(int i) const { return results + (uint64_t)i * slot_words; }
+    };
+
+    // 128 threads: warp 0 the four G1 table products, warp 1 the G2 one, warps 2-3 the IC
+    // products; then L, then (L, gamma2) on warp 0's lane group.
+    static __device__ void tail_early(const tail_args& a) {
+        __shared__ uint32_t var_l[64][X1::WORDS];
+        __shared__ uint32_t l_aff[W1];
+        const uint32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+        const uint32_t* tab1 = a.tables;
+        if (warp == 0 && lane < 4) {  // r delta1, s alpha1, rs delta1, r beta1
+            const uint32_t* tab = tab1 + (uint64_t)(lane == 1 ? 1 : lane == 3 ? 2 : 0) * FB_ROWS * W1;
+            const int k = lane == 0 || lane == 3 ? 0 : lane == 1 ? 1 : 2;
+            fixed_base_mul<A1, X1>(tab, a.scalar(k)).store(a.fixed1(lane));
+        } else if (warp == 1 && lane == 0) {  // s delta2
+            fixed_base_mul<A2, X2>(tab1 + 3ull * FB_ROWS * W1, a.scalar(1)).store(a.fixed2());
+        } else if (warp >= 2) {
+            const uint32_t v = tid - 64;
+            X1 acc = X1::inf();
+#pragma unroll 1
+            for (uint32_t i = v + 1; i <= a.n_public; i += 64)
+                acc.add(var_base_mul(X1::from_affine(A1::load(a.ic(i))), a.witness + 8ull * i));
+            acc.store(var_l[v]);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            X1 acc = X1::from_affine(A1::load(a.ic(0)));
+            for (uint32_t v = 0; v < 64; v++) acc.add(X1::load(var_l[v]));  // unused lanes hold infinity
+            const A1 L = acc.to_affine();
+            L.store(a.out() + 2 * W1 + W2);
+            L.store(l_aff);
+        }
+        __syncthreads();
+        if (tid < 4) {
+            const F12 f = pair_prepared(consts_of(a), A1::load(l_aff), a.gamma_lines);
+            if (tid == 0) f.store(a.miller(0));
+        }
+    }
+
+    // 64 threads: lanes 0, 1 s A and r B1; then pi_a (thread 32) and pi_c (thread 0);
+    // then (pi_c, delta2) on warp 0's lane group.
+    static __device__ void tail_mid(const tail_args& a) {
+        __shared__ uint32_t var_c[2][X1::WORDS];
+        __shared__ uint32_t c_aff[W1];
+        const uint32_t tid = threadIdx.x;
+        if (tid < 2) var_base_mul(X1::load(a.slot(tid)), a.scalar(tid == 0 ? 1 : 0)).store(var_c[tid]);
+        __syncthreads();
+        if (tid == 32) {  // pi_a = alpha1 + A + r delta1
+            X1 acc = X1::load(a.slot(0));
+            acc.add(A1::load(a.points));
+            acc.add(X1::load(a.fixed1(0)));
+            acc.to_affine().store(a.out());
+        } else if (tid == 0) {  // pi_c = C + H + s alpha1 + rs delta1 + r beta1 + s A + r B1
+            X1 acc = X1::load(a.slot(3));
+            acc.add(X1::load(a.slot(4)));
+            for (int i = 1; i < 4; i++) acc.add(X1::load(a.fixed1(i)));
+            acc.add(X1::load(var_c[0]));
+            acc.add(X1::load(var_c[1]));
+            const A1 c = acc.to_affine();
+            c.store(a.out() + W1 + W2);
+            c.store(c_aff);
+        }
+        __syncthreads();
+        if (tid < 4) {
+            const F12 f = pair_prepared(consts_of(a), A1::load(c_aff), a.delta_lines);
+            if (tid == 0) f.store(a.miller(1));
+        }
+    }
+
+    // 4 threads (one lane group): pi_b, (-pi_a, pi_b), the product, the final exponentiation.
+    static __device__ void tail_final(const tail_args& a) {
+        const uint32_t tid = threadIdx.x;
+        if (tid >= 4) return;
+        X2 acc = X2::load(a.slot(2));  // pi_b = beta2 + B2 + s delta2
+        acc.add(A2::load(a.points + 2 * W1));
+        acc.add(X2::load(a.fixed2()));
+        const A2 pi_b = acc.to_affine();
+        if (tid == 0) pi_b.store(a.out() + W1);
+        const consts k = consts_of(a);
+        F12 f = pair_fly(k, A1::load(a.out()).neg(), pi_b);
+        f = f * F12::load(a.miller(0)) * F12::load(a.miller(1));
+        const bool ok = PO::final_exp(k, f) == F12::load(a.target);
+        if (tid == 0) *a.flag() = ok ? 1u : 0u;
+    }
+    static __device__ __forceinline__ consts consts_of(const tail_args& a) { return PO::make_consts(a.consts); }
+
+    // n proofs (pi_a, pi_b, pi_c each, affine), rho: n + 1 scalars of 8 words (the last one
+    // sum rho_j mod r); the public-input side as n_ic scalars c_i = sum_j rho_j pub_ji (c_0 =
+    // sum rho_j) against the key's IC points, so sum_j rho_j L_j = sum_i c_i IC_i.
+    // work: (n + 3) * W1 words of scratch.  Block: a multiple of 32 threads, at least 64.
+    static __device__ void batch_check(const uint32_t* cbuf, const uint32_t* proofs, const uint32_t* rho,
+                                       uint32_t n, const uint32_t* ic, const uint32_t* ic_scalars, uint32_t n_ic,
+                                       const uint32_t* alpha_table, const uint32_t* beta_lines,
+                                       const uint32_t* gamma_lines, const uint32_t* delta_lines, uint32_t* work,
+                                       uint32_t* flag) {
+        constexpr int PW = 2 * W1 + W2;  // words of one proof
+        __shared__ uint32_t fs[32][F12::WORDS];
+        __shared__ uint32_t sums[2][32][X1::WORDS];
+        const consts k = PO::make_consts(cbuf);
+        const uint32_t tid = threadIdx.x, nt = blockDim.x, warp = tid >> 5, nwarps = nt >> 5;
+        // phase 1: -rho_j pi_a_j (affine, into work[j]); per-thread sums of rho_j pi_c_j and
+        // c_i IC_i; (sum rho) alpha1 into work[n + 2]
+        X1 acc_c = X1::inf(), acc_l = X1::inf();
+#pragma unroll 1
+        for (uint32_t t = tid; t < 2 * n + n_ic + 1; t += nt) {
+            if (t < n) {
+                X1 p = X1::from_affine(A1::load(proofs + (uint64_t)t * PW));
+                var_base_mul(p, rho + 8ull * t).to_affine().neg().store(work + (uint64_t)t * W1);
+            } else if (t < 2 * n) {
+                const uint32_t j = t - n;
+                acc_c.add(var_base_mul(X1::from_affine(A1::load(proofs + (uint64_t)j * PW + W1 + W2)), rho + 8ull * j));
+            } else if (t < 2 * n + n_ic) {
+                const uint32_t i = t - 2 * n;
+                acc_l.add(var_base_mul(X1::from_affine(A1::load(ic + (uint64_t)i * W1)), ic_scalars + 8ull * i));
+            } else {
+                fixed_base_mul<A1, X1>(alpha_table, rho + 8ull * n).to_affine().store(work + (uint64_t)(n + 2) * W1);
+            }
+        }
+        // reduce the per-thread sums: first within each warp's lane 0 slot, then across warps
+        for (uint32_t l = 0; l < 32; l++) {  // lanes take turns adding into the warp's slots
+            if ((tid & 31) == l) {
+                if (l == 0) {
+                    acc_c.store(sums[0][warp]);
+                    acc_l.store(sums[1][warp]);
+                } else {
+                    X1 c = X1::load(sums[0][warp]), L = X1::load(sums[1][warp]);
+                    c.add(acc_c), L.add(acc_l);
+                    c.store(sums[0][warp]), L.store(sums[1][warp]);
+                }
+            }
+            __syncwarp();
+        }
+        __syncthreads();
+        if (tid == 0 || tid == 32) {  // blockDim >= 64
+            const int which = tid == 0 ? 0 : 1;
+            X1 acc = X1::load(sums[which][0]);
+            for (uint32_t w = 1; w < nwarps; w++) acc.add(X1::load(sums[which][w]));
+            acc.to_affine().store(work + (uint64_t)(n + which) * W1);  // n: pi_c sum, n + 1: L sum
+        }
+        __syncthreads();
+        // phase 2: the n + 3 Miller loops, the lane group of each warp taking pairs in turn
+        if ((tid & 31) < 4) {  // lanes 0-3: the warp's lane group
+            F12 f = F12::one();
+            for (uint32_t p = warp; p < n + 3; p += nwarps) {
+                const A1 P = A1::load(work + (uint64_t)p * W1);
+                if (p < n) f = f * pair_fly(k, P, A2::load(proofs + (uint64_t)p * PW + W1));
+                else if (p == n) f = f * pair_prepared(k, P, delta_lines);
+                else if (p == n + 1) f = f * pair_prepared(k, P, gamma_lines);
+                else f = f * pair_prepared(k, P, beta_lines);
+            }
+            if ((tid & 31) == 0) f.store(fs[warp]);
+        }
+        __syncthreads();
+        if (tid < 4) {
+            F12 f = F12::load(fs[0]);
+            for (uint32_t w = 1; w < nwarps && w < n + 3; w++) f = f * F12::load(fs[w]);
+            const bool ok = PO::final_exp(k, f).is_one();
+            if (tid == 0) *flag = ok ? 1u : 0u;
+        }
+    }
+};

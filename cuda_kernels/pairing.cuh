@@ -1,0 +1,233 @@
+// Optimal-ate pairing for BN254 and BLS12-381 over tower.cuh, the same values as
+// engine/algebra/pairing.py (snarkjs's pairing: see that module for which power of the
+// reduced pairing it is).
+//
+// Everything that differs between the curves but is data comes from the host in one
+// constants buffer (engine/backends/gpu/verify.py builds it from the Curve): the loop's
+// operation codes, the NAF of the curve parameter x, the twist's 3b, the twist-Frobenius
+// constants and the Fq12 Frobenius constants.  What shapes the code is template data:
+// XI0 (xi = XI0 + u) and the twist type (D for BN254, M for BLS12-381).
+//
+// A line of the loop is kept unnormalised as (ly, lx, lc): its value at P is
+// ly yP + lx xP w + lc w^3 (D) or lc + lx xP v + ly yP v w (M); the Fq2 factor that
+// normalising would remove lies in a proper subfield and dies in the final
+// exponentiation, so prepared lines (a key's gamma2, delta2, beta2) and the lines of a
+// proof's pi_b, made on the fly, go through the same code.  ly = 0 marks a vertical line,
+// which contributes 1 (as in the Python reference).
+#pragma once
+#include "tower.cuh"
+#include "fp2_group.cuh"
+
+// Layout of the constants buffer (32-bit words).  Fq2 values, Montgomery, from word 0:
+//   [0] 3b' of the twist, [1..4] the twist Frobenius constants (x and y of pi(Q), x and y
+//   of pi^2(Q)), [5..10] / [11..16] / [17..22] the Fq12 Frobenius constants for q, q^2, q^3.
+// Then int32 words: n_ops, the loop codes, n_naf, the NAF digits of |x| (least significant
+// first), x < 0.  Loop codes: 9 = square f, 0 = double T, 1 / -1 = add +-Q, 2 = add pi(Q),
+// 3 = add -pi^2(Q) (BN only).  The first step's square is omitted (f = 1 then).
+namespace pairing_layout {
+constexpr int B3 = 0, TWIST_FROB = 1, GAMMA = 5, N_FQ2 = 23;
+constexpr int SQUARE = 9;
+}  // namespace pairing_layout
+
+// F2: the tower's Fq2 (fp2_group.cuh's fp2g: a group of four lanes per pairing).
+template <class F2_, int XI0, bool D_TWIST>
+struct pairing_ops {
+    typedef F2_ F2;
+    typedef decltype(F2::c0) F;
+    typedef fp6<F2, XI0> F6;
+    typedef fp12<F6> F12;
+    static constexpr int W2 = F2::WORDS;
+
+    struct consts {
+        const uint32_t* fq2;
+        const int32_t* ints;
+        __device__ __forceinline__ F2 get(int i) const { return F2::load(fq2 + i * W2); }
+        __device__ __forceinline__ int n_ops() const { return ints[0]; }
+        __device__ __forceinline__ int op(int i) const { return ints[1 + i]; }
+        __device__ __forceinline__ int n_naf() const { return ints[1 + n_ops()]; }
+        __device__ __forceinline__ int naf(int i) const { return ints[2 + n_ops() + i]; }
+        __device__ __forceinline__ bool x_neg() const { return ints[2 + n_ops() + n_naf()] != 0; }
+        // number of lines of the loop (every code but SQUARE)
+        __device__ __forceinline__ int n_lines() const {
+            int n = 0;
+            for (int i = 0; i < n_ops(); i++) n += op(i) != pairing_layout::SQUARE;
+            return n;
+        }
+    };
+    static __device__ __forceinline__ consts make_consts(const uint32_t* buf) {
+        return {buf, reinterpret_cast<const int32_t*>(buf + pairing_layout::N_FQ2 * W2)};
+    }
+
+    struct line {
+        F2 ly, lx, lc;
+        __device__ __forceinline__ bool vertical() const { return ly.is_zero(); }
+        static __device__ __forceinline__ line load(const uint32_t* p) {
+            return {F2::load(p), F2::load(p + W2), F2::load(p + 2 * W2)};
+        }
+        __device__ __forceinline__ void store(uint32_t* p) const {
+            ly.store(p), lx.store(p + W2), lc.store(p + 2 * W2);
+        }
+        static constexpr int WORDS = 3 * W2;
+    };
+
+    // ---- T on the twist in homogeneous projective coordinates (x = X/Z, y = Y/Z)
+    struct tpoint {
+        F2 X, Y, Z;
+        bool inf;
+    };
+    // 2T scaled by 4 (no halvings); the tangent line.
+    static __device__ __noinline__ line dbl(tpoint& T, const F2& b3) {
+        F2 B = T.Y.sqr();
+        F2 E = b3 * T.Z.sqr();
+        F2 Fv = E.dbl() + E;
+        F2 H = (T.Y * T.Z).dbl();
+        F2 A = T.X * T.Y;
+        F2 X2 = T.X.sqr();
+        F2 X3 = A.dbl() * (B - Fv);
+        F2 E2 = E.sqr();
+        F2 E4 = E2.dbl().dbl();
+        F2 Y3 = (B + Fv).sqr() - E4.dbl() - E4;  // (B+F)^2 - 12 E^2
+        F2 Z3 = B.dbl().dbl() * H;
+        line l = {H.neg(), X2.dbl() + X2, E - B};
+        T.X = X3, T.Y = Y3, T.Z = Z3;
+        if (Z3.is_zero()) T.inf = true;
+        return l;
+    }
+    // T + (x2, y2); a vertical line (T = -Q) leaves T at infinity and returns ly = 0.
+    static __device__ __noinline__ line add(tpoint& T, const F2& x2, const F2& y2, const F2& b3) {
+        F2 theta = T.Y - y2 * T.Z;
+        F2 lam = T.X - x2 * T.Z;
+        if (lam.is_zero()) {
+            if (theta.is_zero()) return dbl(T, b3);
+            T.inf = true;
+            return {F2::zero(), F2::zero(), F2::zero()};
+        }
+        F2 C = theta.sqr(), D = lam.sqr();
+        F2 E = D * lam, Fv = T.Z * C, G = T.X * D;
+        F2 H = E + Fv - G.dbl();
+        F2 Y3 = theta * (G - H) - T.Y * E;
+        line l = {lam, theta.neg(), theta * x2 - lam * y2};
+        T.X = lam * H, T.Y = Y3, T.Z = T.Z * E;
+        return l;
+    }
+
+    // Every line of the loop for Q (affine, not infinity), in order, handed to emit(index, line).
+    template <class Emit>
+    static __device__ void lines(const consts& k, const F2& xq, const F2& yq, Emit&& emit) {
+        const F2 b3 = k.get(pairing_layout::B3);
+        F2 px[4], py[4];  // the points the additions use: Q, -Q, pi(Q), -pi^2(Q)
+        px[0] = xq, py[0] = yq;
+        px[1] = xq, py[1] = yq.neg();
+        if constexpr (D_TWIST) {
+            px[2] = F2{xq.c0, xq.c1.neg()} * k.get(pairing_layout::TWIST_FROB);
+            py[2] = F2{yq.c0, yq.c1.neg()} * k.get(pairing_layout::TWIST_FROB + 1);
+            px[3] = xq * k.get(pairing_layout::TWIST_FROB + 2);
+            py[3] = yq.neg() * k.get(pairing_layout::TWIST_FROB + 3);
+        }
+        tpoint T = {xq, yq, F2::one(), false};
+        int li = 0;
+#pragma unroll 1
+        for (int i = 0; i < k.n_ops(); i++) {
+            const int op = k.op(i);
+            if (op == pairing_layout::SQUARE) continue;
+            const int which = op == 1 ? 0 : op == -1 ? 1 : op;  // index into px, py
+            line l = {F2::zero(), F2::zero(), F2::zero()};
+            if (T.inf) {  // doubling keeps infinity; an addition restarts at the point added
+                if (op != 0) T = {px[which], py[which], F2::one(), false};
+            } else if (op == 0) {
+                l = dbl(T, b3);
+            } else {
+                l = add(T, px[which], py[which], b3);
+            }
+            emit(li++, l);
+        }
+    }
+
+    static __device__ __forceinline__ F12 mul_line(const F12& f, const line& l, const F& xp, const F& yp) {
+        const F2 ypl = {l.ly.c0 * yp, l.ly.c1 * yp};
+        const F2 xpl = {l.lx.c0 * xp, l.lx.c1 * xp};
+        if constexpr (D_TWIST) return f.mul_line_d(ypl, xpl, l.lc);
+        else return f.mul_line_m(ypl, xpl, l.lc);
+    }
+
+    // The Miller function of one pair (P affine G1, lines of Q given by get_line(index)).
+    template <class GetLine>
+    static __device__ __noinline__ F12 miller(const consts& k, const F& xp, const F& yp, GetLine&& get_line) {
+        F12 f = F12::one();
+        int li = 0;
+#pragma unroll 1
+        for (int i = 0; i < k.n_ops(); i++) {
+            if (k.op(i) == pairing_layout::SQUARE) {
+                f = f.sqr();
+                continue;
+            }
+            const line l = get_line(li++);
+            if (!l.vertical()) f = mul_line(f, l, xp, yp);
+        }
+        return f;
+    }
+    // With prepared lines (a key's G2 points).
+    static __device__ __noinline__ F12 miller_prepared(const consts& k, const F& xp, const F& yp, const uint32_t* prepared) {
+        return miller(k, xp, yp, [prepared](int i) { return line::load(prepared + (uint64_t)i * line::WORDS); });
+    }
+    // With Q's lines made on the fly, each used as soon as it is made.
+    static __device__ __noinline__ F12 miller_on_the_fly(const consts& k, const F& xp, const F& yp, const F2& xq, const F2& yq) {
+        F12 f = F12::one();
+        int op_i = 0;
+        // lines() skips SQUARE codes; squarings are applied here before each line's step
+        lines(k, xq, yq, [&](int, const line& l) {
+            while (k.op(op_i) == pairing_layout::SQUARE) {
+                f = f.sqr();
+                op_i++;
+            }
+            op_i++;
+            if (!l.vertical()) f = mul_line(f, l, xp, yp);
+        });
+        return f;
+    }
+
+    // ---- final exponentiation (see engine/algebra/pairing.py for the chains)
+    // f^x (x the curve parameter, signed) for f in the cyclotomic subgroup.
+    static __device__ __noinline__ F12 cyc_exp_x(const consts& k, const F12& f) {
+        const F12 fc = f.conj();
+        const int n = k.n_naf();
+        F12 acc = k.naf(n - 1) == 1 ? f : fc;
+#pragma unroll 1
+        for (int i = n - 2; i >= 0; i--) {
+            acc = acc.cyc_sqr();
+            const int d = k.naf(i);
+            if (d == 1) acc = acc * f;
+            else if (d == -1) acc = acc * fc;
+        }
+        return k.x_neg() ? acc.conj() : acc;
+    }
+    static __device__ __noinline__ F12 frob(const consts& k, const F12& f, int power) {
+        F2 g[6];
+        for (int i = 0; i < 6; i++) g[i] = k.get(pairing_layout::GAMMA + 6 * (power - 1) + i);
+        return f.frob(g, power & 1);
+    }
+    // Out of line (like the Miller loops): each gets its own registers, not a share of a kernel's.
+    static __device__ __noinline__ F12 final_exp(const consts& k, F12 f) {
+        f = f.conj() * f.inverse();  // easy part: (q^6 - 1)(q^2 + 1)
+        f = frob(k, f, 2) * f;
+        if constexpr (D_TWIST) {  // BN: the chain for 2u(6u^2+3u+1) (q^4 - q^2 + 1)/r
+            F12 fu = cyc_exp_x(k, f);
+            F12 fu2 = cyc_exp_x(k, fu);
+            F12 fu3 = cyc_exp_x(k, fu2);
+            F12 a = (fu3.cyc_sqr() * fu3).cyc_sqr();
+            F12 b = fu2.cyc_sqr() * fu2;
+            F12 fu_2 = fu.cyc_sqr();
+            F12 l1 = ((a * b) * fu_2).cyc_sqr();
+            F12 l3 = l1 * f.conj();
+            F12 l2 = l1 * fu_2;
+            F12 l0 = (l2 * b.cyc_sqr()) * f;
+            return (l0 * frob(k, l1, 1)) * (frob(k, l2, 2) * frob(k, l3, 3));
+        } else {  // BLS12: 3 (q^4 - q^2 + 1)/r = (x-1)^2 (x+q) (x^2+q^2-1) + 3, then conjugate
+            F12 a = cyc_exp_x(k, f) * f.conj();
+            a = cyc_exp_x(k, a) * a.conj();
+            a = cyc_exp_x(k, a) * frob(k, a, 1);
+            F12 b = (cyc_exp_x(k, cyc_exp_x(k, a)) * frob(k, a, 2)) * a.conj();
+            return (b * (f.cyc_sqr() * f)).conj();
+        }
+    }
+};

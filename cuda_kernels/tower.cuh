@@ -1,0 +1,148 @@
+// The pairing's tower over Fq2 = Fq[u]/(u^2+1) (field.cuh's fp2):
+//   Fq6 = Fq2[v]/(v^3 - xi), xi = XI0 + u (BN254: 9 + u, BLS12-381: 1 + u)
+//   Fq12 = Fq6[w]/(w^2 - v)
+// Layout and formulas follow engine/algebra/pairing.py (the CPU oracle), so an Fq12 is
+// ((a0, a1, a2), (b0, b1, b2)) = a + b w, the layout of snarkjs's vk_alphabeta_12; in the
+// w-basis its coefficients are (a0, b0, a1, b1, a2, b2).  Values are Montgomery, reduced.
+// Everything is __host__ __device__-clean (no intrinsics here), so tests compile it with g++
+// over a host field and check it against the Python reference before any device time.
+#pragma once
+
+template <class F2, int XI0>
+struct fp6 {
+    F2 c0, c1, c2;
+    typedef F2 base;
+    typedef decltype(F2::c0) F;
+
+    static __device__ __forceinline__ fp6 zero() { return {F2::zero(), F2::zero(), F2::zero()}; }
+    static __device__ __forceinline__ fp6 one() { return {F2::one(), F2::zero(), F2::zero()}; }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero() && c2.is_zero(); }
+    __device__ __forceinline__ bool operator==(const fp6& o) const { return c0 == o.c0 && c1 == o.c1 && c2 == o.c2; }
+
+    // xi * a = (XI0 a0 - a1) + (a0 + XI0 a1) u, XI0 a small constant: additions only.
+    static __device__ __forceinline__ F small(const F& x) {
+        if constexpr (XI0 == 1) {
+            return x;
+        } else {
+            static_assert(XI0 == 9, "xi = 1 + u or 9 + u");
+            auto x8 = x.dbl().dbl().dbl();
+            return x8 + x;
+        }
+    }
+    static __device__ __forceinline__ F2 mul_xi(const F2& a) { return {small(a.c0) - a.c1, a.c0 + small(a.c1)}; }
+
+    friend __device__ __forceinline__ fp6 operator+(const fp6& a, const fp6& b) { return {a.c0 + b.c0, a.c1 + b.c1, a.c2 + b.c2}; }
+    friend __device__ __forceinline__ fp6 operator-(const fp6& a, const fp6& b) { return {a.c0 - b.c0, a.c1 - b.c1, a.c2 - b.c2}; }
+    __device__ __forceinline__ fp6 neg() const { return {c0.neg(), c1.neg(), c2.neg()}; }
+    __device__ __forceinline__ fp6 dbl() const { return *this + *this; }
+    // v * (a0 + a1 v + a2 v^2) = xi a2 + a0 v + a1 v^2
+    __device__ __forceinline__ fp6 mul_v() const { return {mul_xi(c2), c0, c1}; }
+
+    // Karatsuba over three coefficients: six Fq2 products.
+    friend __device__ __noinline__ fp6 operator*(const fp6& a, const fp6& b) {
+        F2 t0 = a.c0 * b.c0, t1 = a.c1 * b.c1, t2 = a.c2 * b.c2;
+        F2 u12 = (a.c1 + a.c2) * (b.c1 + b.c2) - t1 - t2;
+        F2 u01 = (a.c0 + a.c1) * (b.c0 + b.c1) - t0 - t1;
+        F2 u02 = (a.c0 + a.c2) * (b.c0 + b.c2) - t0 - t2;
+        return {t0 + mul_xi(u12), u01 + mul_xi(t2), u02 + t1};
+    }
+    // a * (b + c v) for Fq2 b, c (the sparse factor of a line): five Fq2 products.
+    __device__ __noinline__ fp6 mul_01(const F2& b, const F2& c) const {
+        F2 t0 = c0 * b, t1 = c1 * c, e = c2 * c;
+        F2 r1 = (c0 + c1) * (b + c) - t0 - t1;
+        return {t0 + mul_xi(e), r1, t1 + c2 * b};
+    }
+    __device__ __forceinline__ fp6 mul_fq2(const F2& s) const { return {c0 * s, c1 * s, c2 * s}; }
+
+    __device__ fp6 inverse() const {
+        F2 d0 = c0.sqr() - mul_xi(c1 * c2);
+        F2 d1 = mul_xi(c2.sqr()) - c0 * c1;
+        F2 d2 = c1.sqr() - c0 * c2;
+        F2 t = c0 * d0 + mul_xi(c2 * d1 + c1 * d2);
+        F2 ti = t.inverse();
+        return {d0 * ti, d1 * ti, d2 * ti};
+    }
+};
+
+template <class F6>
+struct fp12 {
+    typedef typename F6::base F2;
+    F6 c0, c1;
+    static constexpr int WORDS = 6 * F2::WORDS;
+
+    static __device__ __forceinline__ fp12 one() { return {F6::one(), F6::zero()}; }
+    __device__ __forceinline__ bool operator==(const fp12& o) const { return c0 == o.c0 && c1 == o.c1; }
+    __device__ __forceinline__ bool is_one() const { return *this == one(); }
+
+    friend __device__ __noinline__ fp12 operator*(const fp12& a, const fp12& b) {
+        F6 t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
+        F6 m = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return {t0 + t1.mul_v(), m - t0 - t1};
+    }
+    // (A0 + A1 w)^2 = (A0 + A1)(A0 + v A1) - t - v t + 2t w, t = A0 A1: two Fq6 products.
+    __device__ __noinline__ fp12 sqr() const {
+        F6 t = c0 * c1;
+        F6 u = (c0 + c1) * (c0 + c1.mul_v());
+        return {u - t - t.mul_v(), t.dbl()};
+    }
+    __device__ __forceinline__ fp12 conj() const { return {c0, c1.neg()}; }
+    __device__ fp12 inverse() const {
+        F6 n = c0 * c0 - (c1 * c1).mul_v();
+        F6 t = n.inverse();
+        return {c0 * t, (c1 * t).neg()};
+    }
+
+    // Squaring in the cyclotomic subgroup (Granger-Scott): three squarings in
+    // Fq4 = Fq2[s]/(s^2 - xi) of the pairs (z0, z1) = (a0, b1), (z2, z3) = (b0, a2),
+    // (z4, z5) = (a1, b2); then z_new = 3t -/+ 2z.
+    static __device__ __forceinline__ void sq4(const F2& x, const F2& y, F2& n, F2& d) {
+        F2 m = x * y;
+        n = (x + y) * (x + F6::mul_xi(y)) - m - F6::mul_xi(m);  // x^2 + xi y^2
+        d = m.dbl();                                            // 2xy
+    }
+    __device__ __noinline__ fp12 cyc_sqr() const {
+        const F2 &z0 = c0.c0, &z4 = c0.c1, &z3 = c0.c2, &z2 = c1.c0, &z1 = c1.c1, &z5 = c1.c2;
+        F2 t0, t1, t2, t3, t4, t5;
+        sq4(z0, z1, t0, t1);
+        sq4(z2, z3, t2, t3);
+        sq4(z4, z5, t4, t5);
+        auto three_minus = [](const F2& t, const F2& z) { return (t - z).dbl() + t; };  // 3t - 2z
+        auto three_plus = [](const F2& t, const F2& z) { return (t + z).dbl() + t; };   // 3t + 2z
+        return {{three_minus(t0, z0), three_minus(t2, z4), three_minus(t4, z3)},
+                {three_plus(F6::mul_xi(t5), z2), three_plus(t1, z1), three_plus(t3, z5)}};
+    }
+
+    // a^(q^k): the coefficient of w^i is conjugated k times and scaled by gamma_k[i]
+    // (gamma = the six constants xi^(i (q^k - 1) / 6), given by the host).
+    __device__ fp12 frob(const F2* gamma, bool odd) const {
+        auto c = [odd](const F2& x) { return odd ? F2{x.c0, x.c1.neg()} : x; };
+        return {{c(c0.c0), c(c0.c1) * gamma[2], c(c0.c2) * gamma[4]},
+                {c(c1.c0) * gamma[1], c(c1.c1) * gamma[3], c(c1.c2) * gamma[5]}};
+    }
+
+    // f * line, the line given by three Fq2 values (ly yP, lx xP, lc).  D-type twist (BN254):
+    // line = ly yP + lx xP w + lc w^3.  M-type (BLS12-381): lc + lx xP v + ly yP v w.
+    __device__ __noinline__ fp12 mul_line_d(const F2& yp, const F2& b0, const F2& lc) const {
+        F6 t0 = c0.mul_fq2(yp);
+        F6 t1 = c1.mul_01(b0, lc);
+        F6 m = (c0 + c1).mul_01(yp + b0, lc);
+        return {t0 + t1.mul_v(), m - t0 - t1};
+    }
+    __device__ __noinline__ fp12 mul_line_m(const F2& yp, const F2& a1, const F2& lc) const {
+        F6 t0 = c0.mul_01(lc, a1);
+        F6 t1 = c1.mul_fq2(yp).mul_v();
+        F6 m = (c0 + c1).mul_01(lc, a1 + yp);
+        return {t0 + t1.mul_v(), m - t0 - t1};
+    }
+
+    static __device__ __forceinline__ fp12 load(const uint32_t* p) {
+        constexpr int W = F2::WORDS;
+        return {{F2::load(p), F2::load(p + W), F2::load(p + 2 * W)},
+                {F2::load(p + 3 * W), F2::load(p + 4 * W), F2::load(p + 5 * W)}};
+    }
+    __device__ __forceinline__ void store(uint32_t* p) const {
+        constexpr int W = F2::WORDS;
+        c0.c0.store(p), c0.c1.store(p + W), c0.c2.store(p + 2 * W);
+        c1.c0.store(p + 3 * W), c1.c1.store(p + 4 * W), c1.c2.store(p + 5 * W);
+    }
+};

@@ -1,0 +1,240 @@
+"""The proof's epilogue and self-check on the device: per-key tables, per-proof launches, decoding.
+
+Per key (`KeyEpilogue`, built when the key is loaded, all on the device): the byte
+tables of δ1, α1, β1 (G1) and δ2 (G2) that the epilogue's fixed-base products read;
+the key's α1, β1, β2 and IC points; the pairing constants, the prepared lines of γ2,
+δ2 and β2, and the check's target e(α1, β2)^-1 = pairing(-α1, β2).
+
+Per proof, three phases (cuda_kernels/groth16_check.cuh): `early` on a side stream
+as soon as the witness and r, s are up (table products, the public-input point L,
+the Miller loop of (L, γ2)); `mid` on the side stream once the A, B1, C, H sums
+exist, beside the B2 MSM (s·A, r·B1, pi_a, pi_c, the Miller loop of (pi_c, δ2));
+`final` on the compute stream after the B2 MSM (pi_b, the Miller loop of
+(-pi_a, pi_b), the final exponentiation, the flag).  Everything stays on the
+device; what comes back (one copy, after the MSM sums) is the affine proof and
+the flag.  r and s come from the OS's CSPRNG (`secrets`) and travel with the witness.
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+
+import numpy as np
+
+from cuda_kernels.driver import Device, DeviceBuffer, Stream, U32, launch
+
+from engine.algebra.curves import Curve
+from engine.algebra.limbs import from_ints, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
+from engine.backends.gpu import verify as gverify
+
+FB_ROWS = 32 * 256  # rows of a byte table (epilogue.cuh)
+SCALAR_BYTES = 3 * 32  # r, s, rs after the witness
+
+
+def g1_words(curve: Curve) -> int:
+    return curve.n8q // 2  # 2 coordinates of n8q bytes, in 32-bit words
+
+
+def proof_bytes(curve: Curve) -> int:
+    """pi_a, pi_b, pi_c, L (affine) and the check's flag word (padded to 16 bytes): what comes back."""
+    return 3 * 2 * curve.n8q + 4 * curve.n8q + 16
+
+
+def blinding_scalars(curve: Curve, draw=secrets.randbelow) -> np.ndarray:
+    """r, s and rs mod r as three plain (4,) uint64 rows: the epilogue's inputs."""
+    r, s = draw(curve.r), draw(curve.r)
+    return from_ints([r, s, r * s % curve.r], 4)
+
+
+def key_buffer_bytes(curve: Curve, n_public: int) -> dict[str, int]:
+    """The device buffers `KeyEpilogue` allocates for a key, by name, in bytes (no device needed:
+    footprint.py counts them into the key's device bytes)."""
+    g1b, g2b = 2 * curve.n8q, 4 * curve.n8q
+    return {
+        "points": (2 + n_public + 1) * g1b + g2b,  # alpha1, beta1, beta2, IC_0..IC_nPublic
+        "bases": 3 * g1b + g2b,  # delta1, alpha1, beta1, delta2
+        "tables": FB_ROWS * (3 * g1b + g2b),
+        "consts": int(gverify.pairing_consts(curve).nbytes),
+        "g2": 3 * g2b,  # gamma2, delta2, beta2
+        "lines": 3 * gverify.n_lines(curve) * 3 * 2 * curve.n8q,
+        "neg_alpha": g1b,
+        "target": 12 * curve.n8q,
+    }
+
+
+def key_bytes(curve: Curve, n_public: int) -> int:
+    """Device bytes of one key's `KeyEpilogue` (each buffer at least Device.alloc's 16 bytes)."""
+    return sum(max(b, 16) for b in key_buffer_bytes(curve, n_public).values())
+
+
+def proof_device_bytes(curve: Curve) -> int:
+    """What the tail adds to one proof's working set: r, s, rs after the witness, and the affine
+    proof, L, the flag and the phases' scratch after the MSM sums (pipeline.stage)."""
+    return SCALAR_BYTES + proof_bytes(curve) + scratch_bytes(curve)
+
+
+class KeyEpilogue:
+    """What the epilogue and the check need of one key, resident beside its points."""
+
+    def __init__(self, key, zkey):
+        curve = zkey.curve
+        stream: Stream = key.ctx.upload_stream
+        mod = key.module
+        self.curve = curve
+        self.n_public = zkey.n_public
+        size = key_buffer_bytes(curve, zkey.n_public)
+
+        def upload(name: str, host: np.ndarray | None = None) -> DeviceBuffer:
+            # every buffer exactly as key_buffer_bytes counts it (the key's footprint)
+            host = np.zeros(0, np.uint8) if host is None else np.ascontiguousarray(host)
+            if host.nbytes not in (0, size[name]):
+                raise RuntimeError(f"epilogue buffer {name}: {host.nbytes} bytes, counted {size[name]}")
+            return key._upload(host, reserve=size[name])
+
+        g1b, g2b = 2 * curve.n8q, 4 * curve.n8q
+        neg_alpha = g1_to_mont(curve, [_neg(curve, g1_from_mont(curve, np.asarray(zkey.alpha1))[0])])
+        g1_pts = np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1, 2, curve.q_limbs64)
+                                 for p in (zkey.alpha1, zkey.beta1)])
+        self.points = upload("points", np.concatenate([g1_pts.reshape(-1), np.asarray(zkey.beta2, dtype=np.uint64).reshape(-1),
+                                                       np.asarray(zkey.ic, dtype=np.uint64).reshape(-1)]))
+        # byte tables: delta1, alpha1, beta1 (G1), delta2 (G2)
+        bases = upload("bases", np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
+                                                for p in (zkey.delta1, zkey.alpha1, zkey.beta1, zkey.delta2)]))
+        self.tables = upload("tables")
+        blocks = FB_ROWS // 128
+        for i in range(3):
+            launch(mod, "fb_table_g1", blocks, 128, stream, bases.offset(i * g1b), self.tables.offset(i * FB_ROWS * g1b))
+        launch(mod, "fb_table_g2", blocks, 128, stream, bases.offset(3 * g1b), self.tables.offset(3 * FB_ROWS * g1b))
+        # pairing: constants, lines of gamma2, delta2, beta2, target pairing(-alpha1, beta2)
+        self.consts = upload("consts", gverify.pairing_consts(curve))
+        g2 = upload("g2", np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
+                                          for p in (zkey.gamma2, zkey.delta2, zkey.beta2)]))
+        self.line_bytes = gverify.n_lines(curve) * 3 * 2 * curve.n8q
+        self.lines = upload("lines")
+        launch(mod, "g2_prepare", 1, 32, stream, self.consts, g2, U32(3), self.lines)
+        neg_alpha_buf = upload("neg_alpha", neg_alpha)
+        self.target = upload("target")
+        launch(mod, "pairing_values", 1, 32, stream, self.consts, neg_alpha_buf, g2.offset(2 * g2b), U32(1),
+               self.target)
+
+    def gamma_lines(self) -> int:
+        return self.lines.ptr
+
+    def delta_lines(self) -> int:
+        return self.lines.ptr + self.line_bytes
+
+    def beta_lines(self) -> int:
+        return self.lines.ptr + 2 * self.line_bytes
+
+    def alpha_table(self) -> int:
+        return self.tables.ptr + FB_ROWS * 2 * self.curve.n8q
+
+
+def _neg(curve: Curve, p):
+    return None if p is None else (p[0], -p[1] % curve.q)
+
+
+def scratch_bytes(curve: Curve) -> int:
+    """What the tail's phases hand on to each other after the flag: five table products (XYZZ)
+    and two Miller values (groth16_check.cuh, tail_args)."""
+    return 4 * 4 * curve.n8q + 8 * curve.n8q + 2 * 12 * curve.n8q
+
+
+def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int, witness: DeviceBuffer) -> tuple:
+    return (ep.consts, results, U32(slot_bytes // 4), witness, U32(n_wires), U32(ep.n_public), ep.tables, ep.points,
+            ep.gamma_lines(), ep.delta_lines(), ep.target)
+
+
+def launch_early(mod, args: tuple, side: Stream) -> None:
+    """Table products, L and the Miller loop of (L, gamma2): needs only the witness and r, s."""
+    launch(mod, "groth16_tail_early", 1, 128, side, *args)
+
+
+def launch_mid(mod, args: tuple, side: Stream) -> None:
+    """s A, r B1, pi_a, pi_c and the Miller loop of (pi_c, delta2): needs the A, B1, C, H sums."""
+    launch(mod, "groth16_tail_mid", 1, 64, side, *args)
+
+
+def launch_final(mod, args: tuple, stream: Stream) -> None:
+    """pi_b, the Miller loop of (-pi_a, pi_b), the final exponentiation and the flag."""
+    launch(mod, "groth16_tail_final", 1, 32, stream, *args)
+
+
+class SideStreams:
+    """Side streams per compute slot: a proof's tail runs its early and mid phases on lane 0,
+    beside the slot's own stream, so they overlap the MSMs they do not depend on; a batch
+    (pipeline.compute_batch) gives proof j lane j, so the k tails (one block each) run side by side."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._streams: dict[tuple[int, int], Stream] = {}
+        self._lock = threading.Lock()
+
+    def get(self, slot: int, lane: int = 0) -> Stream:
+        with self._lock:
+            s = self._streams.get((slot, lane))
+            if s is None:
+                s = self._streams[(slot, lane)] = self.ctx.device.stream()
+            return s
+
+    def close(self) -> None:
+        for s in self._streams.values():
+            s.synchronize()
+            s.destroy()
+        self._streams.clear()
+
+
+def decode_proof(curve: Curve, raw: np.ndarray) -> tuple[tuple, bool]:
+    """(pi_a, pi_b, pi_c) as affine int tuples, and the check's verdict, from the bytes after the MSM slots."""
+    g1b, g2b = 2 * curve.n8q, 4 * curve.n8q
+    raw = np.ascontiguousarray(raw, dtype=np.uint8)
+    pi_a = g1_from_mont(curve, raw[:g1b].view(np.uint64))[0]
+    pi_b = g2_from_mont(curve, raw[g1b:g1b + g2b].view(np.uint64))[0]
+    pi_c = g1_from_mont(curve, raw[g1b + g2b:2 * g1b + g2b].view(np.uint64))[0]
+    flag = int(raw[3 * g1b + g2b:3 * g1b + g2b + 4].view(np.uint32)[0])
+    return (pi_a, pi_b, pi_c), flag == 1
+
+
+def verify_batch(ctx, mod, ep: KeyEpilogue, items: list[tuple[list[int], tuple]]) -> bool:
+    """One device multi-pairing for n proofs of one key, as engine/groth16/verifier.verify_batch
+    folds them (random 128-bit rho_j, rho_0 = 1): True iff every proof verifies (but for a
+    chance of about 2^-128).  items: (public signals, (pi_a, pi_b, pi_c) affine ints)."""
+    curve = ep.curve
+    if not items:
+        return True
+    for public, pts in items:
+        if len(public) != ep.n_public or any(not 0 <= v < curve.r for v in public) or any(p is None for p in pts):
+            return False
+    n = len(items)
+    r = curve.r
+    rho = [1] + [secrets.randbits(128) | 1 for _ in range(n - 1)]
+    total = sum(rho) % r
+    ic_scalars = [total] + [sum(rj * pub[i] for rj, (pub, _) in zip(rho, items)) % r for i in range(ep.n_public)]
+    proofs = np.concatenate([np.concatenate([g1_to_mont(curve, [a]).reshape(-1), g2_to_mont(curve, [b]).reshape(-1),
+                                             g1_to_mont(curve, [c]).reshape(-1)]) for _, (a, b, c) in items])
+    dev = ctx.device
+    stream = ctx.compute_stream(0)
+    host = np.zeros(4, dtype=np.uint32)
+    bufs = []
+
+    def up(a: np.ndarray) -> DeviceBuffer:
+        buf = dev.alloc(a.nbytes, stream)
+        Device.upload(buf, np.ascontiguousarray(a), stream)
+        bufs.append(buf)
+        return buf
+
+    pts = up(proofs)
+    sc = up(from_ints([*rho, total], 4))
+    ics = up(from_ints(ic_scalars, 4))
+    work = dev.alloc((n + 3) * 2 * curve.n8q, stream)
+    flag = dev.alloc(16, stream)
+    bufs += [work, flag]
+    threads = min(256, max(64, 32 * (-(-(2 * n + len(ic_scalars) + 1) // 32))))
+    ic = ep.points.offset(2 * 2 * curve.n8q + 4 * curve.n8q)
+    launch(mod, "groth16_batch_check_kernel", 1, threads, stream, ep.consts, pts, sc, U32(n), ic, ics,
+           U32(len(ic_scalars)), ep.alpha_table(), ep.beta_lines(), ep.gamma_lines(), ep.delta_lines(), work, flag)
+    Device.download(host, flag, stream)
+    for b in bufs:
+        Device.free(b, stream)
+    stream.synchronize()
+    return int(host[0]) == 1

@@ -1,0 +1,54 @@
+"""Latency of the pairing's dependent chains on one lane group (cycles and ns per operation).
+
+    python perf/pairing_latency.py [--iters 2000]
+
+The epilogue and the pairing check are chains of dependent field products run by a
+handful of threads, so their time is latency, not throughput: this reports, per
+curve, cycles (clock64) and nanoseconds (globaltimer) per base-field product
+(inline and out of line), per Fq2 product of a lane group of four, per Fq12
+product, per cyclotomic squaring and per G1 XYZZ doubling, and the SM clock
+those imply.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cuda_kernels.driver import Device, U32, launch  # noqa: E402
+from engine.algebra.curves import BLS12_381, BN254  # noqa: E402
+from engine.backends.gpu import GpuBackend  # noqa: E402
+
+MODES = ["fq mul inline", "fq mul out of line", "fq2 mul (lane group)", "fq12 mul", "cyclotomic sqr", "g1 xyzz dbl"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--iters", type=int, default=2000)
+    args = ap.parse_args()
+    be = GpuBackend()
+    be.bind_thread()
+    for curve in (BN254, BLS12_381):
+        mod, stream, dev = be.ctx.module(curve), be.ctx.compute_stream(0), be.device
+        out = dev.alloc(64, stream)
+        host = np.zeros(16, dtype=np.uint32)
+        for mode, name in enumerate(MODES):
+            iters = args.iters if mode < 3 else max(args.iters // 20, 10)
+            for _ in range(2):  # the first launch warms up
+                launch(mod, "perf_pairing_chain", 1, 4, stream, out, U32(iters), U32(mode))
+                Device.download(host, out, stream)
+                stream.synchronize()
+            cycles = int(host[0]) | int(host[1]) << 32
+            ns = int(host[2]) | int(host[3]) << 32
+            print(f"{curve.name:9s} {name:22s} {cycles / iters:9.0f} cycles {ns / iters:9.1f} ns"
+                  f"  ({cycles / max(ns, 1) * 1000:.0f} MHz)", flush=True)
+        Device.free(out, stream)
+    be.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""The epilogue and the self-check on the device: proofs that verify, a fault that is caught, batches.
+
+Marked `gpu`: skipped only when no CUDA device exists.  The CPU verifier
+(engine/groth16/verifier.py) is the independent judge of every proof made here.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES
+from engine.backends.select import cuda_device_count
+from engine.errors import VerificationError
+from engine.formats import read_wtns, read_zkey
+from engine.groth16.proof import Proof
+from engine.groth16.prover import checked_on_device, prove
+from engine.groth16.verifier import verify, vk_from_zkey
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine"),
+]
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from engine.backends.gpu import GpuBackend
+
+    b = GpuBackend()
+    yield b
+    b.close()
+
+
+@pytest.fixture(params=["bn128", "bls12381"])
+def loaded(request, backend):
+    d = FIXTURES / "tiny" / request.param
+    zkey = read_zkey(d / "tiny.zkey")
+    key = backend.load_key(zkey)
+    yield zkey, key, read_wtns(d / "tiny.wtns").values
+    key.close()
+
+
+def test_device_epilogue_proofs_verify_on_the_cpu(backend, loaded):
+    zkey, key, values = loaded
+    vk = vk_from_zkey(zkey)
+    proofs = [prove(zkey, values, backend, key) for _ in range(3)]
+    assert len({p.pi_a for p in proofs}) == 3  # fresh r, s each time
+    for p in proofs:
+        assert checked_on_device(p)
+        assert {"gpu_check", "side_early", "side_mid"} <= set(p.timings)
+        assert "epilogue" not in p.timings and "verify" not in p.timings  # no host EC arithmetic, no CPU check
+        assert verify(vk, p.public, p)
+
+
+def test_core_result_carries_the_device_verdict(backend, loaded):
+    zkey, key, values = loaded
+    core = backend.prove_core(key, values)
+    assert core.verified is True and core.proof is not None
+
+
+@pytest.mark.parametrize("slot", [0, 1, 2, 3, 4])  # A, B1, B2, C, H
+def test_corrupted_msm_result_on_device_gives_verification_error(backend, loaded, slot):
+    from cuda_kernels.driver import Device
+
+    zkey, key, values = loaded
+
+    def corrupt(results, slot_bytes, stream, after):  # overwrite the first word of one MSM sum's x
+        if (slot == 2) == (after == "b2"):
+            Device.memset32(results.ptr + slot * slot_bytes, 0x1234567, 1, stream)
+
+    backend.fault_hook = corrupt
+    try:
+        with pytest.raises(VerificationError, match="does not verify"):
+            prove(zkey, values, backend, key)
+        with pytest.raises(VerificationError):  # verify=False does not let a failed check through
+            prove(zkey, values, backend, key, verify=False)
+    finally:
+        backend.fault_hook = None
+    assert verify(vk_from_zkey(zkey), *_public_and(prove(zkey, values, backend, key)))  # and recovers
+
+
+def _public_and(p: Proof):
+    return p.public, p
+
+
+def test_batched_device_check_accepts_good_and_rejects_one_bad(backend, loaded):
+    zkey, key, values = loaded
+    proofs = [prove(zkey, values, backend, key) for _ in range(4)]
+    items = [(p.public, p) for p in proofs]
+    assert backend.verify_batch(key, items)
+    assert backend.verify_batch(key, items[:1])
+    bad = Proof(proofs[2].curve, proofs[2].pi_a, proofs[2].pi_b, proofs[1].pi_c, proofs[2].public)
+    assert not backend.verify_batch(key, items[:2] + [(bad.public, bad)] + items[3:])
+    if zkey.n_public:
+        wrong_public = [(v + 1) % zkey.curve.r for v in proofs[0].public]
+        assert not backend.verify_batch(key, [(wrong_public, proofs[0])] + items[1:])

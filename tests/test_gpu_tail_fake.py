@@ -1,0 +1,141 @@
+"""Where a GPU proof ends, and what its key and its proofs take, on the fake driver (tests/fake_cuda.py).
+
+A resident key's proofs end on the device (the tail's three phases; batched proofs too, one tail
+each), a host-tier key's on the CPU (CoreResult.proof None, no tail launched, no tail bytes); the
+footprint counts exactly what load_key allocates (the epilogue's tables included) and a proof's
+working set covers what stage allocates (the tail's r, s and scratch included, within the
+allocation rounding it adds).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES
+from engine.formats import read_wtns, read_zkey
+from fake_cuda import fake_driver
+
+TINY = FIXTURES / "tiny"
+ROUNDING = 64 * 20  # footprint.proof_working_set's slack for allocations rounded up to 16 bytes
+OPTIONS = [{}, {"fold": 1, "tier": "resident"}, {"tier": "host", "host_chunk": 2}]
+
+
+def _backend(**options):
+    from engine.backends.gpu import GpuBackend  # noqa: PLC0415
+
+    backend = GpuBackend(0, **options)
+    backend.ctx.prepare = lambda curve: b"fake cubin"
+    return backend
+
+
+def _tiny(curve):
+    return read_zkey(TINY / curve / "tiny.zkey"), np.asarray(read_wtns(TINY / curve / "tiny.wtns").values)
+
+
+@pytest.fixture
+def tail_launches(monkeypatch):
+    """Counts of the tail's phase launches (the fake's kernels do nothing)."""
+    from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
+
+    counts = {"early": 0, "mid": 0, "final": 0}
+    for phase in counts:
+        real = getattr(gepi, f"launch_{phase}")
+
+        def counted(*args, _real=real, _phase=phase):
+            counts[_phase] += 1
+            return _real(*args)
+
+        monkeypatch.setattr(gepi, f"launch_{phase}", counted)
+    return counts
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_the_footprint_counts_the_allocations_on_a_fake_driver(curve, options):
+    from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
+    from engine.backends.gpu import pipeline  # noqa: PLC0415
+
+    zkey, witness = _tiny(curve)
+    with fake_driver() as fake:
+        backend = _backend(**options)
+        key = backend.load_key(zkey)
+        fp = key.footprint
+        assert fp.tier == ("host" if options.get("tier") == "host" else "resident")
+        assert (key.epilogue is None) == (fp.tier == "host")
+        assert backend.resident_bytes(key) == fp.device_bytes  # the epilogue's tables counted exactly
+        assert backend.host_resident_bytes(key) == fp.host_bytes
+        assert backend.working_set_bytes(key) == fp.working_set_bytes
+        before = sum(fake.live_device.values())
+        staged = backend.stage(key, witness)
+        taken = sum(fake.live_device.values()) - before
+        assert fp.working_set_bytes - ROUNDING <= taken <= fp.working_set_bytes
+        st = staged.state
+        tail = 0 if key.epilogue is None else 1
+        assert st.witness.nbytes == witness.nbytes + tail * gepi.SCALAR_BYTES
+        assert st.results.nbytes == pipeline.result_bytes(key) + tail * gepi.scratch_bytes(key.curve)
+        backend.discard(staged).wait()
+        assert sum(fake.live_device.values()) == before
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_device
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_resident_proofs_end_on_the_device_host_tier_proofs_on_the_cpu(curve, tail_launches):
+    zkey, witness = _tiny(curve)
+    with fake_driver():
+        backend = _backend()
+        key = backend.load_key(zkey)
+        core = backend.prove_core(key, witness)
+        assert core.proof is not None and core.verified is False  # the fake's zero flag: not verified
+        assert "gpu_check" in core.timings and tail_launches == {"early": 1, "mid": 1, "final": 1}
+        backend.unload_key(key)
+        backend.close()
+
+        host = _backend(tier="host", host_chunk=2)
+        key = host.load_key(zkey)
+        core = host.prove_core(key, witness)
+        assert core.proof is None and core.verified is None
+        assert "gpu_check" not in core.timings and tail_launches == {"early": 1, "mid": 1, "final": 1}
+        host.unload_key(key)
+        host.close()
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_batched_proofs_each_get_a_device_tail(curve, tail_launches):
+    zkey, witness = _tiny(curve)
+    k = 3
+    with fake_driver() as fake:
+        backend = _backend()
+        key = backend.load_key(zkey)
+        backend.maintain()
+        used = backend.device.pool_used_bytes()
+        cores = [p.wait() for p in backend.compute_batch([backend.stage(key, witness) for _ in range(k)])]
+        assert tail_launches == {"early": k, "mid": k, "final": k}
+        for core in cores:
+            assert core.proof is not None and core.verified is False
+            assert core.timings["gpu_batch"] == k and "gpu_check" in core.timings
+        assert backend.device.pool_used_bytes() == used
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_device and not fake.live_pinned
+
+
+def test_a_core_without_a_device_proof_is_checked_on_the_cpu_whatever_its_timings():
+    """A CoreResult with no device proof (CPU backend, GPU host tier) ends in the CPU epilogue; a
+    stray gpu_check timing must not mark the proof as checked on the device (api.verify would skip it)."""
+    import dataclasses
+
+    from engine.backends.cpu import CpuBackend
+    from engine.errors import VerificationError
+    from engine.groth16.prover import checked_on_device, finish
+
+    zkey, witness = _tiny("bn128")
+    backend = CpuBackend()
+    core = backend.prove_core(backend.load_key(zkey), witness)
+    core.timings["gpu_check"] = 0.001
+    proof = finish(zkey, core, witness)
+    assert not checked_on_device(proof)
+    wrong = dataclasses.replace(core, pi_h=core.pi_a0)
+    with pytest.raises(VerificationError, match="does not verify"):
+        finish(zkey, wrong, witness)
