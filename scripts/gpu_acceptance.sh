@@ -38,5 +38,5 @@ tail -40 "$out/prove.log"
 tar czf "$out/proofs.tgz" -C "$work/proofs" .
 
 # warm proofs with verification (perf/prove.py: medians of repeats, GPU stage sums)
-timeout 150 python3 perf/prove.py --log-constraints 13,16,20 --curves bn128 --backend gpu --repeats 5 \
+timeout 100 python3 perf/prove.py --log-constraints 13,16,20 --curves bn128 --backend gpu --repeats 5 \
   --workdir /tmp/acc-perf 2>&1 | tee "$out/perf.log" | tail -12
