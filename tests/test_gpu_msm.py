@@ -148,9 +148,12 @@ def test_compute_batch_matches_proof_by_proof(curve_name, fold):
     for _ in range(3):
         w = [rng.choice([0, 1, rng.randrange(zkey.curve.r)]) for _ in range(base.shape[0])]
         witnesses.append(from_ints(w, 4))
-    b = GpuBackend(fold=fold)
+    # resident: with its fold forced to 1 the planner would put this key on the host tier, whose
+    # proofs stream their bases and never batch (measured on the H200: max_batch 1 there)
+    b = GpuBackend(fold=fold, tier="resident")
     try:
         key = b.load_key(zkey)
+        assert key.host is None and key.plan_w.fold == (key.plan_w.windows if fold == "full" else fold)
         one = [b.prove_core(key, w) for w in witnesses]
         assert b.max_batch(key) >= len(witnesses)
         pend = b.compute_batch([b.stage(key, w) for w in witnesses])
