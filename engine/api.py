@@ -131,23 +131,30 @@ class Groth16Kit:
 
     # The epilogue and the verification are pure-Python arithmetic (tens of ms): they run in
     # the shared CPU process pool, so they neither serialise on the GIL nor starve the
-    # device threads of it.  The calling thread only waits on the result.
+    # device threads of it.  The calling thread only waits on the result.  A worker that dies
+    # under one fails that job (CpuWorkerCrashedError, an EngineError) and is replaced.
     def finish(self, key: Groth16Key, core: Any, public: np.ndarray) -> Any:
-        from scheduler import cpu_pool  # noqa: PLC0415
         from engine.groth16.prover import KeyHeader, finish  # noqa: PLC0415
 
         if key.header is None:
             key.header = KeyHeader.from_zkey(key.zkey)
-        return cpu_pool.get_pool().submit(finish, key.header, core, public, verify=False).result()
+        return self._in_pool(key, "the epilogue", finish, key.header, core, public, verify=False)
 
     def verify(self, key: Groth16Key, proof: Any) -> None:
-        from scheduler import cpu_pool  # noqa: PLC0415
         from engine.groth16.prover import verify_or_raise  # noqa: PLC0415
         from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
 
         if key.vk is None:
             key.vk = vk_from_zkey(key.zkey)
-        cpu_pool.get_pool().submit(verify_or_raise, key.vk, proof, key.zkey.path).result()
+        self._in_pool(key, "the proof's verification", verify_or_raise, key.vk, proof, key.zkey.path)
+
+    def _in_pool(self, key: Groth16Key, what: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        from scheduler import cpu_pool  # noqa: PLC0415
+
+        try:
+            return cpu_pool.get_pool().submit(fn, *args, **kwargs).result()
+        except cpu_pool.CpuWorkerCrashedError as exc:
+            raise cpu_pool.CpuWorkerCrashedError(f"{self.key_label(key)}: {what}: {exc}") from None
 
 
 # ------------------------------------------------------------------ public handles

@@ -16,13 +16,11 @@ the worker in the background.
 """
 from __future__ import annotations
 
-import importlib
 import multiprocessing as mp
 import os
 import pickle
 import signal
 import threading
-import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -35,6 +33,7 @@ from scheduler.budget import fmt_bytes
 from scheduler.locks import FifoSlots
 from scheduler.processes import start_process
 from scheduler.shm import ShmBlock
+from scheduler.task_errors import describe_error, rebuild_error
 
 START_METHODS = ("forkserver", "spawn")
 _READY_TIMEOUT_S = 120.0
@@ -68,16 +67,6 @@ class SynthResult:
 
 # ------------------------------------------------------------------ worker side
 
-def _describe_error(exc: BaseException) -> tuple:
-    cls = type(exc)
-    text = f"{cls.__name__}: {exc}"
-    try:
-        state = pickle.dumps((exc.args, dict(getattr(exc, "__dict__", {}))))
-    except Exception:
-        state = pickle.dumps(((str(exc),), {}))
-    return (cls.__module__, cls.__qualname__, state, text, traceback.format_exc())
-
-
 def _worker_main(conn, index: int) -> None:
     """A synthesis worker: serve (fn, args, block name, capacity) until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's business
@@ -104,28 +93,8 @@ def _worker_main(conn, index: int) -> None:
                 block.close()
                 reply = ("ok", meta, values.shape, values.dtype.str)
         except BaseException as exc:  # reported to the caller; the worker lives on
-            reply = ("error", *_describe_error(exc))
+            reply = ("error", *describe_error(exc))
         conn.send_bytes(pickle.dumps(reply))
-
-
-def _rebuild_error(module: str, qualname: str, state: bytes, text: str, tb: str) -> BaseException:
-    """The worker's exception, same type and message where it can be rebuilt."""
-    try:
-        cls = importlib.import_module(module)
-        for part in qualname.split("."):
-            cls = getattr(cls, part)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            args, attrs = pickle.loads(state)
-            exc = cls.__new__(cls)
-            exc.args = tuple(args)
-            exc.__dict__.update(attrs)
-            exc.worker_traceback = tb
-            return exc
-    except Exception:
-        pass
-    exc = WitnessGenerationError(f"synthesis failed: {text}")
-    exc.worker_traceback = tb
-    return exc
 
 
 # ------------------------------------------------------------------ pool side
@@ -269,7 +238,7 @@ class SynthPool:
                 tuple(shape),
                 dtype,
             )
-        raise _rebuild_error(*reply[1:])
+        raise rebuild_error(*reply[1:], fallback=WitnessGenerationError, prefix="synthesis failed: ")
 
     async def _receive(self, worker: _Worker, label: str) -> tuple:
         await anyio.wait_readable(worker.conn.fileno())

@@ -14,17 +14,13 @@
    so every term ends up as (sum of points)·2^e with e = c·window + j.
 5. A Horner pass over e (Jacobian doublings) combines them.
 
-Large inputs are split by point range over a process pool (forkserver or
-spawn, never fork), created on first use, reused, and shut down at exit.
-As with any such pool, a script that uses it needs the
-`if __name__ == "__main__":` guard; without one the pool is disabled (with a
-warning) and the MSM runs in the calling process.
+Large inputs are split by point range over the shared CPU process pool
+(scheduler/cpu_pool.py: forkserver or spawn, never fork; created on first use,
+reused, shut down at exit).  A worker that dies fails the MSM it was part of
+with `CpuWorkerCrashedError` and is replaced; the next MSM uses the pool again.
 """
 from __future__ import annotations
 
-import warnings
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Sequence
 
 import numpy as np
@@ -72,9 +68,9 @@ def _msm(ops: GroupOps, group: int, points, scalars, workers):
             rest_k.append(k)
     nproc = _resolve_workers(workers)
     results = None
-    if nproc > 1 and len(rest_p) >= PARALLEL_MIN_POINTS[group] and not _pool_disabled:
+    if nproc > 1 and len(rest_p) >= PARALLEL_MIN_POINTS[group]:
         results = _run_chunks(ops.curve, group, rest_p, rest_k, nproc, ops, ones)
-    if results is None:
+    else:
         results = [ops.sum(ones), pippenger(ops, rest_p, rest_k)]
     return ops.sum(results)
 
@@ -160,11 +156,10 @@ def pippenger(ops: GroupOps, points: list, scalars: list[int]):
 
 
 # ------------------------------------------------------------------ the process pool
-_pool_disabled = False
 _resolve_workers = cpu_pool.resolve_workers
 
 
-def _get_pool(nproc: int) -> ProcessPoolExecutor:
+def _get_pool(nproc: int) -> cpu_pool.CpuPool:
     return cpu_pool.get_pool(nproc)
 
 
@@ -188,28 +183,23 @@ def _noop(_: int) -> None:
 def _run_chunks(curve: Curve, group: int, points: list, scalars: list[int], nproc: int, ops: GroupOps, ones: list):
     """Partial sums: one per point range from the workers, plus the ones summed here meanwhile.
 
-    None when the pool cannot run (a worker died, or a worker cannot start, as
-    happens when the main script lacks the `if __name__ == "__main__":` guard
-    that spawn/forkserver need): the pool is then disabled for this process
-    with a warning and the caller computes the MSM itself.
+    A worker that dies raises CpuWorkerCrashedError (an EngineError) here: this MSM fails, the pool
+    replaces the worker.  The other ranges still queued are dropped, not computed for nothing.
     """
-    global _pool_disabled
     n = len(points)
     bounds = [n * i // nproc for i in range(nproc + 1)]
+    pool = _get_pool(nproc)
+    futures = [
+        pool.submit(_chunk_task, curve.name, group, points[lo:hi], scalars[lo:hi])
+        for lo, hi in zip(bounds, bounds[1:])
+        if hi > lo
+    ]
     try:
-        pool = _get_pool(nproc)
-        futures = [
-            pool.submit(_chunk_task, curve.name, group, points[lo:hi], scalars[lo:hi])
-            for lo, hi in zip(bounds, bounds[1:])
-            if hi > lo
-        ]
         ones_sum = ops.sum(ones)
         return [ones_sum] + [f.result() for f in futures]
-    except (BrokenProcessPool, RuntimeError, OSError) as exc:
-        _pool_disabled = True
-        shutdown_pool()
-        warnings.warn(f"MSM process pool failed ({type(exc).__name__}: {exc}); continuing in one process", RuntimeWarning)
-        return None
+    finally:
+        for f in futures:
+            f.cancel()  # after a failure: what no worker has taken yet is not computed
 
 
 def _chunk_task(curve_name: str, group: int, points: list, scalars: list[int]):
