@@ -37,7 +37,7 @@ from scheduler.synth_pool import SynthPool
 from scheduler.timeline import Event, MemorySink, Stage, Timeline
 
 from engine.config import ConfigError, EngineConfig
-from engine.errors import EngineClosedError, EngineError, EngineStartError, MismatchError
+from engine.errors import EngineClosedError, EngineError, EngineStartError, MismatchError, write_error
 
 log = logging.getLogger("engine")
 
@@ -54,14 +54,20 @@ def synthesise_wtns(path: str) -> tuple[dict, np.ndarray]:
     return {"prime": int(w.prime)}, w.values
 
 
-def synthesise_wasm(wasm_path: str, inputs: dict) -> tuple[dict, np.ndarray]:
-    """Synthesis task: compute a witness from circuit.wasm and inputs (runs in a worker process)."""
-    from engine.witness.calculator import compute_witness  # noqa: PLC0415
+def synthesise_wasm(wasm_path: str, inputs: Any, key_prime: int | None = None,
+                    key_name: str = "the proving key") -> tuple[dict, np.ndarray]:
+    """Synthesis task: compute a witness from circuit.wasm and inputs (a dict or an input.json path;
+    runs in a worker process).  A wasm compiled for another field than the key's is refused first."""
+    from engine.witness.calculator import WasmCircuit  # noqa: PLC0415
 
-    out = compute_witness(wasm_path, inputs)
-    values = getattr(out, "values", out)
-    prime = getattr(out, "prime", None)
-    return {"prime": None if prime is None else int(prime)}, np.asarray(values)
+    circuit = WasmCircuit.load(wasm_path)
+    if key_prime is not None:
+        circuit.check_prime(key_prime, key_name)
+    return {"prime": int(circuit.prime)}, np.asarray(circuit.calculate(inputs))
+
+
+class InputsFile(str):
+    """The path of a circuit's input.json, whatever its name ends with (a plain str path must end in .json)."""
 
 
 @dataclass
@@ -100,17 +106,25 @@ class Groth16Kit:
         return int(key.zkey.n_vars) * 32  # (m, 4) uint64
 
     def make_partition(self, key: Groth16Key, index: int, item: Any) -> Partition:
-        """item: a .wtns path, a dict of circuit inputs (needs wasm=), a Witness, or (m, 4) uint64 values."""
-        if isinstance(item, (str, os.PathLike)):
+        """item: a .wtns path, circuit inputs (a dict, or an input .json path; need wasm=), a Witness,
+        or (m, 4) uint64 values."""
+        inputs_file = isinstance(item, InputsFile) or (
+            isinstance(item, (str, os.PathLike)) and os.fspath(item).lower().endswith(".json"))
+        if isinstance(item, (str, os.PathLike)) and not inputs_file:
             path = os.fspath(item)
             return Partition(index, path, task=(synthesise_wtns, (path,)))
-        if isinstance(item, dict):
+        if isinstance(item, dict) or inputs_file:
             if key.wasm is None:
                 raise MismatchError(
                     f"{self.key_label(key)}: circuit inputs were given but the key was loaded without "
                     "wasm= (the circuit.wasm that computes the witness)"
                 )
-            return Partition(index, f"inputs for {os.path.basename(key.wasm)}", task=(synthesise_wasm, (key.wasm, item)))
+            prime_check = (int(key.zkey.curve.r), key.zkey.path or self.key_label(key))
+            if inputs_file:  # read in the worker: its errors name the file, as the direct path's do
+                path = str(os.fspath(item))
+                return Partition(index, path, task=(synthesise_wasm, (key.wasm, path, *prime_check)))
+            return Partition(index, f"inputs for {os.path.basename(key.wasm)}",
+                             task=(synthesise_wasm, (key.wasm, item, *prime_check)))
         if hasattr(item, "values") and hasattr(item, "prime"):
             name = getattr(item, "path", None) or f"witness {index}"
             return Partition(index, name, values=item.values, meta={"prime": int(item.prime)})
@@ -140,13 +154,13 @@ class Groth16Kit:
             key.header = KeyHeader.from_zkey(key.zkey)
         return self._in_pool(key, "the epilogue", finish, key.header, core, public, verify=False)
 
-    def verify(self, key: Groth16Key, proof: Any) -> None:
+    def verify(self, key: Groth16Key, proof: Any, label: str | None = None) -> None:
         from engine.groth16.prover import verify_or_raise  # noqa: PLC0415
         from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
 
         if key.vk is None:
             key.vk = vk_from_zkey(key.zkey)
-        self._in_pool(key, "the proof's verification", verify_or_raise, key.vk, proof, key.zkey.path)
+        self._in_pool(key, "the proof's verification", verify_or_raise, key.vk, proof, key.zkey.path, label)
 
     def _in_pool(self, key: Groth16Key, what: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         from scheduler import cpu_pool  # noqa: PLC0415
@@ -273,7 +287,11 @@ class Engine:
         self._kit, self._backends = kit, backends
         if cfg.timeline:
             self._timeline_created = not os.path.exists(cfg.timeline)
-            self.timeline.add_file(cfg.timeline)
+            try:
+                self.timeline.add_file(cfg.timeline)
+            except OSError as exc:  # a missing directory, a read-only place: one line naming the path
+                self._timeline_created = False
+                raise write_error(cfg.timeline, exc) from None
         capacities = []
         for b in backends:
             if cfg.vram_budget is not None:
@@ -397,6 +415,8 @@ class Engine:
         if name == "auto":
             name = "gpu" if count > 0 else "cpu"
         if name == "gpu":
+            if count == 0:
+                select_backend("gpu")  # raises the direct path's BackendUnavailableError (no CUDA device)
             ids = list(cfg.devices) if cfg.devices else list(range(count))
             missing = [d for d in ids if d >= count]
             if missing:

@@ -54,7 +54,7 @@ class Kit(Protocol):
     def check(self, key: Any, meta: Any, values: np.ndarray, label: str) -> None: ...
     def public(self, key: Any, values: np.ndarray) -> Any: ...
     def finish(self, key: Any, core: Any, public: Any) -> Any: ...
-    def verify(self, key: Any, result: Any) -> None: ...
+    def verify(self, key: Any, result: Any) -> None: ...  # optionally a third parameter, label: the witness
 
 
 @dataclass
@@ -111,6 +111,7 @@ class Pipeline:
         self.cpu_limiter = anyio.CapacityLimiter(cpu_threads)
         self._slot_kw = {d.index: _accepts(d.backend.compute, "slot") for d in self.devices}
         self._stop_kw = {d.index: _accepts(d.backend.compute, "stop") for d in self.devices}
+        self._verify_label = _accepts(kit.verify, "label")  # a kit that names the witness when a proof fails
 
     # ------------------------------------------------------------ jobs
     def check_fits(self, job: int, key: KeyRecord, parts: Sequence[Partition]) -> None:
@@ -120,12 +121,13 @@ class Pipeline:
         if key.vram_bytes > biggest:
             raise BudgetError(
                 f"job {job} ({key.label}): one proof needs {fmt_bytes(key.vram_bytes)} of device memory but the "
-                f"VRAM budget of a device is {fmt_bytes(biggest)}; raise vram_budget or use a larger device"
+                f"VRAM budget of a device is {fmt_bytes(biggest)}; raise vram_budget (--vram-budget) or use a "
+                "larger device"
             )
         if any(p.task is not None for p in parts) and key.host_bytes > self.host.capacity(0):
             raise BudgetError(
                 f"job {job} ({key.label}): one witness needs {fmt_bytes(key.host_bytes)} of host memory but the "
-                f"host budget is {fmt_bytes(self.host.capacity(0))}; raise host_budget"
+                f"host budget is {fmt_bytes(self.host.capacity(0))}; raise host_budget (--host-budget)"
             )
 
     async def run_job(self, job: int, key: KeyRecord, parts: Sequence[Partition]) -> list[Any]:
@@ -191,8 +193,9 @@ class Pipeline:
             tl.emit(Stage.EPILOGUE_END, job, p)
             if self.verify:
                 tl.emit(Stage.VERIFY_START, job, p)
-                await anyio.to_thread.run_sync(self.kit.verify, key.data, result,
-                                               limiter=self.cpu_limiter, abandon_on_cancel=True)
+                args = (key.data, result, part.label) if self._verify_label else (key.data, result)
+                await anyio.to_thread.run_sync(self.kit.verify, *args, limiter=self.cpu_limiter,
+                                               abandon_on_cancel=True)
                 tl.emit(Stage.VERIFY_END, job, p)
         except anyio.get_cancelled_exc_class():
             tl.emit(Stage.CANCELLED, job, p, key=key.label)

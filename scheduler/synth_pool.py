@@ -4,7 +4,9 @@ Workers are started with `forkserver` (default) or `spawn`, never `fork`: the
 main process may have initialised CUDA, and a forked child of it is broken.
 Each worker serves one task at a time over its own pipe, so a worker that
 dies (a crash, an os._exit, a kill) fails only the task it was running; it
-is restarted in the background and the pool keeps serving.
+is restarted in the background and the pool keeps serving.  One that died
+while idle is found before a task is sent to it, replaced, and the task goes
+to the next free worker (nothing fails).
 
 A task is a picklable `fn(*args) -> (meta, ndarray)` (module-level function;
 the engine supplies them, so this module knows nothing of circuits).  The
@@ -126,7 +128,8 @@ class SynthPool:
         self._closing = False
         self._started = False
         self._broken: BaseException | None = None  # a worker that could not be started
-        self.crashes = 0
+        self.crashes = 0  # workers that died on a task (that task failed)
+        self.idle_deaths = 0  # workers found dead when a task came (replaced; the task went elsewhere)
         self.restarts = 0
         self.max_reply_bytes = 0  # the largest message a worker sent back (witness data never travels here)
 
@@ -197,26 +200,37 @@ class SynthPool:
             raise RuntimeError("synthesis pool is not running")
         if self._broken is not None:
             raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {self._broken}")
-        idx = await self._idle.acquire(label)
-        worker = self._workers[idx]
+        payload_args = (fn, args)
         block = None
+        idx = None
         try:
-            block = ShmBlock.create(capacity)
+            while True:
+                idx = await self._idle.acquire(label)
+                worker = self._workers[idx]
+                if block is None:
+                    block = ShmBlock.create(capacity)
+                # A worker that died while idle is replaced before it is given work; the task, which
+                # it never received, goes to the next worker that is free.
+                if worker is not None and worker.process.is_alive():
+                    try:
+                        worker.conn.send_bytes(pickle.dumps((*payload_args, block.name, int(capacity))))
+                        break
+                    except (OSError, ValueError):  # died between the check and the send
+                        pass
+                self.idle_deaths += 1
+                self._replace(idx)
+                idx = None
+                if self._broken is not None:
+                    raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {self._broken}")
             if on_start is not None:
                 on_start(idx)
-            try:
-                worker.conn.send_bytes(pickle.dumps((fn, args, block.name, int(capacity))))
-            except (OSError, ValueError):  # the worker died while idle
-                self.crashes += 1
-                raise SynthesisCrashedError(
-                    f"{label}: synthesis worker {idx} had died (exit code {worker.process.exitcode}); "
-                    "this job failed, the worker is being restarted"
-                ) from None
             reply = await self._receive(worker, label)
         except BaseException as exc:
             if block is not None:
                 block.release()
-            if isinstance(exc, SynthesisCrashedError) or not isinstance(exc, Exception):
+            if idx is None:  # cancelled (or the pool broke) while waiting for a worker: none is held
+                pass
+            elif isinstance(exc, SynthesisCrashedError) or not isinstance(exc, Exception):
                 # crashed, or cancelled mid-task: the worker's state is unknown; replace it
                 self._replace(idx)
             else:
