@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 # subcommand name -> module under engine.commands
@@ -45,8 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from engine.errors import EngineError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        for module in getattr(args, "preload", lambda a: ())(args):  # the command's heavy imports, now
+            importlib.import_module(module)
+    except KeyboardInterrupt:  # Ctrl-C while the commands load
+        return report(argparse.Namespace(), "Interrupted", "interrupted", 130)
+    if getattr(signal.getsignal(signal.SIGINT), "loading", False):  # engine/__main__'s start-up handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
     try:
         return int(args.func(args) or 0)
     except EngineError as exc:

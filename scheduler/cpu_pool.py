@@ -27,6 +27,7 @@ import pickle
 import queue
 import signal
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Callable, Iterable
 
@@ -70,7 +71,7 @@ def get_pool(nproc: int | None = None) -> "CpuPool":
         if _pool is None:
             _pool = CpuPool(nproc)
             if not _atexit_registered:
-                atexit.register(shutdown)
+                atexit.register(_shutdown_at_exit)
                 _atexit_registered = True
         elif _pool.size < nproc:
             _pool.grow(nproc)  # more lanes; nothing queued or running is touched
@@ -81,13 +82,18 @@ def running() -> bool:
     return _pool is not None
 
 
-def shutdown() -> None:
-    """Stop the workers (at exit, or to release them early); the next use restarts them."""
+def shutdown(*, kill: bool = False) -> None:
+    """Stop the workers (to release them early; the next use restarts them).  kill: at once, failing
+    the tasks they run (at exit, as after Ctrl-C, nobody waits for those)."""
     global _pool
     with _lock:
         pool, _pool = _pool, None
     if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True, kill=kill)
+
+
+def _shutdown_at_exit() -> None:
+    shutdown(kill=True)
 
 
 # ------------------------------------------------------------------ worker side
@@ -95,7 +101,10 @@ def shutdown() -> None:
 def _serve(conn) -> None:
     """A worker: run (fn, args, kwargs) tasks from the pipe until it closes or says stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's business
-    conn.send_bytes(pickle.dumps(("ready", os.getpid())))
+    try:
+        conn.send_bytes(pickle.dumps(("ready", os.getpid())))
+    except OSError:  # the parent is gone (it exited while this worker started): nothing to serve
+        return
     while True:
         try:
             data = conn.recv_bytes()
@@ -214,8 +223,9 @@ class CpuPool:
         futures = [self.submit(fn, item) for item in items]
         return [f.result() for f in futures]
 
-    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        """No new tasks; queued ones run (or, with cancel_futures, are cancelled); workers stop."""
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False, kill: bool = False) -> None:
+        """No new tasks; queued ones run (or, with cancel_futures, are cancelled); workers stop
+        (with kill, at once: the tasks they were running fail)."""
         self._closed = True
         if cancel_futures:
             while True:
@@ -227,10 +237,19 @@ class CpuPool:
                     item[3].cancel()
         for _ in self._lanes:
             self._tasks.put(_STOP)
+        if kill:
+            with self._state_lock:
+                workers = list(self._workers.values())
+            for worker in workers:
+                if worker.alive():
+                    worker.process.kill()
         if wait:
+            # After a kill, a lane may still wait for a worker that is starting (not yet ready, so
+            # not killed above): it ends with the process's pipe, so do not wait long for it.
+            deadline = time.monotonic() + 0.5
             for lane in self._lanes:
                 if lane is not threading.current_thread():
-                    lane.join()
+                    lane.join(max(0.0, deadline - time.monotonic()) if kill else None)
 
     # ---- a lane: one worker, one task at a time
     def _start_worker(self, index: int) -> _Worker:
@@ -269,7 +288,10 @@ class CpuPool:
                                           else CpuPoolError(f"a CPU pool worker could not be started: {exc}"))
                         continue
                 self._run(worker, index, fn, args, kwargs, fut)
-                if not worker.alive():  # it died on this task: replace it now, not when the next one comes
+                if not worker.alive() and self._closed:  # killed by shutdown(kill=True): no successor
+                    worker.kill()
+                    worker = None
+                elif not worker.alive():  # it died on this task: replace it now, not when the next one comes
                     try:
                         worker = self._replace(index, worker)
                     except Exception:  # noqa: BLE001 - tried again, and reported, when a task comes

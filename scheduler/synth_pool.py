@@ -72,7 +72,10 @@ class SynthResult:
 def _worker_main(conn, index: int) -> None:
     """A synthesis worker: serve (fn, args, block name, capacity) until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's business
-    conn.send_bytes(pickle.dumps(("ready", os.getpid())))
+    try:
+        conn.send_bytes(pickle.dumps(("ready", os.getpid())))
+    except OSError:  # the parent is gone (it exited while this worker started): nothing to serve
+        return
     while True:
         try:
             data = conn.recv_bytes()
@@ -126,6 +129,7 @@ class SynthPool:
         self._idle = FifoSlots(workers, "synthesis workers")
         self._restarts: list[threading.Thread] = []
         self._closing = False
+        self._starting: dict[int, Any] = {}  # slot -> a worker process started but not yet ready
         self._started = False
         self._broken: BaseException | None = None  # a worker that could not be started
         self.crashes = 0  # workers that died on a task (that task failed)
@@ -162,6 +166,9 @@ class SynthPool:
 
     async def close(self) -> None:
         self._closing = True
+        for process in list(self._starting.values()):  # a worker still starting is not waited for
+            if process.is_alive():
+                process.kill()
         threads = list(self._restarts)
         if threads:
             await anyio.to_thread.run_sync(lambda: [t.join() for t in threads])
@@ -296,8 +303,11 @@ class SynthPool:
                 return
             parent, child = self._ctx.Pipe(duplex=True)
             process = self._ctx.Process(target=_worker_main, args=(child, idx), daemon=True, name=f"synth-{idx}")
+            self._starting[idx] = process
             start_process(process)
             child.close()
+            if self._closing:  # close() came while it started: it may have missed this one
+                process.kill()
             if not parent.poll(_READY_TIMEOUT_S):
                 process.kill()
                 raise WitnessGenerationError(f"synthesis worker {idx} did not start within {_READY_TIMEOUT_S:.0f} s")
@@ -313,8 +323,9 @@ class SynthPool:
             if count_restart:
                 self.restarts += 1
         except BaseException as exc:
-            error = exc
+            error = None if self._closing else exc  # killed by close(): not a broken pool
         finally:
+            self._starting.pop(idx, None)
             token.call(self._spawned, idx, threading.current_thread(), error)
 
     def _spawned(self, idx: int, thread: threading.Thread, error: BaseException | None) -> None:

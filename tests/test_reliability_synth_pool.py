@@ -35,7 +35,8 @@ async def test_worker_killed_while_idle_is_replaced_and_the_task_succeeds():
         _, expected = simulated_synthesis(64, 0, 3, {})
         assert (result.values == expected).all()
         result.release()
-        assert pool.idle_deaths == 1 and pool.crashes == 0 and pool.restarts == 1
+        counts = (pool.idle_deaths, pool.crashes, pool.restarts)
+        assert counts == (1, 0, 1), f"(idle deaths, crashes, restarts) = {counts}"
         await pool.wait_ready()
         assert pool.at_rest() and pool.alive() == 1
     finally:

@@ -21,7 +21,8 @@ with `CpuWorkerCrashedError` and is replaced; the next MSM uses the pool again.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from concurrent.futures import wait
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -37,20 +38,27 @@ from engine.algebra.ec import G1_OPS, G2_OPS, G1Point, G2Point, GroupOps, group_
 PARALLEL_MIN_POINTS = {1: 512, 2: 256}
 
 
-def msm_g1(curve: Curve, points: Sequence[G1Point], scalars: Sequence[int], *, workers: int | None = None) -> G1Point:
+class MsmStopped(Exception):
+    """A pooled MSM given up because its `stop` said so (its proof's job was cancelled)."""
+
+
+def msm_g1(curve: Curve, points: Sequence[G1Point], scalars: Sequence[int], *, workers: int | None = None,
+           stop: Callable[[], bool] | None = None) -> G1Point:
     """Σ scalars_i·points_i in G1 (affine tuples, None = infinity); scalars are reduced mod r.
 
     workers: processes for a large MSM (None: one per CPU; 0 or 1: this process only).
+    stop: polled while the pool works on a large MSM; once true, MsmStopped is raised at once.
     """
-    return _msm(G1_OPS(curve), 1, points, scalars, workers)
+    return _msm(G1_OPS(curve), 1, points, scalars, workers, stop)
 
 
-def msm_g2(curve: Curve, points: Sequence[G2Point], scalars: Sequence[int], *, workers: int | None = None) -> G2Point:
+def msm_g2(curve: Curve, points: Sequence[G2Point], scalars: Sequence[int], *, workers: int | None = None,
+           stop: Callable[[], bool] | None = None) -> G2Point:
     """Σ scalars_i·points_i in G2; as msm_g1."""
-    return _msm(G2_OPS(curve), 2, points, scalars, workers)
+    return _msm(G2_OPS(curve), 2, points, scalars, workers, stop)
 
 
-def _msm(ops: GroupOps, group: int, points, scalars, workers):
+def _msm(ops: GroupOps, group: int, points, scalars, workers, stop=None):
     if len(points) != len(scalars):
         raise ValueError(f"MSM: {len(points)} points but {len(scalars)} scalars")
     r = ops.curve.r
@@ -69,7 +77,7 @@ def _msm(ops: GroupOps, group: int, points, scalars, workers):
     nproc = _resolve_workers(workers)
     results = None
     if nproc > 1 and len(rest_p) >= PARALLEL_MIN_POINTS[group]:
-        results = _run_chunks(ops.curve, group, rest_p, rest_k, nproc, ops, ones)
+        results = _run_chunks(ops.curve, group, rest_p, rest_k, nproc, ops, ones, stop)
     else:
         results = [ops.sum(ones), pippenger(ops, rest_p, rest_k)]
     return ops.sum(results)
@@ -180,11 +188,16 @@ def _noop(_: int) -> None:
     return None
 
 
-def _run_chunks(curve: Curve, group: int, points: list, scalars: list[int], nproc: int, ops: GroupOps, ones: list):
+_STOP_POLL_S = 0.02
+
+
+def _run_chunks(curve: Curve, group: int, points: list, scalars: list[int], nproc: int, ops: GroupOps, ones: list,
+                stop: Callable[[], bool] | None = None):
     """Partial sums: one per point range from the workers, plus the ones summed here meanwhile.
 
     A worker that dies raises CpuWorkerCrashedError (an EngineError) here: this MSM fails, the pool
-    replaces the worker.  The other ranges still queued are dropped, not computed for nothing.
+    replaces the worker.  The other ranges still queued are dropped, not computed for nothing; so
+    are they when `stop` turns true (MsmStopped).
     """
     n = len(points)
     bounds = [n * i // nproc for i in range(nproc + 1)]
@@ -196,6 +209,12 @@ def _run_chunks(curve: Curve, group: int, points: list, scalars: list[int], npro
     ]
     try:
         ones_sum = ops.sum(ones)
+        if stop is not None:
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=_STOP_POLL_S)
+                if pending and stop():
+                    raise MsmStopped("the MSM was stopped: its proof's job was cancelled")
         return [ones_sum] + [f.result() for f in futures]
     finally:
         for f in futures:

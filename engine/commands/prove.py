@@ -42,7 +42,23 @@ def register(subparsers) -> None:
 
     # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
     add_arguments(p, backends=PROVING_BACKENDS)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, preload=preload)
+
+
+def preload(args: argparse.Namespace) -> list[str]:
+    """Modules `run` will import, loaded before Ctrl-C becomes a KeyboardInterrupt (cli.main): an
+    interrupt inside an import can be lost or crash an extension's init."""
+    modules = ["numpy", "engine.formats", "engine.groth16.prover", "engine.groth16.verifier",
+               "engine.groth16.r1cs_check", "engine.backends.select", "engine.backends.cpu", "engine.config"]
+    if args.wasm or args.input:
+        modules.append("engine.witness.calculator")
+    from engine.config import engine_flags_given
+
+    if args.timeline or args.config or engine_flags_given(args):
+        modules += ["anyio", "engine.api", "scheduler.synth_pool", "scheduler.cpu_pool"]
+    if args.backend == "gpu":
+        modules.append("engine.backends.gpu")
+    return modules
 
 
 def _split_files(args) -> tuple[str | None, str, str]:
