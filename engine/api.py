@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
@@ -513,12 +512,14 @@ class Engine:
 
         Results come as they finish (or in input order with ordered=True); one failure is
         one StreamResult with `error`, the stream goes on.  Leaving the loop early cancels
-        the items still in flight.
+        the items still in flight.  Items in flight, results waiting for the reader and (ordered)
+        results held back for an earlier one are `max_in_flight` at most together: a slow
+        reader slows the producer, memory does not grow.
         """
         self._check_open()
         limit = max_in_flight or self.config.max_in_flight
-        send, receive = anyio.create_memory_object_stream(math.inf)
-        slots = anyio.Semaphore(limit)
+        send, receive = anyio.create_memory_object_stream(limit)  # never full: the slots bound it
+        slots = anyio.Semaphore(limit)  # taken per item; back only once the reader has its result
         state = {"outstanding": 0, "feeding": True}
         handles: set[_JobHandle] = set()
         feeder_scope = anyio.CancelScope()
@@ -535,7 +536,6 @@ class Engine:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass  # the consumer left the loop: nobody wants this result
             state["outstanding"] -= 1
-            slots.release()
             if not state["feeding"] and state["outstanding"] == 0:
                 send.close()
 
@@ -569,10 +569,12 @@ class Engine:
                 async for result in receive:
                     if not ordered:
                         yield result
+                        slots.release()  # the reader came back for the next one: feed another item
                         continue
                     buffered[result.index] = result
                     while next_index in buffered:
                         yield buffered.pop(next_index)
+                        slots.release()
                         next_index += 1
             if state.get("error") is not None:
                 raise state["error"]
