@@ -1,39 +1,138 @@
-"""A small runtime over the CUDA driver API (cuda.bindings.driver), nothing else.
+"""A small runtime over the CUDA driver API, and the project's only door to it.
 
-Every call goes through `_call`, which turns a driver error into an exception
-naming the call and the error.  Memory comes from one stream-ordered pool per
-device (cuMemAllocFromPoolAsync / cuMemFreeAsync, release threshold high);
-host buffers that are copied are pinned.  Completion is waited for on events
-and streams only.
+No other module imports `cuda.bindings.driver` (tests/test_device_guard.py
+checks); they use `cu` from here, a view of the bindings through which every
+call passes.  A call that cuda_kernels/device_global.py marks device-global
+(context synchronisation, pool trim, cuMemGetInfo, synchronous alloc/free,
+pinning host memory, NULL-stream copies) is checked first and refused with
+DeviceGlobalCallError while a proof reservation forbids it (design.md §5
+rule 1), however it is reached: a method here, `getattr(cu, name)`, a method
+named close, the scheduler's threads.  The calls that are meant to be made
+(at start-up, idle time and shutdown) name their device and owner
+(`Device.scope`); any other call is checked against every owner of the
+device its thread is bound to (of every device when unbound).
 
-The calls that act on the whole device (context synchronise, pool trim, free
-memory query) are kept to `Device.synchronize`, `Device.trim_pool` and
-`Device.memory_info`.  They are for start-up, idle time and shutdown, never a
-proof's path (design.md §5 rule 1); each first asks the installed guard
-(`set_device_global_guard`), which the scheduler uses to refuse them while any
-VRAM reservation is outstanding.
+Every call's result goes through `_call`, which turns a driver error into an
+exception naming the call and the error.  Memory comes from one
+stream-ordered pool per device (cuMemAllocFromPoolAsync / cuMemFreeAsync,
+release threshold high); host buffers that are copied are pinned.
+Completion is waited for on events and streams only.
+
+For tests: `set_bindings(fake)` runs all of this over a fake driver module,
+and `inject_fault(name, nth, error)` makes the nth call of `name` fail with
+a driver error (device faults on demand, on the real driver too).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
-from typing import Callable, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
-from cuda.bindings import driver as cu
 
+from cuda_kernels import device_global
 from engine.errors import DeviceError, DeviceOutOfMemoryError
+
+try:
+    from cuda.bindings import driver as _bindings
+except ImportError:  # no cuda-python: nothing here runs until set_bindings() gives a driver
+    _bindings = None
 
 _init_lock = threading.Lock()
 _initialised = False
-_guard: Callable[[str, int], None] = lambda call, device: None  # noqa: E731
+_local = threading.local()  # .scope: (device index, owner) of the call being made; .device: bound index
+_faults: dict[str, list] = {}  # call name -> [calls left before the fault, error name]
+_faults_lock = threading.Lock()
 
 
-def set_device_global_guard(guard: Callable[[str, int], None]) -> None:
-    """Install a check run before every device-global call: guard(call_name, device_index)
-    raises to refuse the call (the scheduler refuses them while proofs hold reservations)."""
-    global _guard
-    _guard = guard
+def set_bindings(module):
+    """Use `module` as the CUDA driver (a fake in tests); returns the one used before."""
+    global _bindings, _initialised
+    previous, _bindings, _initialised = _bindings, module, False
+    cu.__dict__.clear()
+    return previous
+
+
+def _raw(name: str):
+    if _bindings is None:
+        raise DeviceError("the CUDA driver bindings (cuda-python) are not installed")
+    return getattr(_bindings, name)
+
+
+def _call_scope() -> tuple[int | None, object]:
+    """(device, owner) a device-global call is checked against: the named scope, else the bound
+    device with every owner (strict), else every device."""
+    scope = getattr(_local, "scope", None)
+    if scope is not None:
+        return scope
+    return getattr(_local, "device", None), None
+
+
+def _checked(name: str, fn):
+    def call(*args):
+        if device_global.scope_of(name) is not None:
+            device, owner = _call_scope()
+            device_global.check(name, device, owner)
+        if _faults:
+            error = _take_fault(name)
+            if error is not None:
+                return (getattr(_raw("CUresult"), error),)
+        return fn(*args)
+
+    call.__name__ = name
+    return call
+
+
+class _Driver:
+    """cuda.bindings.driver as the project sees it: types and enums as they are; functions checked
+    (device-global ones always, every one while a fault is armed), the others cached and bare."""
+
+    def __getattr__(self, name: str):
+        raw = _raw(name)
+        if not (callable(raw) and name.startswith("cu") and not isinstance(raw, type)):
+            self.__dict__[name] = raw
+            return raw
+        if device_global.scope_of(name) is None and name not in _faults:
+            self.__dict__[name] = raw  # the hot path pays nothing for the check
+            return raw
+        return _checked(name, raw)
+
+
+cu = _Driver()
+
+
+def _take_fault(name: str) -> str | None:
+    with _faults_lock:
+        plan = _faults.get(name)
+        if plan is None:
+            return None
+        plan[0] -= 1
+        if plan[0] > 0:
+            return None
+        del _faults[name]
+        return plan[1]
+
+
+@contextlib.contextmanager
+def inject_fault(name: str, nth: int = 1, error: str = "CUDA_ERROR_LAUNCH_FAILED") -> Iterator[None]:
+    """Within the block, the nth call of driver function `name` returns `error` instead of running."""
+    if nth < 1:
+        raise ValueError(f"inject_fault: nth must be >= 1, got {nth}")
+    with _faults_lock:
+        _faults[name] = [nth, error]
+        cu.__dict__.pop(name, None)  # from now on it comes through _checked
+    try:
+        yield
+    finally:
+        with _faults_lock:
+            _faults.pop(name, None)
+
+
+def fault_pending(name: str) -> bool:
+    """True while an armed fault of `name` has not fired yet."""
+    with _faults_lock:
+        return name in _faults
 
 
 def _call(name: str, ret, *, nbytes: int | None = None):
@@ -132,12 +231,15 @@ class DeviceBuffer:
 
 
 class PinnedBuffer:
-    """Page-locked host memory with a numpy view.  Kept and reused: freeing pinned memory can
-    synchronise the device, so it only happens at shutdown."""
+    """Page-locked host memory with a numpy view.  Pinning and unpinning synchronise the device
+    implicitly, so both are device-global: made only while `device`'s owner holds no proof
+    reservation (a pool of them is grown and shrunk at such moments: engine/backends/gpu/runtime.py)."""
 
-    def __init__(self, nbytes: int):
+    def __init__(self, device: "Device", nbytes: int):
+        self.device = device
         self.nbytes = max(int(nbytes), 1)
-        self.ptr = int(_call("cuMemHostAlloc", cu.cuMemHostAlloc(self.nbytes, 0), nbytes=self.nbytes))
+        with device.scope():
+            self.ptr = int(_call("cuMemHostAlloc", cu.cuMemHostAlloc(self.nbytes, 0), nbytes=self.nbytes))
         raw = (ctypes.c_uint8 * self.nbytes).from_address(self.ptr)
         self.array = np.frombuffer(raw, dtype=np.uint8)
 
@@ -147,8 +249,9 @@ class PinnedBuffer:
 
     def free(self) -> None:
         if self.ptr:
+            with self.device.scope():
+                _call("cuMemFreeHost", cu.cuMemFreeHost(self.ptr))
             self.array = None
-            _call("cuMemFreeHost", cu.cuMemFreeHost(self.ptr))
             self.ptr = 0
 
 
@@ -198,9 +301,13 @@ def launch(module: Module, name: str, grid: int | Sequence[int], block: int, str
 class Device:
     """One GPU: its primary context, a stream-ordered memory pool, and streams."""
 
-    def __init__(self, index: int = 0):
+    def __init__(self, index: int = 0, owner: object = None):
         init()
         self.index = index
+        # whose reservations the device-global calls made here are checked against; until an
+        # owner is set (the scheduler's budget, `set_owner`) the device is its own owner and,
+        # holding no reservation, may make them (a start-up reading beside another Engine's proofs)
+        self.owner = owner if owner is not None else object()
         self.handle = _call("cuDeviceGet", cu.cuDeviceGet(index))
         # host threads that wait on the device sleep rather than spin (they would starve the CPU
         # work that runs beside the GPU); a context another library already made keeps its flags
@@ -227,6 +334,21 @@ class Device:
     def make_current(self) -> None:
         """Bind this device's primary context to the calling thread."""
         _call("cuCtxSetCurrent", cu.cuCtxSetCurrent(self.context))
+        _local.device = self.index
+
+    def set_owner(self, owner: object) -> None:
+        """Check this device's device-global calls against `owner`'s reservations from now on."""
+        self.owner = owner
+
+    @contextlib.contextmanager
+    def scope(self) -> Iterator[None]:
+        """Device-global calls inside are checked against this device and its owner."""
+        previous = getattr(_local, "scope", None)
+        _local.scope = (self.index, self.owner)
+        try:
+            yield
+        finally:
+            _local.scope = previous
 
     def _create_pool(self):
         props = cu.CUmemPoolProps()
@@ -248,7 +370,26 @@ class Device:
         nbytes = max(int(nbytes), 16)
         ptr = _call("cuMemAllocFromPoolAsync", cu.cuMemAllocFromPoolAsync(nbytes, self.pool, stream.handle),
                     nbytes=nbytes)
-        return DeviceBuffer(int(ptr), nbytes)
+        buf = DeviceBuffer(int(ptr), nbytes)
+        recorder = getattr(_local, "recorder", None)
+        if recorder is not None:
+            recorder.append(buf)
+        return buf
+
+    @staticmethod
+    @contextlib.contextmanager
+    def recording() -> Iterator[list[DeviceBuffer]]:
+        """Every buffer this thread allocates inside the block is appended to the yielded list
+        (a failure path frees exactly what was allocated, whoever allocated it)."""
+        previous = getattr(_local, "recorder", None)
+        bufs: list[DeviceBuffer] = []
+        _local.recorder = bufs
+        try:
+            yield bufs
+        finally:
+            _local.recorder = previous
+            if previous is not None:
+                previous.extend(bufs)
 
     @staticmethod
     def free(buf: DeviceBuffer, stream: Stream) -> None:
@@ -280,21 +421,26 @@ class Device:
         ptr = buf.ptr if isinstance(buf, DeviceBuffer) else int(buf)
         _call("cuMemsetD32Async", cu.cuMemsetD32Async(ptr, value, count, stream.handle))
 
-    # ---- device-global calls: start-up, idle and shutdown only (see module docstring)
+    def pool_used_bytes(self) -> int:
+        """Bytes of this device's pool in use (a pool-local reading: not device-global)."""
+        attr = cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_CURRENT
+        return int(_call("cuMemPoolGetAttribute", cu.cuMemPoolGetAttribute(self.pool, attr)))
+
+    # ---- device-global calls: start-up, idle and shutdown only (checked by the wrapper)
     def synchronize(self) -> None:
-        _guard("cuCtxSynchronize", self.index)  # off the proof path: shutdown/tests only
         self.make_current()
-        _call("cuCtxSynchronize", cu.cuCtxSynchronize())  # off the proof path (guarded above)
+        with self.scope():
+            _call("cuCtxSynchronize", cu.cuCtxSynchronize())
 
     def trim_pool(self, keep_bytes: int = 0) -> None:
-        _guard("cuMemPoolTrimTo", self.index)  # off the proof path: idle trim only
-        _call("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(self.pool, keep_bytes))  # off the proof path: idle only
+        with self.scope():
+            _call("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(self.pool, keep_bytes))
 
     def memory_info(self) -> tuple[int, int]:
         """(free, total) bytes: a live, device-wide reading, for start-up budgets only."""
-        _guard("cuMemGetInfo", self.index)  # off the proof path: start-up budget only
         self.make_current()
-        free, total = _call("cuMemGetInfo", cu.cuMemGetInfo())  # off the proof path: start-up only
+        with self.scope():
+            free, total = _call("cuMemGetInfo", cu.cuMemGetInfo())
         return int(free), int(total)
 
     def close(self) -> None:
@@ -302,5 +448,6 @@ class Device:
             _call("cuMemPoolDestroy", cu.cuMemPoolDestroy(self.pool))
             self.pool = None
         if self.context is not None:
-            _call("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease(self.handle))
+            with self.scope():
+                _call("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease(self.handle))
             self.context = None

@@ -307,7 +307,7 @@ class Engine:
                 threads = max(threads, cfg.compute_slots)  # compute runs on the thread: one per slot
             self.devices.append(DeviceWorker(dev, backend, self.vram, pool=pool, lock_mode=cfg.lock_mode,
                                              compute_slots=cfg.compute_slots, device_threads=threads,
-                                             timeline=self.timeline))
+                                             timeline=self.timeline, host_budget=self.host))
         self.synth = SynthPool(cfg.synthesis_workers, start_method=cfg.synthesis_start_method,
                                preload=[type(kit).__module__])
         self._tg = anyio.create_task_group()
@@ -435,7 +435,7 @@ class Engine:
         taken: dict[int, int] = {}
 
         async def load_on(worker: DeviceWorker) -> None:
-            resident[worker.index] = await worker.call(worker.backend.load_key, kit.backend_key(data))
+            resident[worker.index] = await worker.load_key(kit.backend_key(data))
             measure = getattr(worker.backend, "resident_bytes", None)
             nbytes = int(measure(resident[worker.index])) if measure is not None else 0
             if nbytes:

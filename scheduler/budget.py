@@ -22,9 +22,9 @@ import anyio.lowlevel
 
 from engine.errors import BudgetError
 
-from scheduler import guard
+from cuda_kernels import device_global
 
-PROOF = "proof"  # a proof's working set: counted by the guard (design.md §5 rule 1)
+PROOF = "proof"  # a proof's working set: counted by cuda_kernels.device_global (design.md §5 rule 1)
 MAINTENANCE = "maintenance"  # the whole pool, held by the idle hook while it trims
 
 
@@ -87,7 +87,9 @@ class Budget:
         self._idle_hooks: list[Callable[[int], None]] = []
         self._guard_handles = []
         for pool, device in enumerate(guard_devices or ()):
-            self._guard_handles.append(guard.register(device, lambda p=pool: self._outstanding[p]))
+            # the budget is the owner its devices' device-global calls are checked against
+            self._guard_handles.append(
+                device_global.register(device, lambda p=pool: self._outstanding[p], owner=self))
 
     # ---- state (for tests, stats and the guard)
     @property
@@ -194,7 +196,7 @@ class Budget:
     def close(self) -> None:
         """Stop being visible to the guard."""
         for handle in self._guard_handles:
-            guard.unregister(handle)
+            device_global.unregister(handle)
         self._guard_handles = []
 
     # ---- internals

@@ -12,10 +12,18 @@ A `DeviceWorker` owns
 Each thread calls the backend's optional `bind_thread()` once when it starts
 (the GPU backend makes its context current there; a no-op elsewhere).  Results
 come back to the event loop with `loop.call_soon_threadsafe`, never by a
-Python callback inside the driver.  The pool is trimmed (optional backend
-`trim_pool()`) only from `idle_trim_loop`, while the worker holds its whole
-budget pool as a maintenance reservation, so no proof reservation can be
-outstanding during the call (see scheduler/guard.py).
+Python callback inside the driver.
+
+Device-global work (optional backend `trim_pool()`, and `maintain()`, which
+pins or unpins host buffers) runs only while the worker holds its whole budget
+pool as a maintenance reservation, so none of its owner's proof reservations
+is outstanding during the call; the driver wrapper checks the same thing
+(cuda_kernels/device_global.py), against this worker's budget as owner
+(`backend.set_guard_owner(budget)`).  A key load's host-side work (the
+backend's optional `prepare_key`: NVRTC compiles) runs on a worker thread of
+its own, so it never stalls the proofs queued on the device thread.  Pinned
+bytes the backend holds (`host_pinned_bytes()`) are taken out of the host
+budget.
 """
 from __future__ import annotations
 
@@ -119,6 +127,7 @@ class DeviceWorker:
         compute_slots: int = 1,
         device_threads: int = 1,
         timeline: Timeline | None = None,
+        host_budget: Budget | None = None,
     ):
         self.index = index
         self.backend = backend
@@ -130,6 +139,12 @@ class DeviceWorker:
         self.device_lane = ThreadLane(f"device{index}", device_threads, bind)
         self.waiter_lane = ThreadLane(f"device{index}-waiter", compute_slots + 1, bind)
         self.trims = 0
+        self.maintenances = 0
+        self.host_budget = host_budget
+        self._host_taken = 0  # pinned bytes taken out of the host budget
+        set_owner = getattr(backend, "set_guard_owner", None)
+        if set_owner is not None:
+            set_owner(budget)
 
     def start(self) -> None:
         self.device_lane.start()
@@ -160,6 +175,47 @@ class DeviceWorker:
 
         return await self.waiter_lane.submit(waiter)
 
+    async def load_key(self, key: Any) -> Any:
+        """The backend's `load_key` on the device thread, its `prepare_key` (compiles) off it first."""
+        prepare = getattr(self.backend, "prepare_key", None)
+        if prepare is not None:
+            await anyio.to_thread.run_sync(prepare, key)
+        resident = await self.call(self.backend.load_key, key)
+        await self.maintain(wait=False)  # pin the new key's buffers now if the device is idle
+        return resident
+
+    def _maintenance_due(self) -> bool:
+        due = getattr(self.backend, "maintenance_due", None)
+        return due is not None and bool(due())
+
+    async def maintain(self, *, wait: bool = True) -> bool:
+        """Run the backend's `maintain()` (pinning, unpinning) holding the whole budget pool.
+
+        With wait=False only when the pool is idle right now (nobody holds or waits for it)."""
+        if not self._maintenance_due():
+            return False
+        if not wait and (self.budget.held(self.pool) or self.budget.waiting()):
+            return False
+        reservation = await self.budget.reserve_pool(self.pool, label=f"device {self.index} maintenance")
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.call(self.backend.maintain)
+                self.maintenances += 1
+                self._sync_host_budget()
+        finally:
+            reservation.release()
+        return True
+
+    def _sync_host_budget(self) -> None:
+        """Take the backend's pinned bytes out of the host budget (or give them back)."""
+        measure = getattr(self.backend, "host_pinned_bytes", None)
+        if measure is None or self.host_budget is None:
+            return
+        now = int(measure())
+        if now != self._host_taken:
+            self.host_budget.adjust_capacity(0, self._host_taken - now)
+            self._host_taken = now
+
     async def trim(self) -> bool:
         """Hand pool memory back to the system while holding the whole budget pool; False if unsupported."""
         trim_pool = getattr(self.backend, "trim_pool", None)
@@ -171,18 +227,25 @@ class DeviceWorker:
                 self.timeline.emit(Stage.TRIM_START, device=self.index)
                 await self.call(trim_pool)
                 self.trims += 1
+                self._sync_host_budget()
                 self.timeline.emit(Stage.TRIM_END, device=self.index)
         finally:
             reservation.release()
         return True
 
     async def idle_trim_loop(self, idle_s: float) -> None:
-        """Trim once after each busy period, when the pool has been idle for a whole `idle_s`."""
-        if getattr(self.backend, "trim_pool", None) is None:
+        """Every `idle_s`: maintenance when the backend asks for it (pinned buffers a proof missed);
+        a trim once after each busy period, when the pool has been idle for a whole `idle_s`."""
+        can_trim = getattr(self.backend, "trim_pool", None) is not None
+        if not can_trim and getattr(self.backend, "maintenance_due", None) is None:
             return
         trimmed_at = previous = self.budget.grants(self.pool)
         while True:
             await anyio.sleep(idle_s)
+            if await self.maintain(wait=True):
+                trimmed_at = previous = self.budget.grants(self.pool)  # its own grant is no activity
+            if not can_trim:
+                continue
             grants = self.budget.grants(self.pool)
             idle = self.budget.held(self.pool) == 0 and self.budget.waiting() == 0
             if idle and grants == previous and grants != trimmed_at:

@@ -17,8 +17,9 @@ matter to scheduling:
 * VRAM: a stream-ordered pool of `vram_bytes`; a proof's working set is taken
   at `stage` and comes back when its done event fires; a proof that does not
   fit raises `SimulatedOutOfMemory` (the budget must make that impossible);
-* device-global calls (`trim_pool`, `mem_get_info`) go through the guard of
-  scheduler/guard.py, as the real driver wrapper's do;
+* device-global calls (`trim_pool`, `mem_get_info`) go through the checks of
+  cuda_kernels/device_global.py, as the real driver wrapper's do, with the
+  scheduler's budget as owner (`set_guard_owner`);
 * which thread made each call, so tests can check the threading model.
 
 `SimulatedKit` supplies what the engine needs around the device for
@@ -38,7 +39,7 @@ import numpy as np
 
 from engine.errors import DeviceOutOfMemoryError, EngineError, VerificationError
 
-from scheduler import guard
+from cuda_kernels import device_global
 from scheduler.pipeline import Partition
 
 GiB = 1 << 30
@@ -220,6 +221,10 @@ class SimulatedDevice:
         self.foreign_calls: list[tuple[str, str]] = []  # calls from threads that never bound
         self.global_calls: list[tuple[str, int]] = []  # (banned call, outstanding reservations then)
         self.trims = 0
+        self.owner: object = None  # whose reservations its device-global calls are checked against
+
+    def set_guard_owner(self, owner: object) -> None:
+        self.owner = owner
 
     # ---- threading model
     def bind_thread(self) -> None:
@@ -233,8 +238,8 @@ class SimulatedDevice:
 
     def _device_global(self, call: str) -> None:
         self._note_thread(call)
-        self.global_calls.append((call, guard.reservations_outstanding(self.index)))
-        guard.check_driver_call(call, self.index)
+        self.global_calls.append((call, device_global.reservations_outstanding(self.index, self.owner)))
+        device_global.check(call, self.index, self.owner)
 
     def _spread(self, ms: float) -> int:
         j = self.params.jitter

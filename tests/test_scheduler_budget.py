@@ -3,7 +3,7 @@ import anyio
 import pytest
 
 from engine.errors import BudgetError
-from scheduler import guard
+from cuda_kernels import device_global as guard
 from scheduler.budget import Budget
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from engine.api import Engine
 from engine.config import EngineConfig, SimulationConfig
-from scheduler import guard
+from cuda_kernels import device_global as guard
 from scheduler.budget import Budget
 from scheduler.simulated import SimParams, SimulatedDevice
 
@@ -15,11 +15,11 @@ async def test_banned_call_is_refused_while_a_reservation_is_outstanding():
         res = await budget.reserve(10)
         for call in ("cuCtxSynchronize", "cuMemPoolTrimTo", "cuMemGetInfo", "cuMemAlloc", "cuMemFree"):
             with pytest.raises(guard.DeviceGlobalCallError, match=call):
-                guard.check_driver_call(call, 41)
-        guard.check_driver_call("cuMemAllocFromPoolAsync", 41)  # stream-ordered calls are fine
-        guard.check_driver_call("cuMemPoolTrimTo", 42)  # another device is not affected
+                guard.check(call, 41)
+        guard.check("cuMemAllocFromPoolAsync", 41)  # stream-ordered calls are fine
+        guard.check("cuMemPoolTrimTo", 42)  # another device is not affected
         res.release()
-        guard.check_driver_call("cuMemPoolTrimTo", 41)  # idle: allowed
+        guard.check("cuMemPoolTrimTo", 41)  # idle: allowed
     finally:
         budget.close()
 

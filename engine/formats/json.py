@@ -18,6 +18,8 @@ import re
 from typing import Any
 
 from engine.algebra.curves import CURVES, Curve, curve_by_name
+from engine.algebra.ec import g1_is_on_curve, g2_is_on_curve
+from engine.algebra.subgroup import subgroup_problem
 from engine.errors import CurveMismatchError, FormatError, file_error, write_error
 from engine.formats.json_text import (  # noqa: F401  (re-exported: the writers' public names)
     dumps,
@@ -126,14 +128,24 @@ class _Reader:
             raise self.fail(f"{where}: expected a G1 point [x, y, z] of decimal strings, got {_short(v)}")
         x, y = self.fq(v[0], f"{where}[0]", curve), self.fq(v[1], f"{where}[1]", curve)
         z = self.fq(v[2], f"{where}[2]", curve) if len(v) == 3 else 1
-        return g1_from_jacobian(curve, x, y, z)
+        return self._in_subgroup(g1_from_jacobian(curve, x, y, z), False, where, curve)
 
     def g2(self, v: Any, where: str, curve: Curve):
         if not isinstance(v, list) or len(v) not in (2, 3):
             raise self.fail(f"{where}: expected a G2 point [[x0,x1],[y0,y1],[z0,z1]], got {_short(v)}")
         x, y = self.fq2(v[0], f"{where}[0]", curve), self.fq2(v[1], f"{where}[1]", curve)
         z = self.fq2(v[2], f"{where}[2]", curve) if len(v) == 3 else (1, 0)
-        return g2_from_jacobian(curve, x, y, z)
+        return self._in_subgroup(g2_from_jacobian(curve, x, y, z), True, where, curve)
+
+    def _in_subgroup(self, point, g2: bool, where: str, curve: Curve):
+        """A point on its curve but outside the prime-order subgroup is refused here, by name
+        (one off the curve is left to `verify`, which refuses it)."""
+        on_curve = g2_is_on_curve if g2 else g1_is_on_curve
+        if on_curve(curve, point):
+            problem = subgroup_problem(curve, point, g2, where)
+            if problem is not None:
+                raise self.fail(problem)
+        return point
 
     def obj(self, v: Any, what: str) -> dict:
         if not isinstance(v, dict):

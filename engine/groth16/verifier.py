@@ -1,8 +1,11 @@
 """Groth16 verification as snarkjs `groth16 verify` does it (spec §6), one proof or a batch.
 
 A proof is accepted iff every public value is in [0, r), pi_a, pi_b, pi_c are
-on their curves (no subgroup check, as in snarkjs), and
+on their curves and in their prime-order subgroups (snarkjs checks neither; BN254
+G2 and both BLS12-381 groups have cofactors: engine/algebra/subgroup.py), the
+key's points are in theirs too (checked once per key), and
 e(-A, B)·e(cpub, γ2)·e(C, δ2)·e(α1, β2) = 1 with cpub = IC_0 + Σ pub_i·IC_i.
+`proof_problem` says in one line why a proof is refused before the pairing.
 
 e(α1, β2) is the same for every proof of a key, so it is computed once and
 cached; a proof then costs three Miller loops and one final exponentiation
@@ -19,23 +22,80 @@ import numpy as np
 
 from engine.algebra import pairing as pr
 from engine.algebra.curves import Curve
-from engine.algebra.ec import g1_add, g1_is_on_curve, g1_mul, g1_neg, g2_is_on_curve
+from engine.algebra.ec import g1_add, g1_mul, g1_neg
 from engine.algebra.limbs import g1_from_mont, g2_from_mont
 from engine.algebra.msm import msm_g1
+from engine.algebra.subgroup import point_problem
+from engine.errors import FormatError
 from engine.groth16.proof import Proof, VerificationKey
+
+_alphabeta: OrderedDict = OrderedDict()
+_alphabeta_lock = Lock()
 
 
 def vk_from_zkey(zkey) -> VerificationKey:
-    """The verification key held in a parsed zkey's header and IC section."""
+    """The verification key held in a parsed zkey's header and IC section.
+
+    The zkey comes from outside: its verification-key points must be on their curves and in
+    their prime-order subgroups (a FormatError naming the file and the point otherwise).  The
+    proving points (A, B1, B2, C, H, beta1, delta1) are not checked: they only shape the
+    prover's own proofs, and a bad one gives a proof that fails verification."""
     curve = zkey.curve
     (alpha1,) = g1_from_mont(curve, np.asarray(zkey.alpha1))
     beta2, gamma2, delta2 = g2_from_mont(curve, np.stack([zkey.beta2, zkey.gamma2, zkey.delta2]))
     ic = g1_from_mont(curve, zkey.ic)
-    return VerificationKey(curve, zkey.n_public, alpha1, beta2, gamma2, delta2, ic)
+    vk = VerificationKey(curve, zkey.n_public, alpha1, beta2, gamma2, delta2, ic)
+    problem = key_problem(vk)
+    if problem is not None:
+        raise FormatError(zkey.path or "zkey", problem)
+    _keys_checked_add(vk)
+    return vk
 
 
-_alphabeta: OrderedDict = OrderedDict()
-_alphabeta_lock = Lock()
+def _vk_points(vk: VerificationKey):
+    yield vk.alpha1, False, "vk_alpha_1"
+    yield vk.beta2, True, "vk_beta_2"
+    yield vk.gamma2, True, "vk_gamma_2"
+    yield vk.delta2, True, "vk_delta_2"
+    for i, p in enumerate(vk.ic):
+        yield p, False, f"IC[{i}]"
+
+
+def _first_problem(curve: Curve, points) -> str | None:
+    """The first of (point, is_g2, name) that is not a valid group element, as a one-line reason."""
+    return next((p for p in (point_problem(curve, *item) for item in points) if p is not None), None)
+
+
+def key_problem(vk: VerificationKey) -> str | None:
+    """Why the key's points are not valid group elements (off the curve, outside the subgroup), or None."""
+    return _first_problem(vk.curve, _vk_points(vk))
+
+
+_keys_checked: OrderedDict = OrderedDict()  # keys whose points passed key_problem
+
+
+def _vk_id(vk: VerificationKey) -> tuple:
+    return (vk.curve.name, vk.alpha1, vk.beta2, vk.gamma2, vk.delta2, tuple(vk.ic))
+
+
+def _keys_checked_add(vk: VerificationKey) -> None:
+    with _alphabeta_lock:
+        _keys_checked[_vk_id(vk)] = True
+        while len(_keys_checked) > 64:
+            _keys_checked.popitem(last=False)
+
+
+def _key_ok(vk: VerificationKey) -> bool:
+    ident = _vk_id(vk)
+    with _alphabeta_lock:
+        if ident in _keys_checked:
+            return True
+    if key_problem(vk) is not None:
+        return False
+    _keys_checked_add(vk)
+    return True
+
+
 
 
 def alphabeta(vk: VerificationKey) -> pr.Fq12:
@@ -60,11 +120,16 @@ def _public_ok(curve: Curve, vk: VerificationKey, public: Sequence) -> bool:
     return all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < curve.r for v in public)
 
 
-def _proof_ok(vk: VerificationKey, proof: Proof) -> bool:
+def proof_problem(vk: VerificationKey, proof: Proof) -> str | None:
+    """Why the proof's points are not valid group elements for this key, or None."""
     curve = vk.curve
     if proof.curve.name != curve.name:
-        return False
-    return g1_is_on_curve(curve, proof.pi_a) and g2_is_on_curve(curve, proof.pi_b) and g1_is_on_curve(curve, proof.pi_c)
+        return f"the proof is for {proof.curve.name}, the key for {curve.name}"
+    return _first_problem(curve, ((proof.pi_a, False, "pi_a"), (proof.pi_b, True, "pi_b"), (proof.pi_c, False, "pi_c")))
+
+
+def _proof_ok(vk: VerificationKey, proof: Proof) -> bool:
+    return proof_problem(vk, proof) is None and _key_ok(vk)
 
 
 def _cpub(vk: VerificationKey, public: Sequence[int]):

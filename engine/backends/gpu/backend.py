@@ -27,16 +27,18 @@ FR = 32
 class GpuBackend(Backend):
     name = "gpu"
 
-    def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None):
-        from cuda_kernels.driver import set_device_global_guard  # noqa: PLC0415
-        from scheduler.guard import assert_no_reservations  # noqa: PLC0415
-
-        # device-global calls are refused while any proof holds a VRAM reservation (rule 1)
-        set_device_global_guard(assert_no_reservations)
+    def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
+                 pinned_per_key: int = 2):
         self.ctx = GpuContext(device)
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
+        self.pinned_per_key = pinned_per_key  # proofs of a key in flight at once (grows on misses)
         self._budget: int | None = None
+
+    def set_guard_owner(self, owner: object) -> None:
+        """Device-global calls of this backend are checked against `owner`'s proof reservations
+        (the scheduler's budget): two Engines on one GPU do not refuse each other's idle calls."""
+        self.ctx.device.set_owner(owner)
 
     @property
     def device(self) -> Device:
@@ -46,8 +48,14 @@ class GpuBackend(Backend):
         self.ctx.bind_thread()
 
     # ---- keys and proofs
+    def prepare_key(self, zkey) -> None:
+        """Host-side work of a key load, for any thread but the device's: the NVRTC compile."""
+        self.ctx.prepare(zkey.curve)
+
     def load_key(self, zkey) -> GpuKey:
-        return GpuKey(self, zkey, fold=self.fold, budget_bytes=self.key_budget_bytes)
+        key = GpuKey(self, zkey, fold=self.fold, budget_bytes=self.key_budget_bytes)
+        self.ctx.pinned.want(key, pipeline.pinned_bytes(key), self.pinned_per_key)
+        return key
 
     def working_set_bytes(self, key: ResidentKey) -> int:
         return pipeline.working_set_bytes(key, self.device.sm_count)
@@ -77,11 +85,26 @@ class GpuBackend(Backend):
 
     def unload_key(self, key: ResidentKey) -> None:
         key.close()
+        self.ctx.pinned.unwant(key)
 
     def trim_pool(self) -> None:
-        """Hand pooled memory back to the system; the scheduler calls it only when idle."""
+        """Hand pooled device memory and unwanted pinned buffers back to the system (idle only:
+        the driver wrapper refuses both while this owner holds a proof reservation)."""
         self.ctx.bind_thread()
-        self.device.trim_pool(0)  # idle only (guarded)
+        self.device.trim_pool(0)
+        self.ctx.pinned.maintain()
+
+    # ---- pinned host buffers: grown and shrunk off the proof path (runtime.PinnedPool)
+    def maintenance_due(self) -> bool:
+        return self.ctx.pinned.maintenance_due()
+
+    def maintain(self) -> None:
+        self.ctx.bind_thread()
+        self.ctx.pinned.maintain()
+
+    def host_pinned_bytes(self) -> int:
+        """Pinned host memory this backend holds (counted in the engine's host budget)."""
+        return self.ctx.pinned.nbytes
 
     # ---- stage primitives (tests, benchmarks)
     def _run(self, curve: Curve):

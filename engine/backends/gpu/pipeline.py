@@ -1,12 +1,18 @@
 """One proof on the GPU, in the scheduler's two phases (design.md §5).
 
 Memory phase (`stage`, upload stream): allocate the proof's whole working set
-from the stream-ordered pool, copy the witness into pinned memory and upload
+from the stream-ordered pool, copy the witness into a pinned buffer taken from
+the context's pool (never pinned here: pinning is device-global) and upload
 it, record an event.  Compute phase (`compute`, a compute stream): wait on that
 event, run evaluate -> 3 iNTT (coset factor fused) -> 3 NTT -> h -> H MSM ->
 one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs, copy the
 five results to pinned memory, free everything asynchronously, record the done
 event.  Nothing here waits on the host or touches the device as a whole.
+
+Failure paths free everything: a failing `stage` frees what it allocated on
+its stream and waits for those frees before raising; a failing `compute`
+frees on the stream and its Pending raises after the done event, so the
+scheduler returns the VRAM budget only when the memory is really free.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import numpy as np
 from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, launch
 
 from engine.backends.base import CoreResult, Pending, Staged
+from engine.errors import DeviceError
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.key import GpuKey
@@ -47,6 +54,19 @@ def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     return total + 64 * 20  # allocation rounding
 
 
+RESULT_ALIGN = 256
+
+
+def _results_offset(witness_bytes: int) -> int:
+    """Where the five results sit in a proof's pinned buffer (after the witness)."""
+    return -(-witness_bytes // RESULT_ALIGN) * RESULT_ALIGN
+
+
+def pinned_bytes(key: GpuKey) -> int:
+    """The pinned host buffer one proof of `key` uses: its witness, then its five results."""
+    return _results_offset(key.n_wires * FR) + 5 * acc_bytes(key.curve, True)
+
+
 @dataclass
 class ProofState:
     witness: DeviceBuffer
@@ -56,53 +76,131 @@ class ProofState:
     sort: gmsm.SortScratch
     buckets: gmsm.BucketScratch
     results: DeviceBuffer
-    host_witness: PinnedBuffer
-    host_results: PinnedBuffer
+    device_buffers: list[DeviceBuffer]  # every buffer the memory phase allocated
+    host: PinnedBuffer | None  # witness then results; None: no free pinned buffer (pageable copies)
+    results_offset: int
     uploaded: Event
     upload_start: Event | None = None  # timing events around the witness upload
 
-    def free_device(self, stream) -> None:
-        """Stream-ordered frees of every device buffer of the proof."""
-        for buf in (self.witness, self.a, self.b, self.c, self.results):
-            Device.free(buf, stream)
-        self.sort.free(stream)
-        self.buckets.free(stream)
+    def results_view(self, nbytes: int) -> np.ndarray | None:
+        return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
 
     def release_host(self, ctx) -> None:
-        """After the done event: pinned buffers back to the pool, events destroyed."""
-        ctx.give_back(self.host_witness)
-        ctx.give_back(self.host_results)
-        self.uploaded.destroy()
-        self.upload_start.destroy()
+        """After the done event: the pinned buffer back to the pool, events destroyed."""
+        ctx.pinned.give_back(self.host)
+        self.host = None
+        _destroy(self.uploaded, self.upload_start)
+
+
+def _destroy(*events: Event | None) -> None:
+    """Destroy events, on a failure path too (a failing destroy leaks one handle, nothing more)."""
+    for e in events:
+        if e is not None:
+            try:
+                e.destroy()
+            except DeviceError:
+                pass
+
+
+def _free_all(bufs: list[DeviceBuffer], stream) -> list[DeviceBuffer]:
+    """Stream-ordered frees of every live buffer; returns those whose free failed (retried later)."""
+    failed = []
+    for buf in bufs:
+        if buf.ptr:
+            try:
+                Device.free(buf, stream)
+            except DeviceError:
+                failed.append(buf)
+    return failed
+
+
+def _fence(stream) -> Event | None:
+    """An event recorded after everything queued on `stream`; None when that failed."""
+    event = None
+    try:
+        event = Event()
+        return event.record(stream)
+    except DeviceError:
+        _destroy(event)
+        return None
+
+
+def _wait_fence(fence: Event | None, stream) -> None:
+    """Wait for the fence (or for the stream when there is none, or the event wait fails)."""
+    if fence is not None:
+        try:
+            fence.synchronize()
+            return
+        except DeviceError:
+            pass
+        finally:
+            _destroy(fence)
+    stream.synchronize()
+
+
+def _await_frees(fence: Event | None, failed: list[DeviceBuffer], stream) -> None:
+    """Wait until the device has done the frees queued before `fence`; retry the ones that failed
+    (the stream is idle then) and wait for those too."""
+    _wait_fence(fence, stream)
+    if failed and _free_all(failed, stream):
+        _wait_fence(_fence(stream), stream)
+
+
+def _settle(stream, bufs: list[DeviceBuffer]) -> None:
+    """A failure path's end: free what is live, on the stream, and return only once the device is
+    done with it (so the VRAM budget the caller returns next is really free)."""
+    failed = _free_all(bufs, stream)
+    _await_frees(_fence(stream), failed, stream)
 
 
 def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
+    """The memory phase.  On any failure everything it allocated is freed, the device is done with
+    it, and the pinned buffer is back in the pool before the error propagates."""
     ctx = backend.ctx
     ctx.bind_thread()
     dev, stream = ctx.device, ctx.upload_stream
     curve, n = key.curve, key.domain
     wit = np.ascontiguousarray(witness, dtype=np.uint64)
-    host_w = ctx.pinned(wit.nbytes)
-    host_w.view(np.uint64, wit.size)[:] = wit.reshape(-1)
-    host_r = ctx.pinned(5 * acc_bytes(curve, True))
+    results_offset = _results_offset(wit.nbytes)
+    host = ctx.pinned.take(results_offset + 5 * acc_bytes(curve, True), tag=key)
     shapes = _layouts(key, dev.sm_count)
-    state = ProofState(
-        witness=dev.alloc(wit.nbytes, stream),
-        a=dev.alloc(n * FR, stream),
-        b=dev.alloc(n * FR, stream),
-        c=dev.alloc(n * FR, stream),
-        sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
-        buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
-        results=dev.alloc(5 * acc_bytes(curve, True), stream),
-        host_witness=host_w,
-        host_results=host_r,
-        uploaded=Event(timing=True),
-        upload_start=Event(timing=True),
-    )
-    state.upload_start.record(stream)
-    Device.upload(state.witness, host_w.view(np.uint8, wit.nbytes), stream)
-    state.uploaded.record(stream)
+    events: list[Event] = []
+    with Device.recording() as allocated:
+        try:
+            if host is not None:
+                host.view(np.uint64, wit.size)[:] = wit.reshape(-1)
+            state = ProofState(
+                witness=dev.alloc(wit.nbytes, stream),
+                a=dev.alloc(n * FR, stream),
+                b=dev.alloc(n * FR, stream),
+                c=dev.alloc(n * FR, stream),
+                sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
+                buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
+                results=dev.alloc(5 * acc_bytes(curve, True), stream),
+                device_buffers=allocated,
+                host=host,
+                results_offset=results_offset,
+                uploaded=_track(events, Event(timing=True)),
+                upload_start=_track(events, Event(timing=True)),
+            )
+            state.upload_start.record(stream)
+            # from pinned memory the copy is asynchronous; from pageable memory (no pinned buffer
+            # was free) the driver stages it and returns once it holds the bytes: slower, correct
+            Device.upload(state.witness, wit if host is None else host.view(np.uint8, wit.nbytes), stream)
+            state.uploaded.record(stream)
+        except BaseException:
+            try:
+                _settle(stream, allocated)
+            finally:
+                ctx.pinned.give_back(host)
+                _destroy(*events)
+            raise
     return Staged(key=key, witness=witness, state=state)
+
+
+def _track(events: list[Event], event: Event) -> Event:
+    events.append(event)
+    return event
 
 
 def discard(backend, staged: Staged) -> Pending:
@@ -110,35 +208,81 @@ def discard(backend, staged: Staged) -> Pending:
     ctx = backend.ctx
     ctx.bind_thread()
     st: ProofState = staged.state
-    stream = ctx.upload_stream
-    st.free_device(stream)
-    done = Event().record(stream)
+    stream = ctx.upload_stream  # where the upload ran: the frees come after it
+    failed = _free_all(st.device_buffers, stream)
+    done = _fence(stream)
 
     def wait() -> CoreResult:
-        done.synchronize()
-        st.release_host(ctx)
-        done.destroy()
+        try:
+            _await_frees(done, failed, stream)
+        finally:
+            st.release_host(ctx)
         return CoreResult(None, None, None, None, None, {})
 
     return Pending(wait)
 
 
 def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pending:
+    """The compute phase.  It never raises: a failure midway (a launch, an event) still frees every
+    buffer on the stream, and the Pending raises the error only after the device is done with them,
+    so the VRAM budget comes back after the done event on the failure path too (rule 4)."""
     ctx = backend.ctx
     ctx.bind_thread()
     key: GpuKey = staged.key
     st: ProofState = staged.state
+    curve = key.curve
+    stream = ctx.compute_stream(slot)
+    marks: list[Event] = []
+    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+    raw = st.results_view(5 * g2_acc)
+    error: BaseException | None = None
+    ordered = False  # the compute stream waits on the upload: frees may go on it
+    try:
+        stream.wait_event(st.uploaded)
+        ordered = True
+        stream.wait_event(key.ready)
+        _launch_proof(ctx, key, st, stream, marks, timing)
+        if raw is None:  # no pinned buffer: a pageable download waits for this stream (only)
+            raw = np.empty(5 * g2_acc, dtype=np.uint8)
+        Device.download(raw, st.results, stream)
+    except Exception as exc:  # handed to the Pending: raised after the done event
+        error = exc
+    free_on = stream if ordered else ctx.upload_stream
+    failed = _free_all(st.device_buffers, free_on)
+    done = _fence(free_on)
+
+    def wait() -> CoreResult:
+        try:
+            _await_frees(done, failed, free_on)
+            if error is not None:
+                raise error
+            out = raw.copy()
+            timings = dict(staged.timings)
+            timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
+            for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
+                timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
+        finally:
+            _destroy(*marks)
+            st.release_host(ctx)
+        pts = [out[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
+        g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
+        return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
+                          pi_h=g1[3], timings=timings)
+
+    return Pending(wait)
+
+
+def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], timing: bool) -> None:
+    """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results."""
     curve, mod, n = key.curve, key.module, key.domain
     sm = ctx.device.sm_count
-    stream = ctx.compute_stream(slot)
-    stream.wait_event(st.uploaded)
-    stream.wait_event(key.ready)
-    marks = [Event(timing=timing).record(stream)] if timing else []
 
     def mark():
         if timing:
-            marks.append(Event(timing=True).record(stream))
+            marks.append(Event(timing=True))
+            marks[-1].record(stream)
 
+    mark()
     (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
     launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
            st.c)
@@ -160,24 +304,3 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     mark()
     gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
     mark()
-    Device.download(st.host_results.view(np.uint8, 5 * g2_acc), st.results, stream)
-    st.free_device(stream)
-    done = Event().record(stream)
-
-    def wait() -> CoreResult:
-        done.synchronize()
-        raw = st.host_results.view(np.uint8, 5 * g2_acc).copy()
-        timings = dict(staged.timings)
-        timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
-        for name, (e0, e1) in zip(STAGES, zip(marks, marks[1:])):
-            timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
-        for e in marks:
-            e.destroy()
-        done.destroy()
-        st.release_host(ctx)
-        pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
-        g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
-        return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
-                          pi_h=g1[3], timings=timings)
-
-    return Pending(wait)

@@ -1,9 +1,15 @@
-"""Per-device state of the GPU backend: the device, its compiled modules and its streams.
+"""Per-device state of the GPU backend: the device, its compiled modules, streams and pinned buffers.
 
 Driver calls may come from several threads (the scheduler's device worker and
-waiter threads); each binds the context once (`bind_thread`).  Modules are
-compiled by NVRTC for the device's own architecture on first use per curve,
-then served from the on-disk cache.
+waiter threads); each binds the context once (`bind_thread`).  Kernels are
+compiled by NVRTC for the device's own architecture (`prepare`, on any thread:
+the scheduler runs it off the device thread, so a compile never stalls the
+proofs on the device) and loaded on first use per curve (`module`).
+
+Pinned host buffers (`PinnedPool`) are made and freed only in `maintain()`:
+pinning synchronises the device implicitly, so it is device-global (design.md
+§5 rule 1) and the driver wrapper refuses it while this device's owner holds a
+proof reservation.  A proof only takes and gives back.
 """
 from __future__ import annotations
 
@@ -16,6 +22,114 @@ from engine.algebra.curves import Curve
 from engine.errors import KernelCompileError
 from engine.backends.gpu.params import params_header
 
+MIN_PINNED = 1 << 16
+
+
+def pinned_size_class(nbytes: int) -> int:
+    """Buffers come in powers of two (at least 64 KiB), so keys of similar size share them."""
+    return max(MIN_PINNED, 1 << (max(int(nbytes), 1) - 1).bit_length())
+
+
+class PinnedPool:
+    """Pinned host buffers for the proofs' witness uploads and result downloads, by size class.
+
+    `want(tag, nbytes, count)` says what a resident key needs (`count` proofs of it in flight);
+    `take` and `give_back` are all a proof does; a proof that finds no free buffer is counted
+    (`misses`), goes on with pageable memory, and raises the count wanted for its size, so the next
+    `maintain()` pins one more.  `maintain()` pins what is wanted and unpins what no key wants any
+    more (a key unloaded, a size class gone): the pool grows and shrinks, off the proof path.
+    """
+
+    def __init__(self, device: Device):
+        self.device = device
+        self._lock = threading.Lock()
+        self._free: dict[int, list[PinnedBuffer]] = {}
+        self._count: dict[int, int] = {}  # buffers that exist per size class (free or in use)
+        self._wants: dict[object, tuple[int, int]] = {}  # tag -> (size class, count)
+        self.misses = 0
+
+    def want(self, tag: object, nbytes: int, count: int) -> None:
+        with self._lock:
+            size = pinned_size_class(nbytes)
+            _, had = self._wants.get(tag, (size, 0))
+            self._wants[tag] = (size, max(had, count))
+
+    def unwant(self, tag: object) -> None:
+        with self._lock:
+            self._wants.pop(tag, None)
+
+    def take(self, nbytes: int, tag: object = None) -> PinnedBuffer | None:
+        """A free buffer of at least nbytes, or None (never pins: that is `maintain`'s job)."""
+        size = pinned_size_class(nbytes)
+        with self._lock:
+            free = self._free.get(size)
+            if free:
+                return free.pop()
+            self.misses += 1
+            if tag in self._wants:
+                wanted_size, count = self._wants[tag]
+                if wanted_size == size:
+                    self._wants[tag] = (size, count + 1)
+            return None
+
+    def give_back(self, buf: PinnedBuffer | None) -> None:
+        if buf is None:
+            return
+        with self._lock:
+            self._free.setdefault(pinned_size_class(buf.nbytes), []).append(buf)
+
+    def _target(self) -> dict[int, int]:
+        target: dict[int, int] = {}
+        for size, count in self._wants.values():
+            target[size] = target.get(size, 0) + count
+        return target
+
+    def maintenance_due(self) -> bool:
+        with self._lock:
+            target = self._target()
+            sizes = set(target) | set(self._count)
+            return any(self._count.get(s, 0) != target.get(s, 0) for s in sizes)
+
+    def maintain(self) -> None:
+        """Pin what the keys want, unpin free buffers nobody wants (only while the owner is idle)."""
+        with self._lock:
+            target = self._target()
+            plan = {s: target.get(s, 0) - self._count.get(s, 0) for s in set(target) | set(self._count)}
+            surplus = []
+            for size, delta in plan.items():
+                free = self._free.get(size, [])
+                while delta < 0 and free:  # buffers in use come back later and are unpinned then
+                    surplus.append(free.pop())
+                    self._count[size] -= 1
+                    delta += 1
+        for buf in surplus:
+            buf.free()
+        for size, delta in plan.items():
+            for _ in range(max(delta, 0)):
+                buf = PinnedBuffer(self.device, size)
+                with self._lock:
+                    self._free.setdefault(size, []).append(buf)
+                    self._count[size] = self._count.get(size, 0) + 1
+
+    @property
+    def nbytes(self) -> int:
+        """Pinned bytes held (free or in use): what the host budget counts."""
+        with self._lock:
+            return sum(size * n for size, n in self._count.items())
+
+    def free_count(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._free.values())
+
+    def close(self) -> None:
+        with self._lock:
+            bufs = [b for v in self._free.values() for b in v]
+            self._free.clear()
+            self._count.clear()
+            self._wants.clear()
+        for buf in bufs:
+            buf.free()
+
 
 class GpuContext:
     def __init__(self, index: int = 0):
@@ -23,10 +137,12 @@ class GpuContext:
         self._local = threading.local()
         self._local.bound = True
         self._lock = threading.Lock()
+        self._compile_locks: dict[str, threading.Lock] = {}
+        self._cubins: dict[str, bytes] = {}
         self._modules: dict[str, Module] = {}
         self.upload_stream = self.device.stream()
         self._compute_streams: list[Stream] = []
-        self._pinned: list[PinnedBuffer] = []
+        self.pinned = PinnedPool(self.device)
 
     def bind_thread(self) -> None:
         """Make the device's context current on the calling thread (once per thread)."""
@@ -40,44 +156,46 @@ class GpuContext:
                 self._compute_streams.append(self.device.stream())
             return self._compute_streams[slot]
 
-    def module(self, curve: Curve) -> Module:
-        self.bind_thread()
+    def prepare(self, curve: Curve) -> bytes:
+        """The curve's kernels as CUBIN for this device (NVRTC or the disk cache); no driver call,
+        so any thread may run it."""
         with self._lock:
-            mod = self._modules.get(curve.name)
-            if mod is None:
+            cubin = self._cubins.get(curve.name)
+            lock = self._compile_locks.setdefault(curve.name, threading.Lock())
+        if cubin is not None:
+            return cubin
+        with lock:  # one compile per curve, however many threads ask
+            cubin = self._cubins.get(curve.name)
+            if cubin is None:
                 try:
                     cubin, _ = build.compile_cubin(params_header(curve), arch=self.device.arch)
                 except build.CompileFailed as exc:
                     raise KernelCompileError(f"kernel build for {curve.name} failed: {exc}", exc.log) from exc
+                with self._lock:
+                    self._cubins[curve.name] = cubin
+        return cubin
+
+    def module(self, curve: Curve) -> Module:
+        """The loaded module of the curve's kernels (compiled here when `prepare` did not run first)."""
+        self.bind_thread()
+        with self._lock:
+            mod = self._modules.get(curve.name)
+        if mod is not None:
+            return mod
+        cubin = self.prepare(curve)
+        with self._lock:
+            mod = self._modules.get(curve.name)
+            if mod is None:
                 mod = Module(cubin)
                 for name in ("ntt_dif_pass", "ntt_dit_pass"):
                     mod.allow_shared(name, 64 * 1024)
                 self._modules[curve.name] = mod
             return mod
 
-    def pinned(self, nbytes: int) -> PinnedBuffer:
-        """A pinned host buffer of at least nbytes, taken from (and later returned to) a pool."""
-        with self._lock:
-            best = None
-            for buf in self._pinned:
-                if buf.nbytes >= nbytes and (best is None or buf.nbytes < best.nbytes):
-                    best = buf
-            if best is not None:
-                self._pinned.remove(best)
-                return best
-        self.bind_thread()
-        return PinnedBuffer(max(nbytes, 1 << 16))
-
-    def give_back(self, buf: PinnedBuffer) -> None:
-        with self._lock:
-            self._pinned.append(buf)
-
     def close(self) -> None:
         self.bind_thread()
         for s in [self.upload_stream, *self._compute_streams]:
             s.synchronize()
             s.destroy()
-        for buf in self._pinned:
-            buf.free()
-        self._pinned.clear()
+        self.pinned.close()
         self.device.close()

@@ -1,0 +1,129 @@
+"""The GPU backend's host side off the proof path, on a fake driver (issue 14 items 10 and 12):
+pinned buffers are made and freed only in maintenance (never by a proof), counted in the host
+budget, and given back when no key wants them; NVRTC compiles run off the device thread."""
+from __future__ import annotations
+
+import threading
+
+import anyio
+import numpy as np
+import pytest
+
+from conftest import FIXTURES
+from engine.backends.gpu import GpuBackend
+from engine.backends.gpu.pipeline import pinned_bytes
+from engine.backends.gpu.runtime import pinned_size_class
+from engine.formats import read_wtns, read_zkey
+from fake_cuda import fake_driver
+from scheduler.budget import Budget
+from scheduler.device_worker import DeviceWorker
+
+TINY = FIXTURES / "tiny" / "bn128"
+
+
+@pytest.fixture
+def fake():
+    with fake_driver() as fake:
+        yield fake
+
+
+def _backend(prepare=None) -> GpuBackend:
+    backend = GpuBackend(0)
+    backend.ctx.prepare = prepare or (lambda curve: b"fake cubin")
+    return backend
+
+
+async def _worker(backend):
+    vram = Budget([1 << 40], name="VRAM budget", guard_devices=[0])
+    host = Budget([1 << 30], name="host budget")
+    worker = DeviceWorker(0, backend, vram, host_budget=host)
+    worker.start()
+    return worker, vram, host
+
+
+async def test_pinned_buffers_are_made_in_maintenance_counted_and_given_back(fake):
+    backend = _backend()
+    worker, vram, host = await _worker(backend)
+    try:
+        zkey = read_zkey(TINY / "tiny.zkey")
+        witness = np.asarray(read_wtns(TINY / "tiny.wtns").values)
+        key = await worker.load_key(zkey)  # idle device: the key's buffers are pinned at once
+        size = pinned_size_class(pinned_bytes(key))
+        assert fake.pinned_allocs == backend.pinned_per_key == 2
+        assert host.capacity() == (1 << 30) - 2 * size  # counted in the host budget
+
+        # three proofs in flight at once (a reservation outstanding: pinning would be refused)
+        res = await vram.reserve(1)
+        staged = [await worker.call(backend.stage, key, witness) for _ in range(3)]
+        assert fake.pinned_allocs == 2  # the third found no free buffer and did not pin one
+        assert backend.ctx.pinned.misses == 1
+        results = [await worker.wait(await worker.call(backend.compute, s)) for s in staged]
+        assert len({tuple(map(str, r[0].__dict__.values())) for r in results}) == 1  # pageable path: same
+        assert await worker.maintain(wait=False) is False  # a reservation is outstanding: not now
+        res.release()
+        assert await worker.maintain(wait=False) is True  # idle: the miss is made good
+        assert fake.pinned_allocs == 3 and host.capacity() == (1 << 30) - 3 * size
+
+        await worker.call(backend.unload_key, key)
+        assert await worker.trim()  # idle trim: nothing wants the buffers any more
+        assert not fake.live_pinned and host.capacity() == 1 << 30
+    finally:
+        await worker.call(backend.close)
+        await worker.stop()
+        vram.close()
+
+
+async def test_the_nvrtc_compile_runs_off_the_device_thread(fake):
+    started, release = threading.Event(), threading.Event()
+    seen = {}
+
+    def slow_prepare(curve):  # (the real prepare caches: the device thread's module() call is instant)
+        seen.setdefault("thread", threading.current_thread().name)
+        started.set()
+        release.wait(10)
+        return b"fake cubin"
+
+    backend = _backend(slow_prepare)
+    worker, vram, _host = await _worker(backend)
+    try:
+        async with anyio.create_task_group() as tg:
+            loaded = {}
+
+            async def load():
+                loaded["key"] = await worker.load_key(read_zkey(TINY / "tiny.zkey"))
+
+            tg.start_soon(load)
+            await anyio.to_thread.run_sync(started.wait, 10)
+            # the compile is running: the device thread still serves other work
+            with anyio.fail_after(5):
+                assert await worker.call(lambda: threading.current_thread().name) == "device0-0"
+            assert "key" not in loaded
+            release.set()
+        assert seen["thread"] not in worker.device_lane.thread_names
+        await worker.call(backend.unload_key, loaded["key"])
+    finally:
+        release.set()
+        await worker.call(backend.close)
+        await worker.stop()
+        vram.close()
+
+
+def test_a_compile_is_done_once_per_curve_however_many_threads_ask(fake, monkeypatch):
+    from cuda_kernels import build  # noqa: PLC0415
+    from engine.algebra.curves import BN254  # noqa: PLC0415
+
+    calls = []
+
+    def compile_cubin(params, arch):
+        calls.append(arch)
+        return b"cubin", ""
+
+    monkeypatch.setattr(build, "compile_cubin", compile_cubin)
+    backend = GpuBackend(0)
+    threads = [threading.Thread(target=backend.ctx.prepare, args=(BN254,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["sm_90"] and backend.ctx.prepare(BN254) == b"cubin"
+    backend.close()
