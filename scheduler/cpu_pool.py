@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 
 from engine.errors import EngineError
 
-from scheduler.processes import start_process
+from scheduler.processes import serve_tasks, start_process
 from scheduler.task_errors import describe_error, rebuild_error
 
 _READY_TIMEOUT_S = 120.0
@@ -100,25 +100,15 @@ def _shutdown_at_exit() -> None:
 
 def _serve(conn) -> None:
     """A worker: run (fn, args, kwargs) tasks from the pipe until it closes or says stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's business
-    try:
-        conn.send_bytes(pickle.dumps(("ready", os.getpid())))
-    except OSError:  # the parent is gone (it exited while this worker started): nothing to serve
-        return
-    while True:
-        try:
-            data = conn.recv_bytes()
-        except (EOFError, OSError):
-            return
-        task = pickle.loads(data)
-        if task is None:
-            return
-        fn, args, kwargs = task
-        try:
-            reply = pickle.dumps(("ok", fn(*args, **kwargs)))
-        except BaseException as exc:  # reported to the caller; the worker lives on
-            reply = pickle.dumps(("error", *describe_error(exc)))
-        conn.send_bytes(reply)
+    serve_tasks(conn, _run_task)
+
+
+def _run_task(task: tuple) -> bytes:
+    fn, args, kwargs = task
+    try:  # a result that cannot be pickled is the task's error too, not the worker's death
+        return pickle.dumps(("ok", fn(*args, **kwargs)))
+    except BaseException as exc:  # reported to the caller; the worker lives on
+        return pickle.dumps(("error", *describe_error(exc)))
 
 
 # ------------------------------------------------------------------ pool side

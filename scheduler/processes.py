@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import sys
+import os
+import pickle
 import signal
+import sys
 import threading
 import types
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 # Found, not imported: runpy warns when a child's main module is already in sys.modules
 # (the forkserver preloads this module, and so would have imported it).
@@ -72,3 +74,22 @@ def start_process(process) -> None:
     resource_tracker.ensure_running()
     with ours_as_main(), interrupts_blocked():
         process.start()
+
+
+def serve_tasks(conn, handle: Callable[[Any], bytes]) -> None:
+    """A pool worker's life: say ready, then send `handle(task)` (the reply, pickled) for each task on
+    the pipe until it closes or sends None.  Ctrl-C is the main process's business: SIGINT is ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        conn.send_bytes(pickle.dumps(("ready", os.getpid())))
+    except OSError:  # the parent is gone (it exited while this worker started): nothing to serve
+        return
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        task = pickle.loads(data)
+        if task is None:
+            return
+        conn.send_bytes(handle(task))

@@ -19,9 +19,7 @@ the worker in the background.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import pickle
-import signal
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -33,7 +31,7 @@ from engine.errors import MismatchError, WitnessGenerationError
 
 from scheduler.budget import fmt_bytes
 from scheduler.locks import FifoSlots
-from scheduler.processes import start_process
+from scheduler.processes import serve_tasks, start_process
 from scheduler.shm import ShmBlock
 from scheduler.task_errors import describe_error, rebuild_error
 
@@ -71,35 +69,27 @@ class SynthResult:
 
 def _worker_main(conn, index: int) -> None:
     """A synthesis worker: serve (fn, args, block name, capacity) until told to stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's business
+    serve_tasks(conn, _synthesise)
+
+
+def _synthesise(task: tuple) -> bytes:
+    """One task: fn(*args) -> (meta, values); the values go into the shared block, the rest back."""
+    fn, args, block_name, capacity = task
     try:
-        conn.send_bytes(pickle.dumps(("ready", os.getpid())))
-    except OSError:  # the parent is gone (it exited while this worker started): nothing to serve
-        return
-    while True:
-        try:
-            data = conn.recv_bytes()
-        except (EOFError, OSError):
-            return
-        task = pickle.loads(data)
-        if task is None:
-            return
-        fn, args, block_name, capacity = task
-        try:
-            meta, values = fn(*args)
-            values = np.ascontiguousarray(values)
-            if values.nbytes > capacity:
-                reply = ("too_big", meta, values.shape, values.dtype.str)
-            else:
-                block = ShmBlock.attach(block_name)
-                dst = block.ndarray(values.shape, values.dtype)
-                dst[...] = values
-                del dst
-                block.close()
-                reply = ("ok", meta, values.shape, values.dtype.str)
-        except BaseException as exc:  # reported to the caller; the worker lives on
-            reply = ("error", *describe_error(exc))
-        conn.send_bytes(pickle.dumps(reply))
+        meta, values = fn(*args)
+        values = np.ascontiguousarray(values)
+        if values.nbytes > capacity:
+            reply = ("too_big", meta, values.shape, values.dtype.str)
+        else:
+            block = ShmBlock.attach(block_name)
+            dst = block.ndarray(values.shape, values.dtype)
+            dst[...] = values
+            del dst
+            block.close()
+            reply = ("ok", meta, values.shape, values.dtype.str)
+    except BaseException as exc:  # reported to the caller; the worker lives on
+        reply = ("error", *describe_error(exc))
+    return pickle.dumps(reply)
 
 
 # ------------------------------------------------------------------ pool side

@@ -74,6 +74,16 @@ def test_engine_path_gives_the_direct_paths_one_line_error(tmp_path, case):
     assert not (tmp_path / "out" / "proof.json").exists() and not (tmp_path / "out" / "public.json").exists()
 
 
+@pytest.mark.parametrize("timeline", [False, True])
+def test_output_in_a_missing_directory_names_the_users_path(tmp_path, timeline):
+    proof = tmp_path / "no-such-dir" / "proof.json"
+    proc = _prove(tmp_path, SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", proof, tmp_path / "public.json",
+                  timeline=timeline)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert _lines(proc.stderr) == [f"error: {proof}: cannot write: No such file or directory"]
+    assert not (tmp_path / "public.json").exists()
+
+
 def test_timeline_in_a_missing_directory_is_one_line_naming_it(tmp_path):
     timeline = tmp_path / "no-such-dir" / "t.jsonl"
     proc = run_engine("prove", SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", tmp_path / "p.json",
