@@ -22,6 +22,7 @@ COMMANDS = {
     "witness": "witness",
     "setup": "setup",
     "bench-circuit": "bench_circuit",
+    "serve": "serve",
 }
 
 

@@ -21,6 +21,8 @@ typedef ntt_kernels<fr_t> NTT;
 typedef eval_kernels<fr_t> EVAL;
 typedef msm_kernels<g1_aff, g1_acc> MSM1;
 typedef msm_kernels<g2_aff, g2_acc> MSM2;
+typedef msm_affine_kernels<g1_aff> AFF1;
+typedef msm_affine_kernels<g2_aff> AFF2;
 
 // ---- field tests and conversions
 extern "C" __global__ void fr_mul_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
@@ -85,13 +87,17 @@ extern "C" __global__ void fr_scale(uint32_t* data, const uint32_t* table, uint3
 
 // ---- MSM: scalar side (shared by G1 and G2)
 extern "C" __global__ void __launch_bounds__(256) msm_count(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                                             uint32_t windows, uint32_t fold, uint32_t* counts) {
-    msm_digits<false>(scalars, n, c, windows, fold, counts, nullptr);
+                                                             uint32_t windows, uint32_t fold, uint32_t batch_keys,
+                                                             uint32_t* counts) {
+    msm_digits<false>(scalars, n, c, windows, fold, batch_keys, counts, nullptr);
 }
 extern "C" __global__ void __launch_bounds__(256) msm_scatter(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                                               uint32_t windows, uint32_t fold, uint32_t* cursor,
-                                                               uint32_t* sorted) {
-    msm_digits<true>(scalars, n, c, windows, fold, cursor, sorted);
+                                                               uint32_t windows, uint32_t fold, uint32_t batch_keys,
+                                                               uint32_t* cursor, uint32_t* sorted) {
+    msm_digits<true>(scalars, n, c, windows, fold, batch_keys, cursor, sorted);
+}
+extern "C" __global__ void __launch_bounds__(256) msm_halve(const uint32_t* in_off, uint32_t K, uint32_t* counts) {
+    msm_halve_counts(in_off, K, counts);
 }
 // scan: 1024 threads x 4 entries a block
 extern "C" __global__ void __launch_bounds__(1024) scan_blocks(const uint32_t* in, uint32_t count, uint32_t* out,
@@ -125,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
 
 // msm_accumulate's explicit minimum of one block lets NVRTC give it more registers (BN254 G1:
 // 94 against 80 with the bare bound): 75.7 against 80.2 ms at 2^24 (perf/RESULTS.md).
-#define MSM_GROUP_KERNELS(G, MSM)                                                                                    \
+#define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_##G(                                        \
         const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
         uint32_t* buckets, uint32_t* partials) {                                                                    \
@@ -153,16 +159,31 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
         MSM::tree_sum(in, count, per_thread, out, shm);                                                             \
     }                                                                                                               \
     extern "C" __global__ void msm_combine_##G(const uint32_t* group_out, uint32_t groups, uint32_t shift,          \
-                                               uint32_t* result) {                                                  \
-        MSM::combine(group_out, groups, shift, result);                                                             \
+                                               uint32_t* result, uint32_t stride) {                                 \
+        MSM::combine(group_out, groups, shift, result, stride);                                                     \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_affine_forward_##G(                                       \
+        const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \
+        uint32_t m, uint32_t* prefix, uint32_t* leaves, uint32_t* totals) {                                         \
+        extern __shared__ uint32_t shm[];                                                                           \
+        AFF::forward(sorted, in, in_off, out_off, K, m, prefix, leaves, totals, shm);                               \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_affine_invert_##G(uint32_t* totals, uint32_t count) {     \
+        AFF::invert(totals, count);                                                                                 \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_affine_backward_##G(                                      \
+        const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \
+        uint32_t m, const uint32_t* prefix, const uint32_t* leaves, const uint32_t* totals, uint32_t* out) {        \
+        extern __shared__ uint32_t shm[];                                                                           \
+        AFF::backward(sorted, in, in_off, out_off, K, m, prefix, leaves, totals, out, shm);                         \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_precompute_##G(uint32_t* bases, uint32_t n, uint32_t c,   \
                                                                          uint32_t fold) {                           \
         MSM::precompute(bases, n, c, fold);                                                                         \
     }
 
-MSM_GROUP_KERNELS(g1, MSM1)
-MSM_GROUP_KERNELS(g2, MSM2)
+MSM_GROUP_KERNELS(g1, MSM1, AFF1)
+MSM_GROUP_KERNELS(g2, MSM2, AFF2)
 
 // ---- development setup: k_i * G for a table of the generator's byte multiples
 extern "C" __global__ void __launch_bounds__(128) fixed_base_g1(const uint32_t* table, const uint32_t* scalars,

@@ -7,8 +7,14 @@
 //   key      : bucket id = (w / f) * B + |digit| - 1       (K = G * B buckets)
 //   entry    : ((w % f) * n + i) | sign << 31             (which table row, and the sign)
 //   result   : sum over groups g of 2^(c*f*g) * sum_b (b+1) * bucket[g][b]
+// A batch of k scalar vectors against the same bases (k witnesses of one key) sorts into k
+// bucket sets, vector j's keys offset by j*K: one accumulation pass over all of them, k results.
+// The accumulation either adds every bucket's entries in XYZZ (accumulate below), or first
+// halves the buckets by rounds of batch-affine additions (msm_affine.cuh) and then adds what
+// is left the same way, with `sorted` = null meaning entry p is point p.
 #pragma once
 #include "curve.cuh"
+#include "msm_affine.cuh"
 
 // Signed c-bit digit of window w of a 256-bit scalar (little-endian 32-bit limbs), given the
 // carry from window w-1.  Digits lie in [-2^(c-1), 2^(c-1)].
@@ -36,9 +42,12 @@ __device__ __forceinline__ void load_scalar(const uint32_t* scalars, uint32_t i,
 // scalars equal to 1, would otherwise serialise on one counter).
 template <bool scatter>
 __device__ __forceinline__ void msm_digits(const uint32_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
-                                           uint32_t fold, uint32_t* counters, uint32_t* sorted) {
+                                           uint32_t fold, uint32_t batch_keys, uint32_t* counters,
+                                           uint32_t* sorted) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     const bool valid = i < n;
+    scalars += 8ull * n * blockIdx.y;  // grid.y: the vector of the batch
+    const uint32_t key0 = blockIdx.y * batch_keys;
     uint32_t s[8];
     if (valid) load_scalar(scalars, i, s);
     else
@@ -51,7 +60,7 @@ __device__ __forceinline__ void msm_digits(const uint32_t* scalars, uint32_t n, 
         const bool hit = valid && d != 0;
         const uint32_t active = __ballot_sync(0xffffffffu, hit);
         if (!hit) continue;
-        const uint32_t key = (w / fold) * B + (uint32_t)(d < 0 ? -d : d) - 1;
+        const uint32_t key = key0 + (w / fold) * B + (uint32_t)(d < 0 ? -d : d) - 1;
         const uint32_t peers = __match_any_sync(active, key);
         const uint32_t leader = __ffs(peers) - 1;
         uint32_t base = 0;
@@ -107,19 +116,12 @@ struct msm_kernels {
         if (s0_64 >= L) return;
         const uint32_t s0 = (uint32_t)s0_64;
         const uint32_t e0 = min(s0 + T, L);
-        // largest k with offsets[k] <= s0
-        uint32_t lo = 0, hi = K;
-        while (hi - lo > 1) {
-            uint32_t mid = (lo + hi) >> 1;
-            if (offsets[mid] <= s0) lo = mid;
-            else hi = mid;
-        }
-        uint32_t k = lo;
+        uint32_t k = bucket_at(offsets, 0, K, s0);
         uint32_t b_start = offsets[k], b_end = offsets[k + 1];
         uint32_t run_start = s0;
         Acc acc = Acc::inf();
         for (uint32_t p = s0; p < e0; p++) {
-            const uint32_t e = sorted[p];
+            const uint32_t e = sorted ? sorted[p] : p;
             const uint32_t idx = e & 0x7fffffffu;
             Aff pt = Aff::load_ro(bases + (uint64_t)idx * Aff::WORDS);
             if (e >> 31) pt = pt.neg();
@@ -135,8 +137,7 @@ struct msm_kernels {
                 acc = Acc::inf();
                 run_start = q;
                 if (q < e0) {
-                    k++;
-                    while (offsets[k + 1] <= q) k++;
+                    k = bucket_after(offsets, K, k, q);
                     b_start = offsets[k];
                     b_end = offsets[k + 1];
                 }
@@ -258,10 +259,13 @@ struct msm_kernels {
         if (threadIdx.x == 0) acc.store(out + ((uint64_t)g * gridDim.x + b) * Acc::WORDS);
     }
 
-    // One thread: Horner over groups, shifting by c*fold bits between them.
+    // One thread a vector of the batch (blockIdx.x): Horner over its groups, shifting by
+    // c*fold bits between them; result j at result + j * stride words.
     static __device__ __forceinline__ void combine(const uint32_t* group_out, uint32_t groups, uint32_t shift,
-                                                   uint32_t* result) {
-        if (blockIdx.x != 0 || threadIdx.x != 0) return;
+                                                   uint32_t* result, uint32_t stride) {
+        if (threadIdx.x != 0) return;
+        group_out += (uint64_t)blockIdx.x * groups * Acc::WORDS;
+        result += (uint64_t)blockIdx.x * stride;
         Acc acc = Acc::load(group_out + (uint64_t)(groups - 1) * Acc::WORDS);
         for (uint32_t g = groups - 1; g-- > 0;) {
             for (uint32_t d = 0; d < shift; d++) acc.dbl();

@@ -13,7 +13,11 @@ Per partition, in this order and never holding two locks:
 3. memory lock → `stage` on the device thread → release;
 4. compute slot → `compute` on the device thread → the done event on a
    waiter thread → release slot → release VRAM budget (only now: rule 4) and
-   the host memory;
+   the host memory;  where the backend has `compute_batch`, the partition
+   that gets the slot takes every other staged partition of the same key
+   waiting for one (up to the backend's `max_batch`) into one compute call,
+   and those wait for their share of its results (each still releases its
+   own budget only after the batch's done event);
 5. epilogue and verification in a worker thread (never the event loop,
    never a device thread).
 
@@ -112,6 +116,7 @@ class Pipeline:
         self._slot_kw = {d.index: _accepts(d.backend.compute, "slot") for d in self.devices}
         self._stop_kw = {d.index: _accepts(d.backend.compute, "stop") for d in self.devices}
         self._verify_label = _accepts(kit.verify, "label")  # a kit that names the witness when a proof fails
+        self._waiting: dict[tuple[int, int], list[_Waiter]] = {}  # staged partitions awaiting a slot, per key
 
     # ------------------------------------------------------------ jobs
     def check_fits(self, job: int, key: KeyRecord, parts: Sequence[Partition]) -> None:
@@ -257,6 +262,8 @@ class Pipeline:
             async with dev.locks.memory(owner):
                 await self._memory_phase(dev, key, job, p, values, state)
             tl.emit(Stage.GPU_WAIT, job, p, device=dev.index)
+            if self._batch_limit(dev, key) > 1:
+                return await self._compute_batched(dev, key, job, p, owner, state)
             async with dev.locks.compute(owner) as slot:
                 return await self._compute_phase(dev, job, p, slot, state)
         finally:
@@ -300,6 +307,73 @@ class Pipeline:
         tl.emit(Stage.GPU_END, job, p, device=dev.index, slot=slot, t_ns=t_done)
         return core
 
+    def _batch_limit(self, dev: DeviceWorker, key: KeyRecord) -> int:
+        max_batch = getattr(dev.backend, "max_batch", None)
+        if getattr(dev.backend, "compute_batch", None) is None or max_batch is None:
+            return 1
+        return int(max_batch(key.resident[dev.index]))
+
+    async def _compute_batched(self, dev: DeviceWorker, key: KeyRecord, job: int, p: int, owner: tuple,
+                               state) -> Any:
+        """Wait for a compute slot among the staged partitions of this key on this device; the one
+        that gets it computes every waiting one (FIFO, up to the batch limit) in one call."""
+        waiting = self._waiting.setdefault((dev.index, id(key)), [])
+        me = _Waiter(job, p, state)
+        waiting.append(me)
+        try:
+            async with dev.locks.compute(owner) as slot:
+                if me.batch is None:  # nobody took us: we lead a batch
+                    batch = waiting[: self._batch_limit(dev, key)]
+                    del waiting[: len(batch)]
+                    for w in batch:
+                        w.batch = batch
+                    await self._run_batch(dev, slot, batch)
+            await me.done.wait()
+        finally:
+            if me.batch is None:  # cancelled before any batch took it: still staged, discarded by the caller
+                waiting.remove(me)
+            elif not me.done.is_set():  # its memory is in a batch the device still runs
+                with anyio.CancelScope(shield=True):
+                    await me.done.wait()
+        if me.error is not None:
+            raise me.error
+        return me.result
+
+    async def _run_batch(self, dev: DeviceWorker, slot: int, batch: list["_Waiter"]) -> None:
+        tl = self.timeline
+        staged = []
+        for w in batch:
+            staged.append(w.state.staged)
+            w.state.staged = None
+            tl.emit(Stage.GPU_START, w.job, w.p, device=dev.index, slot=slot, detail=f"batch of {len(batch)}")
+        compute_batch = dev.backend.compute_batch
+        pendings = None
+        with anyio.CancelScope(shield=True):  # kernels cannot be recalled: wait for every done event
+            try:
+                pendings = await dev.call(lambda s: compute_batch(s, slot=slot), staged)
+                for w, pending in zip(batch, pendings):
+                    w.result, t_done = await dev.wait(pending)
+                    tl.emit(Stage.GPU_END, w.job, w.p, device=dev.index, slot=slot, t_ns=t_done)
+            except Exception as exc:
+                for w in batch:
+                    if w.result is None:
+                        w.error = exc
+                if pendings is None:  # compute_batch refused before touching them: free them
+                    await self._discard_all(dev, staged)
+            finally:
+                for w in batch:
+                    w.done.set()
+
+    async def _discard_all(self, dev: DeviceWorker, staged: list) -> None:
+        discard = getattr(dev.backend, "discard", None)
+        for s in staged if discard is not None else ():
+            try:
+                pending = await dev.call(discard, s)
+                if pending is not None:
+                    await dev.wait(pending)
+            except Exception:  # noqa: BLE001 - the batch's own error is what the callers get
+                pass
+
     def _compute_fn(self, dev: DeviceWorker, slot: int, stop: threading.Event | None = None) -> Callable[[Any], Any]:
         compute = dev.backend.compute
         kwargs: dict[str, Any] = {}
@@ -328,3 +402,16 @@ class _DeviceState:
 
     def __init__(self):
         self.staged = None
+
+
+class _Waiter:
+    """A staged partition waiting for a compute slot (or for the batch that took it)."""
+
+    __slots__ = ("job", "p", "state", "batch", "done", "result", "error")
+
+    def __init__(self, job: int, p: int, state):
+        self.job, self.p, self.state = job, p, state
+        self.batch: list | None = None
+        self.done = anyio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None

@@ -42,12 +42,17 @@ def register(subparsers) -> None:
 
     # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
     add_arguments(p, backends=PROVING_BACKENDS)
+    from engine.client import add_server_arguments
+
+    add_server_arguments(p)  # --server URL, --token-file, --priority, --deadline
     p.set_defaults(func=run, preload=preload)
 
 
 def preload(args: argparse.Namespace) -> list[str]:
     """Modules `run` will import, loaded before Ctrl-C becomes a KeyboardInterrupt (cli.main): an
     interrupt inside an import can be lost or crash an extension's init."""
+    if getattr(args, "server", None):
+        return ["engine.client"]
     modules = ["numpy", "engine.formats", "engine.groth16.prover", "engine.groth16.verifier",
                "engine.groth16.r1cs_check", "engine.backends.select", "engine.backends.cpu", "engine.config"]
     if args.wasm or args.input:
@@ -82,6 +87,10 @@ def _witness_from_wasm(zkey, wasm: str, inputs: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.server:  # prove on a `python -m engine serve` (before any import that would load numpy or CUDA)
+        from engine.client import prove_command
+
+        return prove_command(args, *_split_files(args))
     from engine.config import ConfigError, engine_flags_given, from_args
 
     wtns_path, proof_path, public_path = _split_files(args)

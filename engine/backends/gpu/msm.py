@@ -6,11 +6,19 @@ copies of its points (t < f).  With f = W (when memory allows) there is one
 bucket set and no doubling chain at the end; with f = 1 the key is stored once
 and W bucket sets are combined by Horner's rule.
 
+A plan also fixes the batch (k scalar vectors against the same bases: k bucket
+sets, one sort and one accumulation pass for all of them, k results) and the
+accumulation: XYZZ mixed additions over each bucket's entries, or first some
+rounds of batch-affine additions that halve every bucket (msm_affine.cuh).
+
 All buffer sizes depend on n and the plan only, never on the scalars, so a
 whole MSM is enqueued without a host round trip.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
 from dataclasses import dataclass
 
 from cuda_kernels.driver import Device, DeviceBuffer, Module, Stream, U32, launch
@@ -19,6 +27,15 @@ SCAN_BLOCK = 4096
 HEAVY_THRESHOLD = 16
 TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds 1024 points into one
 MAX_BUCKET_KEYS = SCAN_BLOCK * SCAN_BLOCK  # what the two-level scan covers
+# Batch-affine rounds (cuda_kernels/msm_affine.cuh): threads a block (a power of two: the
+# block's product tree) and output slots a thread; one inversion serves threads * per_thread
+# additions.  Module attributes so that perf/msm.py can sweep them.
+AFFINE_THREADS = 128
+AFFINE_PER_THREAD = 8
+AFFINE_LEFT = 3  # rounds stop when a random-scalar bucket would keep about this many points
+ACCUMULATIONS = ("affine", "xyzz")
+# relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
+ENTRY_COST = {"affine": 0.65, "xyzz": 1.0}
 
 
 @dataclass(frozen=True)
@@ -28,6 +45,8 @@ class MsmPlan:
     windows: int
     fold: int
     scalar_bits: int
+    batch: int = 1  # scalar vectors against the same bases (one bucket set each)
+    affine_rounds: int = 0  # batch-affine halvings of the buckets before the XYZZ pass
 
     @property
     def groups(self) -> int:
@@ -38,12 +57,32 @@ class MsmPlan:
         return 1 << (self.c - 1)
 
     @property
+    def sets(self) -> int:
+        """Bucket groups over the whole batch."""
+        return self.batch * self.groups
+
+    @property
     def keys(self) -> int:
-        return self.groups * self.buckets_per_group
+        return self.sets * self.buckets_per_group
 
     @property
     def max_entries(self) -> int:
-        return self.n * self.windows
+        return self.batch * self.n * self.windows
+
+    def entry_bounds(self) -> list[int]:
+        """Upper bounds of the live entries before each batch-affine round and after the last.
+
+        A round leaves ceil(count/2) of a bucket's count, so at most (L + nonempty buckets)/2."""
+        bounds = [self.max_entries]
+        for _ in range(self.affine_rounds):
+            live = bounds[-1]
+            bounds.append((live + min(live, self.keys)) // 2)
+        return bounds
+
+    @property
+    def xyzz_entries(self) -> int:
+        """Bound of the entries the XYZZ pass adds (after the affine rounds)."""
+        return self.entry_bounds()[-1]
 
 
 def windows_for(c: int, scalar_bits: int) -> int:
@@ -51,20 +90,76 @@ def windows_for(c: int, scalar_bits: int) -> int:
     return -(-(scalar_bits + 1) // c)
 
 
-def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22) -> MsmPlan:
-    """Pick c minimising point additions: n*W for the buckets, about 3 per bucket to reduce."""
+def affine_rounds_for(n: int, windows: int, buckets: int, accumulation: str) -> int:
+    """Halvings until a random-scalar bucket keeps about AFFINE_LEFT points; the XYZZ pass
+    (load-balanced for any skew) adds the rest, so a skewed bucket never needs more rounds."""
+    if accumulation == "xyzz":
+        return 0
+    mean = n * windows / buckets
+    return max(0, min(12, math.floor(math.log2(mean / AFFINE_LEFT)))) if mean >= 2 * AFFINE_LEFT else 0
+
+
+def default_accumulation() -> str:
+    """XYZZ only, unless GROTH16_MSM_ACCUMULATION says affine: on the H200 the affine rounds
+    measured slower (BN254 G1 2^20: 8.66 against 6.45 ms; perf/RESULTS.md), so they are a
+    selectable path until they are tuned."""
+    acc = os.environ.get("GROTH16_MSM_ACCUMULATION", "xyzz")
+    if acc not in ACCUMULATIONS:
+        raise ValueError(f"GROTH16_MSM_ACCUMULATION: {acc!r} is not one of {ACCUMULATIONS}")
+    return acc
+
+
+def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22, *, batch: int = 1,
+             accumulation: str | None = None, rounds: int | None = None) -> MsmPlan:
+    """Pick c minimising the work: the bucket phase's entries (n*W, weighted by the
+    accumulation's cost an entry), about 3 additions per bucket to reduce, and the doublings
+    between groups.  `rounds` overrides the number of batch-affine rounds (tests)."""
+    acc = accumulation or default_accumulation()
+    if acc not in ACCUMULATIONS:
+        raise ValueError(f"accumulation {acc!r} is not one of {ACCUMULATIONS}")
+    if batch < 1:
+        raise ValueError(f"msm batch {batch} < 1")
     best = None
     for c in range(2, max_c + 1):
         w = windows_for(c, scalar_bits)
         f = w if fold == "full" else max(1, min(int(fold), w))
         g = -(-w // f)
-        if g * (1 << (c - 1)) > MAX_BUCKET_KEYS or n * f >= 1 << 31:
+        if batch * g * (1 << (c - 1)) > MAX_BUCKET_KEYS or n * f >= 1 << 31 or batch * n * w >= 1 << 32:
             continue
-        cost = n * w + 3 * g * (1 << (c - 1)) + (0 if g == 1 else 40 * c * f * (g - 1))
+        cost = ENTRY_COST[acc] * n * w + 3 * g * (1 << (c - 1)) + (0 if g == 1 else 40 * c * f * (g - 1))
         if best is None or cost < best[0]:
-            best = (cost, MsmPlan(n, c, w, f, scalar_bits))
-    assert best is not None
-    return best[1]
+            halvings = affine_rounds_for(n, w, g * (1 << (c - 1)), acc)
+            best = (cost, MsmPlan(n, c, w, f, scalar_bits, batch, halvings))
+    if best is None:
+        raise ValueError(f"no MSM plan for {batch} x {n} points")
+    plan = best[1]
+    if rounds is not None:
+        plan = dataclasses.replace(plan, affine_rounds=rounds)
+    return plan
+
+
+def plan_for_batch(plan: MsmPlan, batch: int) -> MsmPlan:
+    """The plan of `batch` vectors against the bases a single-vector plan was made (and its
+    window tables built) for: same c, windows and fold, k bucket sets."""
+    if batch * plan.groups * plan.buckets_per_group > MAX_BUCKET_KEYS or batch * plan.n * plan.windows >= 1 << 32:
+        raise ValueError(f"an MSM batch of {batch} x {plan.n} points with c = {plan.c} exceeds the sort's range")
+    return dataclasses.replace(plan, batch=batch)
+
+
+def max_batch(plan: MsmPlan) -> int:
+    """The largest batch plan_for_batch accepts for this plan."""
+    return max(1, min(MAX_BUCKET_KEYS // (plan.groups * plan.buckets_per_group),
+                      ((1 << 32) - 1) // max(plan.n * plan.windows, 1)))
+
+
+def scan(mod: Module, counts: int, k: int, offsets: int, cursor: int, block_sums: int, block_prefix: int,
+         stream: Stream) -> None:
+    """Exclusive scan of k counters into offsets[0..k] (offsets[k] = total) and cursor[0..k)."""
+    nblocks = -(-k // SCAN_BLOCK)
+    launch(mod, "scan_blocks", nblocks, 1024, stream, counts, U32(k), offsets, block_sums)
+    # exclusive scan of the block sums; its total lands in offsets[k]
+    launch(mod, "scan_blocks", 1, 1024, stream, block_sums, U32(nblocks), block_prefix, offsets + 4 * k)
+    launch(mod, "scan_add", -(-k // 1024), 1024, stream, offsets, cursor, U32(k), block_prefix, U32(nblocks))
 
 
 class SortScratch:
@@ -93,26 +188,23 @@ class SortScratch:
 
 
 def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: SortScratch, stream: Stream) -> None:
-    """Count digits per bucket, scan to offsets, place each (point, sign) in its bucket."""
+    """Count digits per bucket, scan to offsets, place each (point, sign) in its bucket.
+
+    `scalars` holds plan.batch vectors of n scalars one after another."""
     k = plan.keys
     Device.memset32(s.counts, 0, k + 1, stream)
-    grid = -(-plan.n // 256)
+    grid = (-(-plan.n // 256), plan.batch, 1)
+    per_vector = plan.groups * plan.buckets_per_group
     launch(mod, "msm_count", grid, 256, stream, scalars, U32(plan.n), U32(plan.c), U32(plan.windows),
-           U32(plan.fold), s.counts)
-    nblocks = -(-k // SCAN_BLOCK)
-    launch(mod, "scan_blocks", nblocks, 1024, stream, s.counts, U32(k), s.offsets, s.block_sums)
-    # exclusive scan of the block sums; its total lands in offsets[k]
-    launch(mod, "scan_blocks", 1, 1024, stream, s.block_sums, U32(nblocks), s.block_prefix,
-           s.offsets.ptr + 4 * k)
-    launch(mod, "scan_add", -(-k // 1024), 1024, stream, s.offsets, s.cursor, U32(k), s.block_prefix,
-           U32(nblocks))
+           U32(plan.fold), U32(per_vector), s.counts)
+    scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
     launch(mod, "msm_scatter", grid, 256, stream, scalars, U32(plan.n), U32(plan.c), U32(plan.windows),
-           U32(plan.fold), s.cursor, s.sorted)
+           U32(plan.fold), U32(per_vector), s.cursor, s.sorted)
 
 
 @dataclass
 class AccumulateLayout:
-    """Chunking of the sorted entries and segmenting of the buckets for one device."""
+    """Chunking of the XYZZ pass's entries and segmenting of the buckets for one device."""
 
     chunk: int  # T: entries per accumulating thread
     chunks: int
@@ -121,12 +213,13 @@ class AccumulateLayout:
 
     @staticmethod
     def for_plan(plan: MsmPlan, sm_count: int) -> "AccumulateLayout":
+        entries = plan.xyzz_entries
         target_threads = max(sm_count * 1024, 1)
-        chunk = max(1, -(-plan.max_entries // target_threads))
-        chunks = max(1, -(-plan.max_entries // chunk))
+        chunk = max(1, -(-entries // target_threads))
+        chunks = max(1, -(-entries // chunk))
         B = plan.buckets_per_group
         # short segments keep the serial running sums short; the tree sum takes the rest
-        seg_len = min(max(8, -(-(B * plan.groups) // max(sm_count * 512, 1))), B)
+        seg_len = min(max(8, -(-(B * plan.sets) // max(sm_count * 512, 1))), B)
         segs = -(-B // seg_len)
         return AccumulateLayout(chunk, chunks, seg_len, segs)
 
@@ -140,59 +233,149 @@ class AccumulateLayout:
             count = -(-count // (TREE_THREADS * TREE_PER_THREAD))
 
 
+def affine_shape() -> tuple[int, int]:
+    """(threads a block, output slots a thread) of the affine rounds."""
+    return AFFINE_THREADS, AFFINE_PER_THREAD
+
+
+@dataclass(frozen=True)
+class AffineScratchSize:
+    """Elements (field elements) the affine rounds' passes keep between their kernels."""
+
+    prefix: int  # one a slot
+    leaves: int  # one a thread
+    totals: int  # one a block
+
+    @staticmethod
+    def for_plan(plan: MsmPlan) -> "AffineScratchSize":
+        if plan.affine_rounds == 0:
+            return AffineScratchSize(0, 0, 0)
+        threads, m = affine_shape()
+        blocks = -(-plan.entry_bounds()[1] // (threads * m))  # round 0 is the largest
+        return AffineScratchSize(blocks * threads * m, blocks * threads, blocks)
+
+
 class BucketScratch:
-    """Buckets, partial sums and reduction space, big enough for each (plan, layout) given,
-    run one after another on one stream; acc_bytes is the largest accumulator used."""
+    """Buckets, partial sums, reduction space and the affine rounds' points, offsets and
+    inversion scratch, big enough for each (plan, layout) given, run one after another on one
+    stream; acc_bytes is the largest accumulator used (an XYZZ point: four coordinates; an
+    affine point is half of it, a field element a quarter)."""
 
     def __init__(self, dev: Device, shapes: list[tuple[MsmPlan, AccumulateLayout]], acc_bytes: int,
                  stream: Stream):
-        keys, chunks, segs, tree = self.sizes(shapes)
+        keys, chunks, segs, tree, pts_a, pts_b, aff = self.sizes(shapes)
+        el = acc_bytes // 4
         self.buckets = dev.alloc(keys * acc_bytes, stream)
         self.partials = dev.alloc(2 * chunks * acc_bytes, stream)
         self.heavy = dev.alloc(4 * keys + 4, stream)
         self.segments = dev.alloc(segs * acc_bytes, stream)
         self.tree = dev.alloc(tree * acc_bytes, stream)
+        self.pts = [dev.alloc(max(pts_a, 1) * 2 * el, stream), dev.alloc(max(pts_b, 1) * 2 * el, stream)]
+        self.offs = [dev.alloc(4 * (keys + 1), stream) for _ in range(2)]
+        nblocks = -(-keys // SCAN_BLOCK)
+        self.scan_sums = dev.alloc(8 * (nblocks + 1), stream)
+        self.prefix = dev.alloc(max(aff.prefix, 1) * el, stream)
+        self.leaves = dev.alloc(max(aff.leaves, 1) * el, stream)
+        self.totals = dev.alloc(max(aff.totals, 1) * el, stream)
 
     @staticmethod
-    def sizes(shapes: list[tuple[MsmPlan, AccumulateLayout]]) -> tuple[int, int, int, int]:
+    def sizes(shapes: list[tuple[MsmPlan, AccumulateLayout]]) -> tuple:
+        """keys, chunks, segments, tree points, the two affine point buffers (points), and the
+        affine rounds' inversion scratch (AffineScratchSize)."""
+        def affine(p: MsmPlan, parity: int) -> int:
+            b = p.entry_bounds()
+            return max([b[r + 1] for r in range(p.affine_rounds) if r % 2 == parity], default=0)
+
+        aff = [AffineScratchSize.for_plan(p) for p, _ in shapes]
         return (max(p.keys for p, _ in shapes), max(l.chunks for _, l in shapes),
-                max(p.groups * l.segs for p, l in shapes),
-                max(p.groups * sum(l.tree_levels()[1:]) for p, l in shapes))
+                max(p.sets * l.segs for p, l in shapes),
+                max(p.sets * sum(l.tree_levels()[1:]) for p, l in shapes),
+                max(affine(p, 0) for p, _ in shapes), max(affine(p, 1) for p, _ in shapes),
+                AffineScratchSize(max(a.prefix for a in aff), max(a.leaves for a in aff), max(a.totals for a in aff)))
 
     @classmethod
     def nbytes(cls, shapes: list[tuple[MsmPlan, AccumulateLayout]], acc_bytes: int) -> int:
-        keys, chunks, segs, tree = cls.sizes(shapes)
-        return acc_bytes * (keys + 2 * chunks + segs + tree) + 4 * keys + 4
+        keys, chunks, segs, tree, pts_a, pts_b, aff = cls.sizes(shapes)
+        nblocks = -(-keys // SCAN_BLOCK)
+        el = acc_bytes // 4
+        return (acc_bytes * (keys + 2 * chunks + segs + tree) + 4 * keys + 4
+                + 2 * el * (max(pts_a, 1) + max(pts_b, 1)) + 8 * (keys + 1) + 8 * (nblocks + 1)
+                + el * (max(aff.prefix, 1) + max(aff.leaves, 1) + max(aff.totals, 1)))
 
     def free(self, stream: Stream) -> None:
-        for b in (self.buckets, self.partials, self.heavy, self.segments, self.tree):
+        for b in (self.buckets, self.partials, self.heavy, self.segments, self.tree, *self.pts, *self.offs,
+                  self.scan_sums, self.prefix, self.leaves, self.totals):
             Device.free(b, stream)
 
 
+def affine_rounds(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer | int, sort: SortScratch,
+                  b: BucketScratch, field_bytes: int, stream: Stream) -> tuple[int, int, int]:
+    """Run the plan's batch-affine rounds; returns the (sorted entries, points, offsets) device
+    addresses the XYZZ pass adds: after a round, sorted is 0 (null: entry p is point p)."""
+    K = plan.keys
+    nblocks = -(-K // SCAN_BLOCK)
+    sums, prefix = b.scan_sums.ptr, b.scan_sums.ptr + 4 * (nblocks + 1)
+    bounds = plan.entry_bounds()
+    threads, m = affine_shape()
+    shared = 2 * threads * field_bytes
+    src_sorted, src_pts, src_off = sort.sorted.ptr, _ptr(bases), sort.offsets.ptr
+    for r in range(plan.affine_rounds):
+        out_pts, out_off = b.pts[r % 2].ptr, b.offs[r % 2].ptr
+        # the halved counts go to the heavy list's space (unused until the XYZZ pass)
+        launch(mod, "msm_halve", -(-K // 256), 256, stream, src_off, U32(K), b.heavy)
+        scan(mod, b.heavy.ptr, K, out_off, b.heavy.ptr, sums, prefix, stream)
+        blocks = -(-bounds[r + 1] // (threads * m))
+        launch(mod, f"msm_affine_forward_{group}", blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
+               U32(K), U32(m), b.prefix, b.leaves, b.totals, shared=shared)
+        launch(mod, f"msm_affine_invert_{group}", -(-blocks // 128), 128, stream, b.totals, U32(blocks))
+        launch(mod, f"msm_affine_backward_{group}", blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
+               U32(K), U32(m), b.prefix, b.leaves, b.totals, out_pts, shared=shared)
+        src_sorted, src_pts, src_off = 0, out_pts, out_off
+    return src_sorted, src_pts, src_off
+
+
+def _ptr(buf: DeviceBuffer | int) -> int:
+    return buf.ptr if isinstance(buf, DeviceBuffer) else int(buf)
+
+
 def accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, bases: DeviceBuffer | int,
-               sort: SortScratch, b: BucketScratch, acc_bytes: int, result: int, stream: Stream) -> None:
-    """Bucket sums, their weighted reduction, and the final point (XYZZ) written at `result`."""
+               sort: SortScratch, b: BucketScratch, acc_bytes: int, result: int, stream: Stream,
+               result_stride: int | None = None) -> None:
+    """Bucket sums, their weighted reduction, and the final points (XYZZ): vector j of the
+    batch at result + j * result_stride (bytes; acc_bytes when not given)."""
     K = plan.keys
     T = layout.chunk
-    launch(mod, f"msm_accumulate_{group}", -(-layout.chunks // 128), 128, stream, sort.sorted, sort.offsets,
-           U32(K), bases, U32(T), b.buckets, b.partials)
+    sorted_ptr, pts, offsets = affine_rounds(mod, group, plan, bases, sort, b, acc_bytes // 4, stream)
+    launch(mod, f"msm_accumulate_{group}", -(-layout.chunks // 128), 128, stream, sorted_ptr, offsets,
+           U32(K), pts, U32(T), b.buckets, b.partials)
     heavy_count = b.heavy.ptr + 4 * K
     Device.memset32(heavy_count, 0, 1, stream)
-    launch(mod, f"msm_fix_{group}", -(-K // 128), 128, stream, sort.offsets, U32(K), U32(T), b.partials, b.buckets,
+    launch(mod, f"msm_fix_{group}", -(-K // 128), 128, stream, offsets, U32(K), U32(T), b.partials, b.buckets,
            b.heavy, heavy_count, U32(HEAVY_THRESHOLD))
-    launch(mod, f"msm_fix_heavy_{group}", 256, 256, stream, b.heavy, heavy_count, sort.offsets, U32(T), b.partials,
+    launch(mod, f"msm_fix_heavy_{group}", 256, 256, stream, b.heavy, heavy_count, offsets, U32(T), b.partials,
            b.buckets, shared=8 * acc_bytes)
     B = plan.buckets_per_group
-    total_segs = plan.groups * layout.segs
+    total_segs = plan.sets * layout.segs
     launch(mod, f"msm_reduce_segments_{group}", -(-total_segs // 128), 128, stream, b.buckets, U32(B),
-           U32(plan.groups), U32(layout.seg_len), b.segments)
+           U32(plan.sets), U32(layout.seg_len), b.segments)
     src, dst = b.segments.ptr, b.tree.ptr
     levels = layout.tree_levels()
     for count, nxt in zip(levels, levels[1:]):
-        launch(mod, f"msm_tree_sum_{group}", (nxt, plan.groups, 1), TREE_THREADS, stream, src, U32(count),
+        launch(mod, f"msm_tree_sum_{group}", (nxt, plan.sets, 1), TREE_THREADS, stream, src, U32(count),
                U32(TREE_PER_THREAD), dst, shared=(TREE_THREADS // 32) * acc_bytes)
-        src, dst = dst, dst + plan.groups * nxt * acc_bytes
-    launch(mod, f"msm_combine_{group}", 1, 1, stream, src, U32(plan.groups), U32(plan.c * plan.fold), result)
+        src, dst = dst, dst + plan.sets * nxt * acc_bytes
+    stride = acc_bytes if result_stride is None else result_stride
+    launch(mod, f"msm_combine_{group}", plan.batch, 1, stream, src, U32(plan.groups), U32(plan.c * plan.fold),
+           result, U32(stride // 4))
+
+
+def run_msm(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, bases: DeviceBuffer | int,
+            scalars: DeviceBuffer | int, sort: SortScratch, b: BucketScratch, acc_bytes: int, result: int,
+            stream: Stream, result_stride: int | None = None) -> None:
+    """One whole MSM (or a batch of plan.batch against the same bases) over a device buffer of
+    bases (table t of the fold at bases + t * n points) and scalars: sort, then accumulate."""
+    sort_scalars(mod, plan, scalars, sort, stream)
+    accumulate(mod, group, plan, layout, bases, sort, b, acc_bytes, result, stream, result_stride)
 
 
 def precompute(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer, stream: Stream) -> None:

@@ -13,9 +13,14 @@ Failure paths free everything: a failing `stage` frees what it allocated on
 its stream and waits for those frees before raising; a failing `compute`
 frees on the stream and its Pending raises after the done event, so the
 scheduler returns the VRAM budget only when the memory is really free.
+
+`compute_batch` runs several staged proofs of one key as one compute phase:
+each proof's evaluate and NTTs, then its H MSMs and its four witness MSMs
+batched (k scalar vectors against the same resident bases in one pass each).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -274,7 +279,6 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
 
 def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], timing: bool) -> None:
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results."""
-    curve, mod, n = key.curve, key.module, key.domain
     sm = ctx.device.sm_count
 
     def mark():
@@ -283,6 +287,16 @@ def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], 
             marks[-1].record(stream)
 
     mark()
+    _front(key, st, stream, mark)
+    g2_acc = acc_bytes(key.curve, True)
+    (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
+    _msms(key, plan_h, lay_h, plan_w, lay_w, st.c, st.witness, st.sort, st.buckets, st.results.ptr, 5 * g2_acc,
+          stream, mark)
+
+
+def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
+    """evaluate -> 3 iNTT (coset) -> 3 NTT -> h (into st.c), on `stream`."""
+    mod, n = key.module, key.domain
     (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
     launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
            st.c)
@@ -292,15 +306,123 @@ def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], 
         gntt.dit(mod, buf, key.tables, stream, inverse=False)
     launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c)
     mark()
+
+
+def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: int, stride: int, stream,
+          mark) -> None:
+    """The H MSM over the h vectors at `h` and the A, B1, C, B2 MSMs over the witnesses at `w`
+    (plan.batch vectors each, one after another): proof j's five results at res + j * stride,
+    in the order A, B1, B2, C, H, each slot one G2 accumulator wide."""
+    curve, mod = key.curve, key.module
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
-    (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
-    res = st.results.ptr
-    gmsm.sort_scalars(mod, plan_h, st.c, st.sort, stream)
-    gmsm.accumulate(mod, "g1", plan_h, lay_h, key.h, st.sort, st.buckets, g1_acc, res + 4 * g2_acc, stream)
+    gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, h, sort, buckets, g1_acc, res + 4 * g2_acc, stream, stride)
     mark()
-    gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
+    gmsm.sort_scalars(mod, plan_w, w, sort, stream)
     for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
-        gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, st.sort, st.buckets, g1_acc, res + i * g2_acc, stream)
+        gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, sort, buckets, g1_acc, res + i * g2_acc, stream, stride)
     mark()
-    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, st.sort, st.buckets, g2_acc, res + 2 * g2_acc, stream)
+    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort, buckets, g2_acc, res + 2 * g2_acc, stream, stride)
     mark()
+
+
+def _core(curve, raw: np.ndarray, timings: dict) -> CoreResult:
+    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+    pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
+    g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
+    return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
+                      pi_h=g1[3], timings=timings)
+
+
+def batch_plans(key: GpuKey, k: int):
+    """The H and witness plans (and layouts) of k proofs of `key` in one MSM pass each."""
+    sm_count = key.ctx.device.sm_count
+    plans = []
+    for plan in (key.plan_h, key.plan_w):
+        p = gmsm.plan_for_batch(plan, k)
+        plans.append((p, gmsm.AccumulateLayout.for_plan(p, sm_count)))
+    return plans
+
+
+def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]:
+    """Several staged proofs of one key in one compute phase: each proof's evaluate and NTTs,
+    then the H MSMs of all of them in one pass over the H bases and the four witness MSMs in
+    one pass each (plan.batch = k: k bucket sets, the bases read once for all k).
+
+    The batch's own buffers (the k h vectors and witnesses side by side, the batch-sized sort and
+    bucket scratch, the k results) are allocated before anything of the staged proofs is
+    touched: a failure there frees them, waits, and raises with the proofs still staged (the
+    scheduler discards them).  After that it fails like `compute`: everything freed on the
+    stream, every Pending raising after the done event.  The scheduler batches only small keys
+    (GpuBackend.max_batch), where the extra scratch is a few MB."""
+    if len(staged) == 1:
+        return [compute(backend, staged[0], slot)]
+    ctx = backend.ctx
+    ctx.bind_thread()
+    key: GpuKey = staged[0].key
+    if any(s.key is not key for s in staged):
+        raise ValueError("compute_batch: the staged proofs are of different keys")
+    dev = ctx.device
+    curve, k = key.curve, len(staged)
+    stream = ctx.compute_stream(slot)
+    (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k)
+    n_h, n_w = key.domain * FR, key.n_wires * FR
+    g2_acc = acc_bytes(curve, True)
+    with Device.recording() as batch_bufs:
+        try:
+            h_all, w_all, res = (dev.alloc(nbytes, stream) for nbytes in (k * n_h, k * n_w, k * 5 * g2_acc))
+            sort = gmsm.SortScratch(dev, [plan_w, plan_h], stream)
+            buckets = gmsm.BucketScratch(dev, [(plan_h, lay_h), (plan_w, lay_w)], g2_acc, stream)
+        except BaseException:
+            _settle(stream, batch_bufs)
+            raise
+    states: list[ProofState] = [s.state for s in staged]
+    raws = [st.results_view(5 * g2_acc) for st in states]
+    error: BaseException | None = None
+    try:
+        stream.wait_event(key.ready)
+        for st in states:
+            stream.wait_event(st.uploaded)
+        for st in states:
+            _front(key, st, stream, lambda: None)
+        for j, st in enumerate(states):
+            Device.copy(h_all.ptr + j * n_h, st.c, n_h, stream)
+            Device.copy(w_all.ptr + j * n_w, st.witness, n_w, stream)
+        _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, 5 * g2_acc, stream,
+              lambda: None)
+        for j in range(k):
+            if raws[j] is None:  # no pinned buffer: a pageable download waits for this stream (only)
+                raws[j] = np.empty(5 * g2_acc, dtype=np.uint8)
+            Device.download(raws[j], res, stream, offset=j * 5 * g2_acc)
+    except Exception as exc:  # handed to the Pendings: raised after the done event
+        error = exc
+    failed = _free_all([b for st in states for b in st.device_buffers] + batch_bufs, stream)
+    done = _fence(stream)
+    results: list[CoreResult] = []
+    outcome: dict = {"waited": False, "exc": None}
+    lock = threading.Lock()
+
+    def wait_one(j: int) -> CoreResult:
+        """The first caller waits for the done event and decodes all k; every caller gets its own."""
+        with lock:
+            if not outcome["waited"]:
+                outcome["waited"] = True
+                try:
+                    _await_frees(done, failed, stream)
+                    if error is None:
+                        for s, st, raw in zip(staged, states, raws):
+                            timings = dict(s.timings)
+                            timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
+                            timings["gpu_batch"] = k
+                            results.append(_core(curve, raw.copy(), timings))
+                except BaseException as exc:  # noqa: BLE001 - every proof of the batch gets it
+                    outcome["exc"] = exc
+                finally:
+                    for st in states:
+                        st.release_host(ctx)
+        if outcome["exc"] is not None:
+            raise outcome["exc"]
+        if error is not None:
+            raise error
+        return results[j]
+
+    return [Pending(lambda j=j: wait_one(j)) for j in range(k)]

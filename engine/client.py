@@ -1,0 +1,486 @@
+"""A client for `python -m engine serve`: `Client` (blocking) and `AsyncClient` (asyncio).
+
+Standard library only, and nothing of the engine but its error types: a
+client process starts in a few milliseconds, with no CUDA and no numpy.
+
+    from engine.client import Client
+    with Client("http://127.0.0.1:8080", token_file="token") as c:
+        key = c.load_key("/abs/circuit.zkey")              # resident after the first call
+        result = c.prove(key["id"], "witness.wtns", priority="high", deadline=5)
+        result.write("proof.json", "public.json")          # snarkjs's files, byte for byte
+
+Every error answer raises `ServerError` (an EngineError: the CLI prints it as
+one line) with the HTTP status, the server's code and its message.  The
+blocking client serves one thread; the async one keeps a pool of
+connections, and cancelling a call closes its connection, which cancels the
+server's job.  `python -m engine prove --server URL ...` is `prove_command`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+# http.client, asyncio and ssl are imported where they are used: every CLI command builds the
+# `prove` parser, which imports this module, and those three cost more than the rest of a start.
+
+from engine.errors import EngineError, InputFileError
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+class ServerError(EngineError):
+    """The server answered with an error (status >= 400), or could not be reached (status 0)."""
+
+    def __init__(self, status: int, code: str, message: str):
+        self.status, self.code, self.message = status, code, message
+        super().__init__(f"{message} (HTTP {status} {code})" if status else message)
+
+
+@dataclass
+class ProofResult:
+    """A finished proof as the server returned it (snarkjs's proof.json object and public signals)."""
+
+    proof: dict
+    public: list[str]
+    job: str
+    key: str
+    timings: dict = field(default_factory=dict)
+
+    def proof_json(self) -> str:
+        return _snarkjs_text(self.proof)
+
+    def public_json(self) -> str:
+        return _snarkjs_text(self.public)
+
+    def write(self, proof_path: str | os.PathLike, public_path: str | os.PathLike) -> None:
+        """Both files or neither, with the text `snarkjs groth16 prove` writes."""
+        _write_both([(os.fspath(proof_path), self.proof_json()), (os.fspath(public_path), self.public_json())])
+
+
+def _snarkjs_text(obj: Any) -> str:
+    # snarkjs: JSON.stringify(x, null, 1), and bfj lays an empty array out as "[\n]"
+    return "[\n]" if obj == [] else json.dumps(obj, indent=1)
+
+
+def _write_both(outputs: list[tuple[str, str]]) -> None:
+    temps = []
+    try:
+        for path, text in outputs:
+            tmp = f"{path}.tmp-{os.getpid()}"
+            try:
+                with open(tmp, "w", encoding="utf-8", newline="") as f:
+                    f.write(text)
+            except OSError as exc:
+                raise InputFileError(path, f"cannot write: {exc.strerror or exc}") from None
+            temps.append((tmp, path))
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def read_token(token: str | None, token_file: str | os.PathLike | None) -> str | None:
+    if token is not None or token_file is None:
+        return token
+    try:
+        with open(token_file, encoding="utf-8") as f:
+            lines = [s.strip() for s in f.read().splitlines()]
+    except OSError as exc:
+        raise InputFileError(token_file, f"cannot read the token file: {exc.strerror or exc}") from None
+    tokens = [s for s in lines if s and not s.startswith("#")]
+    if not tokens:
+        raise InputFileError(token_file, "the token file holds no token")
+    return tokens[0]
+
+
+# ------------------------------------------------------------------ one request, transport-free
+
+@dataclass
+class _Request:
+    method: str
+    path: str
+    body: bytes = b""
+    content_type: str | None = None
+
+
+def _query(path: str, **params: Any) -> str:
+    given = {k: v for k, v in params.items() if v is not None}
+    return f"{path}?{urllib.parse.urlencode(given)}" if given else path
+
+
+def _witness_body(witness: Any) -> tuple[bytes, str, str | None]:
+    """(body, content type, a name for messages) of a .wtns path, .wtns bytes, or a dict of inputs."""
+    if isinstance(witness, dict):
+        return json.dumps(witness).encode(), "application/json", None
+    if isinstance(witness, (bytes, bytearray, memoryview)):
+        return bytes(witness), "application/octet-stream", None
+    path = os.fspath(witness)
+    try:
+        with open(path, "rb") as f:
+            return f.read(), "application/octet-stream", path
+    except OSError as exc:
+        problem = "no such file" if isinstance(exc, FileNotFoundError) else f"cannot read: {exc.strerror or exc}"
+        raise InputFileError(path, problem) from None
+
+
+def _prove_request(kind: str, key: str, witness: Any, priority: str, deadline: float | None,
+                   name: str | None) -> _Request:
+    body, ctype, default_name = _witness_body(witness)
+    path = _query(f"/v1/keys/{urllib.parse.quote(key, safe='')}/{kind}", priority=priority, deadline=deadline,
+                  name=name or default_name)
+    return _Request("POST", path, body, ctype)
+
+
+def _json_request(method: str, path: str, obj: Any = None) -> _Request:
+    return _Request(method, path, b"" if obj is None else json.dumps(obj).encode(),
+                    None if obj is None else "application/json")
+
+
+def _answer(url: str, status: int, ctype: str, raw: bytes) -> Any:
+    if "json" in ctype:
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            data = {"error": "bad_response", "message": raw[:200].decode(errors="replace")}
+    else:
+        data = raw.decode(errors="replace")
+    if status >= 400:
+        if isinstance(data, dict):
+            raise ServerError(status, str(data.get("error", "error")), str(data.get("message", data)))
+        raise ServerError(status, "error", f"{url}: {data[:200]}")
+    return data
+
+
+def _proof_result(view: dict) -> ProofResult:
+    return ProofResult(view["proof"], view["public"], view["id"], view["key"], view.get("timings", {}))
+
+
+def _unreachable(url: str, exc: BaseException) -> ServerError:
+    return ServerError(0, "unreachable", f"cannot reach the prover server at {url}: {exc.strerror or exc}"
+                       if isinstance(exc, OSError) else f"the prover server at {url} closed the connection: {exc}")
+
+
+class _Base:
+    def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None,
+                 token_file: str | os.PathLike | None = None, timeout: float | None = None):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ServerError(0, "bad_url", f"{url}: expected http://HOST:PORT or https://HOST:PORT")
+        self.url = url.rstrip("/")
+        self.host, self.tls = parts.hostname, parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
+        self.base = parts.path.rstrip("/")
+        self.timeout = timeout
+        self.headers = {"Accept": "application/json"}
+        token = read_token(token, token_file)
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+
+
+# ------------------------------------------------------------------ blocking
+
+class Client(_Base):
+    """Blocking client over one keep-alive connection (http.client)."""
+
+    _conn = None  # http.client.HTTPConnection, opened on the first call
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _call(self, req: _Request) -> Any:
+        import http.client  # noqa: PLC0415
+
+        headers = dict(self.headers)
+        if req.content_type:
+            headers["Content-Type"] = req.content_type
+        for attempt in (0, 1):
+            reused = self._conn is not None
+            if self._conn is None:
+                cls = http.client.HTTPSConnection if self.tls else http.client.HTTPConnection
+                self._conn = cls(self.host, self.port, timeout=self.timeout)
+            try:
+                try:
+                    self._conn.request(req.method, self.base + req.path, body=req.body, headers=headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the server answered early (413, 429) and closed: read that answer
+                resp = self._conn.getresponse()
+                raw = resp.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                self.close()
+                if reused and attempt == 0:
+                    continue  # an idle keep-alive connection the server had closed: once more, afresh
+                raise _unreachable(self.url, exc) from None
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                raise _unreachable(self.url, exc) from None
+            if resp.will_close:
+                self.close()
+            return _answer(self.url, resp.status, resp.getheader("Content-Type", ""), raw)
+
+    def healthz(self) -> dict:
+        return self._call(_Request("GET", "/healthz"))
+
+    def stats(self) -> dict:
+        return self._call(_Request("GET", "/v1/stats"))
+
+    def metrics(self) -> str:
+        return self._call(_Request("GET", "/metrics"))
+
+    def keys(self) -> list[dict]:
+        return self._call(_Request("GET", "/v1/keys"))["keys"]
+
+    def load_key(self, path: str | os.PathLike, wasm: str | os.PathLike | None = None,
+                 name: str | None = None) -> dict:
+        """Load a key by its path on the server (absolute); an already resident one is returned as it is."""
+        return self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name)))
+
+    def unload_key(self, key: str) -> dict:
+        return self._call(_Request("DELETE", f"/v1/keys/{urllib.parse.quote(key, safe='')}"))
+
+    def prove(self, key: str, witness: Any, *, priority: str = "normal", deadline: float | None = None,
+              name: str | None = None) -> ProofResult:
+        """Prove and wait: `witness` is a .wtns path, its bytes, or a dict of inputs (a key loaded with wasm)."""
+        return _proof_result(self._call(_prove_request("prove", key, witness, priority, deadline, name)))
+
+    def submit(self, key: str, witness: Any, *, priority: str = "normal", deadline: float | None = None,
+               name: str | None = None) -> dict:
+        """Queue a job and return at once (its view: id, state); poll it with `job` or `wait`."""
+        return self._call(_prove_request("jobs", key, witness, priority, deadline, name))
+
+    def job(self, job_id: str, wait: float | None = None) -> dict:
+        return self._call(_Request("GET", _query(f"/v1/jobs/{job_id}", wait=wait)))
+
+    def cancel(self, job_id: str) -> dict:
+        return self._call(_Request("DELETE", f"/v1/jobs/{job_id}"))
+
+    def wait(self, job_id: str) -> ProofResult:
+        """Poll (long-polling, 30 s a request) until the job ends; its proof, or its error as ServerError."""
+        while True:
+            view = self.job(job_id, wait=30)
+            if view["state"] not in ("queued", "running"):
+                return _job_outcome(view)
+
+    def verify(self, proof: dict, public: list, *, key: str | None = None, vkey: dict | None = None) -> bool:
+        return self._call(_json_request("POST", "/v1/verify", _verify_body(proof, public, key, vkey)))["valid"]
+
+
+def _load_body(path, wasm, name) -> dict:
+    body: dict[str, Any] = {"path": os.fspath(path)}
+    if wasm is not None:
+        body["wasm"] = os.fspath(wasm)
+    if name is not None:
+        body["name"] = name
+    return body
+
+
+def _verify_body(proof, public, key, vkey) -> dict:
+    body: dict[str, Any] = {"proof": proof, "public": public}
+    if key is not None:
+        body["key"] = key
+    if vkey is not None:
+        body["vkey"] = vkey
+    return body
+
+
+def _job_outcome(view: dict) -> ProofResult:
+    if view["state"] == "done":
+        return _proof_result(view)
+    status = {"expired": 504, "cancelled": 409}.get(view["state"], 422)
+    raise ServerError(status, view.get("error", view["state"]), view.get("message", view["state"]))
+
+
+# ------------------------------------------------------------------ asyncio
+
+class AsyncClient(_Base):
+    """asyncio client (HTTP/1.1 over asyncio streams, a pool of keep-alive connections)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for _, writer in idle:
+            writer.close()
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        import asyncio  # noqa: PLC0415
+
+        if self.tls:
+            import ssl  # noqa: PLC0415
+
+            return await asyncio.open_connection(self.host, self.port, ssl=ssl.create_default_context())
+        return await asyncio.open_connection(self.host, self.port)
+
+    async def _call(self, req: _Request) -> Any:
+        import asyncio  # noqa: PLC0415
+
+        for attempt in (0, 1):
+            reused = bool(self._idle)
+            try:
+                reader, writer = self._idle.pop() if reused else await self._connect()
+            except OSError as exc:
+                raise _unreachable(self.url, exc) from None
+            done = False
+            try:
+                coro = self._exchange(reader, writer, req)
+                status, ctype, raw, keep = await (asyncio.wait_for(coro, self.timeout) if self.timeout else coro)
+                done = True
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                if reused and attempt == 0:
+                    continue
+                raise _unreachable(self.url, exc) from None
+            except OSError as exc:
+                raise _unreachable(self.url, exc) from None
+            finally:
+                if not (done and keep):
+                    writer.close()  # cancelled or broken: closing it is what cancels the server's job
+            self._idle.append((reader, writer))
+            return _answer(self.url, status, ctype, raw)
+
+    async def _exchange(self, reader, writer, req: _Request) -> tuple[int, str, bytes, bool]:
+        lines = [f"{req.method} {self.base + req.path} HTTP/1.1", f"Host: {self.host}:{self.port}",
+                 f"Content-Length: {len(req.body)}"]
+        lines += [f"{k}: {v}" for k, v in self.headers.items()]
+        if req.content_type:
+            lines.append(f"Content-Type: {req.content_type}")
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + req.body)
+        try:
+            await writer.drain()
+        except ConnectionError:
+            pass  # an early answer (413, 429) before the whole body went: read it
+        status_line = await reader.readuntil(b"\r\n")
+        status = int(status_line.split()[1])
+        headers: dict[str, str] = {}
+        while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while (size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)) > 0:
+                parts.append(await reader.readexactly(size))
+                await reader.readexactly(2)
+            while await reader.readuntil(b"\r\n") != b"\r\n":
+                pass  # trailers
+            raw = b"".join(parts)
+        elif "content-length" in headers:
+            raw = await reader.readexactly(int(headers["content-length"]))
+        else:
+            raw = await reader.read()
+            headers["connection"] = "close"
+        keep = headers.get("connection", "").lower() != "close"
+        return status, headers.get("content-type", ""), raw, keep
+
+    async def healthz(self) -> dict:
+        return await self._call(_Request("GET", "/healthz"))
+
+    async def stats(self) -> dict:
+        return await self._call(_Request("GET", "/v1/stats"))
+
+    async def metrics(self) -> str:
+        return await self._call(_Request("GET", "/metrics"))
+
+    async def keys(self) -> list[dict]:
+        return (await self._call(_Request("GET", "/v1/keys")))["keys"]
+
+    async def load_key(self, path, wasm=None, name: str | None = None) -> dict:
+        return await self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name)))
+
+    async def unload_key(self, key: str) -> dict:
+        return await self._call(_Request("DELETE", f"/v1/keys/{urllib.parse.quote(key, safe='')}"))
+
+    async def prove(self, key: str, witness: Any, *, priority: str = "normal", deadline: float | None = None,
+                    name: str | None = None) -> ProofResult:
+        return _proof_result(await self._call(_prove_request("prove", key, witness, priority, deadline, name)))
+
+    async def submit(self, key: str, witness: Any, *, priority: str = "normal", deadline: float | None = None,
+                     name: str | None = None) -> dict:
+        return await self._call(_prove_request("jobs", key, witness, priority, deadline, name))
+
+    async def job(self, job_id: str, wait: float | None = None) -> dict:
+        return await self._call(_Request("GET", _query(f"/v1/jobs/{job_id}", wait=wait)))
+
+    async def cancel(self, job_id: str) -> dict:
+        return await self._call(_Request("DELETE", f"/v1/jobs/{job_id}"))
+
+    async def wait(self, job_id: str) -> ProofResult:
+        while True:
+            view = await self.job(job_id, wait=30)
+            if view["state"] not in ("queued", "running"):
+                return _job_outcome(view)
+
+    async def verify(self, proof: dict, public: list, *, key: str | None = None, vkey: dict | None = None) -> bool:
+        return (await self._call(_json_request("POST", "/v1/verify", _verify_body(proof, public, key, vkey))))["valid"]
+
+
+# ------------------------------------------------------------------ the CLI: prove --server
+
+def add_server_arguments(parser) -> None:
+    g = parser.add_argument_group("server (prove through `python -m engine serve`)")
+    g.add_argument("--server", metavar="URL", default=None,
+                   help="prove on this server (e.g. http://127.0.0.1:8080); it loads the key by path on first use")
+    g.add_argument("--token-file", metavar="FILE", default=None, help="the bearer token for --server")
+    g.add_argument("--priority", choices=("high", "normal", "low"), default="normal", help="with --server")
+    g.add_argument("--deadline", type=float, metavar="S", default=None,
+                   help="with --server: cancel the proof if it has not finished after S seconds")
+
+
+_LOCAL_ONLY = ("r1cs", "timeline", "config", "backend", "devices", "synthesis_workers", "compute_slots",
+               "vram_budget", "host_budget", "lock_mode", "verify")
+
+
+def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str) -> int:
+    """`python -m engine prove --server URL ...`: the local command's files, the server's engine."""
+    import sys
+    import time
+
+    given = [name for name in _LOCAL_ONLY if getattr(args, name, None) is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise EngineError(f"{flag} configures a local proof; with --server the server's configuration applies")
+    t0 = time.perf_counter()
+    if wtns_path is None:
+        try:
+            with open(args.input, "rb") as f:
+                witness, name = json.loads(f.read()), args.input
+        except OSError as exc:
+            raise InputFileError(args.input, f"cannot read: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise InputFileError(args.input, f"is not valid JSON: {exc}") from None
+        if not isinstance(witness, dict):
+            raise InputFileError(args.input, "expected a JSON object of input signals")
+    else:
+        witness, name = wtns_path, wtns_path
+    with Client(args.server, token_file=args.token_file) as client:
+        key = client.load_key(os.path.abspath(args.zkey), os.path.abspath(args.wasm) if args.wasm else None)
+        result = client.prove(key["id"], witness, priority=args.priority, deadline=args.deadline, name=name)
+    result.write(proof_path, public_path)
+    elapsed = time.perf_counter() - t0
+    if getattr(args, "json", False):
+        print(json.dumps({"event": "result", "proof": proof_path, "public": public_path, "server": args.server,
+                          "key": result.key, "job": result.job, "curve": result.proof.get("curve"),
+                          "seconds": round(elapsed, 6), "timings": result.timings}))
+    elif getattr(args, "verbose", False):
+        t = result.timings
+        print(f"server {args.server}, key {result.key}, job {result.job}: queued {t.get('queue_s') or 0:.4f} s, "
+              f"proved {t.get('prove_s') or 0:.4f} s; whole command {elapsed:.4f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,70 @@
+"""`python -m engine serve [--config engine.toml] [--host 127.0.0.1] [--port 8080] [--token-file FILE]`.
+
+A long-running prover: keys stay resident, proofs come over HTTP (the API is
+in docs/service.md; the client is `python -m engine prove --server URL ...`
+or `engine.client`).  The engine's flags (--backend, --devices, ...) and the
+`[engine]` table configure the engine; the `[service]` table and the flags
+below configure the service.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="serve proofs over HTTP with keys kept resident (see docs/service.md)",
+        description="Run the prover as an HTTP service: resident keys, priorities, deadlines, Prometheus "
+        "metrics, bearer-token auth.  SIGTERM drains the admitted jobs, then exits; a second Ctrl-C exits at once.",
+    )
+    s = p.add_argument_group("service")
+    s.add_argument("--host", default=None, help="address to bind (default 127.0.0.1; beyond loopback needs a token)")
+    s.add_argument("--port", type=int, default=None, help="TCP port (default 8080; 0 picks a free one)")
+    s.add_argument("--token-file", metavar="FILE", default=None,
+                   help="bearer tokens, one a line: every request but /healthz must carry one")
+    s.add_argument("--max-body", metavar="SIZE", default=None, help="largest request body (default 1GiB)")
+    s.add_argument("--max-queued-per-key", type=int, metavar="N", default=None,
+                   help="queued jobs per key before 429 (default 64)")
+    s.add_argument("--running-jobs", type=int, metavar="N", default=None,
+                   help="jobs handed to the engine at once (default: devices x compute slots + synthesis workers + epilogue threads)")
+    s.add_argument("--default-deadline", type=float, metavar="S", default=None,
+                   help="deadline in seconds for requests that give none (default none)")
+    s.add_argument("--drain-timeout", type=float, metavar="S", default=None,
+                   help="on SIGTERM, cancel what is left after S seconds (default: wait for all)")
+    from engine.config import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    from engine.api import run as run_loop
+    from engine.config import from_args
+    from engine.errors import EngineError
+
+    try:
+        from engine.service.server import serve
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("aiohttp", "prometheus_client"):
+            raise
+        raise EngineError(f"serve needs {exc.name}: pip install 'groth16-engine[serve]' "
+                          "(aiohttp and prometheus-client)") from None
+    from engine.service.settings import check_exposure, load_files, read_tokens, with_flags
+
+    logging.basicConfig(level=logging.WARNING, format="engine serve: %(levelname)s %(name)s: %(message)s")
+    engine_config, service_config = load_files(args.config)
+    flags = copy.copy(args)
+    flags.config = None  # the file was read above, [service] table and all
+    engine_config = from_args(flags, base=engine_config)
+    service_config = with_flags(
+        service_config, host=args.host, port=args.port, token_file=args.token_file, max_body=args.max_body,
+        max_queued_per_key=args.max_queued_per_key, running_jobs=args.running_jobs,
+        default_deadline_s=args.default_deadline, drain_timeout_s=args.drain_timeout,
+    )
+    tokens = read_tokens(service_config.token_file)
+    check_exposure(service_config, tokens)
+    return run_loop(lambda: serve(engine_config, service_config, tokens))

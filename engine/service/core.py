@@ -1,0 +1,295 @@
+"""`Service`: admits jobs into the priority queue, runs them on the Engine, cancels and drains them.
+
+A job holds, until it ends, its queue place, its spooled upload and (while
+running) whatever the Engine reserved for it; every way it ends (done,
+failed, cancelled by a client or a disconnect, expired at its deadline, shut
+down) goes through `_end`, which gives all of that back and wakes its
+waiters.  Jobs submitted with `detached=True` outlive their request and are
+kept for `job_ttl_s` after they end, for polling.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections import OrderedDict
+from typing import Any
+
+import anyio
+
+from engine.errors import EngineError
+from engine.service.jobs import PRIORITIES, Job, JobQueue
+from engine.service.keys import KeyRegistry, ServedKey, resident_bytes
+from engine.service.metrics import Metrics
+from engine.service.problems import Problem, bad_request, from_engine_error, not_found
+from engine.service.settings import ServiceConfig
+
+log = logging.getLogger("engine.service")
+
+
+def _spool_root() -> str | None:
+    """Uploads wait in RAM (/dev/shm) where there is one: they are read once, by a synthesis worker."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+class Service:
+    def __init__(self, engine: Any, config: ServiceConfig, metrics: Metrics, task_group: Any):
+        self.engine, self.config, self.metrics = engine, config, metrics
+        self.keys = KeyRegistry(engine)
+        self.queue = JobQueue(config.running_jobs or self.default_slots(engine), config.max_queued_per_key,
+                              self._start)
+        self.jobs: dict[str, Job] = {}
+        self._kept: OrderedDict[str, float] = OrderedDict()  # detached jobs that ended -> when
+        self._ids = itertools.count(1)
+        self._uploads = itertools.count(1)
+        self._tg = task_group
+        self._active = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.draining = False
+        self.started = time.monotonic()
+        self.spool = tempfile.mkdtemp(prefix="engine-serve-", dir=_spool_root())
+        metrics.watch(self.gauges)
+
+    @staticmethod
+    def default_slots(engine: Any) -> int:
+        """One job for every place the engine can work on one at once (synthesis workers, compute
+        slots, epilogue/verification workers): enough to keep every stage busy, no more.
+
+        Measured on the H200 at 2^14 (perf/RESULTS.md): with synthesis + compute slots only (3),
+        8 HTTP clients got 44 proofs/s where 8 in-process callers got 70; the epilogue and the
+        verification (CPU pool) are most of a small proof's time, so they need jobs too.
+        """
+        cfg = engine.config
+        return max(1, len(engine.devices) * cfg.compute_slots + cfg.synthesis_workers + cfg.epilogue_threads)
+
+    # ---- admission
+    def check_admission(self, key: ServedKey) -> None:
+        """Before an upload is read: refuse now what would be refused after it."""
+        if self.draining:
+            raise Problem(503, "shutting_down", "the server is shutting down and accepts no new jobs",
+                          {"Retry-After": "5"})
+        if key.unloading:
+            raise not_found(f"key {key.id!r} is being unloaded")
+        if not self.queue.has_room(key):
+            raise Problem(429, "queue_full", f"key {key.id!r} already has {key.queued} jobs queued "
+                                             f"(the limit is {self.queue.per_key_limit}); retry later",
+                          {"Retry-After": "1"})
+
+    def spool_path(self) -> str:
+        return os.path.join(self.spool, f"upload-{next(self._uploads)}.wtns")
+
+    def submit(self, key: ServedKey, witness: Any, *, label: str, priority: str = "normal",
+               deadline_s: float | None = None, spool: str | None = None, detached: bool = False) -> Job:
+        """Queue a job; the caller's spool file becomes the job's (deleted when it ends, or here if refused)."""
+        try:
+            self.check_admission(key)
+            if priority not in PRIORITIES:
+                raise bad_request(f"priority: {priority!r} is not one of {', '.join(PRIORITIES)}")
+        except Problem:
+            remove_file(spool)
+            raise
+        deadline_s = deadline_s or self.config.default_deadline_s or None
+        job = Job(id=str(next(self._ids)), key=key, priority=priority, witness=witness, label=label, spool=spool,
+                  deadline_s=deadline_s, detached=detached)
+        self._purge()
+        self.jobs[job.id] = job
+        key.active += 1
+        key.idle.clear()
+        self._active += 1
+        self._idle.clear()
+        if deadline_s is not None:
+            loop = asyncio.get_running_loop()
+            job.deadline = loop.time() + deadline_s
+            job.timer = loop.call_at(job.deadline, self._expire, job)
+        self.queue.admit(job)
+        return job
+
+    # ---- running
+    def _start(self, job: Job) -> None:
+        self._tg.start_soon(self._run, job)
+
+    async def _run(self, job: Job) -> None:
+        problem: Problem | None = None
+        try:
+            with anyio.CancelScope() as scope:
+                job.scope = scope
+                if job.cancel_as:
+                    scope.cancel()  # cancelled between its start and this task's first step
+                job.proof = await self.engine.prove(job.key.handle, job.witness)
+        except EngineError as exc:
+            problem = from_engine_error(exc, {job.spool: job.label} if job.spool else None)
+        except Exception as exc:  # a bug of ours or the engine's: the client gets a 500, the server goes on
+            log.exception("job %s failed unexpectedly", job.id)
+            problem = Problem(500, "internal_error", f"{type(exc).__name__}: {exc}")
+        finally:
+            job.scope = None
+            self.queue.release()
+            if job.proof is not None:
+                self._end(job, "done")
+            elif problem is not None:
+                self._end(job, "failed", problem)
+            else:  # cancelled: by a client, a disconnect, its deadline, or the server going down
+                self._end(job, job.cancel_as or "cancelled", _cancel_problem(job))
+
+    def cancel(self, job: Job, reason: str, state: str = "cancelled") -> None:
+        """End a job: at once if queued; a running one when the engine has given its resources back."""
+        if job.final or job.cancel_as:
+            return
+        job.cancel_as, job.reason = state, reason
+        if job.state == "queued":
+            self.queue.withdraw(job)
+            self._end(job, state, _cancel_problem(job))
+        elif job.scope is not None:
+            job.scope.cancel()
+
+    def _expire(self, job: Job) -> None:
+        job.timer = None
+        where = "in the queue" if job.state == "queued" else "while proving"
+        self.cancel(job, f"its deadline of {job.deadline_s:g} s passed {where}", state="expired")
+
+    def _end(self, job: Job, state: str, problem: Problem | None = None) -> None:
+        if job.final:
+            return
+        job.state, job.problem, job.finished = state, problem, time.monotonic()
+        if job.timer is not None:
+            job.timer.cancel()
+            job.timer = None
+        remove_file(job.spool)
+        job.spool = None
+        job.witness = None
+        key = job.key
+        key.active -= 1
+        if key.active == 0:
+            key.idle.set()
+        self._active -= 1
+        if self._active == 0:
+            self._idle.set()
+        queued_s = None if job.started is None else job.started - job.created
+        run_s = None if job.started is None else job.finished - job.started
+        self.metrics.job_ended(key.id, state, queued_s, run_s, job.finished - job.created)
+        if job.detached:
+            self._kept[job.id] = job.finished
+        job.done.set()
+
+    def forget(self, job: Job) -> None:
+        """A waiting request answered: its job leaves the table."""
+        self.jobs.pop(job.id, None)
+
+    def _purge(self) -> None:
+        now = time.monotonic()
+        ttl, cap = self.config.job_ttl_s, self.config.max_jobs_kept
+        while self._kept:
+            job_id, ended = next(iter(self._kept.items()))
+            if now - ended < ttl and len(self._kept) < cap:
+                break
+            del self._kept[job_id]
+            self.jobs.pop(job_id, None)
+
+    def job(self, job_id: str) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise not_found(f"no job {job_id!r} (finished jobs are kept {self.config.job_ttl_s:g} s)")
+        return job
+
+    # ---- shutting down
+    async def drain(self) -> None:
+        """No new jobs; wait for the queued and running ones (cancel them after drain_timeout_s)."""
+        self.draining = True
+        timeout = self.config.drain_timeout_s or None
+        with anyio.move_on_after(timeout):
+            await self._idle.wait()
+        if self._active:
+            self.cancel_all(f"the server shut down before it ran (drain timeout {timeout:g} s)")
+            await self._idle.wait()
+
+    def cancel_all(self, reason: str) -> None:
+        self.draining = True
+        self.queue.paused = True  # cancel the queued ones without starting them first
+        for job in list(self.jobs.values()):
+            self.cancel(job, reason)
+        self.queue.paused = False
+
+    def close(self) -> None:
+        shutil.rmtree(self.spool, ignore_errors=True)
+
+    # ---- verification
+    async def verify(self, body: Any) -> bool:
+        from engine.formats.json import read_proof, read_public, read_vkey  # noqa: PLC0415
+        from engine.groth16.verifier import verify, vk_from_zkey  # noqa: PLC0415
+        from scheduler import cpu_pool  # noqa: PLC0415
+
+        if not isinstance(body, dict) or "proof" not in body or "public" not in body:
+            raise bad_request('expected {"key": id or "vkey": {...}, "proof": {...}, "public": [...]}')
+        if ("key" in body) == ("vkey" in body):
+            raise bad_request('give either "key" (a loaded key\'s id) or "vkey" (a verification_key.json object)')
+        with tempfile.TemporaryDirectory(dir=self.spool) as tmp:
+            def parse(reader, name: str, *args):
+                path = os.path.join(tmp, name)
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(body[name], f)
+                try:
+                    return reader(path, *args)
+                except EngineError as exc:
+                    raise from_engine_error(exc, {path: f"request.{name}"}) from None
+
+            if "key" in body:
+                key = self.keys.get(str(body["key"]))
+                if key.vk is None:
+                    key.vk = await anyio.to_thread.run_sync(lambda: vk_from_zkey(_read_zkey(key.path)))
+                vk, against = key.vk, f"key {key.id!r}"
+            else:
+                vk, against = parse(read_vkey, "vkey"), "request.vkey"
+            proof = parse(read_proof, "proof", vk.curve)
+            public = parse(read_public, "public", vk.curve)
+        if len(public) != vk.n_public:
+            raise Problem(422, "mismatch", f"request.public: {len(public)} signals, but {against} has "
+                                           f"{vk.n_public}")
+        future = cpu_pool.get_pool().submit(verify, vk, public, proof)
+        return bool(await asyncio.wrap_future(future))
+
+    # ---- what /metrics and /v1/stats read
+    def gauges(self) -> dict:
+        s = self.engine.stats()
+        return {
+            "queue_depth": dict(self.queue.depth), "running": self.queue.running,
+            "vram_capacity": s["vram_capacity"], "vram_available": s["vram_available"],
+            "host_capacity": s["host_capacity"], "host_available": s["host_available"],
+            "keys": {k.id: resident_bytes(k.handle) for k in self.keys.keys.values()},
+            "started": self.started,
+        }
+
+    def stats(self) -> dict:
+        return {
+            "queue_depth": dict(self.queue.depth), "running": self.queue.running, "slots": self.queue.slots,
+            "jobs_active": self._active, "jobs_kept": len(self._kept), "draining": self.draining,
+            "at_rest": self._active == 0 and self.engine.at_rest(), "engine": self.engine.stats(),
+            "keys": len(self.keys.keys), "uptime_s": time.monotonic() - self.started,
+            "spooled_uploads": len(os.listdir(self.spool)),
+        }
+
+
+def _read_zkey(path: str) -> Any:
+    from engine.formats.zkey import read_zkey  # noqa: PLC0415
+
+    return read_zkey(path)
+
+
+def _cancel_problem(job: Job) -> Problem:
+    if job.cancel_as == "expired":
+        return Problem(504, "deadline_exceeded", f"job {job.id}: {job.reason}")
+    return Problem(409, "cancelled", f"job {job.id} was cancelled: {job.reason or 'the server shut down'}")
+
+
+def remove_file(path: str | None) -> None:
+    """Delete a spooled upload (already gone is fine)."""
+    if path:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,315 @@
+"""The HTTP face of the service (aiohttp): routes, bearer auth, body limits, JSON errors.
+
+Every answer is JSON except /metrics (Prometheus text).  A request handler
+is cancelled when its client disconnects (`handler_cancellation`): an
+upload in progress is dropped, a waiting proof's job is cancelled, and so
+everything the request held goes back.  Routes are listed in docs/service.md.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import math
+import time
+from typing import Any
+
+import anyio
+from aiohttp import web
+
+from engine.errors import EngineError
+from engine.service.core import Service, remove_file
+from engine.service.jobs import PRIORITIES, Job
+from engine.service.problems import Problem, bad_request, from_engine_error
+
+log = logging.getLogger("engine.service")
+
+SERVICE = web.AppKey("service", Service)
+MAX_POLL_WAIT_S = 60.0
+_CHUNK = 1 << 20
+_JSON_LIMIT = 16 << 20  # key and verify requests are small; input JSON for a proof may use max_body
+
+
+def build_app(service: Service, tokens: list[str]) -> web.Application:
+    app = web.Application(middlewares=[_errors, _auth(tokens)], client_max_size=service.config.max_body)
+    app[SERVICE] = service
+    app.add_routes([
+        web.get("/healthz", healthz),
+        web.get("/metrics", metrics),
+        web.get("/v1/stats", stats),
+        web.get("/v1/keys", list_keys),
+        web.post("/v1/keys", load_key),
+        web.get("/v1/keys/{key}", get_key),
+        web.delete("/v1/keys/{key}", unload_key),
+        web.post("/v1/keys/{key}/prove", prove),
+        web.post("/v1/keys/{key}/jobs", submit_job),
+        web.get("/v1/jobs/{job}", get_job),
+        web.delete("/v1/jobs/{job}", cancel_job),
+        web.post("/v1/verify", verify),
+    ])
+    return app
+
+
+# ------------------------------------------------------------------ middlewares
+
+def _problem_response(problem: Problem, extra: dict | None = None) -> web.Response:
+    return web.json_response({**problem.body(), **(extra or {})}, status=problem.status, headers=problem.headers)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except Problem as problem:
+        return _problem_response(problem)
+    except web.HTTPException as exc:  # aiohttp's own: no such route, method not allowed, body too large
+        if exc.status < 400:
+            raise
+        code = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}.get(exc.status, "bad_request")
+        message = {404: f"no route {request.method} {request.path} (see docs/service.md)",
+                   405: f"{request.method} is not allowed on {request.path}"}.get(exc.status, exc.text or exc.reason)
+        return web.json_response({"error": code, "message": message}, status=exc.status)
+    except (asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug must answer 500 and leave the server serving
+        log.exception("%s %s failed", request.method, request.path)
+        return web.json_response({"error": "internal_error", "message": f"{type(exc).__name__}: {exc}"}, status=500)
+
+
+def _auth(tokens: list[str]):
+    expected = [t.encode() for t in tokens]
+
+    @web.middleware
+    async def auth(request: web.Request, handler) -> web.StreamResponse:
+        if expected and request.path != "/healthz":
+            header = request.headers.get("Authorization")
+            challenge = {"WWW-Authenticate": 'Bearer realm="engine"'}
+            if header is None:
+                raise Problem(401, "unauthorized", "missing Authorization: Bearer <token> (the server has a token file)",
+                              challenge)
+            scheme, _, given = header.partition(" ")
+            if scheme.lower() != "bearer" or not given.strip():
+                raise Problem(401, "unauthorized", "the Authorization header must be 'Bearer <token>'", challenge)
+            given_b = given.strip().encode()
+            if not any(hmac.compare_digest(given_b, t) for t in expected):  # every token compared: no timing hint
+                raise Problem(401, "unauthorized", "the bearer token is not one of the server's", challenge)
+        return await handler(request)
+
+    return auth
+
+
+# ------------------------------------------------------------------ request parts
+
+async def _read_body(request: web.Request, limit: int, sink=None) -> bytes:
+    """The body, at most `limit` bytes (413 beyond); with `sink`, chunks go to sink.write instead."""
+    if request.content_length is not None and request.content_length > limit:
+        raise Problem(413, "body_too_large", f"the request body has {request.content_length} bytes; "
+                                             f"the limit is {limit}")
+    parts, total = [], 0
+    async for chunk in request.content.iter_chunked(_CHUNK):
+        total += len(chunk)
+        if total > limit:
+            raise Problem(413, "body_too_large", f"the request body is larger than the limit of {limit} bytes")
+        if sink is None:
+            parts.append(chunk)
+        else:
+            sink.write(chunk)
+    return b"".join(parts)
+
+
+async def _read_json(request: web.Request, limit: int = _JSON_LIMIT) -> Any:
+    raw = await _read_body(request, min(limit, request.app[SERVICE].config.max_body))
+    if not raw:
+        raise bad_request("the request body is empty; expected JSON")
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise bad_request("the request body is not UTF-8 JSON") from None
+    except json.JSONDecodeError as exc:
+        raise bad_request(f"the request body is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
+                          ) from None
+    except RecursionError:
+        raise bad_request("the request body is not valid JSON: nested too deeply") from None
+
+
+def _number(request: web.Request, name: str, low: float, high: float = math.inf) -> float | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise bad_request(f"{name}: {raw!r} is not a number") from None
+    if not (low < value <= high) or math.isnan(value):
+        raise bad_request(f"{name}: {raw} is out of range (more than {low:g}" +
+                          (f", at most {high:g})" if high != math.inf else ")"))
+    return value
+
+
+def _priority(request: web.Request) -> str:
+    priority = request.query.get("priority", "normal")
+    if priority not in PRIORITIES:
+        raise bad_request(f"priority: {priority!r} is not one of {', '.join(PRIORITIES)}")
+    return priority
+
+
+def job_view(job: Job) -> dict:
+    from engine.formats.json_text import proof_to_obj  # noqa: PLC0415 - the server has the engine anyway
+
+    view: dict[str, Any] = {"id": job.id, "key": job.key.id, "priority": job.priority, "state": job.state}
+    if job.deadline_s is not None:
+        view["deadline_s"] = job.deadline_s
+    if job.reason:
+        view["reason"] = job.reason
+    wall = time.time() - time.monotonic()  # monotonic stamps -> unix times for the client
+    left_queue = job.started or job.finished
+    view["timings"] = {
+        "submitted_at": wall + job.created,
+        "started_at": job.started and wall + job.started,
+        "finished_at": job.finished and wall + job.finished,
+        "queue_s": left_queue and left_queue - job.created,
+        "prove_s": job.finished - job.started if job.started and job.finished else None,
+        "total_s": job.finished - job.created if job.finished else None,
+    }
+    if job.proof is not None:
+        view["proof"] = proof_to_obj(job.proof)
+        view["public"] = [str(int(v)) for v in job.proof.public]
+        view["timings"]["stages"] = {k: round(v, 6) for k, v in job.proof.timings.items()}
+    if job.problem is not None:
+        view.update(job.problem.body())
+    return view
+
+
+# ------------------------------------------------------------------ handlers
+
+async def healthz(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    if service.draining:
+        return web.json_response({"status": "draining"}, status=503)
+    return web.json_response({"status": "ok"})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    return web.Response(body=service.metrics.render(), headers={"Content-Type": service.metrics.CONTENT_TYPE})
+
+
+async def stats(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SERVICE].stats())
+
+
+async def list_keys(request: web.Request) -> web.Response:
+    return web.json_response({"keys": [k.describe() for k in request.app[SERVICE].keys.keys.values()]})
+
+
+async def load_key(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    body = await _read_json(request)
+    if not isinstance(body, dict) or "path" not in body:
+        raise bad_request('expected {"path": "/abs/circuit.zkey", "wasm": "/abs/circuit.wasm" (optional), '
+                          '"name": "id" (optional)}')
+    unknown = set(body) - {"path", "wasm", "name"}
+    if unknown:
+        raise bad_request(f"unknown field(s): {', '.join(sorted(unknown))}")
+    if service.draining:
+        raise Problem(503, "shutting_down", "the server is shutting down")
+    try:
+        key, loaded = await service.keys.load(body["path"], body.get("wasm"), body.get("name"))
+    except EngineError as exc:  # a malformed .zkey, a key too large for the device
+        raise from_engine_error(exc) from None
+    return web.json_response(key.describe(), status=201 if loaded else 200)
+
+
+async def get_key(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SERVICE].keys.get(request.match_info["key"]).describe())
+
+
+async def unload_key(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    key = service.keys.get(request.match_info["key"])
+    view = key.describe()
+    await asyncio.shield(service.keys.unload(key))  # a client that leaves does not stop an unload half-way
+    return web.json_response({**view, "unloaded": True})
+
+
+async def _admit(request: web.Request, detached: bool) -> Job:
+    """Read a proof request (a .wtns body, or JSON inputs for a key with wasm) into a queued job."""
+    service = request.app[SERVICE]
+    key = service.keys.get(request.match_info["key"])
+    priority = _priority(request)
+    deadline = _number(request, "deadline", 0.0)
+    label = request.query.get("name") or "the uploaded witness"
+    service.check_admission(key)  # before the upload: a full queue costs the client no transfer
+    if request.content_type == "application/json":
+        if key.wasm is None:
+            raise Problem(422, "mismatch", f"key {key.id!r} was loaded without a circuit.wasm, so it cannot compute "
+                                           "a witness from inputs; send the .wtns, or load the key with \"wasm\"")
+        inputs = await _read_json(request, service.config.max_body)
+        if not isinstance(inputs, dict):
+            raise bad_request("circuit inputs must be a JSON object of signal names")
+        return service.submit(key, inputs, label=label, priority=priority, deadline_s=deadline, detached=detached)
+    path = service.spool_path()
+    handed = False
+    try:
+        with open(path, "wb") as sink:
+            await _read_body(request, service.config.max_body, sink)
+        with open(path, "rb") as f:
+            magic = f.read(4)
+        if magic != b"wtns":
+            raise Problem(422, "bad_input", f"{label}: the request body is not a .wtns file (it starts with "
+                                            f"{magic!r}); send circuit inputs as application/json")
+        job = service.submit(key, path, label=label, priority=priority, deadline_s=deadline, spool=path,
+                             detached=detached)
+        handed = True
+        return job
+    finally:
+        if not handed:  # refused, too large, or the client left mid-upload: the partial file goes
+            remove_file(path)
+
+
+async def prove(request: web.Request) -> web.Response:
+    """Wait for the proof; a client that disconnects cancels it."""
+    service = request.app[SERVICE]
+    job = await _admit(request, detached=False)
+    try:
+        await job.done.wait()
+    except asyncio.CancelledError:
+        service.cancel(job, "the client disconnected")
+        service.forget(job)
+        raise
+    service.forget(job)
+    view = job_view(job)
+    if job.problem is not None:
+        return web.json_response(view, status=job.problem.status)
+    return web.json_response(view)
+
+
+async def submit_job(request: web.Request) -> web.Response:
+    job = await _admit(request, detached=True)
+    return web.json_response(job_view(job), status=202, headers={"Location": f"/v1/jobs/{job.id}"})
+
+
+async def get_job(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    wait = _number(request, "wait", -1.0, MAX_POLL_WAIT_S)
+    job = service.job(request.match_info["job"])
+    if wait and not job.final:
+        with anyio.move_on_after(wait):
+            await job.done.wait()
+    return web.json_response(job_view(job))
+
+
+async def cancel_job(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    job = service.job(request.match_info["job"])
+    service.cancel(job, "cancelled by a client (DELETE)")
+    with anyio.move_on_after(MAX_POLL_WAIT_S):
+        await job.done.wait()  # a running job ends once the engine has given its resources back
+    return web.json_response(job_view(job))
+
+
+async def verify(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    valid = await service.verify(await _read_json(request))
+    return web.json_response({"valid": valid})

@@ -1,0 +1,99 @@
+"""The `serve` process: one Engine, the Service in front of it, an aiohttp listener, and the signals.
+
+SIGTERM or a first SIGINT: stop admitting (503, /healthz says "draining"),
+let the queued and running jobs finish and their clients read the answers
+(pollers included), then close the listener and the engine.  A second
+SIGINT: cancel every job now and exit (130).  A third: leave at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+from typing import Callable
+
+import anyio
+from aiohttp import web
+
+from engine.api import Engine
+from engine.config import EngineConfig
+from engine.errors import EngineError
+from engine.service.core import Service
+from engine.service.http import build_app
+from engine.service.metrics import Metrics
+from engine.service.settings import ServiceConfig
+
+log = logging.getLogger("engine.service")
+
+
+async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list[str],
+                announce: Callable[[str], None] | None = None) -> int:
+    """Serve until a signal; returns the exit status (0 after a drain, 130 after an interrupt)."""
+    announce = announce or (lambda line: print(line, file=sys.stderr, flush=True))
+    metrics = Metrics()
+    stop = asyncio.Event()
+    state = {"signals": 0, "forced": False}
+    service: Service | None = None
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        state["signals"] += 1
+        name = signal.Signals(signum).name
+        if state["signals"] == 1:
+            announce(f"engine serve: {name}: draining (no new jobs; waiting for the ones admitted)")
+            stop.set()
+        elif state["signals"] == 2 and signum == signal.SIGINT:
+            announce("engine serve: second SIGINT: cancelling every job and exiting")
+            state["forced"] = True
+            if service is not None:
+                service.cancel_all("the server was interrupted")
+        elif state["signals"] >= 3:
+            os._exit(130)
+
+    listener = listen(config.host, config.port)  # before the engine starts: a taken port fails at once
+    port = listener.getsockname()[1]
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        async with Engine(engine_config, on_event=metrics.on_event) as eng:
+            async with anyio.create_task_group() as tg:
+                service = Service(eng, config, metrics, tg)
+                runner = web.AppRunner(build_app(service, tokens), handler_cancellation=True, access_log=None,
+                                       shutdown_timeout=5.0)
+                await runner.setup()
+                try:
+                    await web.SockSite(runner, listener).start()
+                    backend = getattr(eng.devices[0].backend, "name", "?") if eng.devices else "?"
+                    announce(f"engine serve: listening on http://{_url_host(config.host)}:{port} "
+                             f"(backend {backend}, {len(eng.devices)} device(s), {service.queue.slots} job slots, "
+                             f"auth {'on' if tokens else 'off'})")
+                    await stop.wait()
+                    await service.drain()
+                finally:
+                    await runner.cleanup()  # pollers have read their answers; idle connections close
+                    service.close()
+    finally:
+        listener.close()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        # Already on the way out: a SIGTERM now must not cut the exit short (the default action
+        # would leave the CPU pool's workers behind, which are stopped at interpreter exit).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    announce("engine serve: stopped")
+    return 130 if state["forced"] else 0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket; a taken port or an address not on this machine is one clear error."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return socket.create_server((host, port), family=family, backlog=1024, reuse_port=False)
+    except OSError as exc:
+        raise EngineError(f"cannot listen on {_url_host(host)}:{port}: {exc.strerror or exc}") from None
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

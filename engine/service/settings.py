@@ -1,0 +1,124 @@
+"""The service's configuration: the `[service]` table of engine.toml, then the `serve` flags.
+
+    [service]
+    host = "127.0.0.1"         # loopback by default; anything else needs token_file
+    port = 8080
+    token_file = "token"       # one bearer token per line; every route but /healthz needs one
+    max_body = "1GiB"          # the largest request body (a .wtns upload)
+    max_queued_per_key = 64    # queued (not yet running) jobs per key; beyond: 429
+    running_jobs = 0           # jobs handed to the engine at once; 0: devices x compute slots
+                               #   + synthesis workers + epilogue threads
+    job_ttl_s = 600            # how long a finished job's result can be fetched
+    default_deadline_s = 0     # a deadline for requests that name none; 0: none
+    drain_timeout_s = 0        # SIGTERM waits this long for jobs, then cancels them; 0: no limit
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import tomllib
+from typing import Any
+
+import msgspec
+
+from engine.config import ConfigError, EngineConfig, convert, parse_size
+
+
+class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    host: str = "127.0.0.1"
+    port: int = 8080
+    token_file: str | None = None
+    max_body: int | str = "1GiB"
+    max_queued_per_key: int = 64
+    running_jobs: int = 0
+    job_ttl_s: float = 600.0
+    max_jobs_kept: int = 10000
+    default_deadline_s: float = 0.0
+    drain_timeout_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.max_body = parse_size(self.max_body, "service.max_body")
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"service.port: {self.port} is not a TCP port")
+        for name in ("max_queued_per_key", "max_jobs_kept"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"service.{name}: need at least 1, got {getattr(self, name)}")
+        for name in ("running_jobs", "job_ttl_s", "default_deadline_s", "drain_timeout_s"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"service.{name}: {getattr(self, name)} is negative")
+        if self.max_body < 1:
+            raise ConfigError("service.max_body: must be at least 1 byte")
+
+
+def load_files(path: str | os.PathLike | None) -> tuple[EngineConfig, ServiceConfig]:
+    """engine.toml -> (engine part, service part); the engine part is `[engine]` or the top level."""
+    if path is None:
+        return EngineConfig(), ServiceConfig()
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    service = data.pop("service", {})
+    engine = data["engine"] if isinstance(data.get("engine"), dict) else data
+    try:
+        service_config = msgspec.convert(service, ServiceConfig)
+    except (ConfigError, msgspec.ValidationError) as exc:
+        raise ConfigError(f"{path}: [service]: {exc}") from None
+    return convert(engine, path), service_config
+
+
+def with_flags(config: ServiceConfig, **flags: Any) -> ServiceConfig:
+    """The flags that were given (not None) override the file."""
+    changes = {k: v for k, v in flags.items() if v is not None}
+    if not changes:
+        return config
+    data = msgspec.to_builtins(config)
+    data.update(changes)
+    try:
+        return msgspec.convert(data, ServiceConfig)
+    except (ConfigError, msgspec.ValidationError) as exc:
+        raise ConfigError(f"command-line flags: {exc}") from None
+
+
+def read_tokens(path: str | None) -> list[str]:
+    """The bearer tokens of a token file (one a line, blank lines and #comments skipped)."""
+    if path is None:
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the token file: {exc.strerror or exc}") from None
+    tokens = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not tokens:
+        raise ConfigError(f"{path}: the token file holds no token")
+    short = [t for t in tokens if len(t) < 16]
+    if short:
+        raise ConfigError(f"{path}: a token of {len(short[0])} characters is too easy to guess (use 16 or more)")
+    return tokens
+
+
+def is_loopback(host: str) -> bool:
+    """True when every address `host` names is a loopback one (127.0.0.0/8, ::1)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+
+
+def check_exposure(config: ServiceConfig, tokens: list[str]) -> None:
+    """Binding beyond loopback without a token is refused: anyone could prove with (and unload) our keys."""
+    if not tokens and not is_loopback(config.host):
+        raise ConfigError(
+            f"--host {config.host}: serving beyond loopback needs --token-file (every request would be anonymous)"
+        )

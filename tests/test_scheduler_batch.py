@@ -1,0 +1,118 @@
+"""Queued proofs of one key computed as one batch (scheduler/pipeline.py with a backend that
+has compute_batch), on the simulated device with batching attached to it."""
+import anyio
+import numpy as np
+import pytest
+
+from engine.api import Engine
+from engine.errors import EngineError
+from scheduler.simulated import SimKey
+from scheduler.timeline import MemorySink, Stage
+from test_scheduler_pipeline import assert_at_rest, sim_config, wait_for
+
+
+def attach_batching(eng, limit: int, fail: list | None = None):
+    """Give every simulated device compute_batch (each proof computed in reverse order, the
+    results handed back in the input's) and max_batch; returns the batch sizes seen."""
+    sizes = []
+    for w in eng.devices:
+        dev = w.backend
+
+        def compute_batch(staged, slot=0, dev=dev):
+            keys = {id(s.key) for s in staged}
+            assert len(keys) == 1, "a batch mixed keys"
+            assert len(staged) <= limit
+            sizes.append(len(staged))
+            if fail:
+                raise fail[0]
+            return [dev.compute(s, slot=slot) for s in reversed(staged)][::-1]
+
+        dev.compute_batch = compute_batch
+        dev.max_batch = lambda key: limit
+    return sizes
+
+
+def witness(i: int) -> np.ndarray:
+    """A witness whose public input and digest are both i + 1: a result given to the wrong
+    partition shows as public != digest."""
+    w = np.zeros((64, 4), dtype=np.uint64)
+    w[1, 0] = i + 1
+    return w
+
+
+async def test_queued_proofs_of_one_key_go_through_as_batches():
+    sink = MemorySink()
+    cfg = sim_config(simulation=dict(gpu_ms=20, upload_ms=0))
+    async with Engine(cfg, on_event=sink) as eng:
+        sizes = attach_batching(eng, limit=4)
+        a = await eng.load_key(SimKey("a", witness_rows=64))
+        b = await eng.load_key(SimKey("b", witness_rows=64))
+        out = {}
+
+        async def job(name, key, first):
+            out[name] = await eng.prove(key, partitions=[witness(first + i) for i in range(7)])
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(job, "a", a, 0)
+                tg.start_soon(job, "b", b, 100)
+        for name, first in (("a", 0), ("b", 100)):
+            proofs = out[name]
+            assert [p.public[0] for p in proofs] == [first + i + 1 for i in range(7)]
+            assert all(p.digest == p.public[0] and p.key == name for p in proofs)
+        assert sum(sizes) == 14 and max(sizes) > 1  # some proofs shared a compute call
+        starts = [e for e in sink if e.stage == Stage.GPU_START]
+        ends = [e for e in sink if e.stage == Stage.GPU_END]
+        assert len(starts) == len(ends) == 14
+        await eng.drain()
+        assert_at_rest(eng)
+
+
+async def test_batch_limit_one_is_the_plain_path():
+    async with Engine(sim_config()) as eng:
+        sizes = attach_batching(eng, limit=1)
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        proofs = await eng.prove(key, partitions=[witness(i) for i in range(5)])
+        assert [p.public[0] for p in proofs] == [1, 2, 3, 4, 5]
+        assert sizes == []  # compute_batch never called
+        await eng.drain()
+        assert_at_rest(eng)
+
+
+async def test_failed_batch_fails_its_proofs_and_the_engine_serves_on():
+    fail = [EngineError("simulated batch failure")]
+    async with Engine(sim_config(simulation=dict(gpu_ms=10))) as eng:
+        sizes = attach_batching(eng, limit=8, fail=fail)
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        with pytest.raises(EngineError, match="simulated batch failure"):
+            await eng.prove(key, partitions=[witness(i) for i in range(6)])
+        assert sizes
+        fail.clear()
+        await eng.drain()
+        assert_at_rest(eng)
+        proofs = await eng.prove(key, partitions=[witness(i) for i in range(3)])
+        assert [p.public[0] for p in proofs] == [1, 2, 3]
+
+
+async def test_cancelled_job_in_a_batch_returns_its_budget_after_the_device():
+    sink = MemorySink()
+    async with Engine(sim_config(simulation=dict(gpu_ms=60)), on_event=sink) as eng:
+        attach_batching(eng, limit=8)
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        start = eng.stats()
+        scope = anyio.CancelScope()
+
+        async def victim():
+            with scope:
+                await eng.prove(key, partitions=[witness(i) for i in range(6)])
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(victim)
+            await wait_for(sink, Stage.GPU_START, 1)
+            scope.cancel()
+        await eng.drain()
+        assert_at_rest(eng)
+        end = eng.stats()
+        end.pop("synthesis_restarts"), start.pop("synthesis_restarts")
+        assert end == start
+        assert [p.public[0] for p in await eng.prove(key, partitions=[witness(i) for i in range(2)])] == [1, 2]
