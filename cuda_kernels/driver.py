@@ -426,6 +426,14 @@ class Device:
         attr = cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_CURRENT
         return int(_call("cuMemPoolGetAttribute", cu.cuMemPoolGetAttribute(self.pool, attr)))
 
+    def pool_peak_bytes(self, reset: bool = False) -> int:
+        """The pool's high-water mark of bytes in use (pool-local, for benchmarks); reset=True restarts it."""
+        attr = cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH
+        if reset:
+            _call("cuMemPoolSetAttribute", cu.cuMemPoolSetAttribute(self.pool, attr, cu.cuuint64_t(0)))
+            return 0
+        return int(_call("cuMemPoolGetAttribute", cu.cuMemPoolGetAttribute(self.pool, attr)))
+
     # ---- device-global calls: start-up, idle and shutdown only (checked by the wrapper)
     def synchronize(self) -> None:
         self.make_current()

@@ -29,14 +29,14 @@ from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequen
 import anyio
 import numpy as np
 
-from scheduler.budget import Budget
+from scheduler.budget import KEY, Budget, fmt_bytes
 from scheduler.device_worker import DeviceWorker
 from scheduler.pipeline import KeyRecord, Partition, Pipeline
 from scheduler.synth_pool import SynthPool
 from scheduler.timeline import Event, MemorySink, Stage, Timeline
 
 from engine.config import ConfigError, EngineConfig
-from engine.errors import EngineClosedError, EngineError, EngineStartError, MismatchError, write_error
+from engine.errors import BudgetError, EngineClosedError, EngineError, EngineStartError, MismatchError, write_error
 
 log = logging.getLogger("engine")
 
@@ -185,10 +185,19 @@ class KeyHandle:
     working_set_bytes: int  # device memory one proof reserves
     witness_bytes: int  # host memory one synthesised witness reserves
     devices: tuple[int, ...]
+    # the key's footprint (backends that plan it: the GPU's; device 0's when several)
+    tier: str | None = None  # "resident" | "host" (bases streamed from pinned host memory)
+    fold: int | None = None  # precomputed shifted copies per witness base (MSM windows folded)
+    msm_cost: float | None = None  # estimated seconds of one proof's MSMs under that plan (footprint.py's model)
+    proofs_in_flight: int | None = None  # working sets the budget keeps room for beside the key
+    key_device_bytes: int = 0  # device memory the key holds (per device)
+    key_host_bytes: int = 0  # pinned host memory the key holds (all devices)
+    footprint: Any = field(repr=False, default=None)  # the backend's KeyFootprint (describe(), as_dict())
     _record: KeyRecord = field(repr=False, default=None)
     _engine: "Engine" = field(repr=False, default=None)
     _jobs: int = field(repr=False, default=0)
     _resident_bytes: dict = field(repr=False, default_factory=dict)
+    _host_bytes: dict = field(repr=False, default_factory=dict)
 
 
 @dataclass
@@ -425,45 +434,119 @@ class Engine:
 
     # ---- keys
     async def load_key(self, path: Any, *, wasm: Any = None, label: str | None = None) -> KeyHandle:
-        """Read a proving key and make it resident on every device."""
+        """Read a proving key and make it resident on every device, through the budgets.
+
+        A backend that plans its keys (`plan_key`: the GPU's) chooses the key's footprint from
+        the device's VRAM budget, leaving room for `proofs_in_flight()` working sets; the key's
+        device bytes are reserved from that budget (waiting for proofs in flight, like any
+        request) before anything is uploaded, and its pinned host bytes come out of the host
+        budget.  A budget too small for the key plus one proof is a BudgetError before any work.
+        """
         self._check_open()
         kit = self._kit
         data = await anyio.to_thread.run_sync(kit.read_key, path, wasm)
         label = label or kit.key_label(data)
         self.timeline.emit(Stage.KEY_LOAD_START, key=label)
         resident: dict[int, Any] = {}
-        taken: dict[int, int] = {}
-
-        async def load_on(worker: DeviceWorker) -> None:
-            resident[worker.index] = await worker.load_key(kit.backend_key(data))
-            measure = getattr(worker.backend, "resident_bytes", None)
-            nbytes = int(measure(resident[worker.index])) if measure is not None else 0
-            if nbytes:
-                self.vram.adjust_capacity(worker.pool, -nbytes)
-                taken[worker.index] = nbytes
-
+        footprints: dict[int, Any] = {}
         handle = KeyHandle(label=label, path=None, curve=None, n_vars=0, n_public=0, domain_size=0,
                            working_set_bytes=0, witness_bytes=kit.witness_bytes(data),
                            devices=tuple(w.index for w in self.devices), _engine=self)
-        handle._resident_bytes = taken
+        handle._record = KeyRecord(label, data, resident, 0, 0)
+        holds: list[Any] = []  # the key-load reservations, given back once the capacity is taken
         try:
+            for worker in self.devices:  # plan and reserve: cancellable, nothing on a device yet
+                footprints[worker.index] = await self._reserve_key(worker, kit.backend_key(data), label, holds,
+                                                                   handle.witness_bytes)
             with anyio.CancelScope(shield=True):  # a half-loaded key would leak device memory
                 async with anyio.create_task_group() as tg:
                     for worker in self.devices:
-                        tg.start_soon(load_on, worker)
+                        tg.start_soon(self._load_on, worker, kit.backend_key(data), footprints[worker.index],
+                                      resident)
+            for worker in self.devices:
+                self._take_key_memory(worker, handle, resident[worker.index], footprints[worker.index], label)
             ws = max(w.backend.working_set_bytes(resident[w.index]) for w in self.devices)
         except BaseException:
-            handle._record = KeyRecord(label, data, resident, 0, 0)
+            for hold in holds:
+                hold.release()
             with anyio.CancelScope(shield=True):
                 await self._unload(handle)
             raise
+        for hold in holds:
+            hold.release()
         for name, value in kit.describe(data).items():
             setattr(handle, name, value)
         handle.working_set_bytes = ws
+        first = footprints.get(self.devices[0].index) if self.devices else None
+        if first is not None:
+            handle.footprint = first
+            handle.tier, handle.fold, handle.msm_cost = first.tier, first.fold, first.msm_cost
+            handle.proofs_in_flight = first.proofs_in_flight
+        handle.key_device_bytes = max(handle._resident_bytes.values(), default=0)
+        handle.key_host_bytes = sum(handle._host_bytes.values())
         handle._record = KeyRecord(label, data, resident, ws, handle.witness_bytes)
         self._keys.append(handle)
         self.timeline.emit(Stage.KEY_LOAD_END, key=label, bytes=ws)
         return handle
+
+    def proofs_in_flight(self) -> int:
+        """Proof working sets a key's footprint leaves room for: one computing per compute slot,
+        plus one staging beside them in split lock mode (single mode does one thing at a time)."""
+        return 1 if self.config.lock_mode == "single" else self.config.compute_slots + 1
+
+    async def _reserve_key(self, worker: DeviceWorker, zkey: Any, label: str, holds: list, witness_bytes: int):
+        """The key's footprint on `worker` and its bytes reserved (host, then VRAM); None if not planned."""
+        plan = getattr(worker.backend, "plan_key", None)
+        if plan is None:
+            return None
+        where = f"{label} on device {worker.index}"
+        budget, proofs = self.vram.capacity(worker.pool), self.proofs_in_flight()
+        fp = await anyio.to_thread.run_sync(lambda: plan(zkey, budget, proofs, label=where))
+        if fp.host_bytes:  # pinned bases (one copy per device on the host tier)
+            taken = sum(h.nbytes for h in holds if h.budget is self.host)
+            room = self.host.capacity(0) - witness_bytes - taken
+            if fp.host_bytes > room:
+                raise BudgetError(
+                    f"{where}: the key's bases do not fit the VRAM budget and need {fmt_bytes(fp.host_bytes)} of "
+                    f"pinned host memory, but the host budget is {fmt_bytes(self.host.capacity(0))}, one witness "
+                    f"needs {fmt_bytes(witness_bytes)} of it and other devices' copies {fmt_bytes(taken)}; raise "
+                    f"host_budget to at least {fmt_bytes(fp.host_bytes + witness_bytes + taken)} or vram_budget"
+                )
+            holds.append(await self.host.reserve(fp.host_bytes, kind=KEY, label=f"{where}: pinned bases"))
+            # pinning is device-global (design.md §5 rule 1): the load holds the whole pool, so no
+            # proof of this engine is in flight on the device while the bases are pinned
+            holds.append(await self.vram.reserve_pool(worker.pool, label=f"{where}: key with pinned bases"))
+        else:
+            holds.append(await self.vram.reserve(fp.device_bytes, pools=(worker.pool,), kind=KEY,
+                                                 label=f"{where}: key"))
+        return fp
+
+    async def _load_on(self, worker: DeviceWorker, zkey: Any, fp: Any, resident: dict) -> None:
+        resident[worker.index] = await worker.load_key(zkey, *(() if fp is None else (fp,)))
+
+    def _take_key_memory(self, worker: DeviceWorker, handle: KeyHandle, key: Any, fp: Any, label: str) -> None:
+        """Take the loaded key's bytes out of the budgets for its lifetime (before its reservation returns)."""
+        backend = worker.backend
+        measure = getattr(backend, "resident_bytes", None)
+        nbytes = int(measure(key)) if measure is not None else 0
+        if fp is not None:
+            nbytes = max(nbytes, fp.device_bytes)  # as reserved: the plan's count is the allocation's
+        else:
+            ws = int(backend.working_set_bytes(key))
+            capacity = self.vram.capacity(worker.pool)
+            if nbytes + ws > capacity:  # an unplanned backend: refuse rather than leave a negative budget
+                raise BudgetError(
+                    f"{label} on device {worker.index}: the key takes {fmt_bytes(nbytes)} of device memory and one "
+                    f"proof's working set is {fmt_bytes(ws)}, {fmt_bytes(nbytes + ws)} together, but the VRAM "
+                    f"budget is {fmt_bytes(capacity)}; raise vram_budget or use a larger device"
+                )
+        if nbytes:
+            self.vram.adjust_capacity(worker.pool, -nbytes)
+            handle._resident_bytes[worker.index] = nbytes
+        pinned = int(getattr(backend, "host_resident_bytes", lambda k: 0)(key))
+        if pinned:
+            self.host.adjust_capacity(0, -pinned)
+            handle._host_bytes[worker.index] = pinned
 
     async def unload_key(self, key: KeyHandle) -> None:
         """Wait for the key's jobs, then release it on every device."""
@@ -479,10 +562,20 @@ class Engine:
             if resident is None:
                 continue
             unload = getattr(worker.backend, "unload_key", None)
-            await worker.call(unload if unload is not None else resident.close, *((resident,) if unload else ()))
+            # unpinning a host-tier key's bases is device-global: done holding the whole pool
+            pinned_bases = getattr(worker.backend, "host_resident_bytes", lambda k: 0)(resident)
+            hold = await self.vram.reserve_pool(worker.pool, label=f"{key.label}: unpin") if pinned_bases else None
+            try:
+                await worker.call(unload if unload is not None else resident.close, *((resident,) if unload else ()))
+            finally:
+                if hold is not None:
+                    hold.release()
             nbytes = key._resident_bytes.pop(worker.index, 0)
             if nbytes:
                 self.vram.adjust_capacity(worker.pool, nbytes)
+            pinned = key._host_bytes.pop(worker.index, 0)
+            if pinned:
+                self.host.adjust_capacity(0, pinned)
 
     # ---- proving
     async def prove(self, key: KeyHandle, witness: Any = None, *, partitions: Sequence[Any] | None = None) -> Any:

@@ -105,3 +105,8 @@ class EngineClosedError(EngineError):
 
 class EngineStartError(EngineError):
     """The engine could not start (its backend, device threads or worker processes); nothing is left running."""
+
+
+class EngineLostError(EngineError):
+    """An engine of a cluster (a Ray actor, its process or its node) died while it held a job, and the
+    retry on another engine died too, or no engine was left to retry on."""

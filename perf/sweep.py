@@ -27,6 +27,7 @@ import msgspec  # noqa: E402
 
 from engine.api import Engine, run  # noqa: E402
 from engine.config import EngineConfig, SimulationConfig, parse_size  # noqa: E402
+from engine.errors import EngineError  # noqa: E402
 from scheduler.timeline import Event, JsonlSink, MemorySink, summarize  # noqa: E402
 
 
@@ -164,6 +165,14 @@ def format_table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        return sweep(args)
+    except EngineError as exc:  # a budget too small, a bad file: one line, not a traceback
+        print(f"sweep: {exc}", file=sys.stderr)
+        return 2
+
+
+def sweep(args: argparse.Namespace) -> int:
     os.makedirs(args.out, exist_ok=True)
     what = "SIMULATED device" if args.simulate else f"{args.backend} backend, {os.path.basename(args.zkey)}"
     print(f"sweep on the {what}: {args.proofs} proofs per setting", flush=True)

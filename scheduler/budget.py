@@ -26,6 +26,7 @@ from cuda_kernels import device_global
 
 PROOF = "proof"  # a proof's working set: counted by cuda_kernels.device_global (design.md §5 rule 1)
 MAINTENANCE = "maintenance"  # the whole pool, held by the idle hook while it trims
+KEY = "key"  # a key being loaded: its bytes, held until they leave the capacity for the key's lifetime
 
 
 def fmt_bytes(n: int) -> str:

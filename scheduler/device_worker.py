@@ -175,12 +175,12 @@ class DeviceWorker:
 
         return await self.waiter_lane.submit(waiter)
 
-    async def load_key(self, key: Any) -> Any:
-        """The backend's `load_key` on the device thread, its `prepare_key` (compiles) off it first."""
+    async def load_key(self, key: Any, *args: Any) -> Any:
+        """The backend's `load_key(key, *args)` on the device thread, its `prepare_key` (compiles) off it first."""
         prepare = getattr(self.backend, "prepare_key", None)
         if prepare is not None:
             await anyio.to_thread.run_sync(prepare, key)
-        resident = await self.call(self.backend.load_key, key)
+        resident = await self.call(self.backend.load_key, key, *args)
         await self.maintain(wait=False)  # pin the new key's buffers now if the device is idle
         return resident
 

@@ -124,10 +124,11 @@ class Pipeline:
         pools = [d.pool for d in self.devices if d.index in key.resident]
         biggest = max((self.vram.capacity(p) for p in pools), default=0)
         if key.vram_bytes > biggest:
+            left = (f"the VRAM budget left for proofs on a device is {fmt_bytes(biggest)}" if biggest > 0 else
+                    "no VRAM budget is left for proofs on any device")
             raise BudgetError(
-                f"job {job} ({key.label}): one proof needs {fmt_bytes(key.vram_bytes)} of device memory but the "
-                f"VRAM budget of a device is {fmt_bytes(biggest)}; raise vram_budget (--vram-budget) or use a "
-                "larger device"
+                f"job {job} ({key.label}): one proof needs {fmt_bytes(key.vram_bytes)} of device memory but {left} "
+                f"(the resident keys hold the rest); raise vram_budget (--vram-budget), unload a key or use a larger device"
             )
         if any(p.task is not None for p in parts) and key.host_bytes > self.host.capacity(0):
             raise BudgetError(

@@ -139,15 +139,28 @@ async def test_job_cancelled_in_any_stage_releases_everything_it_held(stage):
         assert (await eng.prove(key, {})).key == "k"  # and the engine still serves
 
 
-async def test_job_needing_more_than_the_whole_budget_fails_at_once():
+async def test_key_whose_proof_needs_more_than_the_whole_budget_fails_at_load():
     async with Engine(sim_config(simulation={"vram": "4GiB"})) as eng:
-        key = await eng.load_key(SimKey("huge", witness_rows=64, working_set_bytes=5 * GiB))
         with anyio.fail_after(1):
-            with pytest.raises(BudgetError, match=r"huge.* needs 5\.0 GiB of device memory .* 4\.0 GiB"):
-                await eng.prove(key, {})
+            with pytest.raises(BudgetError, match=r"huge.* one proof's working set is 5\.0 GiB.* budget is 4\.0 GiB"):
+                await eng.load_key(SimKey("huge", witness_rows=64, working_set_bytes=5 * GiB))
+        assert eng.vram.capacity(0) == 4 * GiB  # nothing taken
         small = await eng.load_key("small")
         assert (await eng.prove(small, {})).key == "small"
         assert_at_rest(eng)
+
+
+async def test_job_needing_more_than_the_budget_left_by_keys_fails_at_once_never_negative():
+    config = sim_config(simulation={"vram": "8GiB", "key_resident": "3GiB"})
+    async with Engine(config) as eng:
+        big = await eng.load_key(SimKey("big", witness_rows=64, working_set_bytes=4 * GiB))  # 3 + 4 <= 8
+        await eng.load_key(SimKey("other", witness_rows=64, working_set_bytes=GiB))  # 3 + 1 <= 5
+        assert eng.vram.capacity(0) == 2 * GiB
+        with anyio.fail_after(1):
+            with pytest.raises(BudgetError) as info:
+                await eng.prove(big, {})
+        text = str(info.value)
+        assert "needs 4.0 GiB" in text and "left for proofs on a device is 2.0 GiB" in text and "-" not in text.split(":")[-1]
 
 
 async def test_witness_larger_than_the_host_budget_fails_at_once():

@@ -23,11 +23,18 @@ def register(subparsers) -> None:
     )
     p.add_argument("file", help="the file to describe (its kind is detected from its content)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
+    p.add_argument("--vram-budget", default="16GiB", metavar="SIZE",
+                   help="for a .zkey: the per-device VRAM budget to plan the key's GPU footprint for "
+                   "(fold or host tier, device bytes, MSM cost; default 16GiB)")
+    p.add_argument("--proofs", type=int, default=2, metavar="N",
+                   help="for a .zkey: proof working sets to leave room for beside the key (default 2: split locking)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     summary = describe(args.file)
+    if summary.get("kind") == "zkey":
+        summary["footprint"] = _footprint(args.file, args.vram_budget, args.proofs)
     print(json.dumps(summary, indent=1) if args.json else render(summary))
     return 0
 
@@ -156,6 +163,21 @@ def _ptau(path) -> dict:
     }
 
 
+def _footprint(path, budget: str, proofs: int) -> dict:
+    """The key's footprint on a GPU under `budget` (engine/backends/gpu/footprint.py), or why none fits."""
+    from engine.backends.gpu.footprint import KeyShape, plan_key
+    from engine.config import parse_size
+    from engine.errors import BudgetError
+    from engine.formats.zkey import read_zkey
+
+    budget_bytes = parse_size(budget, "--vram-budget")
+    try:
+        fp = plan_key(KeyShape.of(read_zkey(path)), budget_bytes, proofs=max(1, proofs), label=os.fspath(path))
+    except BudgetError as exc:
+        return {"budget_bytes": budget_bytes, "error": str(exc)}
+    return {**fp.as_dict(), "summary": fp.describe()}
+
+
 # ---------------------------------------------------------------- JSON files
 
 def _describe_json(path) -> dict:
@@ -207,7 +229,7 @@ _LABELS = {
 def render(summary: dict) -> str:
     """Human text: `label: value` lines, then the section table for binary files."""
     lines = []
-    rows = [(k, v) for k, v in summary.items() if k not in ("sections", "values")]
+    rows = [(k, v) for k, v in summary.items() if k not in ("sections", "values", "footprint")]
     width = max(len(_LABELS.get(k, k)) for k, _ in rows)
     for k, v in rows:
         lines.append(f"{_LABELS.get(k, k) + ':':<{width + 1}} {_text(v)}")
@@ -215,6 +237,9 @@ def render(summary: dict) -> str:
         vals = summary["values"]
         shown = vals[:10] + (["..."] if len(vals) > 10 else [])
         lines.append(f"{'values:':<{width + 1}} {', '.join(shown) if shown else '(none)'}")
+    if "footprint" in summary:
+        fp = summary["footprint"]
+        lines.append(f"{'footprint:':<{width + 1}} {fp.get('summary') or fp.get('error')}")
     if "sections" in summary:
         lines.append("sections:")
         for s in summary["sections"]:

@@ -45,6 +45,9 @@ def register(subparsers) -> None:
     from engine.client import add_server_arguments
 
     add_server_arguments(p)  # --server URL, --token-file, --priority, --deadline
+    from engine.distributed.command import add_arguments as add_ray_arguments
+
+    add_ray_arguments(p)  # --ray ADDRESS, --engines N
     p.set_defaults(func=run, preload=preload)
 
 
@@ -53,6 +56,8 @@ def preload(args: argparse.Namespace) -> list[str]:
     interrupt inside an import can be lost or crash an extension's init."""
     if getattr(args, "server", None):
         return ["engine.client"]
+    if getattr(args, "ray", None):
+        return ["engine.distributed.command"]
     modules = ["numpy", "engine.formats", "engine.groth16.prover", "engine.groth16.verifier",
                "engine.groth16.r1cs_check", "engine.backends.select", "engine.backends.cpu", "engine.config"]
     if args.wasm or args.input:
@@ -98,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
     if config.backend == "simulated":
         raise ConfigError(f"{args.config or 'configuration'}: backend 'simulated' makes no real proofs; "
                           "use auto, cpu or gpu to prove")
+    if args.ray:  # on a Ray cluster: engine/distributed/command.py
+        from engine.distributed.command import prove_on_ray
+
+        return prove_on_ray(args, config, wtns_path, proof_path, public_path)
     if args.timeline or args.config or engine_flags_given(args):
         return _run_engine(args, config, wtns_path, proof_path, public_path)
     return _run_direct(args, config, wtns_path, proof_path, public_path)
@@ -138,9 +147,14 @@ def _run_direct(args, config, wtns_path, proof_path, public_path) -> int:
         prime, values, witness_name = _prepare_witness(args, zkey, wtns_path, progress)
         with progress.timed("backend", 0.3):
             backend = select_backend(config.backend)
+        if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
+            backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
         try:
             with progress.timed("load key", 0.35):
                 key = backend.load_key(zkey)
+            footprint = getattr(key, "footprint", None)
+            if footprint is not None and args.verbose and not args.json:
+                print(f"key footprint: {footprint.describe()}", file=sys.stderr)
             with progress.timed("prove", 0.5):
                 proof = prove(zkey, values, backend, key, prime=prime, witness_name=witness_name,
                               verify=config.verify)

@@ -17,6 +17,7 @@ from engine.formats.binfile import first_row_ge
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import pipeline
+from engine.backends.gpu.footprint import KeyFootprint, KeyShape, plan_key
 from engine.backends.gpu.key import GpuKey
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import GpuContext
@@ -30,11 +31,15 @@ class GpuBackend(Backend):
     name = "gpu"
 
     def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
-                 pinned_per_key: int = 2):
+                 pinned_per_key: int = 2, tier: str = "auto", host_chunk: int | None = None):
+        """fold / tier / host_chunk force the key footprint's choices (tests, benchmarks); key_budget_bytes
+        is the VRAM budget keys are planned against when the engine gives none (default: the measured one)."""
         self.ctx = GpuContext(device)
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
         self.pinned_per_key = pinned_per_key  # proofs of a key in flight at once (grows on misses)
+        self.tier = tier
+        self.host_chunk = host_chunk
         self._budget: int | None = None
 
     def set_guard_owner(self, owner: object) -> None:
@@ -54,10 +59,27 @@ class GpuBackend(Backend):
         """Host-side work of a key load, for any thread but the device's: the NVRTC compile."""
         self.ctx.prepare(zkey.curve)
 
-    def load_key(self, zkey) -> GpuKey:
-        key = GpuKey(self, zkey, fold=self.fold, budget_bytes=self.key_budget_bytes)
+    def plan_key(self, zkey, budget_bytes: int | None = None, proofs: int = 2,
+                 label: str | None = None) -> KeyFootprint:
+        """The key's footprint on this device under `budget_bytes` with `proofs` working sets beside it
+        (no device work; BudgetError when not even the host tier and one proof fit)."""
+        if budget_bytes is None:
+            budget_bytes = self.key_budget_bytes if self.key_budget_bytes is not None else self.memory_budget_bytes()
+        return plan_key(KeyShape.of(zkey), budget_bytes, proofs=proofs, sm_count=self.device.sm_count,
+                        fold=self.fold, tier=self.tier, chunk=self.host_chunk,
+                        label=label or getattr(zkey, "path", None) or "the key")
+
+    def load_key(self, zkey, footprint: KeyFootprint | None = None) -> GpuKey:
+        """Make the key resident as `footprint` says (planned here against the budget when not given).
+        A host-tier key pins its bases here: the engine loads it while it holds the whole pool."""
+        key = GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey))
         self.ctx.pinned.want(key, pipeline.pinned_bytes(key), self.pinned_per_key)
         return key
+
+    def host_resident_bytes(self, key: ResidentKey) -> int:
+        """Pinned host bytes the key itself holds (its bases, when on the host tier)."""
+        host = getattr(key, "host", None)
+        return host.nbytes if host is not None else 0
 
     def working_set_bytes(self, key: ResidentKey) -> int:
         return pipeline.working_set_bytes(key, self.device.sm_count)
@@ -77,8 +99,8 @@ class GpuBackend(Backend):
         above BATCH_MAX_DOMAIN, where one proof's MSMs already fill the device (10 x 2^20 MSMs
         in one pass measured 7.2x one, perf/RESULTS.md), else up to BATCH_MAX_PROOFS within
         the bucket sort's range."""
-        if key.domain > BATCH_MAX_DOMAIN:
-            return 1
+        if key.domain > BATCH_MAX_DOMAIN or getattr(key, "host", None) is not None:
+            return 1  # (a host-tier key streams its bases per proof: no batch pass over them)
         return max(1, min(BATCH_MAX_PROOFS, gmsm.max_batch(key.plan_h), gmsm.max_batch(key.plan_w)))
 
     def prove_core(self, key: ResidentKey, witness: np.ndarray) -> CoreResult:

@@ -12,17 +12,10 @@ import numpy as np
 from cuda_kernels.driver import Device, DeviceBuffer, Event
 
 from engine.backends.base import ResidentKey
-from engine.algebra.curves import Curve
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu.footprint import KeyFootprint
+from engine.backends.gpu.host_tier import HostTier
 from engine.backends.gpu.ntt import build_tables
-
-
-def g1_bytes(curve: Curve) -> int:
-    return 2 * curve.n8q
-
-
-def g2_bytes(curve: Curve) -> int:
-    return 4 * curve.n8q
 
 
 def csr_from_coeffs(coeffs: np.ndarray, matrix: int, domain: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -39,21 +32,11 @@ def csr_from_coeffs(coeffs: np.ndarray, matrix: int, domain: int) -> tuple[np.nd
     return row_ptr, wires, values
 
 
-def choose_fold(curve: Curve, n_wires: int, domain: int, budget_bytes: int, fold: str | int) -> tuple:
-    """The two MSM plans (witness, H) under a memory budget for the folded point tables."""
-    bits = curve.r.bit_length()
-    if fold != "auto":
-        f = fold if fold == "full" else int(fold)
-        return gmsm.plan_msm(n_wires, bits, f), gmsm.plan_msm(domain, bits, f)
-    for f in ("full", 8, 4, 2, 1):
-        pw, ph = gmsm.plan_msm(n_wires, bits, f), gmsm.plan_msm(domain, bits, f)
-        need = pw.fold * n_wires * (3 * g1_bytes(curve) + g2_bytes(curve)) + ph.fold * domain * g1_bytes(curve)
-        if need <= budget_bytes or f == 1:
-            return pw, ph
-
-
 class GpuKey(ResidentKey):
-    def __init__(self, backend, zkey, *, fold: str | int = "auto", budget_bytes: int | None = None):
+    """`footprint` (footprint.plan_key, chosen from the VRAM budget) fixes the tier and the MSM plans:
+    resident keys hold their points and shifted copies here, host-tier keys a `HostTier` of pinned bases."""
+
+    def __init__(self, backend, zkey, footprint: KeyFootprint):
         super().__init__(zkey)
         ctx = backend.ctx
         ctx.bind_thread()
@@ -62,9 +45,9 @@ class GpuKey(ResidentKey):
         curve = zkey.curve
         self.module = mod = ctx.module(curve)
         self.n_wires, self.domain, self.k = zkey.n_vars, zkey.domain_size, zkey.log_domain
-        if budget_bytes is None:
-            budget_bytes = dev.total_memory // 3
-        self.plan_w, self.plan_h = choose_fold(curve, self.n_wires, self.domain, budget_bytes, fold)
+        self.footprint = footprint
+        self.plan_w, self.plan_h = footprint.plan_w, footprint.plan_h
+        self.host: HostTier | None = None
         self.buffers: list[DeviceBuffer] = []
         self.tables = build_tables(dev, mod, curve, self.k, stream, coset=True)
         # sparse A and B in CSR
@@ -76,11 +59,15 @@ class GpuKey(ResidentKey):
         # points, each with its window tables
         lq = curve.q_limbs64
         c_padded = np.concatenate([np.zeros((zkey.n_public + 1, 2, lq), dtype=np.uint64), np.asarray(zkey.c)])
-        self.a = self._points(zkey.a, self.plan_w, "g1")
-        self.b1 = self._points(zkey.b1, self.plan_w, "g1")
-        self.c = self._points(c_padded, self.plan_w, "g1")
-        self.b2 = self._points(zkey.b2, self.plan_w, "g2")
-        self.h = self._points(zkey.h, self.plan_h, "g1")
+        if footprint.tier == "host":
+            self.host = HostTier(ctx, zkey, c_padded, footprint)
+            self.a = self.b1 = self.c = self.b2 = self.h = None
+        else:
+            self.a = self._points(zkey.a, self.plan_w, "g1")
+            self.b1 = self._points(zkey.b1, self.plan_w, "g1")
+            self.c = self._points(c_padded, self.plan_w, "g1")
+            self.b2 = self._points(zkey.b2, self.plan_w, "g2")
+            self.h = self._points(zkey.h, self.plan_h, "g1")
         self.ready = Event().record(stream)
         self.nbytes = sum(b.nbytes for b in self.buffers) + self.tables.nbytes
 
@@ -107,3 +94,6 @@ class GpuKey(ResidentKey):
             for b in self.buffers:
                 Device.free(b, stream)
             self.buffers = []
+        if self.host is not None:
+            self.host.close()
+            self.host = None

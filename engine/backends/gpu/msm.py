@@ -383,3 +383,15 @@ def precompute(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer, stre
     if plan.fold > 1:
         launch(mod, f"msm_precompute_{group}", -(-plan.n // 128), 128, stream, bases, U32(plan.n), U32(plan.c),
                U32(plan.fold))
+
+
+def sorted_msms(mod: Module, plan: MsmPlan, layout: AccumulateLayout, scalars: DeviceBuffer | int,
+                msms: list[tuple[str, DeviceBuffer | int, int, int]], sort: SortScratch, b: BucketScratch,
+                stream: Stream) -> None:
+    """Sort `scalars` once, then one MSM per (group, bases, acc_bytes, result address) over them.
+
+    The entry point for callers that bring their own bases already on the device (the host
+    tier calls it once per streamed chunk)."""
+    sort_scalars(mod, plan, scalars, sort, stream)
+    for group, bases, acc, result in msms:
+        accumulate(mod, group, plan, layout, bases, sort, b, acc, result, stream)

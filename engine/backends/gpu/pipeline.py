@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +30,10 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, 
 
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError
+from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
+from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.key import GpuKey
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
@@ -38,25 +41,20 @@ FR = 32
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2")
 
 
-def acc_bytes(curve, g2: bool) -> int:
-    return (8 if g2 else 4) * curve.n8q
-
-
 def _layouts(key: GpuKey, sm_count: int):
-    return [(key.plan_h, gmsm.AccumulateLayout.for_plan(key.plan_h, sm_count)),
-            (key.plan_w, gmsm.AccumulateLayout.for_plan(key.plan_w, sm_count))]
+    return footprint.layouts(key.plan_w, key.plan_h, sm_count)
 
 
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     """Device bytes one proof allocates beyond the resident key (what the VRAM budget reserves)."""
-    curve = key.curve
-    n = key.domain
-    shapes = _layouts(key, sm_count)
-    total = key.n_wires * FR + 3 * n * FR
-    total += gmsm.SortScratch.nbytes([key.plan_w, key.plan_h])
-    total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
-    total += 5 * acc_bytes(curve, True)
-    return total + 64 * 20  # allocation rounding
+    if key.host is not None:
+        return footprint.host_working_set(key.host.shape, key.plan_w, key.plan_h, sm_count)
+    return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count)
+
+
+def result_bytes(key: GpuKey) -> int:
+    """The MSM results one proof downloads: five, or one per MSM per chunk on the host tier."""
+    return (5 if key.host is None else key.host.slots) * acc_bytes(key.curve, True)
 
 
 RESULT_ALIGN = 256
@@ -68,8 +66,8 @@ def _results_offset(witness_bytes: int) -> int:
 
 
 def pinned_bytes(key: GpuKey) -> int:
-    """The pinned host buffer one proof of `key` uses: its witness, then its five results."""
-    return _results_offset(key.n_wires * FR) + 5 * acc_bytes(key.curve, True)
+    """The pinned host buffer one proof of `key` uses: its witness, then its results."""
+    return _results_offset(key.n_wires * FR) + result_bytes(key)
 
 
 @dataclass
@@ -86,6 +84,7 @@ class ProofState:
     results_offset: int
     uploaded: Event
     upload_start: Event | None = None  # timing events around the witness upload
+    streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
 
     def results_view(self, nbytes: int) -> np.ndarray | None:
         return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
@@ -95,6 +94,8 @@ class ProofState:
         ctx.pinned.give_back(self.host)
         self.host = None
         _destroy(self.uploaded, self.upload_start)
+        if self.streaming is not None:
+            _destroy(*self.streaming.events)
 
 
 def _destroy(*events: Event | None) -> None:
@@ -167,7 +168,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     curve, n = key.curve, key.domain
     wit = np.ascontiguousarray(witness, dtype=np.uint64)
     results_offset = _results_offset(wit.nbytes)
-    host = ctx.pinned.take(results_offset + 5 * acc_bytes(curve, True), tag=key)
+    host = ctx.pinned.take(results_offset + result_bytes(key), tag=key)
     shapes = _layouts(key, dev.sm_count)
     events: list[Event] = []
     with Device.recording() as allocated:
@@ -181,13 +182,16 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 c=dev.alloc(n * FR, stream),
                 sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
                 buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
-                results=dev.alloc(5 * acc_bytes(curve, True), stream),
+                results=dev.alloc(result_bytes(key), stream),
                 device_buffers=allocated,
                 host=host,
                 results_offset=results_offset,
                 uploaded=_track(events, Event(timing=True)),
                 upload_start=_track(events, Event(timing=True)),
             )
+            if key.host is not None:  # staging buffers for the streamed bases (in `allocated` too)
+                state.streaming = key.host.stage(dev, stream)
+                events.extend(state.streaming.events)
             state.upload_start.record(stream)
             # from pinned memory the copy is asynchronous; from pageable memory (no pinned buffer
             # was free) the driver stages it and returns once it holds the bytes: slower, correct
@@ -239,7 +243,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     stream = ctx.compute_stream(slot)
     marks: list[Event] = []
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
-    raw = st.results_view(5 * g2_acc)
+    raw = st.results_view(result_bytes(key))
     error: BaseException | None = None
     ordered = False  # the compute stream waits on the upload: frees may go on it
     try:
@@ -248,7 +252,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         stream.wait_event(key.ready)
         _launch_proof(ctx, key, st, stream, marks, timing)
         if raw is None:  # no pinned buffer: a pageable download waits for this stream (only)
-            raw = np.empty(5 * g2_acc, dtype=np.uint8)
+            raw = np.empty(result_bytes(key), dtype=np.uint8)
         Device.download(raw, st.results, stream)
     except Exception as exc:  # handed to the Pending: raised after the done event
         error = exc
@@ -269,6 +273,9 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         finally:
             _destroy(*marks)
             st.release_host(ctx)
+        if key.host is not None:  # one result per MSM per chunk: their sums
+            a, b1, b2, c, h = key.host.results(out)
+            return CoreResult(pi_a0=a, pi_b1_0=b1, pi_b2_0=b2, pi_c0=c, pi_h=h, timings=timings)
         pts = [out[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
         g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
         return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
@@ -290,6 +297,9 @@ def _launch_proof(ctx, key: GpuKey, st: ProofState, stream, marks: list[Event], 
     _front(key, st, stream, mark)
     g2_acc = acc_bytes(key.curve, True)
     (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
+    if key.host is not None:  # bases streamed from pinned host memory, chunk by chunk
+        key.host.enqueue(key.module, st, {"h": (plan_h, lay_h), "w": (plan_w, lay_w)}, stream, mark)
+        return
     _msms(key, plan_h, lay_h, plan_w, lay_w, st.c, st.witness, st.sort, st.buckets, st.results.ptr, 5 * g2_acc,
           stream, mark)
 

@@ -1,0 +1,329 @@
+"""What a key costs on one GPU, chosen from the VRAM budget the engine owns (no device needed).
+
+A key is either *resident*: its points on the device, each witness MSM's
+points with `fold` precomputed shifted copies (msm.py: fewer bucket sets, no
+doubling chain); or *host*: its points in pinned host memory, streamed through
+the device in chunks once per proof (host_tier.py).  `plan_key` takes the
+largest fold whose key leaves room for the working sets of the proofs in
+flight (two by default in split lock mode), then fewer proofs in flight, then
+the host tier with the largest chunk that fits; when not even the host tier
+and one proof fit, it raises one BudgetError naming the key's footprint, the
+proof's working set and the budget, before any device work.
+
+The byte counts here are the allocations key.py, host_tier.py and pipeline.py
+make (tests hold them equal), so the budget reserves what is really taken.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.algebra.curves import Curve
+from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu.ntt import twiddle_bytes
+from engine.errors import BudgetError
+
+FR = 32
+MIN_ALLOC = 16  # Device.alloc's smallest allocation
+DEFAULT_SM_COUNT = 132  # an H200's, for plans made without a device (`info`)
+FOLDS = ("full", 8, 4, 2, 1)
+MAX_CHUNK_LOG, MIN_CHUNK_LOG = 22, 10  # host tier: points per streamed chunk, largest first
+MIN_CHUNKS_LOG = 2  # and at least 2^2 chunks of the witness MSMs (copy and compute overlap)
+MAX_WINDOW_BITS = 22  # msm.plan_msm's default bound
+HOST_WINDOW_BITS = (22, 16, 13)  # host tier: smaller windows take fewer buckets, leaving room for larger chunks
+G2_WEIGHT = 3  # a G2 point operation counted as about three G1 ones (Fq2 products)
+# The time model the choice minimises, fitted to whole proofs on an H200 (perf/RESULTS.md, 2026-12-01:
+# 2^20 bench keys resident with the full fold, and on the host tier at 5 to 130 chunks): seconds per
+# G1-equivalent point operation of the parallel MSM work, and per doubling of the one-thread Horner
+# combine that every MSM with more than one bucket set ends with (about 260 doublings: 1.7 ms on BN254).
+T_POINT_OP = {"bn128": 0.30e-9, "bls12381": 0.67e-9}
+T_SERIAL_DOUBLING = {"bn128": 6.3e-6, "bls12381": 13.3e-6}
+PCIE_BYTES_PER_S = 55e9  # pinned host -> device, measured on the H200 (the host tier's floor)
+SLACK = 0.15  # more proofs in flight win among footprints within this of the fastest
+
+
+def g1_bytes(curve: Curve) -> int:
+    return 2 * curve.n8q
+
+
+def g2_bytes(curve: Curve) -> int:
+    return 4 * curve.n8q
+
+
+def acc_bytes(curve: Curve, g2: bool) -> int:
+    """One XYZZ accumulator (what an MSM writes as its result)."""
+    return (8 if g2 else 4) * curve.n8q
+
+
+def _alloc(nbytes: int) -> int:
+    return max(int(nbytes), MIN_ALLOC)
+
+
+@dataclass(frozen=True)
+class KeyShape:
+    """The sizes of a Groth16 key that its footprint depends on."""
+
+    curve: Curve
+    n_wires: int
+    domain: int
+    n_coef_a: int  # coefficient entries of A
+    n_coef_b: int  # and of B (the CSR matrices kept on the device)
+
+    @classmethod
+    def of(cls, zkey) -> "KeyShape":
+        n_a = int(np.count_nonzero(zkey.coeffs["matrix"] == 0)) if zkey.coeffs.shape[0] else 0
+        return cls(zkey.curve, int(zkey.n_vars), int(zkey.domain_size), n_a, int(zkey.coeffs.shape[0]) - n_a)
+
+    @property
+    def scalar_bits(self) -> int:
+        return self.curve.r.bit_length()
+
+    def witness_point_bytes(self) -> int:
+        """A, B1, C (G1) and B2 (G2) of one wire."""
+        return 3 * g1_bytes(self.curve) + g2_bytes(self.curve)
+
+    def bases_bytes(self) -> int:
+        """Every MSM base once: A, B1, C, B2 per wire and H per domain row (the host tier's pinned copy)."""
+        return self.n_wires * self.witness_point_bytes() + self.domain * g1_bytes(self.curve)
+
+    def fixed_device_bytes(self) -> int:
+        """What every key keeps on the device: A and B in CSR, and the NTT tables (key.py)."""
+        csr = 0
+        for nnz in (self.n_coef_a, self.n_coef_b):
+            csr += _alloc(4 * (self.domain + 1)) + _alloc(4 * nnz) + _alloc(32 * nnz)
+        half = max(self.domain // 2, 1)
+        tables = 2 * _alloc(half * twiddle_bytes(self.curve)) + _alloc(self.domain * FR)
+        return csr + tables
+
+
+@dataclass(frozen=True)
+class KeyFootprint:
+    """A key's place on one device: tier, MSM plans, and the bytes it and its proofs take."""
+
+    tier: str  # "resident" | "host"
+    plan_w: gmsm.MsmPlan  # the witness MSMs' plan (host tier: one chunk's)
+    plan_h: gmsm.MsmPlan  # the H MSM's plan (host tier: one chunk's)
+    device_bytes: int  # on the device for the key's lifetime
+    host_bytes: int  # pinned host memory for the key's lifetime (host tier: every base)
+    working_set_bytes: int  # what one proof reserves beside the key
+    proofs_in_flight: int  # working sets the budget leaves room for beside the key
+    budget_bytes: int  # the VRAM budget it was chosen against
+    msm_cost: float  # estimated seconds of one proof's five MSMs on an H200 (the time model above)
+    full_fold_cost: float  # the same with every window folded and resident (the fastest, memory aside)
+    msm_ops: int = 0  # G1-equivalent point operations of those MSMs (parallel work)
+    serial_doublings: int = 0  # doublings of their one-thread combines
+    chunk_w: int = 0  # host tier: wires per streamed chunk
+    chunk_h: int = 0  # host tier: H rows per streamed chunk
+    chunks: int = 0  # host tier: chunks streamed per proof (H's and the witness's)
+
+    @property
+    def fold(self) -> int:
+        return self.plan_w.fold
+
+    @property
+    def streamed_bytes(self) -> int:
+        """Bytes copied host -> device per proof for the bases (0 when resident)."""
+        return self.host_bytes if self.tier == "host" else 0
+
+    def as_dict(self) -> dict:
+        return {
+            "tier": self.tier, "fold": self.fold, "fold_h": self.plan_h.fold, "window_bits": self.plan_w.c,
+            "windows": self.plan_w.windows, "device_bytes": self.device_bytes, "host_bytes": self.host_bytes,
+            "working_set_bytes": self.working_set_bytes, "proofs_in_flight": self.proofs_in_flight,
+            "budget_bytes": self.budget_bytes, "msm_seconds": round(self.msm_cost, 5),
+            "msm_cost_vs_full_fold": round(self.msm_cost / self.full_fold_cost, 3), "msm_ops": self.msm_ops,
+            "serial_doublings": self.serial_doublings,
+            "chunk_points": self.chunk_w, "chunks": self.chunks, "streamed_bytes": self.streamed_bytes,
+        }
+
+    def describe(self) -> str:
+        """One line for `info` and the CLI's verbose output."""
+        from scheduler.budget import fmt_bytes  # noqa: PLC0415
+
+        ratio = self.msm_cost / self.full_fold_cost
+        if self.tier == "resident":
+            where = f"resident, fold {self.fold} of {self.plan_w.windows} windows ({self.plan_w.c}-bit)"
+        else:
+            where = (f"host tier, {fmt_bytes(self.host_bytes)} of bases pinned in host memory, streamed in "
+                     f"{self.chunks} chunks of {self.chunk_w:,} wires per proof")
+        return (f"{where}; {fmt_bytes(self.device_bytes)} on the device + {fmt_bytes(self.working_set_bytes)} "
+                f"per proof x {self.proofs_in_flight} in a {fmt_bytes(self.budget_bytes)} budget; MSM cost about "
+                f"{1e3 * self.msm_cost:.1f} ms per proof on an H200, {ratio:.2f}x the full fold's "
+                f"({self.msm_ops:,} point operations, {self.serial_doublings:,} serial doublings)")
+
+
+# ------------------------------------------------------------------ costs and working sets
+
+def plan_cost(plan: gmsm.MsmPlan) -> int:
+    """Parallel point operations of one MSM under `plan`: bucket additions and the bucket reduction."""
+    return plan.n * plan.windows + 3 * plan.groups * plan.buckets_per_group
+
+
+def plan_serial(plan: gmsm.MsmPlan) -> int:
+    """Doublings of the one-thread combine: Horner over the bucket sets, c * fold bits apart."""
+    return plan.c * plan.fold * (plan.groups - 1) if plan.groups > 1 else 0
+
+
+def estimate(curve: Curve, msms: list[tuple[gmsm.MsmPlan, int, int]],
+             streamed_bytes: int = 0) -> tuple[float, int, int]:
+    """(seconds, point operations, serial doublings) of MSMs given as (plan, G1-equivalent weight, count).
+
+    Streamed bases overlap the compute: the time is at least their PCIe copy."""
+    ops = sum(count * weight * plan_cost(plan) for plan, weight, count in msms)
+    serial = sum(count * plan_serial(plan) for plan, _, count in msms)
+    t_op = T_POINT_OP.get(curve.name, max(T_POINT_OP.values()))
+    t_dbl = T_SERIAL_DOUBLING.get(curve.name, max(T_SERIAL_DOUBLING.values()))
+    return max(ops * t_op + serial * t_dbl, streamed_bytes / PCIE_BYTES_PER_S), ops, serial
+
+
+def _proof_msms(plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan | None, count: int = 1) -> list:
+    """One proof's MSMs as (plan, weight, count): H (unless None), then A, B1, C (G1) and B2 (G2)."""
+    h = [] if plan_h is None else [(plan_h, 1, count)]
+    return h + [(plan_w, 3 + G2_WEIGHT, count), (plan_w, 0, 3 * count)]  # 4 MSMs: weight 3 + 3, 4 combines
+
+
+def _full_fold_seconds(shape: "KeyShape") -> float:
+    bits = shape.scalar_bits
+    full = _proof_msms(gmsm.plan_msm(shape.n_wires, bits, "full"), gmsm.plan_msm(shape.domain, bits, "full"))
+    return estimate(shape.curve, full)[0]
+
+
+def layouts(plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan, sm_count: int):
+    """(plan, layout) of the H MSM, then of the witness MSMs, for a device of sm_count SMs."""
+    return [(plan_h, gmsm.AccumulateLayout.for_plan(plan_h, sm_count)),
+            (plan_w, gmsm.AccumulateLayout.for_plan(plan_w, sm_count))]
+
+
+def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
+                      sm_count: int) -> int:
+    """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets."""
+    total = n_wires * FR + 3 * domain * FR
+    total += gmsm.SortScratch.nbytes([plan_w, plan_h])
+    total += gmsm.BucketScratch.nbytes(layouts(plan_w, plan_h, sm_count), acc_bytes(curve, True))
+    total += 5 * acc_bytes(curve, True)
+    return total + 64 * 20  # allocation rounding
+
+
+def chunk_ranges(n: int, chunk: int) -> list[tuple[int, int]]:
+    return [(lo, min(lo + chunk, n)) for lo in range(0, n, chunk)] if n else []
+
+
+def host_chunk_bytes(shape: KeyShape, chunk_w: int, chunk_h: int) -> int:
+    """One staging buffer: a chunk of A, B1, C and B2, or a chunk of H, whichever is larger."""
+    return max(chunk_w * shape.witness_point_bytes(), chunk_h * g1_bytes(shape.curve))
+
+
+def host_result_slots(shape: KeyShape, chunk_w: int, chunk_h: int) -> int:
+    """One XYZZ result per MSM per chunk (summed on the host)."""
+    return 4 * len(chunk_ranges(shape.n_wires, chunk_w)) + len(chunk_ranges(shape.domain, chunk_h))
+
+
+def host_working_set(shape: KeyShape, pw: gmsm.MsmPlan, ph: gmsm.MsmPlan, sm_count: int) -> int:
+    """A host-tier proof under chunk plans pw (witness) and ph (H): the resident proof's buffers at chunk
+    size, two staging buffers, the chunk results."""
+    chunk_w, chunk_h = pw.n, ph.n
+    base = proof_working_set(shape.curve, shape.n_wires, shape.domain, pw, ph, sm_count)
+    base -= 5 * acc_bytes(shape.curve, True)  # its results are the per-chunk slots below
+    slots = host_result_slots(shape, chunk_w, chunk_h)
+    return base + 2 * host_chunk_bytes(shape, chunk_w, chunk_h) + slots * acc_bytes(shape.curve, True)
+
+
+def host_plans(shape: KeyShape, chunk_w: int, chunk_h: int,
+               max_c: int | None = None) -> tuple[gmsm.MsmPlan, gmsm.MsmPlan]:
+    """Fold-1 plans for one chunk (shifted copies would multiply the bytes streamed); windows of at most
+    max_c bits (fewer buckets: room for larger chunks)."""
+    bits, c = shape.scalar_bits, max_c or MAX_WINDOW_BITS
+    return (gmsm.plan_msm(min(chunk_w, shape.n_wires), bits, 1, max_c=c),
+            gmsm.plan_msm(min(chunk_h, shape.domain), bits, 1, max_c=c))
+
+
+def tail_plan(plan: gmsm.MsmPlan, n: int) -> gmsm.MsmPlan:
+    """The plan of a shorter (last) chunk: same window and bucket sets, so the same scratch serves it."""
+    return dataclasses.replace(plan, n=n)
+
+
+# ------------------------------------------------------------------ the choice
+
+def resident_footprint(shape: KeyShape, fold: str | int, budget: int, proofs: int, sm_count: int) -> KeyFootprint:
+    bits, curve = shape.scalar_bits, shape.curve
+    pw, ph = gmsm.plan_msm(shape.n_wires, bits, fold), gmsm.plan_msm(shape.domain, bits, fold)
+    points = (_alloc(pw.fold * shape.n_wires * g1_bytes(curve)) * 3
+              + _alloc(pw.fold * shape.n_wires * g2_bytes(curve)) + _alloc(ph.fold * shape.domain * g1_bytes(curve)))
+    seconds, ops, serial = estimate(curve, _proof_msms(pw, ph))
+    return KeyFootprint(
+        tier="resident", plan_w=pw, plan_h=ph, device_bytes=shape.fixed_device_bytes() + points, host_bytes=0,
+        working_set_bytes=proof_working_set(curve, shape.n_wires, shape.domain, pw, ph, sm_count),
+        proofs_in_flight=proofs, budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape),
+        msm_ops=ops, serial_doublings=serial,
+    )
+
+
+def host_footprint(shape: KeyShape, chunk_w: int, budget: int, proofs: int, sm_count: int,
+                   max_c: int = MAX_WINDOW_BITS) -> KeyFootprint:
+    chunk_w = max(1, min(chunk_w, shape.n_wires))
+    chunk_h = max(1, min(2 * chunk_w, shape.domain))  # H has about twice the rows: as many chunks
+    pw, ph = host_plans(shape, chunk_w, chunk_h, max_c)
+    msms = []
+    for n, plan, per_chunk in ((shape.domain, ph, lambda p, k: [(p, 1, k)]),
+                               (shape.n_wires, pw, lambda p, k: _proof_msms(p, None, k))):
+        full, tail = divmod(n, plan.n)
+        msms += per_chunk(plan, full) + (per_chunk(tail_plan(plan, tail), 1) if tail else [])
+    seconds, ops, serial = estimate(shape.curve, msms, shape.bases_bytes())
+    chunks = len(chunk_ranges(shape.n_wires, chunk_w)) + len(chunk_ranges(shape.domain, chunk_h))
+    return KeyFootprint(
+        tier="host", plan_w=pw, plan_h=ph, device_bytes=shape.fixed_device_bytes(), host_bytes=shape.bases_bytes(),
+        working_set_bytes=host_working_set(shape, pw, ph, sm_count), proofs_in_flight=proofs,
+        budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape), msm_ops=ops,
+        serial_doublings=serial, chunk_w=chunk_w, chunk_h=chunk_h, chunks=chunks,
+    )
+
+
+def _fits(fp: KeyFootprint, budget: int, proofs: int) -> bool:
+    return fp.device_bytes + proofs * fp.working_set_bytes <= budget
+
+
+def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: int = DEFAULT_SM_COUNT,
+             fold: str | int = "auto", tier: str = "auto", chunk: int | None = None,
+             label: str = "the key") -> KeyFootprint:
+    """The fastest footprint that fits `budget_bytes` with `proofs` working sets beside it, or one.
+
+    Candidates: resident at each fold, and the host tier at each chunk size and window bound,
+    each with `proofs` or one working set; among those within SLACK of the fastest (the time
+    model above) the one with the most proofs in flight, then the fastest.  `fold`, `tier` and
+    `chunk` force a choice (tests, benchmarks); a forced choice that does not fit is a BudgetError.
+    """
+    from scheduler.budget import fmt_bytes  # noqa: PLC0415
+
+    if tier not in ("auto", "resident", "host"):
+        raise ValueError(f"tier: {tier!r} is not auto, resident or host")
+    budget = int(budget_bytes)
+    wanted = sorted({max(1, int(proofs)), 1}, reverse=True)
+    folds = FOLDS if fold == "auto" else (fold,)
+    if chunk is not None:
+        chunks = [int(chunk)]
+    else:
+        # at least MIN_CHUNKS witness chunks where the key is large enough: one chunk copies while another computes
+        top = max(MIN_CHUNK_LOG, min(MAX_CHUNK_LOG, (max(shape.n_wires, 1) - 1).bit_length() - MIN_CHUNKS_LOG))
+        chunks = [1 << b for b in range(top, MIN_CHUNK_LOG - 1, -1)]
+    residents = [resident_footprint(shape, f, budget, 1, sm_count) for f in folds] if tier != "host" else []
+    hosts = ([host_footprint(shape, c, budget, 1, sm_count, w) for c in chunks for w in HOST_WINDOW_BITS]
+             if tier != "resident" else [])
+    fitting = [dataclasses.replace(fp, proofs_in_flight=n) for fp in residents + hosts for n in wanted
+               if _fits(fp, budget, n)]
+    if fitting:
+        fastest = min(fp.msm_cost for fp in fitting)
+        near = [fp for fp in fitting if fp.msm_cost <= fastest * (1 + SLACK)]
+        return min(near, key=lambda fp: (-fp.proofs_in_flight, fp.msm_cost, fp.device_bytes))
+    smallest = min(residents + hosts, key=lambda fp: fp.device_bytes + fp.working_set_bytes)
+    need = smallest.device_bytes + smallest.working_set_bytes
+    how = ("resident" if smallest.tier == "resident" else
+           f"with its {fmt_bytes(smallest.host_bytes)} of bases streamed from host memory")
+    budget_text = fmt_bytes(budget) if budget >= 0 else "less than nothing (other keys took it all)"
+    raise BudgetError(
+        f"{label}: the VRAM budget ({budget_text}) is too small for this key plus one proof: the key needs "
+        f"{fmt_bytes(smallest.device_bytes)} on the device ({how}) and one proof's working set is "
+        f"{fmt_bytes(smallest.working_set_bytes)}, {fmt_bytes(need)} together; raise vram_budget to at least "
+        f"{fmt_bytes(need)} or use a larger device"
+    )

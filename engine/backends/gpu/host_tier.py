@@ -1,0 +1,189 @@
+"""The host tier: a key whose bases do not fit the VRAM budget keeps them in pinned host memory.
+
+The key's NTT tables and CSR matrices stay on the device as usual; the MSM
+bases (A, B1, C, B2 per wire, H per domain row: `footprint.KeyShape.bases_bytes`)
+live in one pinned buffer, counted in the host budget by the engine.  Each
+proof streams them through two device staging buffers of a chunk each: the
+key's copy stream uploads chunk i+1 while the proof's compute stream runs the
+MSMs of chunk i (one sort of the chunk's scalars, then A, B1, C and B2 over
+it; or H), and the two streams are ordered by events only (design.md §5
+rule 1: nothing device-global):
+
+    copy:    wait uploaded | [wait freed[j]] upload chunk i into buffer j | record loaded[j]
+    compute: wait loaded[j] | sort + MSMs of chunk i | record freed[j]
+
+Every chunk's MSM writes its own XYZZ result; the host adds them (a few
+dozen point additions) when the proof's done event has fired.  The sum of
+the chunk MSMs is the whole MSM, so the proof is the one the resident path
+makes (tests/test_gpu_host_tier.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuda_kernels.driver import Device, DeviceBuffer, Event, Module, PinnedBuffer, Stream
+
+from engine.algebra import ec
+from engine.errors import DeviceError
+from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu.footprint import (FR, KeyFootprint, KeyShape, acc_bytes, chunk_ranges, g1_bytes,
+                                           g2_bytes, host_chunk_bytes, tail_plan)
+from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
+
+WITNESS_BASES = ("a", "b1", "c", "b2")  # one staging buffer holds a chunk of each, in this order
+
+
+@dataclass
+class HostProof:
+    """One proof's staging buffers and events for streaming the bases (its chunk results are the
+    proof's own results buffer, one slot per MSM per chunk: pipeline.result_bytes)."""
+
+    staging: list[DeviceBuffer]
+    loaded: list[Event]
+    freed: list[Event]
+
+    @property
+    def events(self) -> list[Event]:
+        return [*self.loaded, *self.freed]
+
+
+class HostTier:
+    """A key's bases pinned in host memory, and the plan for streaming them through one device."""
+
+    def __init__(self, ctx, zkey, c_padded: np.ndarray, footprint: KeyFootprint):
+        self.ctx = ctx
+        self.curve = curve = zkey.curve
+        self.footprint = footprint
+        self.shape = shape = KeyShape.of(zkey)
+        self.point_bytes = {"a": g1_bytes(curve), "b1": g1_bytes(curve), "c": g1_bytes(curve),
+                            "b2": g2_bytes(curve), "h": g1_bytes(curve)}
+        sources = {"a": zkey.a, "b1": zkey.b1, "c": c_padded, "b2": zkey.b2, "h": zkey.h}
+        # pinning is device-global: at key load only, while the engine holds the whole pool
+        self.pinned = PinnedBuffer(ctx.device, shape.bases_bytes())
+        self.offsets: dict[str, int] = {}
+        offset = 0
+        for name in (*WITNESS_BASES, "h"):
+            raw = np.ascontiguousarray(sources[name]).view(np.uint8).reshape(-1)
+            self.pinned.array[offset:offset + raw.nbytes] = raw
+            self.offsets[name] = offset
+            offset += raw.nbytes
+        if offset != self.pinned.nbytes:
+            raise ValueError(f"{zkey.path}: the key's point sections hold {offset} bytes, expected {self.pinned.nbytes}")
+        self.copy_stream: Stream = ctx.device.stream()
+        self.chunks_h = chunk_ranges(shape.domain, footprint.chunk_h)
+        self.chunks_w = chunk_ranges(shape.n_wires, footprint.chunk_w)
+        self.chunk_bytes = host_chunk_bytes(shape, footprint.chunk_w, footprint.chunk_h)
+        self.slots = len(self.chunks_h) + 4 * len(self.chunks_w)
+
+    @property
+    def nbytes(self) -> int:
+        """Pinned host bytes held (what the host budget gives up for this key)."""
+        return self.pinned.nbytes
+
+    def _host(self, name: str, lo: int, hi: int) -> np.ndarray:
+        size = self.point_bytes[name]
+        start = self.offsets[name] + lo * size
+        return self.pinned.array[start:start + (hi - lo) * size]
+
+    # ---- one proof
+    def stage(self, dev: Device, stream: Stream) -> HostProof:
+        """The proof's two staging buffers (stream-ordered, on the upload stream) and its events."""
+        staging = [dev.alloc(self.chunk_bytes, stream) for _ in range(2)]
+        return HostProof(staging=staging, loaded=[Event(), Event()], freed=[Event(), Event()])
+
+    def enqueue(self, mod: Module, st, layouts: dict, stream: Stream, mark) -> None:
+        """All chunks of the H MSM, then of the four witness MSMs; `mark()` after H and after the rest.
+
+        `st` is the proof's pipeline.ProofState (witness, H scalars in `c`, sort and bucket scratch,
+        results, `streaming`: its HostProof); `layouts` maps "h"/"w" to (plan, layout) of a whole chunk.  The
+        last, shorter chunk keeps the window and the per-thread entry count, so that scratch serves it."""
+        hp: HostProof = st.streaming
+        copy = self.copy_stream
+        copy.wait_event(st.uploaded)  # the staging buffers were allocated on the upload stream
+        g1_acc, g2_acc = acc_bytes(self.curve, False), acc_bytes(self.curve, True)
+        slot = 0
+        jobs = []
+        for lo, hi in self.chunks_h:
+            jobs.append(("h", lo, hi, slot))
+            slot += 1
+        for lo, hi in self.chunks_w:
+            jobs.append(("w", lo, hi, slot))
+            slot += 4
+        try:
+            for i, (kind, lo, hi, slot) in enumerate(jobs):
+                j = i % 2
+                buf = hp.staging[j]
+                if i >= 2:
+                    copy.wait_event(hp.freed[j])  # the MSMs of chunk i-2 are done with this buffer
+                names = ("h",) if kind == "h" else WITNESS_BASES
+                offset, msms = 0, []
+                for name in names:
+                    Device.upload(buf, self._host(name, lo, hi), copy, offset)
+                    group, acc = ("g2", g2_acc) if name == "b2" else ("g1", g1_acc)
+                    msms.append((group, buf.ptr + offset, acc, st.results.ptr + (slot + len(msms)) * g2_acc))
+                    offset += (hi - lo) * self.point_bytes[name]
+                hp.loaded[j].record(copy)
+                stream.wait_event(hp.loaded[j])
+                plan, layout = _chunk_layout(*layouts[kind], hi - lo)
+                scalars = (st.c if kind == "h" else st.witness).ptr + lo * FR
+                gmsm.sorted_msms(mod, plan, layout, scalars, msms, st.sort, st.buckets, stream)
+                hp.freed[j].record(stream)
+                if kind == "h" and (i + 1 == len(jobs) or jobs[i + 1][0] == "w"):
+                    mark()
+        finally:
+            _join(copy, stream)  # the frees that follow on `stream` come after every copy
+        mark()
+        mark()  # the witness chunks run A, B1, C and B2 together: the B2 stage is empty here
+
+    def results(self, raw: np.ndarray) -> tuple:
+        """(A, B1, B2, C, H) summed over the chunks, affine, from the downloaded result slots."""
+        curve, size = self.curve, acc_bytes(self.curve, True)
+        g1_size = acc_bytes(curve, False)
+
+        def g1(slot):
+            return decode_xyzz_g1(curve, raw[slot * size: slot * size + g1_size])
+
+        nh = len(self.chunks_h)
+        h = ec.g1_sum(curve, [g1(s) for s in range(nh)])
+        starts = range(nh, self.slots, 4)
+        a = ec.g1_sum(curve, [g1(s) for s in starts])
+        b1 = ec.g1_sum(curve, [g1(s + 1) for s in starts])
+        c = ec.g1_sum(curve, [g1(s + 2) for s in starts])
+        b2 = ec.g2_sum(curve, [decode_xyzz_g2(curve, raw[(s + 3) * size:(s + 4) * size]) for s in starts])
+        return a, b1, b2, c, h
+
+    def close(self) -> None:
+        """At key unload (the device thread, the engine holding the whole pool): the copy stream
+        drained, the pinned bases unpinned."""
+        self.copy_stream.synchronize()
+        self.copy_stream.destroy()
+        self.pinned.free()
+
+
+def _join(copy: Stream, stream: Stream) -> None:
+    """Make `stream` wait for everything queued on `copy` (on a failure midway too: the proof's
+    buffers are then freed on `stream` and no copy may still be writing into them)."""
+    event = None
+    try:
+        event = Event()
+        event.record(copy)
+        stream.wait_event(event)
+    except DeviceError:
+        copy.synchronize()  # this stream only (rule 1 allows it), then the frees are safe
+    finally:
+        if event is not None:
+            try:
+                event.destroy()
+            except DeviceError:
+                pass
+
+
+def _chunk_layout(plan: gmsm.MsmPlan, layout: gmsm.AccumulateLayout, n: int):
+    """The plan and layout of a chunk of n <= plan.n points, within the whole chunk's scratch."""
+    if n == plan.n:
+        return plan, layout
+    tail = tail_plan(plan, n)
+    chunks = max(1, -(-tail.xyzz_entries // layout.chunk))
+    return tail, gmsm.AccumulateLayout(layout.chunk, chunks, layout.seg_len, layout.segs)

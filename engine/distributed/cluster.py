@@ -1,0 +1,520 @@
+"""`RayCluster`: Engines as Ray actors (one per GPU, or N of them) behind the Engine's own async API.
+
+    async with RayCluster(address=None, engines=2, config=EngineConfig(backend="cpu")) as cluster:
+        key = await cluster.load_key("circuit.zkey", wasm="circuit.wasm")
+        proof = await cluster.prove(key, {"a": 3, "b": 11})      # an engine.Proof
+        async for r in cluster.prove_stream(key, witnesses):      # engine.StreamResult
+            ...
+
+The driver (this process) keeps the queue and the placement (placement.py);
+each actor runs one `Engine` (actor.py).  A job is one call of the actor's
+`prove` with the job's witnesses as object-store references: put once by the
+driver (or given as references by the caller), fetched by the actor's node,
+and passed again by reference when the job is retried.
+
+Faults: when an actor dies (its process killed, its node lost) every job it
+held goes once more to another engine; a job whose engine dies twice fails
+with `EngineLostError`.  Errors an engine raises (a bad witness, a bad key)
+are not retried: they come back as the exception a local Engine raises.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
+
+from engine.api import StreamResult, _aiter
+from engine.config import EngineConfig
+from engine.distributed.actor import EngineActor, KeySpec
+from engine.distributed.placement import EngineSlot, Placement
+from engine.distributed.transport import Failure, unpack
+from engine.errors import (
+    BackendUnavailableError,
+    EngineClosedError,
+    EngineError,
+    EngineLostError,
+    EngineStartError,
+)
+
+log = logging.getLogger("engine.distributed")
+
+# the package root: local Ray workers import the same code as this driver
+_GROUP_CLEANUP = "RAY_process_group_cleanup_enabled"
+_CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def import_ray():
+    try:
+        import ray  # noqa: PLC0415
+    except ImportError:
+        raise BackendUnavailableError(
+            "Ray is not installed: pip install 'groth16-engine[ray]' (or pip install ray)"
+        ) from None
+    return ray
+
+
+@dataclass(eq=False)
+class ClusterKey:
+    """A key loaded into a cluster: the fields of engine.KeyHandle, resident where it has been used."""
+
+    label: str
+    path: str | None
+    curve: str | None
+    n_vars: int
+    n_public: int
+    domain_size: int
+    working_set_bytes: int
+    witness_bytes: int
+    _spec: KeySpec = field(repr=False, default=None)
+    _cluster: "RayCluster" = field(repr=False, default=None)
+
+    @property
+    def engines(self) -> tuple[int, ...]:
+        """The engines it is resident on (or loading on) now."""
+        return tuple(s.index for s in self._cluster._placement.alive() if self._spec.id in s.keys)
+
+
+@dataclass
+class _Engine:
+    slot: EngineSlot
+    actor: Any
+    info: dict = field(default_factory=dict)
+    watcher: asyncio.Task | None = None
+
+
+class RayCluster:
+    """Engines as Ray actors; see the module docstring."""
+
+    def __init__(
+        self,
+        address: str | None = None,
+        engines: int | str = 1,
+        config: EngineConfig | None = None,
+        *,
+        window: int | None = None,
+        cpus_per_engine: float = 1,
+        gpus_per_engine: float | None = None,
+        ray_init: dict | None = None,
+        start_timeout_s: float = 120.0,
+    ):
+        """address: None starts a local Ray instance (or uses the one this process is connected to),
+        "auto" joins the cluster of this node, "ray://host:port" connects as a Ray client.
+        engines: a count, or "per-gpu" (one engine actor per GPU of the cluster, each seeing one GPU).
+        window: proofs in flight one engine may hold (default: twice what its pipeline runs at once).
+        ray_init: more keyword arguments for ray.init (num_cpus, object_store_memory, runtime_env...)."""
+        if not (engines == "per-gpu" or (isinstance(engines, int) and engines >= 1)):
+            raise EngineError(f"engines: {engines!r} is not a count >= 1 or 'per-gpu'")
+        self.address = address
+        self.config = config or EngineConfig()
+        self._engines_wanted = engines
+        self._window = window
+        self._cpus = cpus_per_engine
+        self._gpus = gpus_per_engine
+        self._ray_init = dict(ray_init or {})
+        self._start_timeout_s = start_timeout_s
+        self._state = "new"
+        self._ray = None
+        self._owns_ray = False
+        self._engines: list[_Engine] = []
+        self._placement: Placement | None = None
+        self._changed: asyncio.Condition | None = None
+        self._jobs: set[asyncio.Task] = set()
+        self._key_ids = 0
+        self.retries = 0
+        self.lost: list[dict] = []  # the engines that died: index, host, pid, why
+
+    # ---- lifecycle
+    async def __aenter__(self) -> "RayCluster":
+        if self._state != "new":
+            raise EngineClosedError("a RayCluster can be entered once")
+        self._state = "starting"
+        try:
+            await self._start()
+        except BaseException as exc:
+            await self._stop(drain=False)
+            self._state = "closed"
+            if isinstance(exc, Exception) and not isinstance(exc, EngineError):
+                raise EngineStartError(f"the Ray cluster could not start: {type(exc).__name__}: {exc}") from exc
+            raise
+        self._state = "open"
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        self._state = "closing"
+        try:
+            await self._stop(drain=exc_type is None)
+        finally:
+            self._state = "closed"
+
+    async def _start(self) -> None:
+        ray = self._ray = import_ray()
+        self._connect(ray)
+        count = self._engine_count(ray)
+        gpus = self._gpus if self._gpus is not None else (
+            1 if self._engines_wanted == "per-gpu" or self.config.backend == "gpu" else 0)
+        have = int(ray.cluster_resources().get("GPU", 0))
+        if gpus and count * gpus > have:  # such actors would wait for GPUs forever: say so now
+            raise BackendUnavailableError(
+                f"{count} engine(s) of {gpus:g} GPU each need {count * gpus:g} GPU(s); the Ray cluster has "
+                f"{_resources(ray)}")
+        actor_class = ray.remote(EngineActor)
+        self._changed = asyncio.Condition()
+        self._placement = Placement([self._window or _default_window(self.config)] * count)
+        for slot in self._placement.slots:
+            actor = actor_class.options(
+                num_cpus=self._cpus, num_gpus=gpus, max_restarts=0, max_concurrency=1000,
+                scheduling_strategy="SPREAD", name=None,
+            ).remote(self.config, slot.index)
+            self._engines.append(_Engine(slot, actor))
+        starts = [e.actor.start.remote() for e in self._engines]
+        try:
+            infos = await asyncio.wait_for(asyncio.gather(*starts), self._start_timeout_s)
+        except asyncio.TimeoutError:
+            raise EngineStartError(
+                f"{count} engine actor(s) of {self._cpus} CPU and {gpus} GPU each did not start within "
+                f"{self._start_timeout_s:.0f} s; the cluster has {_resources(ray)}"
+            ) from None
+        except ray.exceptions.RayActorError as exc:
+            raise EngineStartError(f"an engine actor died while starting: {_first_line(exc)}") from None
+        for engine, info in zip(self._engines, infos):
+            if isinstance(info, Failure):
+                raise unpack(info.packed)
+            engine.info = info
+            engine.watcher = asyncio.create_task(self._watch(engine))
+
+    def _connect(self, ray) -> None:
+        if self.address is None and ray.is_initialized():
+            return  # this process is connected already (a notebook, a test session): use that instance
+        try:
+            if self.address is None:
+                start_local_ray(**self._ray_init)
+            else:
+                kwargs = {"include_dashboard": False, "logging_level": logging.WARNING, **self._ray_init}
+                ray.init(address=self.address, **kwargs)
+        except Exception as exc:
+            where = "a local Ray instance" if self.address is None else f"Ray at {self.address!r}"
+            raise EngineStartError(f"could not start or join {where}: {_first_line(exc)}") from None
+        self._owns_ray = True
+
+    def _engine_count(self, ray) -> int:
+        if self._engines_wanted != "per-gpu":
+            return int(self._engines_wanted)
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        if gpus < 1:
+            raise BackendUnavailableError(f"engines='per-gpu': the Ray cluster has no GPU ({_resources(ray)})")
+        return gpus
+
+    async def _stop(self, *, drain: bool) -> None:
+        if drain:
+            while self._jobs:
+                await asyncio.gather(*list(self._jobs), return_exceptions=True)
+        else:
+            for task in list(self._jobs):
+                task.cancel()
+            await asyncio.gather(*list(self._jobs), return_exceptions=True)
+        ray = self._ray
+        alive = [e for e in self._engines if e.slot.alive]
+        closing = [e.actor.close.remote() for e in alive]
+        if closing:
+            done = await asyncio.gather(*closing, return_exceptions=True)
+            for engine, result in zip(alive, done):
+                if isinstance(result, Failure):
+                    log.warning("engine %d: %s", engine.slot.index, unpack(result.packed))
+        for engine in self._engines:
+            if engine.watcher is not None:
+                engine.watcher.cancel()
+            try:
+                ray.kill(engine.actor, no_restart=True)
+            except Exception:  # already gone
+                pass
+        self._engines.clear()
+        if self._owns_ray:
+            ray.shutdown()
+            self._owns_ray = False
+
+    async def _watch(self, engine: _Engine) -> None:
+        """Learns of an actor's death as it happens, not only when a job is next sent there."""
+        try:
+            await engine.actor.wait_closed.remote()
+        except asyncio.CancelledError:
+            raise
+        except self._ray.exceptions.RayActorError as exc:
+            await self._lose(engine, exc)
+        except Exception as exc:  # noqa: BLE001 - any other failure of the call also means it is gone
+            await self._lose(engine, exc)
+
+    async def _lose(self, engine: _Engine, why: BaseException) -> None:
+        if not engine.slot.alive:
+            return
+        self._placement.lost(engine.slot)
+        self.lost.append({"index": engine.slot.index, "host": engine.info.get("host"),
+                          "pid": engine.info.get("pid"), "why": _first_line(why)})
+        log.warning("engine %d (pid %s on %s) is gone: %s; %d engine(s) left", engine.slot.index,
+                    engine.info.get("pid"), engine.info.get("host"), _first_line(why), len(self._placement.alive()))
+        try:
+            self._ray.kill(engine.actor, no_restart=True)
+        except Exception:
+            pass
+        async with self._changed:
+            self._changed.notify_all()
+
+    # ---- keys
+    async def load_key(self, path: Any, *, wasm: Any = None, label: str | None = None) -> ClusterKey:
+        """Read the key on one engine (its errors are the Engine's); other engines load it on first use."""
+        self._check_open()
+        self._key_ids += 1
+        # absolute: an actor's working directory is not the driver's (a shared filesystem's path is)
+        spec = KeySpec(self._key_ids, _absolute(path), None if wasm is None else _absolute(wasm), label)
+        while True:
+            engine = await self._take(0, spec.id)
+            started = time.monotonic()
+            try:
+                result = await engine.actor.load_key.remote(spec)
+            except self._ray.exceptions.RayActorError as exc:
+                await self._lose(engine, exc)
+                continue  # loading is idempotent: try the next engine
+            finally:
+                self._placement.returned(engine.slot, 0, completed=False)
+                await self._notify()
+            if isinstance(result, Failure):
+                engine.slot.keys.discard(spec.id)
+                raise unpack(result.packed)
+            self._placement.key_loaded(spec.id, time.monotonic() - started)
+            return ClusterKey(**result, _spec=spec, _cluster=self)
+
+    # ---- proving
+    async def prove(self, key: ClusterKey, witness: Any = None, *, partitions: Sequence[Any] | None = None) -> Any:
+        """One proof of `witness`, or (partitions=[...]) one job of several proofs on one engine, in order.
+
+        Witnesses are what Engine.prove takes (a .wtns path readable by the engines' nodes, an inputs
+        dict, a Witness, (m, 4) uint64 values) or Ray object references to one of those."""
+        if (witness is None) == (partitions is None):
+            raise TypeError("prove(key, witness) or prove(key, partitions=[...]), not both or neither")
+        items = [witness] if partitions is None else list(partitions)
+        if not items:
+            raise ValueError("partitions: an empty list")
+        results = await self._job(key, items)
+        return results[0] if partitions is None else results
+
+    async def prove_stream(
+        self,
+        key: ClusterKey,
+        items: Iterable[Any] | AsyncIterable[Any],
+        *,
+        max_in_flight: int | None = None,
+        ordered: bool = False,
+    ) -> AsyncIterator[Any]:
+        """As Engine.prove_stream: one engine.StreamResult per item, as they finish (or in order).
+
+        A failure is a StreamResult with `error`; the stream goes on.  Leaving early cancels the rest."""
+        self._check_open()
+        limit = max_in_flight or self.config.max_in_flight * max(1, len(self._placement.alive()))
+        results: asyncio.Queue = asyncio.Queue()
+        slots = asyncio.Semaphore(limit)
+        tasks: set[asyncio.Task] = set()
+        feeding = {"error": None, "count": 0, "done": False}
+
+        async def one(index: int, item: Any) -> None:
+            try:
+                proof = await self._job(key, [item])
+                results.put_nowait(StreamResult(index, item, proof[0], None))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                results.put_nowait(StreamResult(index, item, None, exc))
+            finally:
+                slots.release()
+
+        async def feeder() -> None:
+            try:
+                async for item in _aiter(items):
+                    await slots.acquire()
+                    task = asyncio.create_task(one(feeding["count"], item))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                    feeding["count"] += 1
+            except Exception as exc:  # the caller's iterable failed: end the stream with its error
+                feeding["error"] = exc
+            finally:
+                feeding["done"] = True
+                results.put_nowait(None)  # wakes the consumer to re-check the count
+
+        feed = asyncio.create_task(feeder())
+        yielded, next_index, buffered = 0, 0, {}
+        try:
+            while not (feeding["done"] and yielded == feeding["count"]):
+                result = await results.get()
+                if result is None:
+                    continue
+                if not ordered:
+                    yielded += 1
+                    yield result
+                    continue
+                buffered[result.index] = result
+                while next_index in buffered:
+                    yielded += 1
+                    yield buffered.pop(next_index)
+                    next_index += 1
+            if feeding["error"] is not None:
+                raise feeding["error"]
+        finally:
+            feed.cancel()
+            for task in list(tasks):
+                task.cancel()
+            await asyncio.gather(feed, *tasks, return_exceptions=True)
+
+    async def _job(self, key: ClusterKey, items: list[Any]) -> list[Any]:
+        """Run one job as a task of the cluster (so that leaving the block drains it)."""
+        self._check_open()
+        if not isinstance(key, ClusterKey) or key._cluster is not self:
+            raise EngineError(f"{getattr(key, 'label', key)}: this key is not loaded in this cluster "
+                              "(use cluster.load_key)")
+        ray = self._ray
+        refs = [item if isinstance(item, ray.ObjectRef) else ray.put(_absolute(item)) for item in items]
+        task = asyncio.create_task(self._run(key, refs))
+        self._jobs.add(task)
+        task.add_done_callback(self._jobs.discard)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.cancel()  # the caller gave up: so does the job (the actor's Engine cancels it too)
+            raise
+
+    async def _run(self, key: ClusterKey, refs: list[Any]) -> list[Any]:
+        ray = self._ray
+        n = len(refs)
+        deaths: list[str] = []
+        while True:
+            engine = await self._take(n, key._spec.id, job=key.label, deaths=deaths)
+            call = engine.actor.prove.remote(key._spec, *refs)
+            completed = False
+            try:
+                result = await call
+                completed = not isinstance(result, Failure)
+            except asyncio.CancelledError:
+                ray.cancel(call)
+                raise
+            except ray.exceptions.RayActorError as exc:
+                deaths.append(f"engine {engine.slot.index} ({_first_line(exc)})")
+                await self._lose(engine, exc)
+                if len(deaths) >= 2:
+                    raise EngineLostError(
+                        f"{key.label}: a job of {n} proof(s) was lost: its engine died twice: {'; '.join(deaths)}"
+                    ) from None
+                self.retries += 1
+                continue
+            except ray.exceptions.RayError as exc:
+                raise EngineError(f"{key.label}: Ray could not run the job: {_first_line(exc)}") from None
+            finally:
+                self._placement.returned(engine.slot, n, completed=completed)
+                await self._notify()
+            if isinstance(result, Failure):
+                raise unpack(result.packed)
+            return result
+
+    async def _take(self, proofs: int, key_id: int, *, job: str = "", deaths: list[str] | None = None) -> _Engine:
+        """Wait for the engine whose queue drains first to have room; counts the job as sent there."""
+        async with self._changed:
+            while True:
+                if not self._placement.alive():
+                    lost = "; ".join(deaths or []) or ", ".join(f"engine {d['index']}: {d['why']}" for d in self.lost)
+                    raise EngineLostError(f"{job or 'the cluster'}: no engine is left to run it ({lost})")
+                slot = self._placement.choose(proofs, key_id)
+                if slot is not None:
+                    self._placement.sent(slot, proofs, key_id)
+                    return self._engines[slot.index]
+                await self._changed.wait()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # ---- state
+    def stats(self) -> dict:
+        """The driver's view: engines alive and lost, jobs and proofs in flight, retries, each engine's speed."""
+        slots = self._placement.slots if self._placement else []
+        return {
+            "engines": sum(s.alive for s in slots),
+            "engines_lost": len(self.lost),
+            "jobs_in_flight": len(self._jobs),
+            "proofs_in_flight": sum(s.outstanding for s in slots),
+            "retries": self.retries,
+            "per_engine": [
+                {"index": s.index, "alive": s.alive, "outstanding": s.outstanding, "completed": s.completed,
+                 "seconds_per_proof": s.seconds_per_proof, "keys": len(s.keys),
+                 **{k: e.info.get(k) for k in ("host", "pid", "node", "devices")}}
+                for s, e in zip(slots, self._engines)
+            ],
+        }
+
+    async def engine_stats(self) -> list[dict]:
+        """Each live engine's own `Engine.stats()` (asked of the actors), with its proofs and keys."""
+        alive = [e for e in self._engines if e.slot.alive]
+        got = await asyncio.gather(*(e.actor.stats.remote() for e in alive), return_exceptions=True)
+        return [{"index": e.slot.index, **r} for e, r in zip(alive, got) if isinstance(r, dict)]
+
+    def actor(self, index: int) -> Any:
+        """Engine `index`'s Ray actor handle (tests, operators)."""
+        return self._engines[index].actor
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise EngineClosedError(
+                "the cluster is not running (use `async with RayCluster(...) as cluster`)"
+                if self._state == "new" else "the cluster has shut down; no new jobs are accepted"
+            )
+
+
+def start_local_ray(**kwargs: Any) -> None:
+    """ray.init for a local instance whose workers import this checkout's code and take their
+    process group down with them.
+
+    An engine's worker processes (synthesis, the CPU pool) are its actor's children and
+    grandchildren; when the actor is killed they would outlive it.  With per-worker process
+    groups (RAY_process_group_cleanup_enabled, read by the raylet at its start) Ray ends the
+    whole group.  On a cluster started with `ray start`, set it in that environment."""
+    ray = import_ray()
+    kwargs.setdefault("address", "local")  # a new instance, even where RAY_ADDRESS or `ray start` names one
+    kwargs.setdefault("include_dashboard", False)
+    kwargs.setdefault("logging_level", logging.WARNING)
+    env = dict(kwargs.pop("runtime_env", None) or {})
+    env_vars = dict(env.get("env_vars", {}))
+    env_vars.setdefault("PYTHONPATH", os.pathsep.join(p for p in (_CODE_ROOT, os.environ.get("PYTHONPATH")) if p))
+    kwargs["runtime_env"] = {**env, "env_vars": env_vars}
+    saved = os.environ.get(_GROUP_CLEANUP)
+    os.environ[_GROUP_CLEANUP] = "1"
+    try:
+        ray.init(**kwargs)
+    finally:
+        if saved is None:
+            os.environ.pop(_GROUP_CLEANUP, None)
+        else:
+            os.environ[_GROUP_CLEANUP] = saved
+
+
+def _absolute(item: Any) -> Any:
+    """A path made absolute (engines resolve it in their own working directory); anything else as it is."""
+    return os.path.abspath(os.fspath(item)) if isinstance(item, (str, os.PathLike)) else item
+
+
+def _default_window(config: EngineConfig) -> int:
+    """Twice what one engine's pipeline holds at once (its compute slots and synthesis workers)."""
+    devices = config.simulation.devices if config.backend == "simulated" else len(config.devices or [0])
+    return 2 * (devices * config.compute_slots + config.synthesis_workers)
+
+
+def _resources(ray) -> str:
+    try:
+        res = ray.cluster_resources()
+    except Exception:
+        return "unknown resources"
+    return f"{res.get('CPU', 0):g} CPU, {res.get('GPU', 0):g} GPU"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+

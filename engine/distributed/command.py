@@ -1,0 +1,84 @@
+"""`python -m engine prove --ray ADDRESS ...`: the same proof, made by an engine of a Ray cluster.
+
+ADDRESS is `local` (start a local Ray instance for this run), `auto` (join
+the cluster this node belongs to) or `ray://host:port` (a Ray client).  The
+key, the witness (or circuit.wasm and input.json) are read by the engine's
+node: on a cluster, give paths of a filesystem every node sees.  The proof
+comes back to this process and is written here, both files or neither, as
+the local `prove` does.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from engine.errors import EngineError
+from engine.progress import format_timings, make_progress
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("Ray cluster (pip install '.[ray]')")
+    g.add_argument("--ray", metavar="ADDRESS", default=None,
+                   help="prove on a Ray cluster: local (start one here), auto, or ray://host:port")
+    g.add_argument("--engines", metavar="N", default="1",
+                   help="engine actors to start: a count or per-gpu (default 1)")
+
+
+def _engines(value: str) -> int | str:
+    if value == "per-gpu":
+        return value
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise EngineError(f"--engines: {value!r} is not a count >= 1 or per-gpu")
+    return count
+
+
+def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_path: str, public_path: str) -> int:
+    """The prove command's run() hands off here when --ray is given."""
+    from engine.distributed.cluster import RayCluster  # noqa: PLC0415
+
+    for flag, value in (("--r1cs", args.r1cs), ("--timeline", args.timeline)):
+        if value:
+            raise EngineError(f"{flag} is not supported with --ray (it needs the witness or the timeline here)")
+    engines = _engines(args.engines)
+    address = None if args.ray == "local" else args.ray
+    if wtns_path is None:
+        try:
+            with open(args.input, encoding="utf-8") as f:
+                witness = json.load(f)
+        except OSError as exc:
+            from engine.errors import file_error  # noqa: PLC0415
+
+            raise file_error(args.input, exc, "an input.json") from None
+        except json.JSONDecodeError as exc:
+            raise EngineError(f"{args.input}: not valid JSON: {exc}") from None
+    else:
+        witness = wtns_path
+
+    async def main():
+        async with RayCluster(address, engines, config) as cluster:
+            key = await cluster.load_key(args.zkey, wasm=args.wasm)
+            with progress.timed("prove", 0.5):
+                proof = await cluster.prove(key, witness)
+            return key, proof
+
+    progress = make_progress("prove", quiet=args.quiet, json=args.json)
+    try:
+        with progress.timed("cluster", 0.0):
+            key, proof = asyncio.run(main())
+        with progress.timed("write", 0.95):
+            proof.write(proof_path, public_path)
+    finally:
+        progress.done()
+    if args.verbose:
+        print(format_timings({**progress.timings, **{"  " + k: v for k, v in proof.timings.items()}}),
+              file=sys.stderr)
+    if args.json:
+        print(json.dumps({"event": "result", "proof": proof_path, "public": public_path, "curve": key.curve,
+                          "ray": args.ray, "engines": engines}))
+    return 0

@@ -1,0 +1,188 @@
+"""Keys on the GPU under a budget: the footprint's byte counts are the allocations, and the host
+tier (bases streamed from pinned host memory in chunks) gives the resident path's MSMs and proofs.
+
+The tests marked `gpu` are skipped only when no CUDA device exists; the host tier's failure paths
+also run on the CPU over tests/fake_cuda.py (kernels do nothing there; the accounting is checked).
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from conftest import FIXTURES
+from engine.backends.select import cuda_device_count
+
+
+def gpu(test):
+    return pytest.mark.gpu(pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")(test))
+
+
+GiB = 1 << 30
+SEED = 18
+
+
+@pytest.fixture(scope="module", params=["bn128", "bls12381"])
+def bench(request):
+    """A 2^12-constraint bench circuit, its witness and a development key made on the GPU."""
+    from engine.algebra.curves import curve_by_name
+    from engine.groth16.bench_circuit import make_bench_circuit
+    from engine.groth16.setup import select_setup_ops, setup
+
+    curve = curve_by_name(request.param)
+    circuit = make_bench_circuit(curve, 1 << 12, seed=SEED)
+    zkey = setup(circuit.r1cs, select_setup_ops("gpu"))
+    return zkey, circuit.witness
+
+
+@pytest.fixture(scope="module")
+def backends():
+    """One backend per way of holding a key (each its own context on device 0)."""
+    from engine.backends.gpu import GpuBackend
+
+    made = {}
+
+    def get(**options):
+        name = tuple(sorted(options.items()))
+        if name not in made:
+            made[name] = GpuBackend(**options)
+        return made[name]
+
+    yield get
+    for b in made.values():
+        b.close()
+
+
+def scalars_from(seed):
+    rng = random.Random(seed)
+    return lambda r: rng.randrange(1, r)
+
+
+def prove_with(backend, zkey, witness, seed=1):
+    from engine.groth16.prover import prove
+
+    key = backend.load_key(zkey)
+    try:
+        core = backend.prove_core(key, witness)
+        proof = prove(zkey, witness, backend, key, scalars=scalars_from(seed))
+        return key.footprint, core, proof
+    finally:
+        backend.unload_key(key)
+
+
+@gpu
+@pytest.mark.parametrize("chunk", [97, 1000, 1 << 20])
+def test_host_tier_gives_the_resident_msms_and_proof_bytes(bench, backends, chunk):
+    zkey, witness = bench
+    fp_r, core_r, proof_r = prove_with(backends(), zkey, witness)
+    fp_h, core_h, proof_h = prove_with(backends(tier="host", host_chunk=chunk), zkey, witness)
+    assert fp_r.tier == "resident" and fp_h.tier == "host"
+    for name in ("pi_a0", "pi_b1_0", "pi_b2_0", "pi_c0", "pi_h"):
+        assert getattr(core_h, name) == getattr(core_r, name), f"{name} differs (seed {SEED}, chunk {chunk})"
+    assert proof_h.to_json() == proof_r.to_json()  # same r, s: the same proof bytes
+
+
+@gpu
+@pytest.mark.parametrize("fold", [1, 2, "full"])
+def test_every_fold_gives_the_same_msms(bench, backends, fold):
+    zkey, witness = bench
+    _, core_ref, _ = prove_with(backends(fold=1), zkey, witness)
+    fp, core, proof = prove_with(backends(fold=fold), zkey, witness)
+    assert fp.tier == "resident" and (fold == "full" or fp.fold == fold)
+    assert (core.pi_a0, core.pi_b2_0, core.pi_c0, core.pi_h) == (core_ref.pi_a0, core_ref.pi_b2_0, core_ref.pi_c0,
+                                                                  core_ref.pi_h)
+
+
+@gpu
+@pytest.mark.parametrize("options", [{}, {"fold": 1}, {"tier": "host", "host_chunk": 1000}])
+def test_footprint_counts_are_the_allocations(bench, backends, options):
+    zkey, _ = bench
+    backend = backends(**options)
+    key = backend.load_key(zkey)
+    try:
+        fp = key.footprint
+        assert backend.resident_bytes(key) == fp.device_bytes
+        assert backend.host_resident_bytes(key) == fp.host_bytes
+        assert backend.working_set_bytes(key) == fp.working_set_bytes
+    finally:
+        backend.unload_key(key)
+
+
+@gpu
+@pytest.mark.parametrize("chunk", [1, 3])
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_tiny_keys_one_point_chunks_and_tails(backends, curve, chunk):
+    from engine.formats import read_wtns, read_zkey
+
+    d = FIXTURES / "tiny" / curve
+    zkey, w = read_zkey(d / "tiny.zkey"), read_wtns(d / "tiny.wtns")
+    _, core_r, proof_r = prove_with(backends(), zkey, w.values)
+    fp, core_h, proof_h = prove_with(backends(tier="host", host_chunk=chunk), zkey, w.values)
+    assert fp.tier == "host" and fp.chunk_w == chunk
+    assert (core_h.pi_a0, core_h.pi_b1_0, core_h.pi_b2_0, core_h.pi_c0, core_h.pi_h) == (
+        core_r.pi_a0, core_r.pi_b1_0, core_r.pi_b2_0, core_r.pi_c0, core_r.pi_h)
+    assert proof_h.to_json() == proof_r.to_json()  # verified inside prove() by our verifier
+
+
+@gpu
+async def test_engine_picks_the_host_tier_from_a_tight_budget_and_proofs_verify(bench, backends, tmp_path):
+    from engine.api import Engine
+    from engine.backends.gpu import footprint as fpm
+    from engine.config import EngineConfig
+    from engine.formats.zkey import write_zkey
+    from engine.groth16.verifier import verify, vk_from_zkey
+
+    zkey, witness = bench
+    path = tmp_path / "bench.zkey"
+    write_zkey(path, zkey)
+    shape, sm = fpm.KeyShape.of(zkey), backends().device.sm_count
+    smallest_resident = min(fp.device_bytes + fp.working_set_bytes
+                            for fp in (fpm.resident_footprint(shape, f, 0, 1, sm) for f in fpm.FOLDS))
+    budget = smallest_resident - 1  # no fold's points fit beside one proof
+    host_budget = 4 * GiB
+    config = EngineConfig(backend="gpu", vram_budget=budget, host_budget=host_budget, synthesis_workers=1,
+                          idle_trim_s=None)
+    async with Engine(config) as eng:
+        key = await eng.load_key(path)
+        assert key.tier == "host" and key.key_host_bytes == shape.bases_bytes()
+        assert eng.host.capacity(0) == host_budget - shape.bases_bytes()
+        assert key.key_device_bytes + key.proofs_in_flight * key.working_set_bytes <= budget
+        proofs = await eng.prove(key, partitions=[witness] * 4)
+        assert eng.at_rest()
+        await eng.unload_key(key)
+        assert eng.host.capacity(0) == host_budget and eng.vram.capacity(0) == budget
+    vk = vk_from_zkey(zkey)
+    assert all(verify(vk, p.public, p) for p in proofs)
+
+
+@gpu
+async def test_engine_refuses_a_budget_below_key_plus_one_proof_before_any_upload(bench, tmp_path):
+    from engine.api import Engine
+    from engine.config import EngineConfig
+    from engine.errors import BudgetError
+    from engine.formats.zkey import write_zkey
+
+    zkey, _ = bench
+    path = tmp_path / "bench.zkey"
+    write_zkey(path, zkey)
+    async with Engine(EngineConfig(backend="gpu", vram_budget=1 << 16, idle_trim_s=None)) as eng:
+        with pytest.raises(BudgetError, match=r"too small for this key plus one proof"):
+            await eng.load_key(path)
+        assert eng.vram.capacity(0) == 1 << 16 and eng.at_rest()
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_host_tier_failure_paths_free_everything_on_a_fake_driver(curve):
+    """Every injected fault of stage and compute (issue 14 item 11's cases) on a host-tier key: the
+    pool, the pinned buffers and the events come back, and closing frees the pinned bases."""
+    from fake_cuda import fake_driver
+    from test_gpu_failure_paths import _backend, _check_every_fault
+
+    with fake_driver() as fake:
+        backend = _backend(fake=True)
+        backend.tier, backend.host_chunk = "host", 2
+        events_before = len(fake.live_events)
+        _check_every_fault(backend, curve, fake)
+        assert len(fake.live_events) == events_before + 1  # the key's ready event is all that stays
+        backend.close()
+        assert not fake.live_device and not fake.live_pinned

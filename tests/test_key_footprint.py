@@ -1,0 +1,322 @@
+"""The key footprint follows the VRAM budget; key loads go through the budgets; budgets explain themselves.
+
+No GPU needed: footprint.plan_key is pure arithmetic over a key's shape, and the
+Engine's key path runs here on a simulated device that plans its keys the way
+the GPU backend does (`plan_key`, `load_key(zkey, footprint)`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+from conftest import FIXTURES, REPO
+from engine.algebra.curves import BLS12_381, BN254
+from engine.api import Engine
+from engine.backends.gpu import footprint as fpm
+from engine.backends.gpu.footprint import KeyShape, plan_key
+from engine.config import EngineConfig
+from engine.errors import BudgetError
+from scheduler.budget import KEY
+from scheduler.simulated import SimKey, SimParams, SimulatedDevice, SimulatedKit
+
+GiB = 1 << 30
+
+
+def bench_shape(curve, log_constraints: int) -> KeyShape:
+    """The shape of a bench circuit's key: about 1 wire per constraint, 4 coefficients per row of A and B."""
+    n = (1 << log_constraints) + 8
+    return KeyShape(curve, n, 1 << (log_constraints + 1), 4 * n, 4 * n)
+
+
+def total(fp, proofs=None) -> int:
+    return fp.device_bytes + (fp.proofs_in_flight if proofs is None else proofs) * fp.working_set_bytes
+
+
+# ------------------------------------------------------------------ the choice
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
+@pytest.mark.parametrize("log_n", [16, 20, 22, 24])
+def test_every_budget_gets_a_footprint_that_fits_it_or_one_clear_error(curve, log_n):
+    shape = bench_shape(curve, log_n)
+    previous = None
+    for budget in [b * GiB for b in (139, 64, 32, 16, 12, 8, 4, 2, 1)] + [GiB // 4, 0, -5 * GiB]:
+        try:
+            fp = plan_key(shape, budget, proofs=2)
+        except BudgetError as exc:
+            text = str(exc)
+            assert "too small for this key plus one proof" in text and "working set" in text
+            assert not re.search(r"-\d", text)  # never a negative number of bytes
+            previous = "error"
+            continue
+        assert previous != "error", "a larger budget failed where a smaller one fits"
+        assert total(fp) <= budget and fp.proofs_in_flight in (1, 2)
+        if fp.tier == "resident" and previous is not None:
+            assert fp.fold <= previous.fold or previous.tier == "host"  # less memory never folds more
+        if fp.tier == "host":
+            assert fp.host_bytes == shape.bases_bytes() and fp.streamed_bytes == fp.host_bytes
+            assert fp.plan_w.fold == 1 and fp.chunk_w >= 1
+        previous = fp
+
+
+def test_a_large_budget_folds_every_window_and_a_small_one_trades_fold_for_room():
+    shape = bench_shape(BN254, 22)
+    big = plan_key(shape, 139 * GiB, proofs=2)
+    assert big.tier == "resident" and big.fold == big.plan_w.windows and big.proofs_in_flight == 2
+    assert big.msm_cost == big.full_fold_cost
+    small = plan_key(shape, 12 * GiB, proofs=2)
+    assert small.tier == "resident" and small.fold < big.fold and small.proofs_in_flight == 2
+    assert small.msm_cost > big.msm_cost  # the cost the smaller fold implies is reported
+    assert small.device_bytes < big.device_bytes
+
+
+def test_the_2e24_key_of_the_issue_fits_16_gib_with_room_for_proofs():
+    """Issue 18: a 2^24 BN254 key took ~33 GiB (fold chosen against a third of the device)."""
+    fp = plan_key(bench_shape(BN254, 24), 16 * GiB, proofs=2)
+    assert total(fp) <= 16 * GiB and fp.proofs_in_flight >= 1
+    assert "16.0 GiB budget" in fp.describe()
+
+
+# (budget, tier forced, chunk forced, GPU ms per proof measured) on the H200, 2^20 bench keys (RESULTS.md)
+H200_PROOFS = {
+    "bn128": [(139 * GiB, "resident", None, 40.9), (2 * GiB, "host", 1 << 19, 81.2), (GiB, "host", 1 << 15, 342.7)],
+    "bls12381": [(139 * GiB, "resident", None, 86.0), (GiB, "host", 1 << 14, 1300.2), (GiB, "host", 1 << 17, 291.1),
+                 (GiB, "host", 1 << 18, 221.6)],
+}
+NTT_AND_EVALUATE_MS = 5  # the rest of a 2^20 proof's GPU time (perf/RESULTS.md, whole proofs)
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
+def test_the_time_model_matches_the_h200_proofs_it_was_fitted_on(curve):
+    shape = KeyShape(curve, 1064962, 1 << 21, 2_400_000, 1_900_000)  # the 2^20 bench circuit's key
+    for budget, tier, chunk, measured_ms in H200_PROOFS[curve.name]:
+        fp = plan_key(shape, budget, proofs=1, tier=tier, chunk=chunk, fold="full" if tier == "resident" else "auto")
+        predicted_ms = 1e3 * fp.msm_cost + NTT_AND_EVALUATE_MS
+        assert abs(predicted_ms - measured_ms) <= 0.2 * measured_ms, (tier, chunk, predicted_ms, measured_ms)
+
+
+def test_a_tight_budget_streams_few_large_chunks_not_many_small_ones():
+    """The first choice (two proofs in flight first) took 130 chunks of 16384 wires at 1 GiB: 1.3 s per
+    BLS12-381 2^20 proof on the H200 where 9 chunks take 0.22 s; the time model picks the latter."""
+    shape = KeyShape(BLS12_381, 1064962, 1 << 21, 2_400_000, 1_900_000)
+    fp = plan_key(shape, GiB, proofs=2)
+    assert fp.tier == "host" and fp.chunks <= 17
+    tiny = plan_key(shape, GiB, proofs=2, tier="host", chunk=1 << 14)
+    assert fp.msm_cost < tiny.msm_cost / 4
+
+
+def test_more_proofs_in_flight_only_when_nearly_as_fast():
+    shape = bench_shape(BN254, 22)
+    for budget in (8 * GiB, 12 * GiB, 24 * GiB, 64 * GiB):
+        fp = plan_key(shape, budget, proofs=2)
+        if fp.proofs_in_flight == 1:  # a two-proof footprint that fits is more than SLACK slower
+            for f in fpm.FOLDS:
+                two = fpm.resident_footprint(shape, f, budget, 2, fpm.DEFAULT_SM_COUNT)
+                if total(two, 2) <= budget:
+                    assert two.msm_cost > fp.msm_cost * (1 + fpm.SLACK)
+
+
+def test_fewer_proofs_in_flight_before_the_host_tier():
+    shape = bench_shape(BLS12_381, 22)
+    two = plan_key(shape, 139 * GiB, proofs=2, fold=1)
+    budget = two.device_bytes + two.working_set_bytes + GiB // 8  # room for one proof only
+    fp = plan_key(shape, budget, proofs=2)
+    assert fp.tier == "resident" and fp.proofs_in_flight == 1
+
+
+def test_host_tier_when_the_points_do_not_fit_and_its_chunks_cover_every_base():
+    shape = bench_shape(BN254, 20)
+    resident = plan_key(shape, 139 * GiB, fold=1)
+    budget = shape.fixed_device_bytes() + resident.working_set_bytes  # below points + one proof
+    fp = plan_key(shape, budget, proofs=1)
+    assert fp.tier == "host" and fp.device_bytes == shape.fixed_device_bytes()
+    ranges_w = fpm.chunk_ranges(shape.n_wires, fp.chunk_w)
+    ranges_h = fpm.chunk_ranges(shape.domain, fp.chunk_h)
+    assert ranges_w[0][0] == 0 and ranges_w[-1][1] == shape.n_wires and ranges_h[-1][1] == shape.domain
+    assert fp.chunks == len(ranges_w) + len(ranges_h)
+    assert "host tier" in fp.describe() and "streamed" in fp.describe()
+
+
+def test_forced_choices_and_the_tail_chunk_plan():
+    shape = bench_shape(BN254, 16)
+    fp = plan_key(shape, 139 * GiB, tier="host", chunk=1000)
+    assert fp.tier == "host" and fp.chunk_w == 1000 and fp.chunk_h == 2000
+    tail = fpm.tail_plan(fp.plan_w, shape.n_wires % 1000)
+    assert (tail.c, tail.windows, tail.groups, tail.keys) == (fp.plan_w.c, fp.plan_w.windows, fp.plan_w.groups,
+                                                               fp.plan_w.keys)
+    assert tail.max_entries <= fp.plan_w.max_entries
+    with pytest.raises(BudgetError, match="too small"):
+        plan_key(shape, 1 << 20, tier="resident")
+    with pytest.raises(ValueError):
+        plan_key(shape, GiB, tier="cloud")
+
+
+def test_the_error_names_the_footprint_the_working_set_and_the_budget():
+    with pytest.raises(BudgetError) as info:
+        plan_key(bench_shape(BN254, 24), 4 * GiB, proofs=2, label="big.zkey on device 0")
+    text = str(info.value)
+    assert text.startswith("big.zkey on device 0: the VRAM budget (4.0 GiB)")
+    assert "on the device" in text and "one proof's working set is" in text and "raise vram_budget to at least" in text
+    with pytest.raises(BudgetError, match=r"less than nothing"):
+        plan_key(bench_shape(BN254, 16), -17 * GiB)
+
+
+# ------------------------------------------------------------------ the engine's key path
+
+class PlanningDevice(SimulatedDevice):
+    """A simulated device that plans keys like the GPU backend: footprint.plan_key on a fixed shape."""
+
+    def __init__(self, shape: KeyShape, **plan_options):
+        super().__init__(0, SimParams(vram_bytes=1 << 50, working_set_bytes=0, upload_ms=1, gpu_ms=2,
+                                      stage_host_ms=0))
+        self.shape, self.plan_options, self.loaded = shape, plan_options, []
+
+    def plan_key(self, zkey, budget_bytes, proofs=2, label=None):
+        return plan_key(self.shape, budget_bytes, proofs=proofs, label=label or "key", **self.plan_options)
+
+    def load_key(self, key, footprint=None):
+        self.loaded.append(footprint)
+        resident = super().load_key(key)
+        resident.footprint = footprint
+        return resident
+
+    def resident_bytes(self, key) -> int:
+        return key.footprint.device_bytes
+
+    def host_resident_bytes(self, key) -> int:
+        return key.footprint.host_bytes
+
+    def working_set_bytes(self, key) -> int:
+        return key.footprint.working_set_bytes
+
+
+def engine_with(device, **config) -> Engine:
+    base = dict(synthesis_workers=1, idle_trim_s=None, verify=False)
+    base.update(config)
+    return Engine(EngineConfig(**base), backends=[device], kit=SimulatedKit(witness_rows=64, synth_ms=1,
+                                                                             epilogue_ms=0, verify_ms=0))
+
+
+async def test_load_key_plans_against_the_budget_and_reports_the_footprint():
+    shape = bench_shape(BN254, 22)
+    device = PlanningDevice(shape)
+    async with engine_with(device, vram_budget=12 * GiB) as eng:
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        fp = device.loaded[0]
+        assert fp is not None and fp.budget_bytes == 12 * GiB and fp.proofs_in_flight == 2  # split, one slot
+        assert (key.tier, key.fold, key.msm_cost, key.proofs_in_flight) == ("resident", fp.fold, fp.msm_cost, 2)
+        assert key.key_device_bytes == fp.device_bytes and key.working_set_bytes == fp.working_set_bytes
+        assert eng.vram.capacity(0) == 12 * GiB - fp.device_bytes >= 2 * fp.working_set_bytes
+        assert (await eng.prove(key, {})).key == "k"
+        await eng.unload_key(key)
+        assert eng.vram.capacity(0) == 12 * GiB and eng.at_rest()
+
+
+async def test_single_lock_mode_plans_for_one_proof_and_slots_add_proofs():
+    shape = bench_shape(BN254, 20)
+    for config, want in ((dict(lock_mode="single"), 1), (dict(lock_mode="split", compute_slots=2), 3)):
+        device = PlanningDevice(shape)
+        async with engine_with(device, vram_budget=139 * GiB, **config) as eng:
+            await eng.load_key(SimKey("k", witness_rows=64))
+            assert device.loaded[0].proofs_in_flight == want
+
+
+async def test_a_budget_too_small_is_one_error_at_load_before_any_device_work():
+    device = PlanningDevice(bench_shape(BN254, 24))
+    async with engine_with(device, vram_budget=4 * GiB) as eng:
+        with pytest.raises(BudgetError, match=r"k on device 0: the VRAM budget \(4\.0 GiB\) is too small"):
+            await eng.load_key(SimKey("k", witness_rows=64))
+        assert device.loaded == [] and not any(call == "load_key" for call, _ in device.calls)
+        assert eng.vram.capacity(0) == 4 * GiB and eng.at_rest()
+
+
+async def test_key_load_waits_for_its_bytes_through_the_budget():
+    """Issue 14 item 12: key memory is reserved from the VRAM budget, not taken beside it."""
+    shape = bench_shape(BN254, 20)
+    device = PlanningDevice(shape)
+    async with engine_with(device, vram_budget=8 * GiB) as eng:
+        fp = plan_key(shape, 8 * GiB, proofs=2)
+        held = await eng.vram.reserve(8 * GiB - fp.device_bytes + 1, label="proofs in flight")
+        async with anyio.create_task_group() as tg:
+            done = anyio.Event()
+
+            async def load():
+                await eng.load_key(SimKey("k", witness_rows=64))
+                done.set()
+
+            tg.start_soon(load)
+            await anyio.sleep(0.2)
+            assert not done.is_set() and device.loaded == []  # waiting for room: nothing uploaded yet
+            assert eng.vram.waiting() == 1
+            held.release()
+            with anyio.fail_after(5):
+                await done.wait()
+        assert eng.vram.capacity(0) == 8 * GiB - fp.device_bytes and eng.vram.held(0) == 0
+
+
+async def test_host_tier_bases_come_out_of_the_host_budget():
+    shape = bench_shape(BN254, 20)
+    device = PlanningDevice(shape, tier="host")
+    async with engine_with(device, vram_budget=8 * GiB, host_budget=4 * GiB) as eng:
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        assert key.tier == "host" and key.key_host_bytes == shape.bases_bytes()
+        assert eng.host.capacity(0) == 4 * GiB - shape.bases_bytes()
+        await eng.unload_key(key)
+        assert eng.host.capacity(0) == 4 * GiB
+    device = PlanningDevice(shape, tier="host")
+    async with engine_with(device, vram_budget=8 * GiB, host_budget=64 << 20) as eng:
+        with pytest.raises(BudgetError, match=r"pinned host memory.*host budget is 64\.0 MiB"):
+            await eng.load_key(SimKey("k", witness_rows=64))
+        assert device.loaded == [] and eng.host.capacity(0) == 64 << 20
+
+
+async def test_two_devices_pinned_copies_are_counted_together_not_waited_for_forever():
+    shape = bench_shape(BN254, 16)
+    devices = [PlanningDevice(shape, tier="host"), PlanningDevice(shape, tier="host")]
+    one_copy = shape.bases_bytes()
+    config = dict(synthesis_workers=1, idle_trim_s=None, verify=False, vram_budget=8 * GiB,
+                  host_budget=one_copy + 64 * 32 + 1024)  # one device's bases and one witness, not two
+    kit = SimulatedKit(witness_rows=64, synth_ms=1, epilogue_ms=0, verify_ms=0)
+    async with Engine(EngineConfig(**config), backends=devices, kit=kit) as eng:
+        with anyio.fail_after(5):
+            with pytest.raises(BudgetError, match="other devices' copies"):
+                await eng.load_key(SimKey("k", witness_rows=64))
+        assert eng.host.capacity(0) == config["host_budget"] and eng.at_rest()
+
+
+def test_key_reservations_are_not_proof_reservations():
+    assert KEY not in ("proof", "maintenance")
+
+
+# ------------------------------------------------------------------ the tools
+
+def test_sweep_prints_a_budget_error_as_one_line_not_a_traceback():
+    """perf/sweep.py printed "the VRAM budget of a device is -17.1 GiB" as a traceback (issue 18)."""
+    cmd = [sys.executable, str(REPO / "perf" / "sweep.py"), "--simulate", "--proofs", "2", "--concurrency", "1",
+           "--slots", "1", "--modes", "split", "--sim-vram", "16GiB", "--sim-working-set", "6700MiB",
+           "--vram-budget", "4GiB", "--out", os.devnull + "-unused"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    lines = [l for l in out.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sweep: ") and "4.0 GiB" in lines[0]
+    assert not re.search(r"-\d", lines[0])
+
+
+def test_info_reports_the_key_footprint_under_a_budget():
+    zkey = FIXTURES / "tiny" / "bn128" / "tiny.zkey"
+    out = subprocess.run([sys.executable, "-m", "engine", "info", str(zkey), "--json", "--vram-budget", "1GiB"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    fp = json.loads(out.stdout)["footprint"]
+    assert fp["tier"] == "resident" and fp["budget_bytes"] == GiB and fp["fold"] >= 1
+    assert fp["device_bytes"] + fp["proofs_in_flight"] * fp["working_set_bytes"] <= GiB
+    text = subprocess.run([sys.executable, "-m", "engine", "info", str(zkey), "--vram-budget", "1GiB"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120).stdout
+    assert "footprint:" in text and "MSM cost" in text
