@@ -128,7 +128,7 @@ class Pipeline:
                     "no VRAM budget is left for proofs on any device")
             raise BudgetError(
                 f"job {job} ({key.label}): one proof needs {fmt_bytes(key.vram_bytes)} of device memory but {left} "
-                f"(the resident keys hold the rest); raise vram_budget (--vram-budget), unload a key or use a larger device"
+                f"(the resident keys hold the rest); raise vram_budget, unload a key or use a larger device"
             )
         if any(p.task is not None for p in parts) and key.host_bytes > self.host.capacity(0):
             raise BudgetError(
