@@ -3,12 +3,14 @@
 Each subcommand lives in `engine/commands/<name>.py` and exposes
 `register(subparsers)`, which adds its parser and sets `func` (args -> exit
 code).  This file only parses, dispatches, and turns engine errors into one
-line on stderr with a non-zero exit: never a traceback for a user's mistake.
+line on stderr (a JSON object with --json) with a non-zero exit: never a
+traceback for a user's mistake; Ctrl-C prints `interrupted` and exits 130.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 # subcommand name -> module under engine.commands
@@ -46,19 +48,35 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from engine.errors import EngineError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        for module in getattr(args, "preload", lambda a: ())(args):  # the command's heavy imports, now
+            importlib.import_module(module)
+    except KeyboardInterrupt:  # Ctrl-C while the commands load
+        return report(argparse.Namespace(), "Interrupted", "interrupted", 130)
+    if getattr(signal.getsignal(signal.SIGINT), "loading", False):  # engine/__main__'s start-up handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
     try:
         return int(args.func(args) or 0)
     except EngineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return report(args, type(exc).__name__, str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return report(args, "Interrupted", "interrupted", 130)
     except MemoryError:
-        print("error: out of host memory", file=sys.stderr)
-        return 2
+        return report(args, "MemoryError", "out of host memory", 2)
+
+
+def report(args: argparse.Namespace, kind: str, message: str, exit_code: int) -> int:
+    """The one line a failed command prints on stderr (a JSON object with --json); returns the exit code."""
+    if getattr(args, "json", False):
+        import json  # noqa: PLC0415
+
+        line = json.dumps({"event": "error", "error": kind, "message": message, "exit_code": exit_code})
+    else:
+        line = message if exit_code == 130 else f"error: {message}"
+    print(line, file=sys.stderr, flush=True)
+    return exit_code
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
@@ -37,7 +36,7 @@ from scheduler.synth_pool import SynthPool
 from scheduler.timeline import Event, MemorySink, Stage, Timeline
 
 from engine.config import ConfigError, EngineConfig
-from engine.errors import BudgetError, EngineClosedError, EngineError, EngineStartError, MismatchError
+from engine.errors import BudgetError, EngineClosedError, EngineError, EngineStartError, MismatchError, write_error
 
 log = logging.getLogger("engine")
 
@@ -54,14 +53,20 @@ def synthesise_wtns(path: str) -> tuple[dict, np.ndarray]:
     return {"prime": int(w.prime)}, w.values
 
 
-def synthesise_wasm(wasm_path: str, inputs: dict) -> tuple[dict, np.ndarray]:
-    """Synthesis task: compute a witness from circuit.wasm and inputs (runs in a worker process)."""
-    from engine.witness.calculator import compute_witness  # noqa: PLC0415
+def synthesise_wasm(wasm_path: str, inputs: Any, key_prime: int | None = None,
+                    key_name: str = "the proving key") -> tuple[dict, np.ndarray]:
+    """Synthesis task: compute a witness from circuit.wasm and inputs (a dict or an input.json path;
+    runs in a worker process).  A wasm compiled for another field than the key's is refused first."""
+    from engine.witness.calculator import WasmCircuit  # noqa: PLC0415
 
-    out = compute_witness(wasm_path, inputs)
-    values = getattr(out, "values", out)
-    prime = getattr(out, "prime", None)
-    return {"prime": None if prime is None else int(prime)}, np.asarray(values)
+    circuit = WasmCircuit.load(wasm_path)
+    if key_prime is not None:
+        circuit.check_prime(key_prime, key_name)
+    return {"prime": int(circuit.prime)}, np.asarray(circuit.calculate(inputs))
+
+
+class InputsFile(str):
+    """The path of a circuit's input.json, whatever its name ends with (a plain str path must end in .json)."""
 
 
 @dataclass
@@ -100,17 +105,25 @@ class Groth16Kit:
         return int(key.zkey.n_vars) * 32  # (m, 4) uint64
 
     def make_partition(self, key: Groth16Key, index: int, item: Any) -> Partition:
-        """item: a .wtns path, a dict of circuit inputs (needs wasm=), a Witness, or (m, 4) uint64 values."""
-        if isinstance(item, (str, os.PathLike)):
+        """item: a .wtns path, circuit inputs (a dict, or an input .json path; need wasm=), a Witness,
+        or (m, 4) uint64 values."""
+        inputs_file = isinstance(item, InputsFile) or (
+            isinstance(item, (str, os.PathLike)) and os.fspath(item).lower().endswith(".json"))
+        if isinstance(item, (str, os.PathLike)) and not inputs_file:
             path = os.fspath(item)
             return Partition(index, path, task=(synthesise_wtns, (path,)))
-        if isinstance(item, dict):
+        if isinstance(item, dict) or inputs_file:
             if key.wasm is None:
                 raise MismatchError(
                     f"{self.key_label(key)}: circuit inputs were given but the key was loaded without "
                     "wasm= (the circuit.wasm that computes the witness)"
                 )
-            return Partition(index, f"inputs for {os.path.basename(key.wasm)}", task=(synthesise_wasm, (key.wasm, item)))
+            prime_check = (int(key.zkey.curve.r), key.zkey.path or self.key_label(key))
+            if inputs_file:  # read in the worker: its errors name the file, as the direct path's do
+                path = str(os.fspath(item))
+                return Partition(index, path, task=(synthesise_wasm, (key.wasm, path, *prime_check)))
+            return Partition(index, f"inputs for {os.path.basename(key.wasm)}",
+                             task=(synthesise_wasm, (key.wasm, item, *prime_check)))
         if hasattr(item, "values") and hasattr(item, "prime"):
             name = getattr(item, "path", None) or f"witness {index}"
             return Partition(index, name, values=item.values, meta={"prime": int(item.prime)})
@@ -131,22 +144,21 @@ class Groth16Kit:
 
     # The epilogue and the verification are pure-Python arithmetic (tens of ms): they run in
     # the shared CPU process pool, so they neither serialise on the GIL nor starve the
-    # device threads of it.  The calling thread only waits on the result.
+    # device threads of it.  The calling thread only waits on the result.  A worker that dies
+    # under one fails that job (CpuWorkerCrashedError, an EngineError) and is replaced.
     # A backend that ran the epilogue and the pairing check itself (the GPU: CoreResult.proof
     # set) leaves only decoding: that happens here, in the calling thread, and `verify` has
     # nothing left to do for such a proof (a failed device check raises in `finish`).
     def finish(self, key: Groth16Key, core: Any, public: np.ndarray) -> Any:
-        from scheduler import cpu_pool  # noqa: PLC0415
         from engine.groth16.prover import KeyHeader, finish  # noqa: PLC0415
 
         if getattr(core, "proof", None) is not None:
             return finish(key.zkey, core, public, verify=False)
         if key.header is None:
             key.header = KeyHeader.from_zkey(key.zkey)
-        return cpu_pool.get_pool().submit(finish, key.header, core, public, verify=False).result()
+        return self._in_pool(key, "the epilogue", finish, key.header, core, public, verify=False)
 
-    def verify(self, key: Groth16Key, proof: Any) -> None:
-        from scheduler import cpu_pool  # noqa: PLC0415
+    def verify(self, key: Groth16Key, proof: Any, label: str | None = None) -> None:
         from engine.groth16.prover import checked_on_device, verify_or_raise  # noqa: PLC0415
         from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
 
@@ -155,7 +167,15 @@ class Groth16Kit:
 
         if key.vk is None:
             key.vk = vk_from_zkey(key.zkey)
-        cpu_pool.get_pool().submit(verify_or_raise, key.vk, proof, key.zkey.path).result()
+        self._in_pool(key, "the proof's verification", verify_or_raise, key.vk, proof, key.zkey.path, label)
+
+    def _in_pool(self, key: Groth16Key, what: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        from scheduler import cpu_pool  # noqa: PLC0415
+
+        try:
+            return cpu_pool.get_pool().submit(fn, *args, **kwargs).result()
+        except cpu_pool.CpuWorkerCrashedError as exc:
+            raise cpu_pool.CpuWorkerCrashedError(f"{self.key_label(key)}: {what}: {exc}") from None
 
 
 # ------------------------------------------------------------------ public handles
@@ -283,7 +303,11 @@ class Engine:
         self._kit, self._backends = kit, backends
         if cfg.timeline:
             self._timeline_created = not os.path.exists(cfg.timeline)
-            self.timeline.add_file(cfg.timeline)
+            try:
+                self.timeline.add_file(cfg.timeline)
+            except OSError as exc:  # a missing directory, a read-only place: one line naming the path
+                self._timeline_created = False
+                raise write_error(cfg.timeline, exc) from None
         capacities = []
         for b in backends:
             if cfg.vram_budget is not None:
@@ -407,6 +431,8 @@ class Engine:
         if name == "auto":
             name = "gpu" if count > 0 else "cpu"
         if name == "gpu":
+            if count == 0:
+                select_backend("gpu")  # raises the direct path's BackendUnavailableError (no CUDA device)
             ids = list(cfg.devices) if cfg.devices else list(range(count))
             missing = [d for d in ids if d >= count]
             if missing:
@@ -587,12 +613,14 @@ class Engine:
 
         Results come as they finish (or in input order with ordered=True); one failure is
         one StreamResult with `error`, the stream goes on.  Leaving the loop early cancels
-        the items still in flight.
+        the items still in flight.  Items in flight, results waiting for the reader and (ordered)
+        results held back for an earlier one are `max_in_flight` at most together: a slow
+        reader slows the producer, memory does not grow.
         """
         self._check_open()
         limit = max_in_flight or self.config.max_in_flight
-        send, receive = anyio.create_memory_object_stream(math.inf)
-        slots = anyio.Semaphore(limit)
+        send, receive = anyio.create_memory_object_stream(limit)  # never full: the slots bound it
+        slots = anyio.Semaphore(limit)  # taken per item; back only once the reader has its result
         state = {"outstanding": 0, "feeding": True}
         handles: set[_JobHandle] = set()
         feeder_scope = anyio.CancelScope()
@@ -609,7 +637,6 @@ class Engine:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass  # the consumer left the loop: nobody wants this result
             state["outstanding"] -= 1
-            slots.release()
             if not state["feeding"] and state["outstanding"] == 0:
                 send.close()
 
@@ -643,10 +670,12 @@ class Engine:
                 async for result in receive:
                     if not ordered:
                         yield result
+                        slots.release()  # the reader came back for the next one: feed another item
                         continue
                     buffered[result.index] = result
                     while next_index in buffered:
                         yield buffered.pop(next_index)
+                        slots.release()
                         next_index += 1
             if state.get("error") is not None:
                 raise state["error"]

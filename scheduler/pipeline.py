@@ -21,14 +21,22 @@ Per partition, in this order and never holding two locks:
 5. epilogue and verification in a worker thread (never the event loop,
    never a device thread).
 
-Cancellation: a started device call cannot be undone, so device calls run
-shielded; a partition cancelled after its memory phase discards its staged
-inputs (backend `discard`, or running the compute it no longer needs) and
-returns its budget only when the device is done with the memory.
+Cancellation (a cancelled job is not computed): a partition cancelled before
+its compute phase never reaches it: one waiting for a budget, a lock or a
+slot leaves the queue at once; one already staged gives its inputs back
+(backend `discard`, waited for on the device; a backend without `discard`
+holds only host memory, which is simply dropped).  A started device call
+cannot be undone, so device calls run shielded, but a compute in flight is
+told to stop (the `stop` callable a backend's `compute` may accept, checked
+at each of its stage boundaries), and the partition stops before its
+epilogue.  Budgets go back as soon as the device is done with the memory:
+device memory after the done event, never before.
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
@@ -50,7 +58,7 @@ class Kit(Protocol):
     def check(self, key: Any, meta: Any, values: np.ndarray, label: str) -> None: ...
     def public(self, key: Any, values: np.ndarray) -> Any: ...
     def finish(self, key: Any, core: Any, public: Any) -> Any: ...
-    def verify(self, key: Any, result: Any) -> None: ...
+    def verify(self, key: Any, result: Any) -> None: ...  # optionally a third parameter, label: the witness
 
 
 @dataclass
@@ -75,9 +83,9 @@ class Partition:
     meta: Any = None
 
 
-def _accepts_slot(fn: Callable) -> bool:
+def _accepts(fn: Callable, name: str) -> bool:
     try:
-        return "slot" in inspect.signature(fn).parameters
+        return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
 
@@ -105,7 +113,9 @@ class Pipeline:
         self.timeline = timeline or Timeline()
         self.verify = verify
         self.cpu_limiter = anyio.CapacityLimiter(cpu_threads)
-        self._slot_kw = {d.index: _accepts_slot(d.backend.compute) for d in self.devices}
+        self._slot_kw = {d.index: _accepts(d.backend.compute, "slot") for d in self.devices}
+        self._stop_kw = {d.index: _accepts(d.backend.compute, "stop") for d in self.devices}
+        self._verify_label = _accepts(kit.verify, "label")  # a kit that names the witness when a proof fails
         self._waiting: dict[tuple[int, int], list[_Waiter]] = {}  # staged partitions awaiting a slot, per key
 
     # ------------------------------------------------------------ jobs
@@ -123,7 +133,7 @@ class Pipeline:
         if any(p.task is not None for p in parts) and key.host_bytes > self.host.capacity(0):
             raise BudgetError(
                 f"job {job} ({key.label}): one witness needs {fmt_bytes(key.host_bytes)} of host memory but the "
-                f"host budget is {fmt_bytes(self.host.capacity(0))}; raise host_budget"
+                f"host budget is {fmt_bytes(self.host.capacity(0))}; raise host_budget (--host-budget)"
             )
 
     async def run_job(self, job: int, key: KeyRecord, parts: Sequence[Partition]) -> list[Any]:
@@ -189,8 +199,9 @@ class Pipeline:
             tl.emit(Stage.EPILOGUE_END, job, p)
             if self.verify:
                 tl.emit(Stage.VERIFY_START, job, p)
-                await anyio.to_thread.run_sync(self.kit.verify, key.data, result,
-                                               limiter=self.cpu_limiter, abandon_on_cancel=True)
+                args = (key.data, result, part.label) if self._verify_label else (key.data, result)
+                await anyio.to_thread.run_sync(self.kit.verify, *args, limiter=self.cpu_limiter,
+                                               abandon_on_cancel=True)
                 tl.emit(Stage.VERIFY_END, job, p)
         except anyio.get_cancelled_exc_class():
             tl.emit(Stage.CANCELLED, job, p, key=key.label)
@@ -273,8 +284,26 @@ class Pipeline:
         tl = self.timeline
         tl.emit(Stage.GPU_START, job, p, device=dev.index, slot=slot)
         staged, state.staged = state.staged, None
+        stop = threading.Event()
+        call = dev.device_lane.submit(self._compute_fn(dev, slot, stop), staged)
+        try:
+            # Not shielded while the compute call runs, so that a cancellation reaches it as `stop`
+            # (asyncio.shield keeps the call's future itself alive).
+            pending = await asyncio.shield(call)
+        except BaseException:
+            stop.set()  # cancelled mid-compute: the backend stops at its next stage boundary
+            with anyio.CancelScope(shield=True):
+                try:
+                    pending = await call
+                except Exception:  # noqa: BLE001 - stopped (or failed) on the way out: nobody wants it
+                    pending = None
+                if pending is not None:  # kernels may still be queued: the memory waits for the done event
+                    try:
+                        await dev.wait(pending)
+                    except Exception:  # noqa: BLE001
+                        pass
+            raise
         with anyio.CancelScope(shield=True):  # kernels cannot be recalled: wait for the done event
-            pending = await dev.call(self._compute_fn(dev, slot), staged)
             core, t_done = await dev.wait(pending)
         tl.emit(Stage.GPU_END, job, p, device=dev.index, slot=slot, t_ns=t_done)
         return core
@@ -346,10 +375,15 @@ class Pipeline:
             except Exception:  # noqa: BLE001 - the batch's own error is what the callers get
                 pass
 
-    def _compute_fn(self, dev: DeviceWorker, slot: int) -> Callable[[Any], Any]:
+    def _compute_fn(self, dev: DeviceWorker, slot: int, stop: threading.Event | None = None) -> Callable[[Any], Any]:
         compute = dev.backend.compute
+        kwargs: dict[str, Any] = {}
         if self._slot_kw[dev.index]:
-            return lambda staged: compute(staged, slot=slot)
+            kwargs["slot"] = slot
+        if stop is not None and self._stop_kw[dev.index]:
+            kwargs["stop"] = stop.is_set
+        if kwargs:
+            return lambda staged: compute(staged, **kwargs)
         return compute
 
     async def _discard(self, dev: DeviceWorker, owner: tuple, state) -> None:
@@ -360,11 +394,8 @@ class Pipeline:
             pending = await dev.call(discard, staged)
             if pending is not None:
                 await dev.wait(pending)
-            return
-        # no discard in this backend: run the compute it no longer needs, on a slot, and drop the result
-        async with dev.locks.compute(owner) as slot:
-            pending = await dev.call(self._compute_fn(dev, slot), staged)
-            await dev.wait(pending)
+        # no discard in this backend: its memory phase holds only host memory, dropped with `staged`
+        # (running the compute it no longer needs would only burn a slot: issue 14)
 
 
 class _DeviceState:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
+import pickle
+import signal
 import sys
 import threading
 import types
-from concurrent.futures import ProcessPoolExecutor
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 # Found, not imported: runpy warns when a child's main module is already in sys.modules
 # (the forkserver preloads this module, and so would have imported it).
@@ -46,19 +48,48 @@ def ours_as_main() -> Iterator[None]:
                 del sys.modules["__main__"]
 
 
+@contextlib.contextmanager
+def interrupts_blocked() -> Iterator[None]:
+    """While inside, this thread blocks SIGINT, and so does every process started here (and its children).
+
+    Ctrl-C in a terminal signals the whole process group: a worker still starting up (before it
+    could ignore SIGINT; the forkserver itself) would die printing a KeyboardInterrupt traceback.
+    A blocked signal mask is inherited through fork and exec, so the workers never see it; the
+    main process, which has not blocked it, turns it into one clean `interrupted`.
+    """
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def start_process(process) -> None:
-    """`process.start()` with our module as the child's main."""
-    with ours_as_main():
+    """`process.start()` with our module as the child's main and SIGINT blocked in the child."""
+    # The resource tracker, started on first use inside start(), unblocks SIGINT in the calling
+    # thread after spawning itself (it blocks, spawns, then unblocks, not restores): start it first,
+    # so the forkserver and the worker are spawned with the mask still in place.
+    from multiprocessing import resource_tracker  # noqa: PLC0415
+
+    resource_tracker.ensure_running()
+    with ours_as_main(), interrupts_blocked():
         process.start()
 
 
-class WorkerPoolExecutor(ProcessPoolExecutor):
-    """A ProcessPoolExecutor whose workers (started on demand, and replacements) get our main module."""
-
-    def _spawn_process(self) -> None:  # called from submit() and when a worker is replaced
-        with ours_as_main():
-            super()._spawn_process()
-
-    def _launch_processes(self) -> None:  # Python < 3.9 and the "fork" path start them all at once
-        with ours_as_main():
-            super()._launch_processes()
+def serve_tasks(conn, handle: Callable[[Any], bytes]) -> None:
+    """A pool worker's life: say ready, then send `handle(task)` (the reply, pickled) for each task on
+    the pipe until it closes or sends None.  Ctrl-C is the main process's business: SIGINT is ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        conn.send_bytes(pickle.dumps(("ready", os.getpid())))
+    except OSError:  # the parent is gone (it exited while this worker started): nothing to serve
+        return
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        task = pickle.loads(data)
+        if task is None:
+            return
+        conn.send_bytes(handle(task))

@@ -4,7 +4,9 @@ Workers are started with `forkserver` (default) or `spawn`, never `fork`: the
 main process may have initialised CUDA, and a forked child of it is broken.
 Each worker serves one task at a time over its own pipe, so a worker that
 dies (a crash, an os._exit, a kill) fails only the task it was running; it
-is restarted in the background and the pool keeps serving.
+is restarted in the background and the pool keeps serving.  One that died
+while idle is found before a task is sent to it, replaced, and the task goes
+to the next free worker (nothing fails).
 
 A task is a picklable `fn(*args) -> (meta, ndarray)` (module-level function;
 the engine supplies them, so this module knows nothing of circuits).  The
@@ -16,13 +18,9 @@ the worker in the background.
 """
 from __future__ import annotations
 
-import importlib
 import multiprocessing as mp
-import os
 import pickle
-import signal
 import threading
-import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -33,8 +31,9 @@ from engine.errors import MismatchError, WitnessGenerationError
 
 from scheduler.budget import fmt_bytes
 from scheduler.locks import FifoSlots
-from scheduler.processes import start_process
+from scheduler.processes import serve_tasks, start_process
 from scheduler.shm import ShmBlock
+from scheduler.task_errors import describe_error, rebuild_error
 
 START_METHODS = ("forkserver", "spawn")
 _READY_TIMEOUT_S = 120.0
@@ -68,64 +67,29 @@ class SynthResult:
 
 # ------------------------------------------------------------------ worker side
 
-def _describe_error(exc: BaseException) -> tuple:
-    cls = type(exc)
-    text = f"{cls.__name__}: {exc}"
-    try:
-        state = pickle.dumps((exc.args, dict(getattr(exc, "__dict__", {}))))
-    except Exception:
-        state = pickle.dumps(((str(exc),), {}))
-    return (cls.__module__, cls.__qualname__, state, text, traceback.format_exc())
-
-
 def _worker_main(conn, index: int) -> None:
     """A synthesis worker: serve (fn, args, block name, capacity) until told to stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's business
-    conn.send_bytes(pickle.dumps(("ready", os.getpid())))
-    while True:
-        try:
-            data = conn.recv_bytes()
-        except (EOFError, OSError):
-            return
-        task = pickle.loads(data)
-        if task is None:
-            return
-        fn, args, block_name, capacity = task
-        try:
-            meta, values = fn(*args)
-            values = np.ascontiguousarray(values)
-            if values.nbytes > capacity:
-                reply = ("too_big", meta, values.shape, values.dtype.str)
-            else:
-                block = ShmBlock.attach(block_name)
-                dst = block.ndarray(values.shape, values.dtype)
-                dst[...] = values
-                del dst
-                block.close()
-                reply = ("ok", meta, values.shape, values.dtype.str)
-        except BaseException as exc:  # reported to the caller; the worker lives on
-            reply = ("error", *_describe_error(exc))
-        conn.send_bytes(pickle.dumps(reply))
+    serve_tasks(conn, _synthesise)
 
 
-def _rebuild_error(module: str, qualname: str, state: bytes, text: str, tb: str) -> BaseException:
-    """The worker's exception, same type and message where it can be rebuilt."""
+def _synthesise(task: tuple) -> bytes:
+    """One task: fn(*args) -> (meta, values); the values go into the shared block, the rest back."""
+    fn, args, block_name, capacity = task
     try:
-        cls = importlib.import_module(module)
-        for part in qualname.split("."):
-            cls = getattr(cls, part)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            args, attrs = pickle.loads(state)
-            exc = cls.__new__(cls)
-            exc.args = tuple(args)
-            exc.__dict__.update(attrs)
-            exc.worker_traceback = tb
-            return exc
-    except Exception:
-        pass
-    exc = WitnessGenerationError(f"synthesis failed: {text}")
-    exc.worker_traceback = tb
-    return exc
+        meta, values = fn(*args)
+        values = np.ascontiguousarray(values)
+        if values.nbytes > capacity:
+            reply = ("too_big", meta, values.shape, values.dtype.str)
+        else:
+            block = ShmBlock.attach(block_name)
+            dst = block.ndarray(values.shape, values.dtype)
+            dst[...] = values
+            del dst
+            block.close()
+            reply = ("ok", meta, values.shape, values.dtype.str)
+    except BaseException as exc:  # reported to the caller; the worker lives on
+        reply = ("error", *describe_error(exc))
+    return pickle.dumps(reply)
 
 
 # ------------------------------------------------------------------ pool side
@@ -155,9 +119,11 @@ class SynthPool:
         self._idle = FifoSlots(workers, "synthesis workers")
         self._restarts: list[threading.Thread] = []
         self._closing = False
+        self._starting: dict[int, Any] = {}  # slot -> a worker process started but not yet ready
         self._started = False
         self._broken: BaseException | None = None  # a worker that could not be started
-        self.crashes = 0
+        self.crashes = 0  # workers that died on a task (that task failed)
+        self.idle_deaths = 0  # workers found dead when a task came (replaced; the task went elsewhere)
         self.restarts = 0
         self.max_reply_bytes = 0  # the largest message a worker sent back (witness data never travels here)
 
@@ -190,6 +156,9 @@ class SynthPool:
 
     async def close(self) -> None:
         self._closing = True
+        for process in list(self._starting.values()):  # a worker still starting is not waited for
+            if process.is_alive():
+                process.kill()
         threads = list(self._restarts)
         if threads:
             await anyio.to_thread.run_sync(lambda: [t.join() for t in threads])
@@ -228,26 +197,37 @@ class SynthPool:
             raise RuntimeError("synthesis pool is not running")
         if self._broken is not None:
             raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {self._broken}")
-        idx = await self._idle.acquire(label)
-        worker = self._workers[idx]
+        payload_args = (fn, args)
         block = None
+        idx = None
         try:
-            block = ShmBlock.create(capacity)
+            while True:
+                idx = await self._idle.acquire(label)
+                worker = self._workers[idx]
+                if block is None:
+                    block = ShmBlock.create(capacity)
+                # A worker that died while idle is replaced before it is given work; the task, which
+                # it never received, goes to the next worker that is free.
+                if worker is not None and worker.process.is_alive():
+                    try:
+                        worker.conn.send_bytes(pickle.dumps((*payload_args, block.name, int(capacity))))
+                        break
+                    except (OSError, ValueError):  # died between the check and the send
+                        pass
+                self.idle_deaths += 1
+                self._replace(idx)
+                idx = None
+                if self._broken is not None:
+                    raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {self._broken}")
             if on_start is not None:
                 on_start(idx)
-            try:
-                worker.conn.send_bytes(pickle.dumps((fn, args, block.name, int(capacity))))
-            except (OSError, ValueError):  # the worker died while idle
-                self.crashes += 1
-                raise SynthesisCrashedError(
-                    f"{label}: synthesis worker {idx} had died (exit code {worker.process.exitcode}); "
-                    "this job failed, the worker is being restarted"
-                ) from None
             reply = await self._receive(worker, label)
         except BaseException as exc:
             if block is not None:
                 block.release()
-            if isinstance(exc, SynthesisCrashedError) or not isinstance(exc, Exception):
+            if idx is None:  # cancelled (or the pool broke) while waiting for a worker: none is held
+                pass
+            elif isinstance(exc, SynthesisCrashedError) or not isinstance(exc, Exception):
                 # crashed, or cancelled mid-task: the worker's state is unknown; replace it
                 self._replace(idx)
             else:
@@ -269,7 +249,7 @@ class SynthPool:
                 tuple(shape),
                 dtype,
             )
-        raise _rebuild_error(*reply[1:])
+        raise rebuild_error(*reply[1:], fallback=WitnessGenerationError, prefix="synthesis failed: ")
 
     async def _receive(self, worker: _Worker, label: str) -> tuple:
         await anyio.wait_readable(worker.conn.fileno())
@@ -313,8 +293,11 @@ class SynthPool:
                 return
             parent, child = self._ctx.Pipe(duplex=True)
             process = self._ctx.Process(target=_worker_main, args=(child, idx), daemon=True, name=f"synth-{idx}")
+            self._starting[idx] = process
             start_process(process)
             child.close()
+            if self._closing:  # close() came while it started: it may have missed this one
+                process.kill()
             if not parent.poll(_READY_TIMEOUT_S):
                 process.kill()
                 raise WitnessGenerationError(f"synthesis worker {idx} did not start within {_READY_TIMEOUT_S:.0f} s")
@@ -330,8 +313,9 @@ class SynthPool:
             if count_restart:
                 self.restarts += 1
         except BaseException as exc:
-            error = exc
+            error = None if self._closing else exc  # killed by close(): not a broken pool
         finally:
+            self._starting.pop(idx, None)
             token.call(self._spawned, idx, threading.current_thread(), error)
 
     def _spawned(self, idx: int, thread: threading.Thread, error: BaseException | None) -> None:

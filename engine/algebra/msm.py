@@ -14,18 +14,15 @@
    so every term ends up as (sum of points)·2^e with e = c·window + j.
 5. A Horner pass over e (Jacobian doublings) combines them.
 
-Large inputs are split by point range over a process pool (forkserver or
-spawn, never fork), created on first use, reused, and shut down at exit.
-As with any such pool, a script that uses it needs the
-`if __name__ == "__main__":` guard; without one the pool is disabled (with a
-warning) and the MSM runs in the calling process.
+Large inputs are split by point range over the shared CPU process pool
+(scheduler/cpu_pool.py: forkserver or spawn, never fork; created on first use,
+reused, shut down at exit).  A worker that dies fails the MSM it was part of
+with `CpuWorkerCrashedError` and is replaced; the next MSM uses the pool again.
 """
 from __future__ import annotations
 
-import warnings
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Sequence
+from concurrent.futures import wait
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -41,20 +38,27 @@ from engine.algebra.ec import G1_OPS, G2_OPS, G1Point, G2Point, GroupOps, group_
 PARALLEL_MIN_POINTS = {1: 512, 2: 256}
 
 
-def msm_g1(curve: Curve, points: Sequence[G1Point], scalars: Sequence[int], *, workers: int | None = None) -> G1Point:
+class MsmStopped(Exception):
+    """A pooled MSM given up because its `stop` said so (its proof's job was cancelled)."""
+
+
+def msm_g1(curve: Curve, points: Sequence[G1Point], scalars: Sequence[int], *, workers: int | None = None,
+           stop: Callable[[], bool] | None = None) -> G1Point:
     """Σ scalars_i·points_i in G1 (affine tuples, None = infinity); scalars are reduced mod r.
 
     workers: processes for a large MSM (None: one per CPU; 0 or 1: this process only).
+    stop: polled while the pool works on a large MSM; once true, MsmStopped is raised at once.
     """
-    return _msm(G1_OPS(curve), 1, points, scalars, workers)
+    return _msm(G1_OPS(curve), 1, points, scalars, workers, stop)
 
 
-def msm_g2(curve: Curve, points: Sequence[G2Point], scalars: Sequence[int], *, workers: int | None = None) -> G2Point:
+def msm_g2(curve: Curve, points: Sequence[G2Point], scalars: Sequence[int], *, workers: int | None = None,
+           stop: Callable[[], bool] | None = None) -> G2Point:
     """Σ scalars_i·points_i in G2; as msm_g1."""
-    return _msm(G2_OPS(curve), 2, points, scalars, workers)
+    return _msm(G2_OPS(curve), 2, points, scalars, workers, stop)
 
 
-def _msm(ops: GroupOps, group: int, points, scalars, workers):
+def _msm(ops: GroupOps, group: int, points, scalars, workers, stop=None):
     if len(points) != len(scalars):
         raise ValueError(f"MSM: {len(points)} points but {len(scalars)} scalars")
     r = ops.curve.r
@@ -72,9 +76,9 @@ def _msm(ops: GroupOps, group: int, points, scalars, workers):
             rest_k.append(k)
     nproc = _resolve_workers(workers)
     results = None
-    if nproc > 1 and len(rest_p) >= PARALLEL_MIN_POINTS[group] and not _pool_disabled:
-        results = _run_chunks(ops.curve, group, rest_p, rest_k, nproc, ops, ones)
-    if results is None:
+    if nproc > 1 and len(rest_p) >= PARALLEL_MIN_POINTS[group]:
+        results = _run_chunks(ops.curve, group, rest_p, rest_k, nproc, ops, ones, stop)
+    else:
         results = [ops.sum(ones), pippenger(ops, rest_p, rest_k)]
     return ops.sum(results)
 
@@ -160,11 +164,10 @@ def pippenger(ops: GroupOps, points: list, scalars: list[int]):
 
 
 # ------------------------------------------------------------------ the process pool
-_pool_disabled = False
 _resolve_workers = cpu_pool.resolve_workers
 
 
-def _get_pool(nproc: int) -> ProcessPoolExecutor:
+def _get_pool(nproc: int) -> cpu_pool.CpuPool:
     return cpu_pool.get_pool(nproc)
 
 
@@ -185,31 +188,37 @@ def _noop(_: int) -> None:
     return None
 
 
-def _run_chunks(curve: Curve, group: int, points: list, scalars: list[int], nproc: int, ops: GroupOps, ones: list):
+_STOP_POLL_S = 0.02
+
+
+def _run_chunks(curve: Curve, group: int, points: list, scalars: list[int], nproc: int, ops: GroupOps, ones: list,
+                stop: Callable[[], bool] | None = None):
     """Partial sums: one per point range from the workers, plus the ones summed here meanwhile.
 
-    None when the pool cannot run (a worker died, or a worker cannot start, as
-    happens when the main script lacks the `if __name__ == "__main__":` guard
-    that spawn/forkserver need): the pool is then disabled for this process
-    with a warning and the caller computes the MSM itself.
+    A worker that dies raises CpuWorkerCrashedError (an EngineError) here: this MSM fails, the pool
+    replaces the worker.  The other ranges still queued are dropped, not computed for nothing; so
+    are they when `stop` turns true (MsmStopped).
     """
-    global _pool_disabled
     n = len(points)
     bounds = [n * i // nproc for i in range(nproc + 1)]
+    pool = _get_pool(nproc)
+    futures = [
+        pool.submit(_chunk_task, curve.name, group, points[lo:hi], scalars[lo:hi])
+        for lo, hi in zip(bounds, bounds[1:])
+        if hi > lo
+    ]
     try:
-        pool = _get_pool(nproc)
-        futures = [
-            pool.submit(_chunk_task, curve.name, group, points[lo:hi], scalars[lo:hi])
-            for lo, hi in zip(bounds, bounds[1:])
-            if hi > lo
-        ]
         ones_sum = ops.sum(ones)
+        if stop is not None:
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=_STOP_POLL_S)
+                if pending and stop():
+                    raise MsmStopped("the MSM was stopped: its proof's job was cancelled")
         return [ones_sum] + [f.result() for f in futures]
-    except (BrokenProcessPool, RuntimeError, OSError) as exc:
-        _pool_disabled = True
-        shutdown_pool()
-        warnings.warn(f"MSM process pool failed ({type(exc).__name__}: {exc}); continuing in one process", RuntimeWarning)
-        return None
+    finally:
+        for f in futures:
+            f.cancel()  # after a failure: what no worker has taken yet is not computed
 
 
 def _chunk_task(curve_name: str, group: int, points: list, scalars: list[int]):

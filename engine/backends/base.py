@@ -53,6 +53,10 @@ class CoreResult:
     verified: Optional[bool] = None
 
 
+class ComputeStopped(Exception):
+    """A compute phase ended early at a stage boundary because its `stop` said so (a cancelled job)."""
+
+
 class ResidentKey:
     """A proving key prepared for one backend (on a GPU: uploaded and kept resident).
 
@@ -140,33 +144,39 @@ class Backend(ABC):
         """Memory phase: make the witness available to `compute` (upload, allocate)."""
         return Staged(key=key, witness=witness)
 
-    def compute(self, staged: Staged) -> Pending:
-        """Compute phase: start the stages; the returned Pending's wait() gives the result."""
-        result = self.prove_core(staged.key, staged.witness)
+    def compute(self, staged: Staged, stop: Callable[[], bool] | None = None) -> Pending:
+        """Compute phase: start the stages; the returned Pending's wait() gives the result.
+
+        stop: polled at each stage boundary; once true, the compute ends with ComputeStopped
+        (the scheduler sets it when the proof's job was cancelled).
+        """
+        result = self.prove_core(staged.key, staged.witness, stop=stop)
         result.timings = {**staged.timings, **result.timings}
         return Pending(lambda: result)
 
-    def prove_core(self, key: ResidentKey, witness: np.ndarray) -> CoreResult:
+    def prove_core(self, key: ResidentKey, witness: np.ndarray,
+                   stop: Callable[[], bool] | None = None) -> CoreResult:
         """All heavy stages of one proof, run one after another (the reference pipeline)."""
         z = key.zkey
         curve = z.curve
         timings: dict[str, float] = {}
-        t = time.perf_counter()
-        a, b = self.evaluate(key, witness)
-        timings["evaluate"], t = time.perf_counter() - t, time.perf_counter()
-        h = self.quotient(curve, a, b)
-        timings["quotient"], t = time.perf_counter() - t, time.perf_counter()
-        pi_h = self.msm_g1(curve, z.h, h)
-        timings["msm_h"], t = time.perf_counter() - t, time.perf_counter()
-        pi_a0 = self.msm_g1(curve, z.a, witness)
-        timings["msm_a"], t = time.perf_counter() - t, time.perf_counter()
-        pi_b1 = self.msm_g1(curve, z.b1, witness)
-        timings["msm_b1"], t = time.perf_counter() - t, time.perf_counter()
-        pi_b2 = self.msm_g2(curve, z.b2, witness)
-        timings["msm_b2"], t = time.perf_counter() - t, time.perf_counter()
-        pi_c0 = self.msm_g1(curve, z.c, witness[z.n_public + 1 :])
-        timings["msm_c"] = time.perf_counter() - t
-        return CoreResult(pi_a0, pi_b1, pi_b2, pi_c0, pi_h, timings)
+        stages = (
+            ("evaluate", lambda: self.evaluate(key, witness)),
+            ("quotient", lambda: self.quotient(curve, *out["evaluate"])),
+            ("msm_h", lambda: self.msm_g1(curve, z.h, out["quotient"])),
+            ("msm_a", lambda: self.msm_g1(curve, z.a, witness)),
+            ("msm_b1", lambda: self.msm_g1(curve, z.b1, witness)),
+            ("msm_b2", lambda: self.msm_g2(curve, z.b2, witness)),
+            ("msm_c", lambda: self.msm_g1(curve, z.c, witness[z.n_public + 1 :])),
+        )
+        out: dict[str, Any] = {}
+        for name, run in stages:
+            if stop is not None and stop():
+                raise ComputeStopped(f"{name}: the proof's job was cancelled")
+            t = time.perf_counter()
+            out[name] = run()
+            timings[name] = time.perf_counter() - t
+        return CoreResult(out["msm_a"], out["msm_b1"], out["msm_b2"], out["msm_c"], out["msm_h"], timings)
 
     def close(self) -> None:
         """Release the backend's resources (device contexts, pools)."""

@@ -87,6 +87,14 @@ class CpuBackend(Backend):
     def __init__(self, workers: int | None = None):
         self.workers = workers
         self._keys: weakref.WeakSet = weakref.WeakSet()
+        self._proof = threading.local()  # the `stop` of the proof this thread computes (pooled MSMs poll it)
+
+    def prove_core(self, key, witness, stop=None):
+        self._proof.stop = stop
+        try:
+            return super().prove_core(key, witness, stop=stop)
+        finally:
+            self._proof.stop = None
 
     # ---- keys
     def load_key(self, zkey: Any) -> CpuResidentKey:
@@ -137,11 +145,13 @@ class CpuBackend(Backend):
 
     def msm_g1(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray) -> G1Point:
         ks = fr_to_ints(curve, scalars)
-        return _msm.msm_g1(curve, self._points(curve, bases, g2=False), ks, workers=self.workers)
+        return _msm.msm_g1(curve, self._points(curve, bases, g2=False), ks, workers=self.workers,
+                           stop=getattr(self._proof, "stop", None))
 
     def msm_g2(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray) -> G2Point:
         ks = fr_to_ints(curve, scalars)
-        return _msm.msm_g2(curve, self._points(curve, bases, g2=True), ks, workers=self.workers)
+        return _msm.msm_g2(curve, self._points(curve, bases, g2=True), ks, workers=self.workers,
+                           stop=getattr(self._proof, "stop", None))
 
     def close(self) -> None:
         """Forget the loaded keys' decoded data; the shared MSM pool stays up until exit (msm.shutdown_pool)."""

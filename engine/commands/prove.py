@@ -6,8 +6,11 @@ and only <proof.json> <public.json> follow the key.  The proof is verified
 before anything is written (unless --no-verify), and both files are written
 only once everything has succeeded, so a failed run leaves no proof behind.
 
-One proof runs directly in this process.  `--timeline FILE` or `--config FILE`
-run it through the asyncio Engine instead (scheduler, budgets, timeline).
+One proof runs directly in this process.  `--timeline FILE`, `--config FILE`
+or any of the Engine's own flags (budgets, pools, locks, devices) run it
+through the asyncio Engine instead (scheduler, budgets, timeline), with the
+same checks, the same one-line errors and exit codes; Ctrl-C exits 130 and
+leaves no file behind on either path.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import json
 import os
 import sys
 
-from engine.errors import EngineError, InputFileError
+from engine.errors import EngineError
 from engine.progress import add_output_flags, format_timings, make_progress
 
 
@@ -35,16 +38,37 @@ def register(subparsers) -> None:
     p.add_argument("--r1cs", metavar="circuit.r1cs",
                    help="check the witness against these constraints first and name the first failing one")
     add_output_flags(p)
-    from engine.config import add_arguments
+    from engine.config import PROVING_BACKENDS, add_arguments
 
-    add_arguments(p)  # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
+    # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
+    add_arguments(p, backends=PROVING_BACKENDS)
     from engine.client import add_server_arguments
 
     add_server_arguments(p)  # --server URL, --token-file, --priority, --deadline
     from engine.distributed.command import add_arguments as add_ray_arguments
 
     add_ray_arguments(p)  # --ray ADDRESS, --engines N
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, preload=preload)
+
+
+def preload(args: argparse.Namespace) -> list[str]:
+    """Modules `run` will import, loaded before Ctrl-C becomes a KeyboardInterrupt (cli.main): an
+    interrupt inside an import can be lost or crash an extension's init."""
+    if getattr(args, "server", None):
+        return ["engine.client"]
+    if getattr(args, "ray", None):
+        return ["engine.distributed.command"]
+    modules = ["numpy", "engine.formats", "engine.groth16.prover", "engine.groth16.verifier",
+               "engine.groth16.r1cs_check", "engine.backends.select", "engine.backends.cpu", "engine.config"]
+    if args.wasm or args.input:
+        modules.append("engine.witness.calculator")
+    from engine.config import engine_flags_given
+
+    if args.timeline or args.config or engine_flags_given(args):
+        modules += ["anyio", "engine.api", "scheduler.synth_pool", "scheduler.cpu_pool"]
+    if args.backend == "gpu":
+        modules.append("engine.backends.gpu")
+    return modules
 
 
 def _split_files(args) -> tuple[str | None, str, str]:
@@ -72,44 +96,60 @@ def run(args: argparse.Namespace) -> int:
         from engine.client import prove_command
 
         return prove_command(args, *_split_files(args))
-    from engine.config import from_args
-    from engine.formats.wtns import read_wtns
-    from engine.formats.zkey import read_zkey
-    from engine.groth16.prover import check_witness_for_key, prove
+    from engine.config import ConfigError, engine_flags_given, from_args
     from engine.progress import process_age
 
     started = process_age()  # the interpreter's start-up and every import up to here
 
     wtns_path, proof_path, public_path = _split_files(args)
     config = from_args(args)
+    if config.backend == "simulated":
+        raise ConfigError(f"{args.config or 'configuration'}: backend 'simulated' makes no real proofs; "
+                          "use auto, cpu or gpu to prove")
     if args.ray:  # on a Ray cluster: engine/distributed/command.py
         from engine.distributed.command import prove_on_ray
 
         return prove_on_ray(args, config, wtns_path, proof_path, public_path)
-    if args.timeline or args.config:
+    if args.timeline or args.config or engine_flags_given(args):
         return _run_engine(args, config, wtns_path, proof_path, public_path)
+    return _run_direct(args, config, wtns_path, proof_path, public_path, started)
+
+
+def _prepare_witness(args, zkey, wtns_path, progress):
+    """(prime, values, name): the witness read or computed here, checked against the key (and --r1cs)."""
+    from engine.formats import read_r1cs, read_wtns
+    from engine.groth16.prover import check_witness_for_key
+
+    with progress.timed("witness", 0.1):
+        if wtns_path is None:
+            witness_name = args.input
+            prime, values = _witness_from_wasm(zkey, args.wasm, args.input)
+        else:
+            witness_name = wtns_path
+            w = read_wtns(wtns_path)
+            prime, values = w.prime, w.values
+        check_witness_for_key(zkey, prime, values, witness_name)
+    if args.r1cs:
+        from engine.groth16.r1cs_check import check_witness
+
+        with progress.timed("check constraints", 0.2):
+            check_witness(read_r1cs(args.r1cs), values, r1cs_name=args.r1cs, witness_name=witness_name,
+                          prime=prime)
+    return prime, values, witness_name
+
+
+def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) -> int:
+    from engine.formats import read_zkey
+    from engine.progress import process_age
+    from engine.groth16.prover import prove
+
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     if started is not None:
         progress.timings["interpreter + imports"] = started
     try:
         with progress.timed("read key", 0.0):
             zkey = read_zkey(args.zkey)
-        with progress.timed("witness", 0.1):
-            if wtns_path is None:
-                witness_name = args.input
-                prime, values = _witness_from_wasm(zkey, args.wasm, args.input)
-            else:
-                witness_name = wtns_path
-                w = read_wtns(wtns_path)
-                prime, values = w.prime, w.values
-            check_witness_for_key(zkey, prime, values, witness_name)
-        if args.r1cs:
-            from engine.formats.r1cs import read_r1cs
-            from engine.groth16.r1cs_check import check_witness
-
-            with progress.timed("check constraints", 0.2):
-                check_witness(read_r1cs(args.r1cs), values, r1cs_name=args.r1cs, witness_name=witness_name,
-                              prime=prime)
+        prime, values, witness_name = _prepare_witness(args, zkey, wtns_path, progress)
         backend = _start_backend(config, zkey, progress)
         if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
             backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
@@ -181,23 +221,39 @@ def _start_backend(config, zkey, progress):
     return backend
 
 
+class _CheckedWitness:
+    """A witness made and checked here (for --r1cs), handed to the Engine as values with their name."""
+
+    def __init__(self, values, prime: int, path: str):
+        self.values, self.prime, self.path = values, prime, path
+
+
 def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
-    from engine.api import prove_files
-    from engine.formats.zkey import read_zkey
+    from engine.api import InputsFile, prove_files
 
+    timeline_existed = bool(args.timeline) and os.path.exists(args.timeline)
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     try:
         with progress.timed("engine", 0.0):
-            if wtns_path is None:
-                with open(args.input, encoding="utf-8") as f:
-                    inputs = json.load(f)
-                proofs = prove_files(args.zkey, [inputs], config=config, timeline=args.timeline, wasm=args.wasm)
-            else:
-                proofs = prove_files(args.zkey, [wtns_path], config=config, timeline=args.timeline)
+            if args.r1cs:  # the constraint check needs the values here first, as on the direct path
+                from engine.formats import read_zkey
+
+                prime, values, name = _prepare_witness(args, read_zkey(args.zkey), wtns_path, progress)
+                item = _CheckedWitness(values, prime, name)
+            else:  # an input.json path is read in the Engine's synthesis worker; its errors name the file
+                item = InputsFile(args.input) if wtns_path is None else wtns_path
+            proofs = prove_files(args.zkey, [item], config=config, timeline=args.timeline, wasm=args.wasm)
         proof = proofs[0]
         with progress.timed("write", 0.95):
             proof.write(proof_path, public_path)
+    except KeyboardInterrupt:
+        if args.timeline and not timeline_existed:  # an interrupted run leaves no file it started
+            try:
+                os.unlink(args.timeline)
+            except OSError:
+                pass
+        raise
     finally:
         progress.done()
     if args.verbose:
@@ -205,5 +261,5 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
               file=sys.stderr)
     if args.json:
         print(json.dumps({"event": "result", "proof": proof_path, "public": public_path,
-                          "curve": read_zkey(args.zkey).curve.name, "timeline": args.timeline}))
+                          "curve": proof.curve.name, "timeline": args.timeline}))
     return 0

@@ -101,6 +101,7 @@ def finish(
     vk: VerificationKey | None = None,
     verify: bool = True,
     scalars: ScalarSource | None = None,
+    witness_name: str | None = None,
 ) -> Proof:
     """Turn a backend's CoreResult into a proof; verify it first unless told not to.
 
@@ -119,7 +120,7 @@ def finish(
     proof = Proof(zkey.curve, pi_a, pi_b, pi_c, public_signals(zkey, values), timings)
     if verify:
         t = time.perf_counter()
-        verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path)
+        verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path, witness_name)
         timings["verify"] = time.perf_counter() - t
     return proof
 
@@ -145,7 +146,7 @@ def _finish_from_backend(zkey, core: CoreResult, values: np.ndarray, *, vk, veri
     timings = dict(core.timings)
     proof = Proof(zkey.curve, pi_a, pi_b, pi_c, public_signals(zkey, values), timings)
     if core.verified is False:
-        raise VerificationError(_not_verified(zkey.path) + " (the device's pairing check failed)")
+        raise VerificationError(_not_verified(zkey.path, witness_name) + " (the device's pairing check failed)")
     if core.verified is None:
         timings.pop(DEVICE_CHECK_TIMING, None)
         if verify:
@@ -176,17 +177,21 @@ def prove(
         timings["load_key"] = time.perf_counter() - t
     core = backend.prove_core(key, values)
     core.timings = {**timings, **core.timings}
-    return finish(zkey, core, values, vk=vk, verify=verify, scalars=scalars)
+    return finish(zkey, core, values, vk=vk, verify=verify, scalars=scalars, witness_name=witness_name)
 
 
-def verify_or_raise(vk: VerificationKey, proof: Proof, key_name: str | None = None) -> None:
+def verify_or_raise(vk: VerificationKey, proof: Proof, key_name: str | None = None,
+                    witness_name: str | None = None) -> None:
     """The check that runs before a proof is returned (in a worker process for the Engine)."""
     from engine.groth16.verifier import verify as verify_proof  # noqa: PLC0415
 
     if not verify_proof(vk, proof.public, proof):
-        raise VerificationError(_not_verified(key_name))
+        raise VerificationError(_not_verified(key_name, witness_name))
 
 
-def _not_verified(key_name: str | None) -> str:
-    return (f"the proof for {key_name or 'this key'} does not verify: the witness does not satisfy the circuit "
-            "(check it with --r1cs), or a backend computed a wrong result; no proof was written or returned")
+def _not_verified(key_name: str | None, witness_name: str | None = None) -> str:
+    key = key_name or "the proving key"
+    witness = witness_name or "the witness"
+    return (f"the proof of {witness} with {key} does not verify: the witness may not satisfy the circuit "
+            f"(check it with --r1cs), or {key} or {witness} may be corrupt (a damaged point or value), "
+            "or a backend computed a wrong result; no proof was written or returned")

@@ -1,0 +1,62 @@
+"""Ctrl-C: time from SIGINT to the exit of `python -m engine prove`, direct and Engine (--timeline) paths,
+SIGINT to the pid and to the process group (issue 14 item 4).
+
+    python perf/ctrl_c.py ZKEY WTNS [--delays 0.3,0.8,1.2,1.6,2.0] [--repeats 2]
+
+Each run is signalled after `delay` s; it must exit 130 with the one line `interrupted`, leaving no
+file.  Prints the median and the largest exit time per path and target.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def one(zkey: str, wtns: str, delay: float, timeline: bool, group: bool) -> tuple[float, int, str, list]:
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [sys.executable, "-m", "engine", "prove", zkey, wtns, f"{d}/proof.json", f"{d}/public.json",
+               "--backend", "cpu"] + (["--timeline", f"{d}/t.jsonl"] if timeline else [])
+        p = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        time.sleep(delay)
+        if p.poll() is not None:
+            raise SystemExit(f"the proof ended before {delay} s: use a larger circuit")
+        t0 = time.perf_counter()
+        os.killpg(p.pid, signal.SIGINT) if group else p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        return time.perf_counter() - t0, p.returncode, err.strip(), os.listdir(d)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("zkey")
+    ap.add_argument("wtns")
+    ap.add_argument("--delays", default="0.3,0.8,1.2,1.6,2.0")
+    ap.add_argument("--repeats", type=int, default=2)
+    a = ap.parse_args()
+    delays = [float(x) for x in a.delays.split(",")]
+    for timeline in (False, True):
+        for group in (False, True):
+            times, bad = [], []
+            for _ in range(a.repeats):
+                for delay in delays:
+                    t, rc, err, left = one(a.zkey, a.wtns, delay, timeline, group)
+                    times.append(t)
+                    if rc != 130 or err != "interrupted" or left:
+                        bad.append((delay, rc, err[-200:], left))
+            print(f"{'engine' if timeline else 'direct'} path, SIGINT to the {'group' if group else 'pid'}: "
+                  f"{len(times)} runs, median {statistics.median(times):.3f} s, max {max(times):.3f} s, "
+                  f"{len(bad)} not clean {bad}")
+
+
+if __name__ == "__main__":
+    main()

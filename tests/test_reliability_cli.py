@@ -1,0 +1,231 @@
+"""`python -m engine prove` through the Engine (--timeline, --config, Engine flags) says what the direct path
+says: the same one-line error and exit code for each user mistake, JSON with --json, no traceback; Ctrl-C
+exits 130 within a second with no file left behind, on both paths."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import engine
+from conftest import EXAMPLES, FIXTURES, REPO, run_engine
+
+SUDOKU = EXAMPLES / "bn128"
+TINY = FIXTURES / "tiny" / "bn128"
+
+
+def _lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def _prove(tmp_path: Path, *args, timeline: bool = False):
+    extra = ("--timeline", str(tmp_path / "t.jsonl")) if timeline else ()
+    return run_engine("prove", *args, "--backend", "cpu", *extra, timeout=300)
+
+
+def _witness_case(tmp_path: Path, case: str) -> list:
+    out = [tmp_path / "out" / "proof.json", tmp_path / "out" / "public.json"]
+    (tmp_path / "out").mkdir(exist_ok=True)
+    if case == "input not json":
+        (tmp_path / "input.json").write_text("{not json")
+        return [SUDOKU / "sudoku.zkey", *out, "--wasm", SUDOKU / "sudoku.wasm", "--input", tmp_path / "input.json"]
+    if case == "input lacks a signal":
+        inputs = json.loads((SUDOKU / "input.json").read_text())
+        del inputs["solution"]
+        (tmp_path / "input.json").write_text(json.dumps(inputs))
+        return [SUDOKU / "sudoku.zkey", *out, "--wasm", SUDOKU / "sudoku.wasm", "--input", tmp_path / "input.json"]
+    if case == "wasm of the other curve":
+        return [SUDOKU / "sudoku.zkey", *out, "--wasm", EXAMPLES / "bls12381" / "sudoku.wasm",
+                "--input", SUDOKU / "input.json"]
+    if case == "witness of another circuit":
+        return [SUDOKU / "sudoku.zkey", TINY / "tiny.wtns", *out]
+    if case == "empty witness":
+        (tmp_path / "empty.wtns").write_bytes(b"")
+        return [SUDOKU / "sudoku.zkey", tmp_path / "empty.wtns", *out]
+    if case == "r1cs as the zkey":
+        return [SUDOKU / "sudoku.r1cs", SUDOKU / "sudoku.wtns", *out]
+    if case == "r1cs of another circuit":
+        return [SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", *out, "--r1cs", TINY / "tiny.r1cs"]
+    raise AssertionError(case)
+
+
+CASES = ["input not json", "input lacks a signal", "wasm of the other curve", "witness of another circuit",
+         "empty witness", "r1cs as the zkey", "r1cs of another circuit"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES)
+def test_engine_path_gives_the_direct_paths_one_line_error(tmp_path, case):
+    args = _witness_case(tmp_path, case)
+    direct = _prove(tmp_path, *args)
+    through_engine = _prove(tmp_path, *args, timeline=True)
+    for proc in (direct, through_engine):
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert len(_lines(proc.stderr)) == 1, proc.stderr
+        assert proc.returncode == 2
+    assert _lines(through_engine.stderr) == _lines(direct.stderr)
+    assert not (tmp_path / "out" / "proof.json").exists() and not (tmp_path / "out" / "public.json").exists()
+
+
+@pytest.mark.parametrize("timeline", [False, True])
+def test_output_in_a_missing_directory_names_the_users_path(tmp_path, timeline):
+    proof = tmp_path / "no-such-dir" / "proof.json"
+    proc = _prove(tmp_path, SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", proof, tmp_path / "public.json",
+                  timeline=timeline)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert _lines(proc.stderr) == [f"error: {proof}: cannot write: No such file or directory"]
+    assert not (tmp_path / "public.json").exists()
+
+
+def test_timeline_in_a_missing_directory_is_one_line_naming_it(tmp_path):
+    timeline = tmp_path / "no-such-dir" / "t.jsonl"
+    proc = run_engine("prove", SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", tmp_path / "p.json",
+                      tmp_path / "pub.json", "--backend", "cpu", "--timeline", timeline, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert _lines(proc.stderr) == [f"error: {timeline}: cannot write: No such file or directory"]
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+@pytest.mark.parametrize("timeline", [False, True])
+def test_too_small_host_budget_is_refused_on_both_paths(tmp_path, timeline):
+    """Before, the direct path ignored --host-budget (and every other Engine flag) and proved anyway."""
+    proc = _prove(tmp_path, SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", tmp_path / "p.json",
+                  tmp_path / "pub.json", "--host-budget", "100", timeline=timeline)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = _lines(proc.stderr)
+    assert "host budget is 100 B" in line and "--host-budget" in line
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_engine_flags_on_the_direct_path_are_applied(tmp_path):
+    proc = _prove(tmp_path, SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", tmp_path / "p.json",
+                  tmp_path / "pub.json", "--synthesis-workers", "1", "--compute-slots", "1",
+                  "--host-budget", "64MiB", "--lock-mode", "single")
+    assert proc.returncode == 0, proc.stderr
+    assert engine.read_proof(tmp_path / "p.json").pi_a
+
+
+def test_errors_with_json_are_one_json_object(tmp_path):
+    for timeline in (False, True):
+        proc = _prove(tmp_path, SUDOKU / "sudoku.zkey", TINY / "tiny.wtns", tmp_path / "p.json",
+                      tmp_path / "pub.json", "--json", timeline=timeline)
+        assert proc.returncode == 2
+        last = json.loads(_lines(proc.stderr)[-1])
+        assert last["event"] == "error" and last["error"] == "MismatchError" and last["exit_code"] == 2
+        assert str(TINY / "tiny.wtns") in last["message"]
+        assert all(json.loads(line) for line in _lines(proc.stderr))  # progress lines are JSON too
+
+
+def test_prove_help_offers_only_real_backends_and_explains_every_flag():
+    proc = run_engine("prove", "--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "simulated" not in text
+    for flag, words in (("--synthesis-workers N", "witnesses"), ("--lock-mode {split,single}", "lock"),
+                        ("--no-verify", "skip")):
+        after = text.rsplit(flag, 1)[1][:120]  # the options list, after the usage line
+        assert words in after, f"{flag} has no help text: {after!r}"
+
+
+def test_config_file_with_the_simulated_backend_is_refused_by_prove(tmp_path):
+    cfg = tmp_path / "engine.toml"
+    cfg.write_text('backend = "simulated"\n')
+    proc = run_engine("prove", SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", tmp_path / "p.json",
+                      tmp_path / "pub.json", "--config", cfg, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = _lines(proc.stderr)
+    assert "simulated" in line and str(cfg) in line
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("timeline", [False, True])
+def test_flipped_byte_in_a_key_point_names_both_files_as_possibly_corrupt(tmp_path, timeline):
+    from test_cli_prove_errors import record
+
+    data = bytearray((TINY / "tiny.zkey").read_bytes())
+    a = record(bytes(data), 5)  # the A points (section 5)
+    data[a.offset + 64 + 3] ^= 0x10  # the second point's x, a low byte: still < q, no longer on the curve
+    zkey = tmp_path / "flipped.zkey"
+    zkey.write_bytes(bytes(data))
+    proc = _prove(tmp_path, zkey, TINY / "tiny.wtns", tmp_path / "p.json", tmp_path / "pub.json",
+                  timeline=timeline)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    (line,) = _lines(proc.stderr)
+    assert str(zkey) in line and str(TINY / "tiny.wtns") in line and "corrupt" in line, line
+    assert not (tmp_path / "p.json").exists()
+
+
+async def test_engine_with_gpu_backend_and_no_device_says_no_cuda_device(monkeypatch, tmp_path):
+    import engine.backends.select as select
+
+    monkeypatch.setattr(select, "cuda_device_count", lambda: 0)
+    timeline = tmp_path / "t.jsonl"
+    with pytest.raises(engine.BackendUnavailableError, match="no CUDA device"):
+        async with engine.Engine(engine.EngineConfig(backend="gpu", timeline=str(timeline))):
+            pytest.fail("the body must not run")
+    assert not timeline.exists()
+
+
+# ---------------------------------------------------------------- Ctrl-C
+
+
+@pytest.fixture(scope="module")
+def bench_files(tmp_path_factory):
+    """A circuit whose CPU proof takes a couple of seconds (2^14 domain), and how long one proof takes
+    here (the signals land at fractions of it, whatever this machine's speed)."""
+    d = tmp_path_factory.mktemp("bench")
+    for cmd in (["bench-circuit", "--constraints", "14000", d, "--quiet"],
+                ["setup", d / "bench.r1cs", d / "bench.zkey", "--backend", "cpu", "--quiet"]):
+        proc = run_engine(*cmd, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    t0 = time.perf_counter()
+    proc = run_engine("prove", d / "bench.zkey", d / "bench.wtns", d / "p.json", d / "pub.json", "--backend", "cpu",
+                      timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return d / "bench.zkey", d / "bench.wtns", time.perf_counter() - t0
+
+
+def _interrupt(tmp_path: Path, zkey: Path, wtns: Path, after_s: float, *, timeline: bool, group: bool):
+    out = tmp_path / "out"
+    out.mkdir(parents=True)
+    cmd = [sys.executable, "-m", "engine", "prove", str(zkey), str(wtns), str(out / "proof.json"),
+           str(out / "public.json"), "--backend", "cpu"]
+    if timeline:
+        cmd += ["--timeline", str(out / "t.jsonl")]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+    try:
+        time.sleep(after_s)
+        assert proc.poll() is None, "the proof ended before the signal: make the circuit larger"
+        t0 = time.perf_counter()
+        # a terminal's Ctrl-C signals the whole group (workers too); `kill -INT pid` only the main process
+        os.killpg(proc.pid, signal.SIGINT) if group else proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+        exit_s = time.perf_counter() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, exit_s, stderr, sorted(os.listdir(out))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("timeline", [False, True], ids=["direct", "engine"])
+@pytest.mark.parametrize("group", [False, True], ids=["pid", "group"])
+def test_ctrl_c_exits_130_within_a_second_without_traceback_or_files(tmp_path, bench_files, timeline, group):
+    zkey, wtns, proof_s = bench_files
+    # starting up; synthesising or computing; computing (the Engine path takes longer than proof_s)
+    for i, after_s in enumerate((0.25, 0.45 * proof_s, 0.8 * proof_s)):
+        rc, exit_s, stderr, left = _interrupt(tmp_path / str(i), zkey, wtns, after_s, timeline=timeline,
+                                              group=group)
+        assert rc == 130, stderr
+        assert "Traceback" not in stderr and _lines(stderr) == ["interrupted"], stderr
+        assert exit_s < 1.0, f"{exit_s:.2f} s to exit after SIGINT at {after_s:.2f} s"
+        assert left == [], left

@@ -1,0 +1,64 @@
+"""A synthesis worker that died while idle is found and replaced before it is given work: the task goes to
+a live worker and succeeds (before, the next task handed to the dead worker failed)."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import anyio
+
+from scheduler.simulated import simulated_synthesis
+from scheduler.synth_pool import SynthPool
+
+
+def _kill(pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while True:  # the kill has landed once the pid is a zombie or gone
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split()[2] == "Z":
+                    return
+        except FileNotFoundError:
+            return
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+async def test_worker_killed_while_idle_is_replaced_and_the_task_succeeds():
+    pool = SynthPool(1)
+    await pool.start()
+    try:
+        _kill(pool._workers[0].process.pid)
+        result = await pool.run(simulated_synthesis, (64, 0, 3, {}), 64 * 32, label="task after the kill")
+        _, expected = simulated_synthesis(64, 0, 3, {})
+        assert (result.values == expected).all()
+        result.release()
+        counts = (pool.idle_deaths, pool.crashes, pool.restarts)
+        assert counts == (1, 0, 1), f"(idle deaths, crashes, restarts) = {counts}"
+        await pool.wait_ready()
+        assert pool.at_rest() and pool.alive() == 1
+    finally:
+        await pool.close()
+
+
+async def test_every_worker_killed_while_idle_still_serves_a_burst_of_tasks():
+    pool = SynthPool(2)
+    await pool.start()
+    try:
+        for w in pool._workers:
+            _kill(w.process.pid)
+        done = []
+
+        async def one(i: int) -> None:
+            r = await pool.run(simulated_synthesis, (64, 0, i, {}), 64 * 32, label=f"task {i}")
+            r.release()
+            done.append(i)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(6):
+                tg.start_soon(one, i)
+        assert sorted(done) == list(range(6)) and pool.crashes == 0 and pool.idle_deaths == 2
+    finally:
+        await pool.close()
