@@ -49,20 +49,23 @@ async def test_pinned_buffers_are_made_in_maintenance_counted_and_given_back(fak
         witness = np.asarray(read_wtns(TINY / "tiny.wtns").values)
         key = await worker.load_key(zkey)  # idle device: the key's buffers are pinned at once
         size = pinned_size_class(pinned_bytes(key))
-        assert fake.pinned_allocs == backend.pinned_per_key == 2
-        assert host.capacity() == (1 << 30) - 2 * size  # counted in the host budget
+        # a small key: one buffer for each proof of a full batch and the one computing
+        n = backend.pinned_count(key, pinned_bytes(key))
+        assert n == backend.max_batch(key) + 1 > backend.pinned_per_key
+        assert fake.pinned_allocs == n
+        assert host.capacity() == (1 << 30) - n * size  # counted in the host budget
 
-        # three proofs in flight at once (a reservation outstanding: pinning would be refused)
+        # n + 1 proofs in flight at once (a reservation outstanding: pinning would be refused)
         res = await vram.reserve(1)
-        staged = [await worker.call(backend.stage, key, witness) for _ in range(3)]
-        assert fake.pinned_allocs == 2  # the third found no free buffer and did not pin one
+        staged = [await worker.call(backend.stage, key, witness) for _ in range(n + 1)]
+        assert fake.pinned_allocs == n  # the last found no free buffer and did not pin one
         assert backend.ctx.pinned.misses == 1
         results = [await worker.wait(await worker.call(backend.compute, s)) for s in staged]
         assert len({tuple(map(str, r[0].__dict__.values())) for r in results}) == 1  # pageable path: same
         assert await worker.maintain(wait=False) is False  # a reservation is outstanding: not now
         res.release()
         assert await worker.maintain(wait=False) is True  # idle: the miss is made good
-        assert fake.pinned_allocs == 3 and host.capacity() == (1 << 30) - 3 * size
+        assert fake.pinned_allocs == n + 1 and host.capacity() == (1 << 30) - (n + 1) * size
 
         await worker.call(backend.unload_key, key)
         assert await worker.trim()  # idle trim: nothing wants the buffers any more
@@ -127,3 +130,20 @@ def test_a_compile_is_done_once_per_curve_however_many_threads_ask(fake, monkeyp
         t.join()
     assert calls == ["sm_90"] and backend.ctx.prepare(BN254) == b"cubin"
     backend.close()
+
+
+async def test_a_large_proofs_key_pins_only_pinned_per_key_buffers(fake):
+    """Above SMALL_PROOF_PINNED_BYTES a proof's pinned buffer is large: a few, not a batch's worth."""
+    from engine.backends.gpu.backend import SMALL_PROOF_PINNED_BYTES
+
+    backend = _backend()
+    worker, vram, host = await _worker(backend)
+    try:
+        key = await worker.load_key(read_zkey(TINY / "tiny.zkey"))
+        assert backend.pinned_count(key, SMALL_PROOF_PINNED_BYTES + 1) == backend.pinned_per_key
+        assert backend.pinned_count(key, SMALL_PROOF_PINNED_BYTES) == backend.max_batch(key) + 1
+        await worker.call(backend.unload_key, key)
+    finally:
+        await worker.call(backend.close)
+        await worker.stop()
+        vram.close()

@@ -27,6 +27,11 @@ from engine.backends.gpu.runtime import GpuContext
 FR = 32
 BATCH_MAX_DOMAIN = 1 << 16  # keys up to this domain batch their queued proofs (scheduler/pipeline.py)
 BATCH_MAX_PROOFS = 16
+# A proof that finds no free pinned buffer copies through pageable memory, and its download then
+# holds the device thread until its kernels finish, so queued proofs cannot stage beside it (and
+# never form a batch).  Keys whose proofs need at most this much pinned memory each get a buffer
+# for every proof of a full batch plus the one computing; larger keys get `pinned_per_key`.
+SMALL_PROOF_PINNED_BYTES = 64 << 20
 
 
 class GpuBackend(Backend):
@@ -89,8 +94,15 @@ class GpuBackend(Backend):
         """Make the key resident as `footprint` says (planned here against the budget when not given).
         A host-tier key pins its bases here: the engine loads it while it holds the whole pool."""
         key = GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey), cache=self.key_cache)
-        self.ctx.pinned.want(key, pipeline.pinned_bytes(key), self.pinned_per_key)
+        nbytes = pipeline.pinned_bytes(key)
+        self.ctx.pinned.want(key, nbytes, self.pinned_count(key, nbytes))
         return key
+
+    def pinned_count(self, key: ResidentKey, nbytes: int) -> int:
+        """Pinned buffers a key's proofs want (pinned in maintenance, off the proof path)."""
+        if nbytes <= SMALL_PROOF_PINNED_BYTES:
+            return max(self.pinned_per_key, self.max_batch(key) + 1)
+        return self.pinned_per_key
 
     def host_resident_bytes(self, key: ResidentKey) -> int:
         """Pinned host bytes the key itself holds (its bases, when on the host tier)."""
