@@ -20,7 +20,7 @@ def _kill(pid: int) -> None:
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().split()[2] == "Z":
                     return
-        except FileNotFoundError:
+        except OSError:  # gone: reaped before the open, or between the open and the read (ESRCH)
             return
         assert time.monotonic() < deadline
         time.sleep(0.01)
