@@ -12,8 +12,6 @@ import time
 from contextlib import contextmanager
 from typing import Iterator, TextIO
 
-import msgspec
-
 
 class Progress:
     """Reports stages of a long task.  The base class records timings and shows nothing."""
@@ -74,6 +72,8 @@ class JsonProgress(Progress):
 
     def stage(self, name: str, fraction: float | None = None) -> None:
         msg = {"event": "stage", "name": name, "fraction": fraction, "t": round(time.perf_counter() - self._t0, 6)}
+        import msgspec  # noqa: PLC0415 - only --json needs it; every command imports this module
+
         self.stream.write(msgspec.json.encode(msg).decode() + "\n")
         self.stream.flush()
 

@@ -22,7 +22,7 @@ try:
     code = main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
-heavy = sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "cuda", "msgspec", "wasmtime", "anyio"})
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "cuda", "msgspec", "wasmtime", "anyio", "asyncio"})
 pool = sys.modules.get("scheduler.cpu_pool")
 import multiprocessing
 print(json.dumps({"code": code, "heavy": heavy, "pool": bool(pool and pool.running()),
@@ -40,6 +40,13 @@ def test_cli_help_imports_neither_numpy_nor_cuda(argv):
     out = _probe(*argv)
     assert out["code"] == 0
     assert "numpy" not in out["heavy"] and "cuda" not in out["heavy"], out
+
+
+def test_prove_parser_imports_nothing_heavy():
+    """Building prove's parser (every `prove`, the service client's `prove --server` too) loads neither
+    msgspec (the flags live in engine/config_flags.py) nor asyncio (the --ray flags' module)."""
+    out = _probe("prove", "--help")
+    assert out["code"] == 0 and out["heavy"] == [], out
 
 
 def test_cache_command_imports_neither_numpy_nor_cuda(tmp_path):

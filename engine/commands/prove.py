@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--r1cs", metavar="circuit.r1cs",
                    help="check the witness against these constraints first and name the first failing one")
     add_output_flags(p)
-    from engine.config import PROVING_BACKENDS, add_arguments
+    from engine.config_flags import PROVING_BACKENDS, add_arguments
 
     # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
     add_arguments(p, backends=PROVING_BACKENDS)
@@ -62,7 +62,7 @@ def preload(args: argparse.Namespace) -> list[str]:
                "engine.groth16.r1cs_check", "engine.backends.select", "engine.backends.cpu", "engine.config"]
     if args.wasm or args.input:
         modules.append("engine.witness.calculator")
-    from engine.config import engine_flags_given
+    from engine.config_flags import engine_flags_given
 
     if args.timeline or args.config or engine_flags_given(args):
         modules += ["anyio", "engine.api", "scheduler.synth_pool", "scheduler.cpu_pool"]

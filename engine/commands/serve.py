@@ -33,7 +33,7 @@ def register(subparsers) -> None:
                    help="deadline in seconds for requests that give none (default none)")
     s.add_argument("--drain-timeout", type=float, metavar="S", default=None,
                    help="on SIGTERM, cancel what is left after S seconds (default: wait for all)")
-    from engine.config import add_arguments
+    from engine.config_flags import add_arguments
 
     add_arguments(p)
     p.set_defaults(func=run)

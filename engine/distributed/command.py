@@ -10,7 +10,6 @@ the local `prove` does.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 
@@ -70,6 +69,8 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     try:
         with progress.timed("cluster", 0.0):
+            import asyncio  # here: every `prove` (and `--help`) imports this module for its flags
+
             key, proof = asyncio.run(main())
         with progress.timed("write", 0.95):
             proof.write(proof_path, public_path)
