@@ -66,9 +66,11 @@ def test_worker_killed_during_a_task_fails_only_that_task_and_is_replaced():
 def test_worker_that_died_while_idle_is_replaced_before_it_gets_work():
     pool = CpuPool(2)
     try:
-        _kill_all_workers(pool)
+        killed = _kill_all_workers(pool)
         assert [pool.submit(divmod, 7, k).result(timeout=60) for k in (2, 3, 4)] == [(3, 1), (2, 1), (1, 3)]
-        assert pool.restarts == 2
+        # a lane replaces its dead worker when it next takes a task: one lane or both took these three
+        assert 1 <= pool.restarts <= 2
+        assert not set(killed) & set(pool.pids())
     finally:
         pool.shutdown()
 
