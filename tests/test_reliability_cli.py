@@ -185,11 +185,14 @@ def bench_files(tmp_path_factory):
                 ["setup", d / "bench.r1cs", d / "bench.zkey", "--backend", "cpu", "--quiet"]):
         proc = run_engine(*cmd, timeout=300)
         assert proc.returncode == 0, proc.stderr
-    t0 = time.perf_counter()
-    proc = run_engine("prove", d / "bench.zkey", d / "bench.wtns", d / "p.json", d / "pub.json", "--backend", "cpu",
-                      timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return d / "bench.zkey", d / "bench.wtns", time.perf_counter() - t0
+    times = []
+    for _ in range(2):  # the shorter of two: a first run's cold caches would put late signals past the end
+        t0 = time.perf_counter()
+        proc = run_engine("prove", d / "bench.zkey", d / "bench.wtns", d / "p.json", d / "pub.json",
+                          "--backend", "cpu", timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        times.append(time.perf_counter() - t0)
+    return d / "bench.zkey", d / "bench.wtns", min(times)
 
 
 def _interrupt(tmp_path: Path, zkey: Path, wtns: Path, after_s: float, *, timeline: bool, group: bool):
