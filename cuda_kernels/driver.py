@@ -438,16 +438,19 @@ class Device:
     def synchronize(self) -> None:
         self.make_current()
         with self.scope():
+            # off the proof path: shutdown and tests only (refused while any proof is reserved)
             _call("cuCtxSynchronize", cu.cuCtxSynchronize())
 
     def trim_pool(self, keep_bytes: int = 0) -> None:
         with self.scope():
+            # off the proof path: idle trim only (refused while this owner holds a reservation)
             _call("cuMemPoolTrimTo", cu.cuMemPoolTrimTo(self.pool, keep_bytes))
 
     def memory_info(self) -> tuple[int, int]:
         """(free, total) bytes: a live, device-wide reading, for start-up budgets only."""
         self.make_current()
         with self.scope():
+            # off the proof path: start-up budgets only (refused while this owner holds a reservation)
             free, total = _call("cuMemGetInfo", cu.cuMemGetInfo())
         return int(free), int(total)
 

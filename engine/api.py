@@ -592,11 +592,7 @@ class Engine:
         A witness is a .wtns path, a dict of circuit inputs (key loaded with wasm=), a
         `Witness`, or (m, 4) uint64 values.
         """
-        if (witness is None) == (partitions is None):
-            raise TypeError("prove(key, witness) or prove(key, partitions=[...]), not both or neither")
-        items = [witness] if partitions is None else list(partitions)
-        if not items:
-            raise ValueError("partitions: an empty list")
+        items = job_items(witness, partitions)
         handle = self._submit(key, items)
         results = await handle.result()
         return results[0] if partitions is None else results
@@ -767,6 +763,16 @@ def _single(group: BaseExceptionGroup) -> BaseException:
 
     walk(group)
     return leaves[0] if len(leaves) == 1 else group
+
+
+def job_items(witness: Any, partitions: Sequence[Any] | None) -> list[Any]:
+    """The witnesses of a `prove(key, witness)` or `prove(key, partitions=[...])` call (Engine, RayCluster)."""
+    if (witness is None) == (partitions is None):
+        raise TypeError("prove(key, witness) or prove(key, partitions=[...]), not both or neither")
+    items = [witness] if partitions is None else list(partitions)
+    if not items:
+        raise ValueError("partitions: an empty list")
+    return items
 
 
 class _null:

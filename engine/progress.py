@@ -117,3 +117,15 @@ def format_timings(timings: dict[str, float]) -> str:
     width = max(len(k) for k in timings)
     lines = [f"  {k:<{width}}  {v * 1000:10.2f} ms" for k, v in timings.items()]
     return "stage timings:\n" + "\n".join(lines)
+
+
+def report_proof(progress, proof, /, *, verbose: bool, as_json: bool, **result) -> None:
+    """A prove command's closing lines: the stage table (the command's stages, then the proof's own,
+    indented) with --verbose, the JSON result object with --json."""
+    if verbose:
+        print(format_timings({**progress.timings, **{"  " + k: v for k, v in proof.timings.items()}}),
+              file=sys.stderr)
+    if as_json:
+        import json  # noqa: PLC0415
+
+        print(json.dumps({"event": "result", **result}))

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import threading
 from pathlib import Path
 
@@ -111,7 +110,7 @@ def test_readme_python_block_runs(index, tmp_path):
     """Each ```python block of the README, as a user would paste it (from a directory holding examples/)."""
     (tmp_path / "examples").symlink_to(EXAMPLES)
     block = _readme_blocks()[index]
-    out = _python(["-"], stdin=block, cwd=tmp_path, env={"GROTH16_TEST_BACKEND": "cpu"})
+    out = _python(["-"], stdin=block, cwd=tmp_path)
     assert out.returncode == 0, f"README block {index} failed:\n{block}\n--- stderr:\n{out.stderr}"
     assert "Traceback" not in out.stderr
 

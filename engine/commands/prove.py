@@ -20,7 +20,7 @@ import os
 import sys
 
 from engine.errors import EngineError
-from engine.progress import add_output_flags, format_timings, make_progress
+from engine.progress import add_output_flags, format_timings, make_progress, report_proof
 
 
 def register(subparsers) -> None:
@@ -256,10 +256,6 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
         raise
     finally:
         progress.done()
-    if args.verbose:
-        print(format_timings({**progress.timings, **{"  " + k: v for k, v in proof.timings.items()}}),
-              file=sys.stderr)
-    if args.json:
-        print(json.dumps({"event": "result", "proof": proof_path, "public": public_path,
-                          "curve": proof.curve.name, "timeline": args.timeline}))
+    report_proof(progress, proof, verbose=args.verbose, as_json=args.json, proof=proof_path, public=public_path,
+                 curve=proof.curve.name, timeline=args.timeline)
     return 0

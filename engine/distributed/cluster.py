@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 
-from engine.api import StreamResult, _aiter
+from engine.api import StreamResult, _aiter, job_items
 from engine.config import EngineConfig
 from engine.distributed.actor import EngineActor, KeySpec
 from engine.distributed.placement import EngineSlot, Placement
@@ -291,11 +291,7 @@ class RayCluster:
 
         Witnesses are what Engine.prove takes (a .wtns path readable by the engines' nodes, an inputs
         dict, a Witness, (m, 4) uint64 values) or Ray object references to one of those."""
-        if (witness is None) == (partitions is None):
-            raise TypeError("prove(key, witness) or prove(key, partitions=[...]), not both or neither")
-        items = [witness] if partitions is None else list(partitions)
-        if not items:
-            raise ValueError("partitions: an empty list")
+        items = job_items(witness, partitions)
         results = await self._job(key, items)
         return results[0] if partitions is None else results
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from engine.errors import EngineError
-from engine.progress import format_timings, make_progress
+from engine.progress import make_progress, report_proof
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,10 +75,6 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
             proof.write(proof_path, public_path)
     finally:
         progress.done()
-    if args.verbose:
-        print(format_timings({**progress.timings, **{"  " + k: v for k, v in proof.timings.items()}}),
-              file=sys.stderr)
-    if args.json:
-        print(json.dumps({"event": "result", "proof": proof_path, "public": public_path, "curve": key.curve,
-                          "ray": args.ray, "engines": engines}))
+    report_proof(progress, proof, verbose=args.verbose, as_json=args.json, proof=proof_path, public=public_path,
+                 curve=key.curve, ray=args.ray, engines=engines)
     return 0
