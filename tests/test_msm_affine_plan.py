@@ -221,3 +221,32 @@ def test_batch_plan_keeps_the_keys_window_tables():
     assert gmsm.max_batch(one) >= 16
     with pytest.raises(ValueError, match="exceeds"):
         gmsm.plan_for_batch(one, gmsm.max_batch(one) + 1)
+
+
+def test_planner_takes_small_windows_where_latency_decides():
+    """Small MSMs are bound by the serial chain after the bucket sums, so the planner takes a
+    smaller window there than the work alone would; 2^20 and 2^24 keep the measured windows."""
+    assert gmsm.plan_msm(1 << 20, 254).c == 20 and gmsm.plan_msm(1 << 24, 254).c == 22
+    assert gmsm.plan_msm(1 << 18, 254).c == 17
+    for log_n in (10, 12, 13, 14):
+        assert gmsm.plan_msm(1 << log_n, 254).c <= 12
+    small = gmsm.plan_msm(1 << 13, 254)
+    assert gmsm.critical_depth(small, 132) < 50
+
+
+def test_fix_depth_classes_and_heavy_grid():
+    assert [gmsm.fix_depth(m) for m in (1, 2, gmsm.FIX_SERIAL)] == [0, 1, gmsm.FIX_SERIAL - 1]
+    assert gmsm.fix_depth(gmsm.FIX_SERIAL + 1) == 6 and gmsm.fix_depth(gmsm.FIX_WARP_MAX) == 13
+    assert gmsm.fix_depth(gmsm.FIX_WARP_MAX + 1) == 10
+    assert gmsm.fix_heavy_blocks(1, 1) == 1
+    assert gmsm.fix_heavy_blocks(1 << 20, 3000) == -(-1001 // 8)
+    assert gmsm.fix_heavy_blocks(1 << 22, 1 << 22) == gmsm.FIX_HEAVY_BLOCKS
+
+
+def test_tree_levels_after_the_segment_block_sums():
+    plan = gmsm.MsmPlan(1 << 16, 16, 16, 16, 254)
+    layout = gmsm.AccumulateLayout.for_plan(plan, 132)
+    assert layout.seg_len == gmsm.MIN_SEGMENT and layout.tree_levels() == [32, 1]
+    big = gmsm.AccumulateLayout.for_plan(gmsm.MsmPlan(1000, 18, 15, 15, 254), 132, seg_len=1)
+    assert big.segs == 1 << 17 and big.tree_levels() == [512, 1]
+    assert gmsm.AccumulateLayout.for_plan(plan, 132, seg_len=1 << 20).seg_len == plan.buckets_per_group
