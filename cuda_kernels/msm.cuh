@@ -203,25 +203,28 @@ struct msm_kernels {
         acc.store(buckets + (uint64_t)k * Acc::WORDS);
     }
 
-    static __device__ __forceinline__ Acc shfl_down(const Acc& v, uint32_t o) {
+    static __device__ __forceinline__ Acc shfl_down(const Acc& v, uint32_t o, uint32_t width) {
         Acc other;
         const uint32_t* src = reinterpret_cast<const uint32_t*>(&v);
         uint32_t* dst = reinterpret_cast<uint32_t*>(&other);
 #pragma unroll
-        for (int j = 0; j < Acc::WORDS; j++) dst[j] = __shfl_down_sync(0xffffffffu, src[j], o);
+        for (int j = 0; j < Acc::WORDS; j++) dst[j] = __shfl_down_sync(0xffffffffu, src[j], o, width);
         return other;
     }
 
-    // Sum over the warp of one value per lane (valid in lane 0): a shuffle tree, depth 5.
-    static __device__ __forceinline__ Acc warp_sum(Acc v) {
-        const uint32_t lane = threadIdx.x & 31;
+    // Sum over each group of `width` lanes (a power of two up to 32) of one value per lane,
+    // valid in the group's first lane: a shuffle tree, depth log2(width).  The whole warp calls it.
+    static __device__ __forceinline__ Acc group_sum(Acc v, uint32_t width) {
+        const uint32_t lane = threadIdx.x & (width - 1);
 #pragma unroll 1
-        for (uint32_t o = 16; o > 0; o >>= 1) {
-            Acc other = shfl_down(v, o);
-            if (lane + o < 32) v.add(other);
+        for (uint32_t o = width >> 1; o > 0; o >>= 1) {
+            Acc other = shfl_down(v, o, width);
+            if (lane + o < width) v.add(other);
         }
         return v;
     }
+
+    static __device__ __forceinline__ Acc warp_sum(Acc v) { return group_sum(v, 32); }
 
     // Block-wide sum of one value per thread (result valid in thread 0): a shuffle tree in
     // each warp, then one over the warp sums.  Depth 5 + log2(warps) additions.
@@ -250,11 +253,13 @@ struct msm_kernels {
         return acc;
     }
 
-    // The block list (a block a bucket, grid-stride), then the warp list (a warp a bucket,
-    // grid-stride over every warp of the grid); fix's counts say how long each list is.
+    // The block list (a block a bucket, grid-stride), then the warp list (a group of `lanes`
+    // lanes a bucket, grid-stride over every group of the grid); fix's counts say how long
+    // each list is.
     static __device__ __forceinline__ void fix_heavy(const uint32_t* heavy, const uint32_t* heavy_count, uint32_t K,
                                                      const uint32_t* offsets, uint32_t T, const uint32_t* partials,
-                                                     uint32_t* buckets, uint32_t partial_words, uint32_t* shm) {
+                                                     uint32_t* buckets, uint32_t partial_words, uint32_t lanes,
+                                                     uint32_t* shm) {
         partials += (uint64_t)blockIdx.y * partial_words;  // set blockIdx.y, as in fix
         buckets += (uint64_t)blockIdx.y * K * Acc::WORDS;
         heavy += (uint64_t)blockIdx.y * K;
@@ -266,11 +271,15 @@ struct msm_kernels {
             if (threadIdx.x == 0) acc.store(buckets + (uint64_t)k * Acc::WORDS);
         }
         const uint32_t by_warp = heavy_count[0];
-        const uint32_t lane = threadIdx.x & 31, warps = gridDim.x * (blockDim.x >> 5);
-        for (uint32_t h = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); h < by_warp; h += warps) {
-            const uint32_t k = heavy[h];
-            Acc acc = warp_sum(partial_share(offsets, k, T, partials, lane, 32));
-            if (lane == 0) acc.store(buckets + (uint64_t)k * Acc::WORDS);
+        const uint32_t per_warp = 32 / lanes, lane = threadIdx.x & (lanes - 1);
+        const uint32_t warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+        const uint32_t stride = gridDim.x * (blockDim.x >> 5) * per_warp;
+        // the loop's bound is the warp's first bucket, so every lane runs the shuffles together
+        for (uint32_t h0 = warp * per_warp; h0 < by_warp; h0 += stride) {
+            const uint32_t h = h0 + ((threadIdx.x & 31) / lanes);
+            Acc acc = h < by_warp ? partial_share(offsets, heavy[h], T, partials, lane, lanes) : Acc::inf();
+            acc = group_sum(acc, lanes);
+            if (h < by_warp && lane == 0) acc.store(buckets + (uint64_t)heavy[h] * Acc::WORDS);
         }
     }
 

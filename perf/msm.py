@@ -3,6 +3,7 @@
     python perf/msm.py [--sizes 16,18,20,22,24] [--curves bn128,bls12381] [--g2] [--fold full|1|..]
                        [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
                        [--affine THREADSxM,...] [--breakdown] [--sets 3] [--window C,...]
+                       [--fix SERIAL:WARPMAX:PERLANE,...] [--min-segment L,...]
 
 Times the whole MSM as the prover runs it (bucket sort of the scalars, bucket
 accumulation, reduction, the final point), with the points resident and
@@ -21,12 +22,14 @@ fix-up, segment reduction with the tree's first pass, later tree passes, combine
 kernel launches and the planner's serial chain (`depth`, dependent point operations).
 `--sets 3` also times three MSMs over one sorted vector (a proof's A, B1, C) as one launch
 set against three after one another.  `--window 9,11` times those windows beside the
-planner's.
+planner's; `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
+FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import statistics
 
 import numpy as np
@@ -46,6 +49,11 @@ def witness_scalars(curve, n: int, zero: float, one: float, seed: int = 7) -> np
     x[u < zero + one] = 0
     x[(u >= zero) & (u < zero + one), 0] = 1
     return x
+
+
+@functools.lru_cache(maxsize=4)
+def cached_points(curve, g2: bool, n: int) -> np.ndarray:
+    return random_points(curve, g2, n)
 
 
 def with_window(plan: gmsm.MsmPlan, c: int, fold) -> gmsm.MsmPlan:
@@ -109,7 +117,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
     group = "g2" if g2 else "g1"
     acc = (8 if g2 else 4) * curve.n8q
-    pts_host = random_points(curve, g2, n)
+    pts_host = cached_points(curve, g2, n)
     pts = dev.alloc(plan.fold * pts_host.nbytes, stream)
     Device.upload(pts, pts_host, stream)
     gmsm.precompute(mod, group, plan, pts, stream)
@@ -164,7 +172,8 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "c": plan.c,
             "fold": plan.fold, "rounds": plan.affine_rounds, "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
             "ms": round(ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(ms / floor_ms, 2),
-            "launches": counted.count, "depth": gmsm.critical_depth(plan, dev.sm_count), **extra}
+            "launches": counted.count, "depth": gmsm.critical_depth(plan, dev.sm_count),
+            "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len, **extra}
 
 
 def main() -> None:
@@ -181,6 +190,8 @@ def main() -> None:
     ap.add_argument("--breakdown", action="store_true", help="also each phase's time")
     ap.add_argument("--sets", type=int, default=1, help="also time this many MSMs of one sorted vector")
     ap.add_argument("--window", default="", help="comma list of window bits to time beside the planner's")
+    ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
+    ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
     args = ap.parse_args()
@@ -196,6 +207,11 @@ def main() -> None:
     groups = [] if args.g2_only else [(c, False) for c in curves]
     if args.g2 or args.g2_only:
         groups.append((curve_by_name("bn128"), True))
+    fixes = [tuple(int(v) for v in f.split(":")) for f in args.fix.split(",") if f] or [
+        (gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE)]
+    segs = [int(v) for v in args.min_segment.split(",") if v] or [gmsm.MIN_SEGMENT]
+    windows = [None] + [int(c) for c in args.window.split(",") if c]
+    variants = [(w, f, m) for w in windows for f in fixes for m in segs]
     rows, split = [], []
     for curve, g2 in groups:
         for s in args.sizes.split(","):
@@ -205,7 +221,9 @@ def main() -> None:
                     base = None
                     for kind in scalar_kinds:
                         for batch in sorted({1, args.batch}):
-                            for window in [None] + [int(c) for c in args.window.split(",") if c]:
+                            for window, fix, seg in variants:
+                                gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE = fix
+                                gmsm.MIN_SEGMENT = seg
                                 phases = {} if args.breakdown else None
                                 row = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation,
                                             kind, batch, window, phases, args.sets)
@@ -216,11 +234,11 @@ def main() -> None:
                                 rows.append(row)
                                 print(row, flush=True)
                                 if phases is not None:
-                                    split.append({k: row[k] for k in ("curve", "group", "log2 n", "c", "ms")}
-                                                 | phases)
+                                    keys = ("curve", "group", "log2 n", "c", "fix", "L", "ms")
+                                    split.append({k: row[k] for k in keys} | phases)
                                     print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
-            "floor ms", "ratio", "x random", "launches", "depth"]
+            "floor ms", "ratio", "x random", "launches", "depth", "fix", "L"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:

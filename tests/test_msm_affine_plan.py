@@ -236,11 +236,16 @@ def test_planner_takes_small_windows_where_latency_decides():
 
 def test_fix_depth_classes_and_heavy_grid():
     assert [gmsm.fix_depth(m) for m in (1, 2, gmsm.FIX_SERIAL)] == [0, 1, gmsm.FIX_SERIAL - 1]
-    assert gmsm.fix_depth(gmsm.FIX_SERIAL + 1) == 6 and gmsm.fix_depth(gmsm.FIX_WARP_MAX) == 13
+    m = gmsm.FIX_SERIAL + 1
+    lanes = gmsm.fix_lanes(m)
+    assert gmsm.fix_depth(m) == -(-m // lanes) + lanes.bit_length() - 1
+    assert gmsm.fix_lanes(128) == 32 and gmsm.fix_lanes(9) == 4 and gmsm.fix_lanes(1) == 2
     assert gmsm.fix_depth(gmsm.FIX_WARP_MAX + 1) == 10
-    assert gmsm.fix_heavy_blocks(1, 1) == 1
-    assert gmsm.fix_heavy_blocks(1 << 20, 3000) == -(-1001 // 8)
-    assert gmsm.fix_heavy_blocks(1 << 22, 1 << 22) == gmsm.FIX_HEAVY_BLOCKS
+    assert gmsm.fix_heavy_blocks(1, 1, 32) == 1
+    # the block list gets a block per bucket it can hold: 256 buckets of 464 chunks, one pass
+    assert gmsm.fix_heavy_blocks(256, 119000, 32) >= 256
+    assert gmsm.fix_heavy_blocks(1024, 131072, 32) >= 128  # a warp a bucket of the warp list
+    assert gmsm.fix_heavy_blocks(1 << 22, 1 << 22, 4) == gmsm.FIX_HEAVY_BLOCKS
 
 
 def test_tree_levels_after_the_segment_block_sums():

@@ -26,8 +26,10 @@ from cuda_kernels.driver import Device, DeviceBuffer, Module, Ptr, Stream, U32, 
 
 SCAN_BLOCK = 4096
 # A bucket cut across at most FIX_SERIAL chunks is summed by one thread, across up to
-# FIX_WARP_MAX by a warp, across more by a block (msm_fix / msm_fix_heavy).
-FIX_SERIAL, FIX_WARP_MAX = 4, 256
+# FIX_WARP_MAX by a group of lanes (fix_lanes: about FIX_PER_LANE partials a lane, at most a
+# warp), across more by a block (msm_fix / msm_fix_heavy).  Module attributes: perf/msm.py
+# --fix sweeps them.
+FIX_SERIAL, FIX_WARP_MAX, FIX_PER_LANE = 8, 256, 4
 FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists)
 REDUCE_THREADS = 256  # segments a block of msm_reduce_segments (its block sum: the tree's first pass)
 MIN_SEGMENT = 4  # buckets a thread of msm_reduce_segments reduces at least
@@ -167,6 +169,12 @@ def fused_sets(plan: MsmPlan) -> int:
     return MSM_SETS if small and plan.affine_rounds == 0 else 1
 
 
+def fix_lanes(chunks_per_bucket: int) -> int:
+    """Lanes a bucket of the warp list gets: a power of two, about FIX_PER_LANE partials each."""
+    want = -(-chunks_per_bucket // max(FIX_PER_LANE, 1))
+    return min(32, max(2, 1 << (want - 1).bit_length()))
+
+
 def fix_depth(chunks_per_bucket: int) -> int:
     """Dependent additions msm_fix / msm_fix_heavy spend on a bucket cut across that many chunks."""
     m = chunks_per_bucket
@@ -175,8 +183,14 @@ def fix_depth(chunks_per_bucket: int) -> int:
     if m <= FIX_SERIAL:
         return m - 1
     if m <= FIX_WARP_MAX:
-        return -(-m // 32) + 5
+        lanes = fix_lanes(m)
+        return -(-m // lanes) + (lanes.bit_length() - 1)
     return -(-m // 256) + 8
+
+
+def mean_chunks_per_bucket(plan: MsmPlan, layout: "AccumulateLayout") -> int:
+    """Chunks a random-scalar bucket spans: its mean entries over the chunk, plus the cut."""
+    return int(-(-(plan.xyzz_entries / max(plan.keys, 1)) // layout.chunk)) + 1
 
 
 def critical_depth(plan: MsmPlan, sm_count: int) -> int:
@@ -185,8 +199,7 @@ def critical_depth(plan: MsmPlan, sm_count: int) -> int:
     (double-and-add of its first bucket's index), the block sums of the tree, and the
     Horner steps between groups.  The bucket phase itself fills the device and counts as work."""
     layout = AccumulateLayout.for_plan(plan, sm_count)
-    mean = plan.xyzz_entries / max(plan.keys, 1)
-    depth = fix_depth(int(-(-mean // layout.chunk)) + 1)
+    depth = fix_depth(mean_chunks_per_bucket(plan, layout))
     lo_bits = (plan.buckets_per_group - 1).bit_length()
     # a segment longer than the shortest is one of enough to fill the device: work, not latency
     depth += 2 * MIN_SEGMENT + (3 * lo_bits) // 2 + 8
@@ -458,10 +471,12 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     Device.memset32(heavy_count, 0, 2 * nsets, stream)
     launch(mod, f"msm_fix_{group}", (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T), b.partials,
            b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
-    launch(mod, f"msm_fix_heavy_{group}", (fix_heavy_blocks(K, layout.chunks), nsets, 1), 256, stream, b.heavy,
-           heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words),
-           shared=8 * acc_bytes)
     _mark(mark, "fix")
+    lanes = fix_lanes(mean_chunks_per_bucket(plan, layout))
+    launch(mod, f"msm_fix_heavy_{group}", (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
+           b.heavy, heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words), U32(lanes),
+           shared=8 * acc_bytes)
+    _mark(mark, "fix heavy")
     B = plan.buckets_per_group
     sets = nsets * plan.sets  # every set's bucket groups, one after another
     levels = layout.tree_levels()
@@ -483,11 +498,15 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     _mark(mark, "combine")
 
 
-def fix_heavy_blocks(keys: int, chunks: int) -> int:
-    """Blocks of msm_fix_heavy: a warp for each bucket the warp list can hold (a bucket on it
-    covers FIX_SERIAL chunks or more, all but two of them its own), capped; grid-stride beyond."""
-    listed = min(keys, chunks // max(FIX_SERIAL - 1, 1) + 1)
-    return max(1, min(FIX_HEAVY_BLOCKS, -(-listed // 8)))
+def fix_heavy_blocks(keys: int, chunks: int, lanes: int) -> int:
+    """Blocks of msm_fix_heavy: a group of `lanes` for each bucket the warp list can hold (one
+    there spans more than FIX_SERIAL chunks, all but two of them its own) and a block for each
+    the block list can hold, capped at FIX_HEAVY_BLOCKS (grid-stride beyond)."""
+    def listed(over: int) -> int:
+        return min(keys, chunks // max(over - 1, 1) + 1)
+
+    by_group = -(-listed(FIX_SERIAL) // (8 * (32 // lanes)))
+    return max(1, min(FIX_HEAVY_BLOCKS, max(by_group, listed(FIX_WARP_MAX))))
 
 
 def run_msm(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, bases: DeviceBuffer | int,
