@@ -200,46 +200,61 @@ def _fix_up_scalars(curve, rng, n, B):
     return scalars
 
 
-def _check_fix_up_classes(backend, curve, n, scalars, fold="full"):
+def _fix_up_plan(curve, n):
+    """A 10-bit full-fold plan (512 buckets): at these n a chunk is one entry, so a bucket's
+    entry count is the number of chunks it spans."""
     from engine.backends.gpu import msm as gmsm
 
-    plan = gmsm.plan_msm(n, curve.r.bit_length(), fold)
-    assert gmsm.AccumulateLayout.for_plan(plan, backend.device.sm_count).chunk == 1  # chunks = entries
+    bits = curve.r.bit_length()
+    w = gmsm.windows_for(10, bits)
+    return gmsm.MsmPlan(n, 10, w, w, bits)
+
+
+def _check_fix_up_classes(backend, plan, scalars):
+    from engine.backends.gpu import msm as gmsm
+
+    assert gmsm.AccumulateLayout.for_plan(plan, backend.device.sm_count).chunk == 1
     counts = _bucket_counts(plan, scalars)
     assert any(m > gmsm.FIX_WARP_MAX for m in counts)
     assert any(gmsm.FIX_SERIAL < m <= gmsm.FIX_WARP_MAX for m in counts)
     assert any(1 < m <= gmsm.FIX_SERIAL for m in counts) and 1 in counts and 0 in counts
 
 
-def test_fix_up_lists_serial_warp_block_g1(backend, curve):
-    """Every fix-up path of msm_fix / msm_fix_heavy in one MSM (at small n a chunk is one
-    entry, so a bucket's entry count is its chunk count), against the CPU reference; points
+# (serial max, warp max, partials a lane): the defaults' neighbours, lane groups of 2 to 32
+FIX_CLASSES = [(16, 256, 8), (4, 256, 2), (8, 256, 32), (16, 16, 4)]
+
+
+@pytest.mark.parametrize("fix", FIX_CLASSES, ids=lambda f: "%d-%d-%d" % f)
+def test_fix_up_lists_serial_warp_block_g1(backend, curve, fix, monkeypatch):
+    """Every fix-up path of msm_fix / msm_fix_heavy in one MSM, against the CPU reference; points
     with infinity, repeats and P, -P pairs; n not a power of two; the full fold and fold 1."""
     from engine.backends.gpu import msm as gmsm
 
+    for name, value in zip(("FIX_SERIAL", "FIX_WARP_MAX", "FIX_PER_LANE"), fix):
+        monkeypatch.setattr(gmsm, name, value)
     rng = random.Random(15)
     n = 1001
     pts = points(curve, n, rng)
     pts[5], pts[6], pts[9] = None, pts[7], ec.g1_neg(curve, pts[8])
-    B = gmsm.plan_msm(n, curve.r.bit_length(), "full").buckets_per_group
-    scalars = _fix_up_scalars(curve, rng, n, B)
-    _check_fix_up_classes(backend, curve, n, scalars)
+    plan = _fix_up_plan(curve, n)
+    scalars = _fix_up_scalars(curve, rng, n, plan.buckets_per_group)
+    if fix[1] > fix[0]:
+        _check_fix_up_classes(backend, plan, scalars)
     expect = cpu_msm_g1(curve, pts, scalars)
-    assert g1(backend, curve, pts, scalars) == expect
+    assert g1(backend, curve, pts, scalars, plan=plan) == expect
+    assert g1(backend, curve, pts, scalars) == expect  # the planner's window
     assert g1(backend, curve, pts, scalars, fold=1) == expect
 
 
 def test_fix_up_lists_g2(backend):
-    from engine.backends.gpu import msm as gmsm
-
     curve, rng = BN254, random.Random(16)
     n = 900
     pts = points(curve, n, rng, g2=True)
     pts[3], pts[4] = None, pts[2]
-    B = gmsm.plan_msm(n, curve.r.bit_length(), "full").buckets_per_group
-    scalars = _fix_up_scalars(curve, rng, n, B)
-    _check_fix_up_classes(backend, curve, n, scalars)
-    got = backend._msm(curve, g2_to_mont(curve, pts), from_ints(scalars, 4), True)
+    plan = _fix_up_plan(curve, n)
+    scalars = _fix_up_scalars(curve, rng, n, plan.buckets_per_group)
+    _check_fix_up_classes(backend, plan, scalars)
+    got = backend._msm(curve, g2_to_mont(curve, pts), from_ints(scalars, 4), True, plan=plan)
     assert got == cpu_msm_g2(curve, pts, scalars)
 
 

@@ -223,24 +223,27 @@ def test_batch_plan_keeps_the_keys_window_tables():
         gmsm.plan_for_batch(one, gmsm.max_batch(one) + 1)
 
 
-def test_planner_takes_small_windows_where_latency_decides():
-    """Small MSMs are bound by the serial chain after the bucket sums, so the planner takes a
-    smaller window there than the work alone would; 2^20 and 2^24 keep the measured windows."""
+def test_planner_weighs_the_serial_chain_at_small_sizes():
+    """Small MSMs are bound by the serial chain after the bucket sums: the planner keeps their
+    buckets cut across few chunks (the fix-up one thread's) and the chain short; 2^18, 2^20 and
+    2^24 keep the measured windows."""
     assert gmsm.plan_msm(1 << 20, 254).c == 20 and gmsm.plan_msm(1 << 24, 254).c == 22
     assert gmsm.plan_msm(1 << 18, 254).c == 17
-    for log_n in (10, 12, 13, 14):
-        assert gmsm.plan_msm(1 << log_n, 254).c <= 12
-    small = gmsm.plan_msm(1 << 13, 254)
-    assert gmsm.critical_depth(small, 132) < 50
+    for log_n in (10, 12, 13, 14, 16):
+        plan = gmsm.plan_msm(1 << log_n, 254)
+        layout = gmsm.AccumulateLayout.for_plan(plan, 132)
+        assert gmsm.mean_chunks_per_bucket(plan, layout) <= gmsm.FIX_SERIAL
+        assert gmsm.critical_depth(plan, 132) < 60
 
 
 def test_fix_depth_classes_and_heavy_grid():
     assert [gmsm.fix_depth(m) for m in (1, 2, gmsm.FIX_SERIAL)] == [0, 1, gmsm.FIX_SERIAL - 1]
     m = gmsm.FIX_SERIAL + 1
     lanes = gmsm.fix_lanes(m)
-    assert gmsm.fix_depth(m) == -(-m // lanes) + lanes.bit_length() - 1
-    assert gmsm.fix_lanes(128) == 32 and gmsm.fix_lanes(9) == 4 and gmsm.fix_lanes(1) == 2
-    assert gmsm.fix_depth(gmsm.FIX_WARP_MAX + 1) == 10
+    assert gmsm.fix_depth(m) == gmsm.HEAVY_FIX_COST * (-(-m // lanes) + lanes.bit_length() - 1)
+    assert gmsm.fix_lanes(1) == 2 and gmsm.fix_lanes(10 ** 6) == 32
+    assert gmsm.fix_lanes(8 * gmsm.FIX_PER_LANE) == 8
+    assert gmsm.fix_depth(gmsm.FIX_WARP_MAX + 1) == gmsm.HEAVY_FIX_COST * 10
     assert gmsm.fix_heavy_blocks(1, 1, 32) == 1
     # the block list gets a block per bucket it can hold: 256 buckets of 464 chunks, one pass
     assert gmsm.fix_heavy_blocks(256, 119000, 32) >= 256

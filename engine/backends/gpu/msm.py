@@ -29,7 +29,12 @@ SCAN_BLOCK = 4096
 # FIX_WARP_MAX by a group of lanes (fix_lanes: about FIX_PER_LANE partials a lane, at most a
 # warp), across more by a block (msm_fix / msm_fix_heavy).  Module attributes: perf/msm.py
 # --fix sweeps them.
-FIX_SERIAL, FIX_WARP_MAX, FIX_PER_LANE = 8, 256, 4
+FIX_SERIAL, FIX_WARP_MAX, FIX_PER_LANE = 16, 256, 8
+# What a level of the lane-group or block fix-up costs against a serial addition, as the
+# planner counts it: a shuffle tree spends a warp's addition on a few useful ones, and with
+# few warps an SM is latency-bound (H200, BN254 G1 2^14: 0.55 ms for a depth-10 group
+# fix-up of 1024 buckets; 2^12: 0.33 ms for a depth-10 block one of 256; perf/RESULTS.md).
+HEAVY_FIX_COST = 3
 FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists)
 REDUCE_THREADS = 256  # segments a block of msm_reduce_segments (its block sum: the tree's first pass)
 MIN_SEGMENT = 4  # buckets a thread of msm_reduce_segments reduces at least
@@ -176,7 +181,8 @@ def fix_lanes(chunks_per_bucket: int) -> int:
 
 
 def fix_depth(chunks_per_bucket: int) -> int:
-    """Dependent additions msm_fix / msm_fix_heavy spend on a bucket cut across that many chunks."""
+    """Dependent additions msm_fix / msm_fix_heavy spend on a bucket cut across that many chunks
+    (a tree's levels weighted by HEAVY_FIX_COST)."""
     m = chunks_per_bucket
     if m <= 1:
         return 0
@@ -184,8 +190,8 @@ def fix_depth(chunks_per_bucket: int) -> int:
         return m - 1
     if m <= FIX_WARP_MAX:
         lanes = fix_lanes(m)
-        return -(-m // lanes) + (lanes.bit_length() - 1)
-    return -(-m // 256) + 8
+        return HEAVY_FIX_COST * (-(-m // lanes) + (lanes.bit_length() - 1))
+    return HEAVY_FIX_COST * (-(-m // 256) + 8)
 
 
 def mean_chunks_per_bucket(plan: MsmPlan, layout: "AccumulateLayout") -> int:
