@@ -30,14 +30,15 @@ SCAN_BLOCK = 4096
 # warp), across more by a block (msm_fix / msm_fix_heavy).  Module attributes: perf/msm.py
 # --fix sweeps them.
 FIX_SERIAL, FIX_WARP_MAX, FIX_PER_LANE = 16, 256, 8
-# What a level of the lane-group or block fix-up costs against a serial addition, as the
-# planner counts it: a shuffle tree spends a warp's addition on a few useful ones, and with
-# few warps an SM is latency-bound (H200, BN254 G1 2^14: 0.55 ms for a depth-10 group
-# fix-up of 1024 buckets; 2^12: 0.33 ms for a depth-10 block one of 256; perf/RESULTS.md).
+# What a level of the lane-group fix-up costs against a serial addition or a block level, as
+# the planner counts it: measured on the H200 (perf/RESULTS.md), BN254 G1 2^14 with 11-bit
+# windows spent 0.55 ms in a depth-10 group fix-up of 1024 buckets, 2^12 with 9-bit windows
+# 0.33 ms in a depth-10 block fix-up of 256, and the window sweep found the block's windows
+# (9 bits up to 2^14) fastest, the group's (11 bits) slowest.
 HEAVY_FIX_COST = 3
 FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists)
 REDUCE_THREADS = 256  # segments a block of msm_reduce_segments (its block sum: the tree's first pass)
-MIN_SEGMENT = 4  # buckets a thread of msm_reduce_segments reduces at least
+MIN_SEGMENT = 2  # buckets a thread of msm_reduce_segments reduces at least (2 measured 1-7% faster than 4)
 TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds up to 1024 points into one
 # The planner's latency term.  One dependent point operation on one thread costs about as
 # long as the whole device takes for LATENCY_ENTRIES mixed additions (BN254 G1 on the H200:
@@ -182,7 +183,7 @@ def fix_lanes(chunks_per_bucket: int) -> int:
 
 def fix_depth(chunks_per_bucket: int) -> int:
     """Dependent additions msm_fix / msm_fix_heavy spend on a bucket cut across that many chunks
-    (a tree's levels weighted by HEAVY_FIX_COST)."""
+    (the lane groups' levels weighted by HEAVY_FIX_COST)."""
     m = chunks_per_bucket
     if m <= 1:
         return 0
@@ -191,7 +192,7 @@ def fix_depth(chunks_per_bucket: int) -> int:
     if m <= FIX_WARP_MAX:
         lanes = fix_lanes(m)
         return HEAVY_FIX_COST * (-(-m // lanes) + (lanes.bit_length() - 1))
-    return HEAVY_FIX_COST * (-(-m // 256) + 8)
+    return -(-m // 256) + 8
 
 
 def mean_chunks_per_bucket(plan: MsmPlan, layout: "AccumulateLayout") -> int:
