@@ -137,9 +137,15 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
 // 94 against 80 with the bare bound): 75.7 against 80.2 ms at 2^24 (perf/RESULTS.md).
 #define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_##G(                                        \
+        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
+        uint32_t* buckets, uint32_t* partials) {                                                                    \
+        MSM::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);                        \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_sets_##G(                                   \
         const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,        \
         const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {            \
-        MSM::accumulate(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials, partial_words); \
+        MSM::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,  \
+                                       partial_words);                                                              \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_fix_##G(const uint32_t* offsets, uint32_t K, uint32_t T,  \
                                                                   const uint32_t* partials, uint32_t* buckets,      \

@@ -119,12 +119,16 @@ struct msm_kernels {
     // One thread per chunk of T consecutive sorted entries; a run of entries of one bucket
     // that is the whole bucket goes straight to `buckets`, a cut run goes to the chunk's
     // partial slot (2t: the chunk's first run, 2t+1: its last run).
-    // Set blockIdx.y: its bases, its K buckets, its partial slots (partial_words apart).
+    // SETS: set blockIdx.y, its bases (the caller's pick), its K buckets, its partial slots
+    // (partial_words apart); a single MSM keeps its own kernel, the code it was tuned as.
+    template <bool SETS>
     static __device__ __forceinline__ void accumulate(const uint32_t* sorted, const uint32_t* offsets, uint32_t K,
                                                       const uint32_t* bases, uint32_t T, uint32_t* buckets,
                                                       uint32_t* partials, uint32_t partial_words) {
-        buckets += (uint64_t)blockIdx.y * K * Acc::WORDS;
-        partials += (uint64_t)blockIdx.y * partial_words;
+        if constexpr (SETS) {
+            buckets += (uint64_t)blockIdx.y * K * Acc::WORDS;
+            partials += (uint64_t)blockIdx.y * partial_words;
+        }
         const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
         const uint32_t L = offsets[K];
         const uint64_t s0_64 = (uint64_t)t * T;

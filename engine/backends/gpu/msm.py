@@ -471,8 +471,13 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
         bases = [pts]
     bases += [bases[-1]] * (MSM_SETS - nsets)
     partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots
-    launch(mod, f"msm_accumulate_{group}", (-(-layout.chunks // 128), nsets, 1), 128, stream, sorted_ptr, offsets,
-           U32(K), *bases, U32(T), b.buckets, b.partials, U32(partial_words))
+    blocks = -(-layout.chunks // 128)
+    if nsets == 1:  # the single MSM's own kernel (the large sizes' hot loop, as measured before the sets)
+        launch(mod, f"msm_accumulate_{group}", blocks, 128, stream, sorted_ptr, offsets, U32(K), bases[0], U32(T),
+               b.buckets, b.partials)
+    else:
+        launch(mod, f"msm_accumulate_sets_{group}", (blocks, nsets, 1), 128, stream, sorted_ptr, offsets, U32(K),
+               *bases, U32(T), b.buckets, b.partials, U32(partial_words))
     _mark(mark, "accumulate")
     heavy_count = b.heavy.ptr + 4 * nsets * K
     Device.memset32(heavy_count, 0, 2 * nsets, stream)
