@@ -28,6 +28,7 @@ from engine.service.keys import KeyRegistry, ServedKey, resident_bytes
 from engine.service.metrics import Metrics
 from engine.service.problems import Problem, bad_request, from_engine_error, not_found
 from engine.service.settings import ServiceConfig
+from engine.service.uploads import UploadBuffers
 
 log = logging.getLogger("engine.service")
 
@@ -49,6 +50,7 @@ class Service:
         self._uploads = itertools.count(1)
         self._tg = task_group
         self._active = 0
+        self.uploads = UploadBuffers(min(4 * config.memory_upload_max, 256 << 20))
         self._idle = asyncio.Event()
         self._idle.set()
         self.draining = False
@@ -85,8 +87,12 @@ class Service:
         return os.path.join(self.spool, f"upload-{next(self._uploads)}.wtns")
 
     def submit(self, key: ServedKey, witness: Any, *, label: str, priority: str = "normal",
-               deadline_s: float | None = None, spool: str | None = None, detached: bool = False) -> Job:
-        """Queue a job; the caller's spool file becomes the job's (deleted when it ends, or here if refused)."""
+               deadline_s: float | None = None, spool: str | None = None, detached: bool = False,
+               upload: bytearray | None = None) -> Job:
+        """Queue a job; the caller's spool file becomes the job's (deleted when it ends, or here if refused).
+
+        `upload`: the buffer of an upload kept in memory (the witness is a view over it); it goes back
+        to `uploads` when the job ends, and the caller's to give back if this refuses the job."""
         try:
             self.check_admission(key)
             if priority not in PRIORITIES:
@@ -96,7 +102,7 @@ class Service:
             raise
         deadline_s = deadline_s or self.config.default_deadline_s or None
         job = Job(id=str(next(self._ids)), key=key, priority=priority, witness=witness, label=label, spool=spool,
-                  deadline_s=deadline_s, detached=detached)
+                  deadline_s=deadline_s, detached=detached, upload=upload)
         self._purge()
         self.jobs[job.id] = job
         key.active += 1
@@ -163,6 +169,9 @@ class Service:
         remove_file(job.spool)
         job.spool = None
         job.witness = None
+        if job.upload is not None:
+            self.uploads.give(job.upload)
+            job.upload = None
         key = job.key
         key.active -= 1
         if key.active == 0:
@@ -270,7 +279,7 @@ class Service:
             "jobs_active": self._active, "jobs_kept": len(self._kept), "draining": self.draining,
             "at_rest": self._active == 0 and self.engine.at_rest(), "engine": self.engine.stats(),
             "keys": len(self.keys.keys), "uptime_s": time.monotonic() - self.started,
-            "spooled_uploads": len(os.listdir(self.spool)),
+            "spooled_uploads": len(os.listdir(self.spool)), "uploads_in_memory_bytes": self.uploads.in_use,
         }
 
 

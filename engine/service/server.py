@@ -13,7 +13,7 @@ import os
 import signal
 import socket
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 import anyio
 from aiohttp import web
@@ -30,8 +30,12 @@ log = logging.getLogger("engine.service")
 
 
 async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list[str],
-                announce: Callable[[str], None] | None = None) -> int:
-    """Serve until a signal; returns the exit status (0 after a drain, 130 after an interrupt)."""
+                announce: Callable[[str], None] | None = None, make_engine: Callable[..., Any] = Engine) -> int:
+    """Serve until a signal; returns the exit status (0 after a drain, 130 after an interrupt).
+
+    `make_engine(engine_config, on_event=...)` gives the engine (an async context manager);
+    perf/instant_serve.py passes a test double there to time the service and the wire alone.
+    """
     announce = announce or (lambda line: print(line, file=sys.stderr, flush=True))
     metrics = Metrics()
     stop = asyncio.Event()
@@ -58,7 +62,7 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
     try:
-        async with Engine(engine_config, on_event=metrics.on_event) as eng:
+        async with make_engine(engine_config, on_event=metrics.on_event) as eng:
             async with anyio.create_task_group() as tg:
                 service = Service(eng, config, metrics, tg)
                 runner = web.AppRunner(build_app(service, tokens), handler_cancellation=True, access_log=None,
