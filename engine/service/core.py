@@ -59,16 +59,30 @@ class Service:
         metrics.watch(self.gauges)
 
     @staticmethod
-    def default_slots(engine: Any) -> int:
-        """One job for every place the engine can work on one at once (synthesis workers, compute
-        slots, epilogue/verification workers): enough to keep every stage busy, no more.
+    def default_slots(engine: Any, keys: Any = ()) -> int:
+        """Jobs to hand the engine at once: enough to keep every stage busy, no more (the rest wait
+        here, where a high job can still overtake them).
 
-        Measured on the H200 at 2^14 (perf/RESULTS.md): with synthesis + compute slots only (3),
-        8 HTTP clients got 44 proofs/s where 8 in-process callers got 70; the epilogue and the
-        verification (CPU pool) are most of a small proof's time, so they need jobs too.
+        Each place that works on one job at a time (a device's compute slot, a synthesis worker)
+        gets its job and one waiting behind it, so it starts the next as soon as it finishes.
+        Where the CPU ends proofs (the CPU backend, a GPU key on the host tier: the epilogue and
+        the verification in the CPU pool), every epilogue thread gets one too: measured on the
+        H200 at 2^14 with the CPU epilogue (perf/RESULTS.md), synthesis + compute slots alone (3)
+        gave 44 proofs/s over HTTP where 8 in-process callers got 70.  A GPU with resident keys
+        runs the epilogue and the pairing check on the device, and the CPU threads only check
+        witnesses and decode results: 16 epilogue jobs there would only queue inside the engine.
         """
         cfg = engine.config
-        return max(1, len(engine.devices) * cfg.compute_slots + cfg.synthesis_workers + cfg.epilogue_threads)
+        busy = len(engine.devices) * cfg.compute_slots + cfg.synthesis_workers
+        on_device = bool(engine.devices) and all(getattr(w.backend, "name", None) == "gpu" for w in engine.devices)
+        cpu_finishes = not on_device or any(getattr(k.handle, "key_host_bytes", 0) for k in keys)
+        return max(1, busy + (cfg.epilogue_threads if cpu_finishes else busy))
+
+    def refresh_slots(self) -> None:
+        """After a key loads or unloads: the default job count depends on where its proofs end."""
+        if not self.config.running_jobs:
+            self.queue.slots = self.default_slots(self.engine, self.keys.keys.values())
+            self.queue.pump()
 
     # ---- admission
     def check_admission(self, key: ServedKey) -> None:

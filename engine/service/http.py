@@ -251,6 +251,7 @@ async def load_key(request: web.Request) -> web.Response:
         key, loaded = await service.keys.load(body["path"], body.get("wasm"), body.get("name"))
     except EngineError as exc:  # a malformed .zkey, a key too large for the device
         raise from_engine_error(exc) from None
+    service.refresh_slots()
     return web.json_response(key.describe(), status=201 if loaded else 200)
 
 
@@ -263,6 +264,7 @@ async def unload_key(request: web.Request) -> web.Response:
     key = service.keys.get(request.match_info["key"])
     view = key.describe()
     await asyncio.shield(service.keys.unload(key))  # a client that leaves does not stop an unload half-way
+    service.refresh_slots()
     return web.json_response({**view, "unloaded": True})
 
 
