@@ -76,6 +76,8 @@ def read_response():
     status_line = yield LINE, None
     if not status_line:
         raise ServerClosed("the server closed the connection")
+    if not status_line.endswith(b"\n"):
+        raise ServerClosed("the server closed the connection in the middle of its answer")
     parts = status_line.split(None, 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
         raise BadResponse(f"not an HTTP/1.1 response: {status_line[:80]!r}")
@@ -83,7 +85,7 @@ def read_response():
     headers: dict[str, str] = {}
     while True:
         line = yield LINE, None
-        if not line:
+        if not line.endswith(b"\n"):  # the stream ended inside the head
             raise ServerClosed("the server closed the connection in the middle of its answer")
         if line in (b"\r\n", b"\n"):
             break

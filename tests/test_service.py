@@ -129,12 +129,13 @@ def server(tmp_path):
 
 
 def wait_at_rest(client: Client, timeout: float = 30) -> dict:
-    """Poll /v1/stats until no job is active and every engine budget is back (a cancelled device job
-    returns its memory once the device is done with it)."""
+    """Poll /v1/stats until no job is active, no upload is held (spooled or in memory) and every engine
+    budget is back (a cancelled device job returns its memory once the device is done with it)."""
     end = time.monotonic() + timeout
     while True:
         stats = client.stats()
-        if stats["at_rest"] and stats["jobs_active"] == 0 and stats["spooled_uploads"] == 0:
+        if (stats["at_rest"] and stats["jobs_active"] == 0 and stats["spooled_uploads"] == 0
+                and stats["uploads_in_memory_bytes"] == 0):
             return stats
         assert time.monotonic() < end, f"not at rest after {timeout} s: {stats}"
         time.sleep(0.05)
