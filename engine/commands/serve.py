@@ -30,7 +30,8 @@ def register(subparsers) -> None:
     s.add_argument("--max-queued-per-key", type=int, metavar="N", default=None,
                    help="queued jobs per key before 429 (default 64)")
     s.add_argument("--running-jobs", type=int, metavar="N", default=None,
-                   help="jobs handed to the engine at once (default: devices x compute slots + synthesis workers + epilogue threads)")
+                   help="jobs handed to the engine at once (default: each compute slot and synthesis worker gets a job and "
+                        "one waiting; where the CPU ends proofs, each epilogue thread one too)")
     s.add_argument("--default-deadline", type=float, metavar="S", default=None,
                    help="deadline in seconds for requests that give none (default none)")
     s.add_argument("--drain-timeout", type=float, metavar="S", default=None,

@@ -28,6 +28,7 @@ log = logging.getLogger("engine.service")
 SERVICE = web.AppKey("service", Service)
 MAX_POLL_WAIT_S = 60.0
 _CHUNK = 1 << 20
+_ALIGN_PAD = 4  # a circom/snarkjs .wtns has its values at byte 76: 4 bytes before it put them on a 16-byte boundary
 _JSON_LIMIT = 16 << 20  # key and verify requests are small; input JSON for a proof may use max_body
 
 
@@ -288,10 +289,10 @@ async def _admit(request: web.Request, detached: bool) -> Job:
     if length is not None and length <= service.config.memory_upload_max:
         # Kept in memory and parsed in place: no file, and no synthesis worker to read one.
         _check_length(request, service.config.max_body)
-        buf = service.uploads.take(length)
+        buf = service.uploads.take(_ALIGN_PAD + length)
         handed = False
         try:
-            view = memoryview(buf)[:length]
+            view = memoryview(buf)[_ALIGN_PAD:_ALIGN_PAD + length]
             await _read_into(request, view)
             _check_magic(bytes(view[:4]), label)
             job = service.submit(key, parse_upload(view, label), label=label, priority=priority,

@@ -8,8 +8,9 @@
     memory_upload_max = "64MiB"  # .wtns uploads up to this size are parsed in memory; larger
                                #   ones (or of unknown length) go to a file a synthesis worker reads
     max_queued_per_key = 64    # queued (not yet running) jobs per key; beyond: 429
-    running_jobs = 0           # jobs handed to the engine at once; 0: devices x compute slots
-                               #   + synthesis workers + epilogue threads
+    running_jobs = 0           # jobs handed to the engine at once; 0: 2 x (devices x compute
+                               #   slots + synthesis workers) on GPUs, + epilogue threads
+                               #   instead where the CPU ends proofs (Service.default_slots)
     job_ttl_s = 600            # how long a finished job's result can be fetched
     default_deadline_s = 0     # a deadline for requests that name none; 0: none
     drain_timeout_s = 0        # SIGTERM waits this long for jobs, then cancels them; 0: no limit
