@@ -275,30 +275,33 @@ def main() -> None:
                             "HTTP adds p50 ms": (p50_h - p50_l) * 1e3,
                             "wire+service p50 ms": statistics.median(h["wire"]) * 1e3,
                             "wire+service p95 ms": pct(h["wire"], 0.95) * 1e3,
+                            f"in-process proofs/s, {args.clients} callers": local["rate"],
+                            f"HTTP proofs/s, {args.clients} clients, running_jobs {slots}": rate,
                         })
-                        rate_rows.append({"size": label, "jobs in the engine": "in-process",
-                                          f"proofs/s, {args.clients} callers": local["rate"]})
-                    rate_rows.append({"size": label, "jobs in the engine": f"HTTP, running_jobs {slots}",
-                                      f"proofs/s, {args.clients} callers": rate})
+                    else:
+                        rate_rows.append({"size": label, "running_jobs": slots, f"HTTP proofs/s, {args.clients} "
+                                          "clients": rate})
             finally:
                 stop(proc)
 
-    print(f"backend {args.backend}; Python {report['python']}; {args.repeats} sequential proofs after warm-up; "
-          f"{args.clients} clients for proofs/s; bytecode writing {'off' if report['dont_write_bytecode'] else 'on'}")
-    if rows:
-        print("\nThe engine in-process against the same engine through HTTP:")
-        table(rows)
-        print()
-        table(sorted(rate_rows, key=lambda r: r["size"]))
-    print(f"\nThe service alone (perf/instant_serve.py: proofs take no time; {args.repeats * 3} requests):")
-    table(instant_rows)
-    print(f"\nThe CLI client, `python -m engine prove --server URL ...`, median of {cli_n} runs (ms):")
-    table([{"against": k, **v} for k, v in cli_rows.items()])
-    print("\n" + ", ".join(f"{k}: {v:.1f} ms" for k, v in report["interpreter_ms"].items()))
-    print("the client command's largest imports (cumulative ms): " +
-          ", ".join(f"{name} {ms:.1f}" for name, ms in imports))
+    # the figures last (a log's tail shows them), the whole record first
     print(json.dumps({**report, "rows": rows, "rates": rate_rows, "instant": instant_rows, "cli_ms": cli_rows,
                       "imports_ms": imports}))
+    print(f"backend {args.backend}; Python {report['python']}; {args.repeats} sequential proofs after warm-up; "
+          f"bytecode writing {'off' if report['dont_write_bytecode'] else 'on'}")
+    if rows:
+        print("The engine in-process against the same engine through HTTP:")
+        table(rows)
+    if rate_rows:
+        print("Other running_jobs:")
+        table(rate_rows)
+    print(f"The service alone (perf/instant_serve.py: proofs take no time; {args.repeats * 3} requests):")
+    table(instant_rows)
+    print(f"The CLI client, `python -m engine prove --server URL ...`, median of {cli_n} runs (ms):")
+    table([{"against": k, **v} for k, v in cli_rows.items()])
+    print(", ".join(f"{k}: {v:.1f} ms" for k, v in report["interpreter_ms"].items()) +
+          "; the client command's largest imports (cumulative ms): " +
+          ", ".join(f"{name} {ms:.1f}" for name, ms in imports))
 
 
 if __name__ == "__main__":
