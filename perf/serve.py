@@ -260,7 +260,8 @@ def main() -> None:
                     cli_rows["example " + Path(args.example).name] = cli_breakdown(
                         url, args.example + ".zkey", args.example + ".wtns", cli_n, work)
                 for label, (zkey, wtns) in files.items():
-                    h = http_latency(url, zkey, wtns, args.repeats)
+                    # the other running_jobs values: throughput only (3 warm-up proofs, no latency series)
+                    h = http_latency(url, zkey, wtns, args.repeats if n_slots == slot_values[0] else 0)
                     count = max(args.clients * 4, args.repeats)
                     http_rate(url, h["key"], h["body"], args.clients, args.clients)  # warm every connection path
                     rate = http_rate(url, h["key"], h["body"], count, args.clients)
