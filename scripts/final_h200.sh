@@ -85,7 +85,7 @@ if has prove; then
 fi
 if has serve; then
   step "service"
-  timeout 120 python3 perf/serve.py --backend gpu --log-constraints 14,16 --repeats 15 --clients 8 \
+  timeout 150 python3 perf/serve.py --backend gpu --log-constraints 14,16 --repeats 15 --clients 8 --running-jobs 0,19 \
     --workdir "$W/sv" >"$R/serve.log" 2>&1
   tail -25 "$R/serve.log" | tee -a "$LOG"
 fi
