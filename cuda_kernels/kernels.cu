@@ -139,23 +139,31 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
     extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_##G(                                        \
         const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
         uint32_t* buckets, uint32_t* partials) {                                                                    \
-        MSM::accumulate(sorted, offsets, K, bases, T, buckets, partials);                                           \
+        MSM::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);                        \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_sets_##G(                                   \
+        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,        \
+        const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {            \
+        MSM::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,  \
+                                       partial_words);                                                              \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_fix_##G(const uint32_t* offsets, uint32_t K, uint32_t T,  \
                                                                   const uint32_t* partials, uint32_t* buckets,      \
                                                                   uint32_t* heavy, uint32_t* heavy_count,           \
-                                                                  uint32_t heavy_threshold) {                       \
-        MSM::fix(offsets, K, T, partials, buckets, heavy, heavy_count, heavy_threshold);                            \
+                                                                  uint32_t serial_max, uint32_t warp_max,           \
+                                                                  uint32_t partial_words) {                         \
+        MSM::fix(offsets, K, T, partials, buckets, heavy, heavy_count, serial_max, warp_max, partial_words);        \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_fix_heavy_##G(                                            \
-        const uint32_t* heavy, const uint32_t* heavy_count, const uint32_t* offsets, uint32_t T,                    \
-        const uint32_t* partials, uint32_t* buckets) {                                                              \
+        const uint32_t* heavy, const uint32_t* heavy_count, uint32_t K, const uint32_t* offsets, uint32_t T,        \
+        const uint32_t* partials, uint32_t* buckets, uint32_t partial_words, uint32_t lanes) {                      \
         extern __shared__ uint32_t shm[];                                                                           \
-        MSM::fix_heavy(heavy, heavy_count, offsets, T, partials, buckets, shm);                                     \
+        MSM::fix_heavy(heavy, heavy_count, K, offsets, T, partials, buckets, partial_words, lanes, shm);            \
     }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(256) msm_reduce_segments_##G(                                      \
-        const uint32_t* buckets, uint32_t B, uint32_t groups, uint32_t L, uint32_t* seg_out) {                      \
-        MSM::reduce_segments(buckets, B, groups, L, seg_out);                                                       \
+    extern "C" __global__ void __launch_bounds__(256) msm_reduce_segments_##G(const uint32_t* buckets, uint32_t B, \
+                                                                              uint32_t L, uint32_t* seg_out) {      \
+        extern __shared__ uint32_t shm[];                                                                           \
+        MSM::reduce_segments(buckets, B, L, seg_out, shm);                                                          \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_tree_sum_##G(const uint32_t* in, uint32_t count,         \
                                                                        uint32_t per_thread, uint32_t* out) {        \
@@ -163,8 +171,9 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
         MSM::tree_sum(in, count, per_thread, out, shm);                                                             \
     }                                                                                                               \
     extern "C" __global__ void msm_combine_##G(const uint32_t* group_out, uint32_t groups, uint32_t shift,          \
-                                               uint32_t* result, uint32_t stride) {                                 \
-        MSM::combine(group_out, groups, shift, result, stride);                                                     \
+                                               uint32_t* r0, uint32_t* r1, uint32_t* r2, uint32_t batch,            \
+                                               uint32_t stride) {                                                   \
+        MSM::combine(group_out, groups, shift, r0, r1, r2, batch, stride);                                          \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_affine_forward_##G(                                       \
         const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \

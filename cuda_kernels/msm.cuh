@@ -9,6 +9,10 @@
 //   result   : sum over groups g of 2^(c*f*g) * sum_b (b+1) * bucket[g][b]
 // A batch of k scalar vectors against the same bases (k witnesses of one key) sorts into k
 // bucket sets, vector j's keys offset by j*K: one accumulation pass over all of them, k results.
+// The XYZZ pass also runs up to MSM_SETS MSMs of one sorted scalar vector against different
+// bases at once (a proof's A, B1 and C): grid.y picks the set, each set has its own buckets,
+// partial slots, fix-up lists and reduction points, one after another in the scratch, and
+// every later kernel treats the sets' bucket groups as more groups.
 // The accumulation either adds every bucket's entries in XYZZ (accumulate below), or first
 // halves the buckets by rounds of batch-affine additions (msm_affine.cuh) and then adds what
 // is left the same way, with `sorted` = null meaning entry p is point p.
@@ -102,14 +106,29 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* s
     return warp_prefix + x - v;
 }
 
+#define MSM_SETS 3
+
+// Up to MSM_SETS pointers a kernel argument each (set y uses the y-th).
+__device__ __forceinline__ const uint32_t* msm_pick(uint32_t y, const uint32_t* p0, const uint32_t* p1,
+                                                    const uint32_t* p2) {
+    return y == 0 ? p0 : y == 1 ? p1 : p2;
+}
+
 template <class Aff, class Acc>
 struct msm_kernels {
     // One thread per chunk of T consecutive sorted entries; a run of entries of one bucket
     // that is the whole bucket goes straight to `buckets`, a cut run goes to the chunk's
     // partial slot (2t: the chunk's first run, 2t+1: its last run).
+    // SETS: set blockIdx.y, its bases (the caller's pick), its K buckets, its partial slots
+    // (partial_words apart); a single MSM keeps its own kernel, the code it was tuned as.
+    template <bool SETS>
     static __device__ __forceinline__ void accumulate(const uint32_t* sorted, const uint32_t* offsets, uint32_t K,
                                                       const uint32_t* bases, uint32_t T, uint32_t* buckets,
-                                                      uint32_t* partials) {
+                                                      uint32_t* partials, uint32_t partial_words) {
+        if constexpr (SETS) {
+            buckets += (uint64_t)blockIdx.y * K * Acc::WORDS;
+            partials += (uint64_t)blockIdx.y * partial_words;
+        }
         const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
         const uint32_t L = offsets[K];
         const uint64_t s0_64 = (uint64_t)t * T;
@@ -151,11 +170,20 @@ struct msm_kernels {
         return 2ull * c_lo + (s == c_lo * T ? 0 : 1);
     }
 
-    // One thread per bucket: empty -> infinity; cut across few chunks -> sum its partials;
-    // cut across many -> hand it to `fix_heavy` (a block per bucket).
+    // One thread per bucket: empty -> infinity; cut across at most `serial_max` chunks -> sum
+    // its partials here; across up to `warp_max` -> the warp list (heavy[0..count[0]), a warp
+    // a bucket in fix_heavy); across more -> the block list (heavy[K-1], heavy[K-2], ...,
+    // count[1] of them: a block a bucket).  The serial sums stay short: on one thread a
+    // dependent point addition costs microseconds.
     static __device__ __forceinline__ void fix(const uint32_t* offsets, uint32_t K, uint32_t T,
                                                const uint32_t* partials, uint32_t* buckets, uint32_t* heavy,
-                                               uint32_t* heavy_count, uint32_t heavy_threshold) {
+                                               uint32_t* heavy_count, uint32_t serial_max, uint32_t warp_max,
+                                               uint32_t partial_words) {
+        // set blockIdx.y: its partials, buckets, lists (K entries each) and counts (two each)
+        partials += (uint64_t)blockIdx.y * partial_words;
+        buckets += (uint64_t)blockIdx.y * K * Acc::WORDS;
+        heavy += (uint64_t)blockIdx.y * K;
+        heavy_count += 2 * blockIdx.y;
         const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
         if (k >= K) return;
         const uint32_t s = offsets[k], e = offsets[k + 1];
@@ -165,7 +193,12 @@ struct msm_kernels {
         }
         const uint32_t c_lo = s / T, c_hi = (e - 1) / T;
         if (c_lo == c_hi) return;  // written whole by accumulate
-        if (c_hi - c_lo + 1 > heavy_threshold) {
+        const uint32_t m = c_hi - c_lo + 1;
+        if (m > warp_max) {
+            heavy[K - 1 - atomicAdd(heavy_count + 1, 1u)] = k;
+            return;
+        }
+        if (m > serial_max) {
             heavy[atomicAdd(heavy_count, 1u)] = k;
             return;
         }
@@ -174,64 +207,90 @@ struct msm_kernels {
         acc.store(buckets + (uint64_t)k * Acc::WORDS);
     }
 
-    static __device__ __forceinline__ Acc shfl_down(const Acc& v, uint32_t o) {
+    static __device__ __forceinline__ Acc shfl_down(const Acc& v, uint32_t o, uint32_t width) {
         Acc other;
         const uint32_t* src = reinterpret_cast<const uint32_t*>(&v);
         uint32_t* dst = reinterpret_cast<uint32_t*>(&other);
 #pragma unroll
-        for (int j = 0; j < Acc::WORDS; j++) dst[j] = __shfl_down_sync(0xffffffffu, src[j], o);
+        for (int j = 0; j < Acc::WORDS; j++) dst[j] = __shfl_down_sync(0xffffffffu, src[j], o, width);
         return other;
     }
+
+    // Sum over each group of `width` lanes (a power of two up to 32) of one value per lane,
+    // valid in the group's first lane: a shuffle tree, depth log2(width).  The whole warp calls it.
+    static __device__ __forceinline__ Acc group_sum(Acc v, uint32_t width) {
+        const uint32_t lane = threadIdx.x & (width - 1);
+#pragma unroll 1
+        for (uint32_t o = width >> 1; o > 0; o >>= 1) {
+            Acc other = shfl_down(v, o, width);
+            if (lane + o < width) v.add(other);
+        }
+        return v;
+    }
+
+    static __device__ __forceinline__ Acc warp_sum(Acc v) { return group_sum(v, 32); }
 
     // Block-wide sum of one value per thread (result valid in thread 0): a shuffle tree in
     // each warp, then one over the warp sums.  Depth 5 + log2(warps) additions.
     static __device__ __forceinline__ Acc block_sum(Acc v, uint32_t* shm) {
         const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-#pragma unroll 1
-        for (uint32_t o = 16; o > 0; o >>= 1) {
-            Acc other = shfl_down(v, o);
-            if (lane + o < 32) v.add(other);
-        }
+        v = warp_sum(v);
         if (lane == 0) v.store(shm + warp * Acc::WORDS);
         __syncthreads();
         if (warp == 0) {
             v = lane < nwarps ? Acc::load(shm + lane * Acc::WORDS) : Acc::inf();
-#pragma unroll 1
-            for (uint32_t o = 16; o > 0; o >>= 1) {
-                Acc other = shfl_down(v, o);
-                if (lane + o < 32) v.add(other);
-            }
+            v = warp_sum(v);
         }
         __syncthreads();
         return v;
     }
 
-    // A block per heavy bucket (grid-stride over the list).
-    static __device__ __forceinline__ void fix_heavy(const uint32_t* heavy, const uint32_t* heavy_count,
+    // The partial sums of a cut bucket k shared over `lanes` threads: thread `lane` == 0 takes
+    // the first chunk's slot, each thread every lanes-th later chunk from c_lo + 1 + lane.
+    static __device__ __forceinline__ Acc partial_share(const uint32_t* offsets, uint32_t k, uint32_t T,
+                                                        const uint32_t* partials, uint32_t lane, uint32_t lanes) {
+        const uint32_t s = offsets[k], e = offsets[k + 1];
+        const uint32_t c_lo = s / T, c_hi = (e - 1) / T;
+        Acc acc = Acc::inf();
+        if (lane == 0) acc = Acc::load(partials + first_slot(s, T) * Acc::WORDS);
+        for (uint32_t c = c_lo + 1 + lane; c <= c_hi; c += lanes) acc.add(Acc::load(partials + 2ull * c * Acc::WORDS));
+        return acc;
+    }
+
+    // The block list (a block a bucket, grid-stride), then the warp list (a group of `lanes`
+    // lanes a bucket, grid-stride over every group of the grid); fix's counts say how long
+    // each list is.
+    static __device__ __forceinline__ void fix_heavy(const uint32_t* heavy, const uint32_t* heavy_count, uint32_t K,
                                                      const uint32_t* offsets, uint32_t T, const uint32_t* partials,
-                                                     uint32_t* buckets, uint32_t* shm) {
-        const uint32_t count = *heavy_count;
-        for (uint32_t h = blockIdx.x; h < count; h += gridDim.x) {
-            const uint32_t k = heavy[h];
-            const uint32_t s = offsets[k], e = offsets[k + 1];
-            const uint32_t c_lo = s / T, c_hi = (e - 1) / T;
-            Acc acc = Acc::inf();
-            if (threadIdx.x == 0) acc = Acc::load(partials + first_slot(s, T) * Acc::WORDS);
-            for (uint32_t c = c_lo + 1 + threadIdx.x; c <= c_hi; c += blockDim.x)
-                acc.add(Acc::load(partials + 2ull * c * Acc::WORDS));
-            acc = block_sum(acc, shm);
+                                                     uint32_t* buckets, uint32_t partial_words, uint32_t lanes,
+                                                     uint32_t* shm) {
+        partials += (uint64_t)blockIdx.y * partial_words;  // set blockIdx.y, as in fix
+        buckets += (uint64_t)blockIdx.y * K * Acc::WORDS;
+        heavy += (uint64_t)blockIdx.y * K;
+        heavy_count += 2 * blockIdx.y;
+        const uint32_t by_block = heavy_count[1];
+        for (uint32_t h = blockIdx.x; h < by_block; h += gridDim.x) {
+            const uint32_t k = heavy[K - 1 - h];
+            Acc acc = block_sum(partial_share(offsets, k, T, partials, threadIdx.x, blockDim.x), shm);
             if (threadIdx.x == 0) acc.store(buckets + (uint64_t)k * Acc::WORDS);
+        }
+        const uint32_t by_warp = heavy_count[0];
+        const uint32_t per_warp = 32 / lanes, lane = threadIdx.x & (lanes - 1);
+        const uint32_t warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+        const uint32_t stride = gridDim.x * (blockDim.x >> 5) * per_warp;
+        // the loop's bound is the warp's first bucket, so every lane runs the shuffles together
+        for (uint32_t h0 = warp * per_warp; h0 < by_warp; h0 += stride) {
+            const uint32_t h = h0 + ((threadIdx.x & 31) / lanes);
+            Acc acc = h < by_warp ? partial_share(offsets, heavy[h], T, partials, lane, lanes) : Acc::inf();
+            acc = group_sum(acc, lanes);
+            if (h < by_warp && lane == 0) acc.store(buckets + (uint64_t)heavy[h] * Acc::WORDS);
         }
     }
 
-    // One thread per (group, segment of L buckets): sum_b (b+1) * bucket[b] over the segment
-    // by running sums from the top, plus lo * (segment sum).
-    static __device__ __forceinline__ void reduce_segments(const uint32_t* buckets, uint32_t B, uint32_t groups,
-                                                           uint32_t L, uint32_t* seg_out) {
-        const uint32_t segs = (B + L - 1) / L;
-        const uint32_t id = blockIdx.x * blockDim.x + threadIdx.x;
-        if (id >= groups * segs) return;
-        const uint32_t g = id / segs, sgi = id % segs;
+    // sum_b (b+1) * bucket[b] over segment sgi (L buckets from lo = sgi * L) of group g: running
+    // sums from the top, plus lo * (segment sum).
+    static __device__ __forceinline__ Acc segment_value(const uint32_t* buckets, uint32_t B, uint32_t g,
+                                                       uint32_t sgi, uint32_t L) {
         const uint32_t lo = sgi * L, hi = min(lo + L, B);
         Acc run = Acc::inf(), acc = Acc::inf();
         for (uint32_t j = hi; j-- > lo;) {
@@ -240,7 +299,19 @@ struct msm_kernels {
         }
         run.mul_small(lo);
         acc.add(run);
-        acc.store(seg_out + (uint64_t)id * Acc::WORDS);
+        return acc;
+    }
+
+    // A block per (blockIdx.x: blockDim.x segments of L buckets, blockIdx.y: group): each
+    // thread its segment's value, the block's sum to seg_out[g * gridDim.x + blockIdx.x] (the
+    // tree sum's first pass in the same kernel: one launch and one round trip fewer).
+    static __device__ __forceinline__ void reduce_segments(const uint32_t* buckets, uint32_t B, uint32_t L,
+                                                           uint32_t* seg_out, uint32_t* shm) {
+        const uint32_t segs = (B + L - 1) / L, g = blockIdx.y;
+        const uint32_t sgi = blockIdx.x * blockDim.x + threadIdx.x;
+        Acc acc = sgi < segs ? segment_value(buckets, B, g, sgi, L) : Acc::inf();
+        acc = block_sum(acc, shm);
+        if (threadIdx.x == 0) acc.store(seg_out + ((uint64_t)g * gridDim.x + blockIdx.x) * Acc::WORDS);
     }
 
     // One pass of a tree sum over `count` points per group (grid.y = groups): block b of
@@ -259,13 +330,15 @@ struct msm_kernels {
         if (threadIdx.x == 0) acc.store(out + ((uint64_t)g * gridDim.x + b) * Acc::WORDS);
     }
 
-    // One thread a vector of the batch (blockIdx.x): Horner over its groups, shifting by
-    // c*fold bits between them; result j at result + j * stride words.
+    // One thread a (set, vector of the batch) (blockIdx.x = set * batch + vector): Horner over
+    // its groups, shifting by c*fold bits between them; set y's result j at results[y] + j * stride.
     static __device__ __forceinline__ void combine(const uint32_t* group_out, uint32_t groups, uint32_t shift,
-                                                   uint32_t* result, uint32_t stride) {
+                                                   uint32_t* r0, uint32_t* r1, uint32_t* r2, uint32_t batch,
+                                                   uint32_t stride) {
         if (threadIdx.x != 0) return;
         group_out += (uint64_t)blockIdx.x * groups * Acc::WORDS;
-        result += (uint64_t)blockIdx.x * stride;
+        const uint32_t y = blockIdx.x / batch, j = blockIdx.x % batch;
+        uint32_t* result = const_cast<uint32_t*>(msm_pick(y, r0, r1, r2)) + (uint64_t)j * stride;
         Acc acc = Acc::load(group_out + (uint64_t)(groups - 1) * Acc::WORDS);
         for (uint32_t g = groups - 1; g-- > 0;) {
             for (uint32_t d = 0; d < shift; d++) acc.dbl();

@@ -1,8 +1,9 @@
-"""GPU MSM benchmark: G1 on both curves and G2 on BN254, 2^16 .. 2^26 points.
+"""GPU MSM benchmark: G1 on both curves and G2 on BN254, 2^12 .. 2^26 points.
 
     python perf/msm.py [--sizes 16,18,20,22,24] [--curves bn128,bls12381] [--g2] [--fold full|1|..]
                        [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
-                       [--affine THREADSxM,...]
+                       [--affine THREADSxM,...] [--breakdown] [--sets 3] [--window C,...]
+                       [--fix SERIAL:WARPMAX:PERLANE,...] [--min-segment L,...]
 
 Times the whole MSM as the prover runs it (bucket sort of the scalars, bucket
 accumulation, reduction, the final point), with the points resident and
@@ -15,14 +16,25 @@ bounds.  `--scalars witness:Z,O` draws Z zeros and O ones (fractions), the rest
 uniform (perf/witness_share.py measures real circuits' shares); its rows carry
 the ratio to random scalars of the same size.  `--batch K` also times K vectors
 against the same bases in one pass, beside one.  `--affine 128x8,256x4` sweeps
-the affine rounds' block size and slots a thread.
+the affine rounds' block size and slots a thread.  `--breakdown` adds a table of each
+phase's time (CUDA events between the kernels: digit count, scan, scatter, accumulation,
+fix-up, segment reduction with the tree's first pass, later tree passes, combine), the
+kernel launches and the planner's serial chain (`depth`, dependent point operations).
+`--sets 3` also times three MSMs over one sorted vector (a proof's A, B1, C) as one launch
+set against three after one another.  `--window 9,11` times those windows beside the
+planner's; `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
+FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
+import statistics
 
 import numpy as np
-from gpu_common import Device, imads_per_mul, measure_rates, random_points, random_scalars, report, time_ms
+from gpu_common import (Device, Event, imads_per_mul, measure_rates, random_points, random_scalars, report, table,
+                        time_ms)
 
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import msm as gmsm
@@ -39,16 +51,73 @@ def witness_scalars(curve, n: int, zero: float, one: float, seed: int = 7) -> np
     return x
 
 
+@functools.lru_cache(maxsize=4)
+def cached_points(curve, g2: bool, n: int) -> np.ndarray:
+    return random_points(curve, g2, n)
+
+
+def with_window(plan: gmsm.MsmPlan, c: int, fold) -> gmsm.MsmPlan:
+    """`plan` with window c (and the fold it asks for, all windows for "full")."""
+    w = gmsm.windows_for(c, plan.scalar_bits)
+    f = w if fold == "full" else max(1, min(int(fold), w))
+    return dataclasses.replace(plan, c=c, windows=w, fold=f)
+
+
+class Launches:
+    """Counts gmsm's kernel launches while active (the MSM's launch count)."""
+
+    def __init__(self):
+        self.count = 0
+        self._real = gmsm.launch
+
+    def __enter__(self):
+        def counted(*a, **k):
+            self.count += 1
+            return self._real(*a, **k)
+
+        gmsm.launch = counted
+        return self
+
+    def __exit__(self, *exc):
+        gmsm.launch = self._real
+
+
+def breakdown(stream, run, repeats: int) -> dict:
+    """Median ms of each phase: run(mark) records an event after each phase."""
+    per_phase: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        events: list[tuple[str, Event]] = [("start", Event(timing=True))]
+        events[0][1].record(stream)
+
+        def mark(name: str) -> None:
+            events.append((name, Event(timing=True)))
+            events[-1][1].record(stream)
+
+        run(mark)
+        events[-1][1].synchronize()
+        seen: dict[str, float] = {}
+        for (_, a), (name, b) in zip(events, events[1:]):
+            seen[name] = seen.get(name, 0.0) + a.elapsed_ms(b)
+        for name, ms in seen.items():
+            per_phase.setdefault(name, []).append(ms)
+        for _, e in events:
+            e.destroy()
+    return {name: round(statistics.median(v), 4) for name, v in per_phase.items()}
+
+
 def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, rates, accumulation: str,
-          scalars: str, batch: int = 1) -> dict:
+          scalars: str, batch: int = 1, window: int | None = None, phases: dict | None = None,
+          sets: int = 1) -> dict:
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     mod = backend.ctx.module(curve)
     n = 1 << log_n
     plan = gmsm.plan_msm(n, curve.r.bit_length(), fold, accumulation=accumulation, batch=batch)
+    if window is not None:
+        plan = with_window(plan, window, fold)
     layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
     group = "g2" if g2 else "g1"
     acc = (8 if g2 else 4) * curve.n8q
-    pts_host = random_points(curve, g2, n)
+    pts_host = cached_points(curve, g2, n)
     pts = dev.alloc(plan.fold * pts_host.nbytes, stream)
     Device.upload(pts, pts_host, stream)
     gmsm.precompute(mod, group, plan, pts, stream)
@@ -61,12 +130,32 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     Device.upload(sc, sc_host, stream)
     sort = gmsm.SortScratch(dev, [plan], stream)
     bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
-    res = dev.alloc(batch * acc, stream)
+    res = dev.alloc(max(sets, 1) * batch * acc, stream)
 
-    def run():
-        gmsm.run_msm(mod, group, plan, layout, pts, sc, sort, bs, acc, res.ptr, stream)
+    def run(mark=None):
+        gmsm.run_msm(mod, group, plan, layout, pts, sc, sort, bs, acc, res.ptr, stream, mark=mark)
 
     ms = time_ms(stream, run, repeats=repeats)
+    with Launches() as counted:
+        run()
+    stream.synchronize()
+    extra = {}
+    if phases is not None:
+        phases.update(breakdown(stream, run, repeats))
+        phases["launches"] = counted.count
+    if sets > 1 and gmsm.fused_sets(plan) >= sets:
+        msms = [(pts, res.ptr + j * batch * acc) for j in range(sets)]
+
+        def run_sets(fuse: bool):
+            gmsm.sort_scalars(mod, plan, sc, sort, stream)
+            if fuse:
+                gmsm.accumulate_sets(mod, group, plan, layout, msms, sort, bs, acc, stream)
+            else:
+                for m in msms:
+                    gmsm.accumulate_sets(mod, group, plan, layout, [m], sort, bs, acc, stream)
+
+        extra[f"{sets} fused ms"] = round(time_ms(stream, lambda: run_sets(True), repeats=repeats), 3)
+        extra[f"{sets} apart ms"] = round(time_ms(stream, lambda: run_sets(False), repeats=repeats), 3)
     sort.free(stream)
     bs.free(stream)
     for b in (pts, sc, res):
@@ -82,7 +171,9 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "acc": accumulation, "aff": "x".join(map(str, gmsm.affine_shape())) if plan.affine_rounds else "",
             "c": plan.c,
             "fold": plan.fold, "rounds": plan.affine_rounds, "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
-            "ms": round(ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(ms / floor_ms, 2)}
+            "ms": round(ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(ms / floor_ms, 2),
+            "launches": counted.count, "depth": gmsm.critical_depth(plan, dev.sm_count),
+            "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len, **extra}
 
 
 def main() -> None:
@@ -96,6 +187,11 @@ def main() -> None:
     ap.add_argument("--scalars", default="random", help="comma list: random, witness:ZERO,ONE")
     ap.add_argument("--batch", type=int, default=1, help="also time this many vectors in one pass")
     ap.add_argument("--affine", default="", help="comma list of THREADSxM for the affine rounds")
+    ap.add_argument("--breakdown", action="store_true", help="also each phase's time")
+    ap.add_argument("--sets", type=int, default=1, help="also time this many MSMs of one sorted vector")
+    ap.add_argument("--window", default="", help="comma list of window bits to time beside the planner's")
+    ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
+    ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
     args = ap.parse_args()
@@ -111,7 +207,12 @@ def main() -> None:
     groups = [] if args.g2_only else [(c, False) for c in curves]
     if args.g2 or args.g2_only:
         groups.append((curve_by_name("bn128"), True))
-    rows = []
+    fixes = [tuple(int(v) for v in f.split(":")) for f in args.fix.split(",") if f] or [
+        (gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE)]
+    segs = [int(v) for v in args.min_segment.split(",") if v] or [gmsm.MIN_SEGMENT]
+    windows = [None] + [int(c) for c in args.window.split(",") if c]
+    variants = [(w, f, m) for w in windows for f in fixes for m in segs]
+    rows, split = [], []
     for curve, g2 in groups:
         for s in args.sizes.split(","):
             for accumulation in args.accumulation.split(","):
@@ -120,19 +221,37 @@ def main() -> None:
                     base = None
                     for kind in scalar_kinds:
                         for batch in sorted({1, args.batch}):
-                            row = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation, kind,
-                                        batch)
-                            if kind == "random" and batch == 1:
-                                base = row["ms"]
-                            if base:
-                                row["x random"] = round(row["ms"] / base, 3)
-                            rows.append(row)
-                            print(row, flush=True)
+                            for window, fix, seg in variants:
+                                gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE = fix
+                                gmsm.MIN_SEGMENT = seg
+                                phases = {} if args.breakdown else None
+                                row = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation,
+                                            kind, batch, window, phases, args.sets)
+                                if kind == "random" and batch == 1 and window is None:
+                                    base = row["ms"]
+                                if base:
+                                    row["x random"] = round(row["ms"] / base, 3)
+                                rows.append(row)
+                                print(row, flush=True)
+                                if phases is not None:
+                                    keys = ("curve", "group", "log2 n", "c", "fix", "L", "ms")
+                                    split.append({k: row[k] for k in keys} | phases)
+                                    print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
-            "floor ms", "ratio", "x random"]
+            "floor ms", "ratio", "x random", "launches", "depth", "fix", "L"]
+    if args.sets > 1:
+        cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:
-        r.setdefault("x random", "")
+        for c in cols:
+            r.setdefault(c, "")
     report(dev, rates, rows, cols, args.json)
+    if split:
+        phase_cols = list(dict.fromkeys(k for r in split for k in r))
+        for r in split:
+            for c in phase_cols:
+                r.setdefault(c, "")
+        print("\nPhases (ms, CUDA events between the kernels; median of the repeats):")
+        print(table(split, phase_cols))
 
 
 if __name__ == "__main__":

@@ -173,3 +173,121 @@ def test_compute_batch_matches_proof_by_proof(curve_name, fold):
         key.close()
     finally:
         b.close()
+
+
+def _bucket_counts(plan, scalars):
+    """Entries of each bucket as msm_digits sorts them (signed c-bit digits, windows folded)."""
+    c, B = plan.c, plan.buckets_per_group
+    counts = [0] * plan.keys
+    for s in scalars:
+        carry = 0
+        for w in range(plan.windows):
+            val = ((s >> (w * c)) & ((1 << c) - 1)) + carry
+            carry, d = (1, val - (1 << c)) if val > B else (0, val)
+            if d:
+                counts[(w // plan.fold) * B + abs(d) - 1] += 1
+    return counts
+
+
+def _fix_up_scalars(curve, rng, n, B):
+    """Scalars whose buckets are cut across many chunks (a block's fix-up: 600 ones), tens (a
+    warp's: 100 twos), a few (one thread's: small values 2-4 times each) and one (written
+    whole), beside zeros, r - 1 and a few random scalars."""
+    fixed = [1] * 600 + [2] * 100 + [curve.r - 1] * 3 + [0] * 20 + [rng.randrange(curve.r) for _ in range(12)]
+    small = [v for v in range(3, B + 1) for _ in range(1 + v % 4)]
+    scalars = (fixed + small * n)[:n]
+    rng.shuffle(scalars)
+    return scalars
+
+
+def _fix_up_plan(curve, n):
+    """A 10-bit full-fold plan (512 buckets): at these n a chunk is one entry, so a bucket's
+    entry count is the number of chunks it spans."""
+    from engine.backends.gpu import msm as gmsm
+
+    bits = curve.r.bit_length()
+    w = gmsm.windows_for(10, bits)
+    return gmsm.MsmPlan(n, 10, w, w, bits)
+
+
+def _check_fix_up_classes(backend, plan, scalars):
+    from engine.backends.gpu import msm as gmsm
+
+    assert gmsm.AccumulateLayout.for_plan(plan, backend.device.sm_count).chunk == 1
+    counts = _bucket_counts(plan, scalars)
+    assert any(m > gmsm.FIX_WARP_MAX for m in counts)
+    assert any(gmsm.FIX_SERIAL < m <= gmsm.FIX_WARP_MAX for m in counts)
+    assert any(1 < m <= gmsm.FIX_SERIAL for m in counts) and 1 in counts and 0 in counts
+
+
+# (serial max, warp max, partials a lane): the defaults' neighbours, lane groups of 2 to 32
+FIX_CLASSES = [(16, 256, 8), (4, 256, 2), (8, 256, 32), (16, 16, 4)]
+
+
+@pytest.mark.parametrize("fix", FIX_CLASSES, ids=lambda f: "%d-%d-%d" % f)
+def test_fix_up_lists_serial_warp_block_g1(backend, curve, fix, monkeypatch):
+    """Every fix-up path of msm_fix / msm_fix_heavy in one MSM, against the CPU reference; points
+    with infinity, repeats and P, -P pairs; n not a power of two; the full fold and fold 1."""
+    from engine.backends.gpu import msm as gmsm
+
+    for name, value in zip(("FIX_SERIAL", "FIX_WARP_MAX", "FIX_PER_LANE"), fix):
+        monkeypatch.setattr(gmsm, name, value)
+    rng = random.Random(15)
+    n = 1001
+    pts = points(curve, n, rng)
+    pts[5], pts[6], pts[9] = None, pts[7], ec.g1_neg(curve, pts[8])
+    plan = _fix_up_plan(curve, n)
+    scalars = _fix_up_scalars(curve, rng, n, plan.buckets_per_group)
+    if fix[1] > fix[0]:
+        _check_fix_up_classes(backend, plan, scalars)
+    expect = cpu_msm_g1(curve, pts, scalars)
+    assert g1(backend, curve, pts, scalars, plan=plan) == expect
+    assert g1(backend, curve, pts, scalars) == expect  # the planner's window
+    assert g1(backend, curve, pts, scalars, fold=1) == expect
+
+
+def test_fix_up_lists_g2(backend):
+    curve, rng = BN254, random.Random(16)
+    n = 900
+    pts = points(curve, n, rng, g2=True)
+    pts[3], pts[4] = None, pts[2]
+    plan = _fix_up_plan(curve, n)
+    scalars = _fix_up_scalars(curve, rng, n, plan.buckets_per_group)
+    _check_fix_up_classes(backend, plan, scalars)
+    got = backend._msm(curve, g2_to_mont(curve, pts), from_ints(scalars, 4), True, plan=plan)
+    assert got == cpu_msm_g2(curve, pts, scalars)
+
+
+@pytest.mark.parametrize("c,seg_len", [(3, None), (9, 3), (13, 1), (18, 1), (18, 5)])
+def test_any_window_and_segment_length_agree(backend, curve, c, seg_len):
+    """Windows and segment lengths the planner would not pick: segments that do not divide the
+    buckets, one bucket a segment, a tree of two passes with two points a thread (c = 18,
+    seg_len 1: 2^17 segments, 512 block sums)."""
+    from engine.backends.gpu import msm as gmsm
+
+    rng = random.Random(c * 10 + (seg_len or 0))
+    n = 300
+    pts = points(curve, n, rng)
+    pts[11] = None
+    scalars = rand_fr(curve, n, rng)
+    bits = curve.r.bit_length()
+    w = gmsm.windows_for(c, bits)
+    plan = gmsm.MsmPlan(n, c, w, w, bits)
+    layout = gmsm.AccumulateLayout.for_plan(plan, backend.device.sm_count, seg_len)
+    if (c, seg_len) == (18, 1):
+        assert layout.tree_levels() == [512, 1] and gmsm.tree_pass_per_thread(512) == 2
+    expect = cpu_msm_g1(curve, pts, scalars)
+    assert g1(backend, curve, pts, scalars, plan=plan, seg_len=seg_len) == expect
+    folded = gmsm.MsmPlan(n, c, w, 2, bits)  # groups combined by Horner's rule
+    assert g1(backend, curve, pts, scalars, plan=folded, seg_len=seg_len) == expect
+
+
+def test_one_point_every_edge_scalar(backend, curve):
+    """n = 1: zero, one, r - 1, and the point at infinity, G1 and G2."""
+    rng = random.Random(17)
+    p, q = points(curve, 1, rng)[0], points(curve, 1, rng, g2=True)[0]
+    for s in (0, 1, 2, curve.r - 1, rng.randrange(curve.r)):
+        assert g1(backend, curve, [p], [s]) == cpu_msm_g1(curve, [p], [s])
+        assert g1(backend, curve, [None], [s]) is None
+        got = backend._msm(curve, g2_to_mont(curve, [q]), from_ints([s], 4), True)
+        assert got == cpu_msm_g2(curve, [q], [s])

@@ -221,3 +221,42 @@ def test_batch_plan_keeps_the_keys_window_tables():
     assert gmsm.max_batch(one) >= 16
     with pytest.raises(ValueError, match="exceeds"):
         gmsm.plan_for_batch(one, gmsm.max_batch(one) + 1)
+
+
+def test_planner_weighs_the_serial_chain_at_small_sizes():
+    """Small MSMs are bound by the serial chain after the bucket sums: the planner keeps it short
+    and off the lane-group fix-up (measured the slowest there), taking the small windows that
+    measured fastest up to 2^14; 2^18, 2^20 and 2^24 keep the measured windows."""
+    assert gmsm.plan_msm(1 << 20, 254).c == 20 and gmsm.plan_msm(1 << 24, 254).c == 22
+    assert gmsm.plan_msm(1 << 18, 254).c == 17
+    for log_n in (10, 12, 13, 14, 16):
+        plan = gmsm.plan_msm(1 << log_n, 254)
+        layout = gmsm.AccumulateLayout.for_plan(plan, 132)
+        m = gmsm.mean_chunks_per_bucket(plan, layout)
+        assert m <= gmsm.FIX_SERIAL or m > gmsm.FIX_WARP_MAX
+        assert gmsm.critical_depth(plan, 132) < 60
+    assert [gmsm.plan_msm(1 << k, 254).c for k in (12, 13, 14, 16)] == [9, 9, 9, 16]
+
+
+def test_fix_depth_classes_and_heavy_grid():
+    assert [gmsm.fix_depth(m) for m in (1, 2, gmsm.FIX_SERIAL)] == [0, 1, gmsm.FIX_SERIAL - 1]
+    m = gmsm.FIX_SERIAL + 1
+    lanes = gmsm.fix_lanes(m)
+    assert gmsm.fix_depth(m) == gmsm.HEAVY_FIX_COST * (-(-m // lanes) + lanes.bit_length() - 1)
+    assert gmsm.fix_lanes(1) == 2 and gmsm.fix_lanes(10 ** 6) == 32
+    assert gmsm.fix_lanes(8 * gmsm.FIX_PER_LANE) == 8
+    assert gmsm.fix_depth(gmsm.FIX_WARP_MAX + 1) == 10
+    assert gmsm.fix_heavy_blocks(1, 1, 32) == 1
+    # the block list gets a block per bucket it can hold: 256 buckets of 464 chunks, one pass
+    assert gmsm.fix_heavy_blocks(256, 119000, 32) >= 256
+    assert gmsm.fix_heavy_blocks(1024, 131072, 32) >= 128  # a warp a bucket of the warp list
+    assert gmsm.fix_heavy_blocks(1 << 22, 1 << 22, 4) == gmsm.FIX_HEAVY_BLOCKS
+
+
+def test_tree_levels_after_the_segment_block_sums():
+    plan = gmsm.MsmPlan(1 << 16, 16, 16, 16, 254)
+    layout = gmsm.AccumulateLayout.for_plan(plan, 132)
+    assert layout.seg_len == gmsm.MIN_SEGMENT and layout.tree_levels() == [-(-(1 << 15) // (256 * gmsm.MIN_SEGMENT)), 1]
+    big = gmsm.AccumulateLayout.for_plan(gmsm.MsmPlan(1000, 18, 15, 15, 254), 132, seg_len=1)
+    assert big.segs == 1 << 17 and big.tree_levels() == [512, 1]
+    assert gmsm.AccumulateLayout.for_plan(plan, 132, seg_len=1 << 20).seg_len == plan.buckets_per_group

@@ -281,9 +281,11 @@ class GpuBackend(Backend):
         return out
 
     def _msm(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray, g2: bool, fold: str | int | None = None,
-             accumulation: str | None = None, rounds: int | None = None):
+             accumulation: str | None = None, rounds: int | None = None, plan: gmsm.MsmPlan | None = None,
+             seg_len: int | None = None):
         """One MSM (scalars (n, 4)) or a batch against the same bases (scalars (k, n, 4)): a point,
-        or a list of k points."""
+        or a list of k points.  `plan` and `seg_len` replace the planner's choices (tests: every
+        window, fold and segment length must give the same point)."""
         n = bases.shape[0]
         sc_all = np.ascontiguousarray(scalars, dtype=np.uint64)
         batched = sc_all.ndim == 3
@@ -300,9 +302,10 @@ class GpuBackend(Backend):
         dev = self.device
         group = "g2" if g2 else "g1"
         fold = self.fold if fold is None else fold
-        plan = gmsm.plan_msm(n, curve.r.bit_length(), "full" if fold == "auto" else fold, batch=k,
-                             accumulation=accumulation, rounds=rounds)
-        layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
+        if plan is None:
+            plan = gmsm.plan_msm(n, curve.r.bit_length(), "full" if fold == "auto" else fold, batch=k,
+                                 accumulation=accumulation, rounds=rounds)
+        layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count, seg_len)
         host = np.ascontiguousarray(bases)
         pts = dev.alloc(plan.fold * host.nbytes, stream)
         Device.upload(pts, host, stream)

@@ -19,13 +19,38 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from cuda_kernels.driver import Device, DeviceBuffer, Module, Stream, U32, launch
+from cuda_kernels.driver import Device, DeviceBuffer, Module, Ptr, Stream, U32, launch
 
 SCAN_BLOCK = 4096
-HEAVY_THRESHOLD = 16
-TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds 1024 points into one
+# A bucket cut across at most FIX_SERIAL chunks is summed by one thread, across up to
+# FIX_WARP_MAX by a group of lanes (fix_lanes: about FIX_PER_LANE partials a lane, at most a
+# warp), across more by a block (msm_fix / msm_fix_heavy).  Module attributes: perf/msm.py
+# --fix sweeps them.
+FIX_SERIAL, FIX_WARP_MAX, FIX_PER_LANE = 16, 256, 8
+# What a level of the lane-group fix-up costs against a serial addition or a block level, as
+# the planner counts it: measured on the H200 (perf/RESULTS.md), BN254 G1 2^14 with 11-bit
+# windows spent 0.55 ms in a depth-10 group fix-up of 1024 buckets, 2^12 with 9-bit windows
+# 0.33 ms in a depth-10 block fix-up of 256, and the window sweep found the block's windows
+# (9 bits up to 2^14) fastest, the group's (11 bits) slowest.
+HEAVY_FIX_COST = 3
+FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists)
+REDUCE_THREADS = 256  # segments a block of msm_reduce_segments (its block sum: the tree's first pass)
+MIN_SEGMENT = 2  # buckets a thread of msm_reduce_segments reduces at least (2 measured 1-7% faster than 4)
+TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds up to 1024 points into one
+# The planner's latency term.  One dependent point operation on one thread costs about as
+# long as the whole device takes for LATENCY_ENTRIES mixed additions (BN254 G1 on the H200:
+# ~6 us an XYZZ operation, perf/pairing_latency.py, against ~2.7e9 additions/s at 2^24), so
+# at small sizes the serial chain of the reduction, not the additions, decides the window.
+LATENCY_ENTRIES = 16000
+PLAN_SM_COUNT = 132  # the planner's device (an H200) for the latency estimate
+# MSMs of one sorted scalar vector against different bases (a proof's A, B1, C) share one set
+# of XYZZ-pass launches, up to MSM_SETS at a time, where the plan is small enough for their
+# chains to be latency, not work (the scratch holds a set of buckets and partials for each).
+MSM_SETS = 3  # cuda_kernels/msm.cuh's MSM_SETS
+FUSE_MAX_ENTRIES = 1 << 22
 MAX_BUCKET_KEYS = SCAN_BLOCK * SCAN_BLOCK  # what the two-level scan covers
 # Batch-affine rounds (cuda_kernels/msm_affine.cuh): threads a block (a power of two: the
 # block's product tree) and output slots a thread; one inversion serves threads * per_thread
@@ -111,9 +136,11 @@ def default_accumulation() -> str:
 
 def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22, *, batch: int = 1,
              accumulation: str | None = None, rounds: int | None = None) -> MsmPlan:
-    """Pick c minimising the work: the bucket phase's entries (n*W, weighted by the
-    accumulation's cost an entry), about 3 additions per bucket to reduce, and the doublings
-    between groups.  `rounds` overrides the number of batch-affine rounds (tests)."""
+    """Pick c minimising the time: the work (the bucket phase's entries n*W, weighted by the
+    accumulation's cost an entry, about 3 additions per bucket to reduce, the doublings
+    between groups) plus the latency of the serial chain after the bucket sums
+    (critical_depth, in LATENCY_ENTRIES a step).  `rounds` overrides the number of
+    batch-affine rounds (tests)."""
     acc = accumulation or default_accumulation()
     if acc not in ACCUMULATIONS:
         raise ValueError(f"accumulation {acc!r} is not one of {ACCUMULATIONS}")
@@ -127,15 +154,70 @@ def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22
         if batch * g * (1 << (c - 1)) > MAX_BUCKET_KEYS or n * f >= 1 << 31 or batch * n * w >= 1 << 32:
             continue
         cost = ENTRY_COST[acc] * n * w + 3 * g * (1 << (c - 1)) + (0 if g == 1 else 40 * c * f * (g - 1))
+        plan = MsmPlan(n, c, w, f, scalar_bits, batch, affine_rounds_for(n, w, g * (1 << (c - 1)), acc))
+        cost += LATENCY_ENTRIES * critical_depth(plan, PLAN_SM_COUNT)
         if best is None or cost < best[0]:
-            halvings = affine_rounds_for(n, w, g * (1 << (c - 1)), acc)
-            best = (cost, MsmPlan(n, c, w, f, scalar_bits, batch, halvings))
+            best = (cost, plan)
     if best is None:
         raise ValueError(f"no MSM plan for {batch} x {n} points")
     plan = best[1]
     if rounds is not None:
         plan = dataclasses.replace(plan, affine_rounds=rounds)
     return plan
+
+
+def fused_sets(plan: MsmPlan) -> int:
+    """How many MSMs over one sorted vector share the XYZZ pass's launches under `plan`: all
+    three witness MSMs for a small full-fold plan without affine rounds (those rewrite the
+    points); a partial fold (a key short of memory, the host tier's chunks) keeps one set of
+    scratch."""
+    small = plan.max_entries <= FUSE_MAX_ENTRIES and plan.groups == 1
+    return MSM_SETS if small and plan.affine_rounds == 0 else 1
+
+
+def fix_lanes(chunks_per_bucket: int) -> int:
+    """Lanes a bucket of the warp list gets: a power of two, about FIX_PER_LANE partials each."""
+    want = -(-chunks_per_bucket // max(FIX_PER_LANE, 1))
+    return min(32, max(2, 1 << (want - 1).bit_length()))
+
+
+def fix_depth(chunks_per_bucket: int) -> int:
+    """Dependent additions msm_fix / msm_fix_heavy spend on a bucket cut across that many chunks
+    (the lane groups' levels weighted by HEAVY_FIX_COST)."""
+    m = chunks_per_bucket
+    if m <= 1:
+        return 0
+    if m <= FIX_SERIAL:
+        return m - 1
+    if m <= FIX_WARP_MAX:
+        lanes = fix_lanes(m)
+        return HEAVY_FIX_COST * (-(-m // lanes) + (lanes.bit_length() - 1))
+    return -(-m // 256) + 8
+
+
+def mean_chunks_per_bucket(plan: MsmPlan, layout: "AccumulateLayout") -> int:
+    """Chunks a random-scalar bucket spans: its mean entries over the chunk, plus the cut."""
+    return int(-(-(plan.xyzz_entries / max(plan.keys, 1)) // layout.chunk)) + 1
+
+
+def critical_depth(plan: MsmPlan, sm_count: int) -> int:
+    """Dependent point operations on the longest chain after the bucket phase of a
+    random-scalar MSM: the fix-up of cut buckets, a segment's running sums and its weight
+    (double-and-add of its first bucket's index), the block sums of the tree, and the
+    Horner steps between groups.  The bucket phase itself fills the device and counts as work."""
+    layout = AccumulateLayout.for_plan(plan, sm_count)
+    depth = fix_depth(mean_chunks_per_bucket(plan, layout))
+    lo_bits = (plan.buckets_per_group - 1).bit_length()
+    # a segment longer than the shortest is one of enough to fill the device: work, not latency
+    depth += 2 * MIN_SEGMENT + (3 * lo_bits) // 2 + 8
+    depth += sum(tree_pass_per_thread(count) + 8 for count in layout.tree_levels()[:-1])
+    return 1 + depth + (plan.groups - 1) * (plan.c * plan.fold + 1)
+
+
+def tree_pass_per_thread(count: int) -> int:
+    """Points a thread adds in a tree-sum pass over `count` points a group: one while one
+    block's worth is left (the shortest chain), up to TREE_PER_THREAD for larger counts."""
+    return max(1, min(TREE_PER_THREAD, -(-count // TREE_THREADS)))
 
 
 def plan_for_batch(plan: MsmPlan, batch: int) -> MsmPlan:
@@ -187,7 +269,16 @@ class SortScratch:
             Device.free(b, stream)
 
 
-def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: SortScratch, stream: Stream) -> None:
+Mark = Callable[[str], None] | None  # called after each phase with its name (perf/msm.py --breakdown)
+
+
+def _mark(mark: Mark, name: str) -> None:
+    if mark is not None:
+        mark(name)
+
+
+def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: SortScratch, stream: Stream,
+                 mark: Mark = None) -> None:
     """Count digits per bucket, scan to offsets, place each (point, sign) in its bucket.
 
     `scalars` holds plan.batch vectors of n scalars one after another."""
@@ -197,9 +288,12 @@ def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: Sor
     per_vector = plan.groups * plan.buckets_per_group
     launch(mod, "msm_count", grid, 256, stream, scalars, U32(plan.n), U32(plan.c), U32(plan.windows),
            U32(plan.fold), U32(per_vector), s.counts)
+    _mark(mark, "count")
     scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
+    _mark(mark, "scan")
     launch(mod, "msm_scatter", grid, 256, stream, scalars, U32(plan.n), U32(plan.c), U32(plan.windows),
            U32(plan.fold), U32(per_vector), s.cursor, s.sorted)
+    _mark(mark, "scatter")
 
 
 @dataclass
@@ -212,25 +306,30 @@ class AccumulateLayout:
     segs: int
 
     @staticmethod
-    def for_plan(plan: MsmPlan, sm_count: int) -> "AccumulateLayout":
+    def for_plan(plan: MsmPlan, sm_count: int, seg_len: int | None = None) -> "AccumulateLayout":
+        """`seg_len` replaces the computed segment length (tests)."""
         entries = plan.xyzz_entries
         target_threads = max(sm_count * 1024, 1)
         chunk = max(1, -(-entries // target_threads))
         chunks = max(1, -(-entries // chunk))
         B = plan.buckets_per_group
-        # short segments keep the serial running sums short; the tree sum takes the rest
-        seg_len = min(max(8, -(-(B * plan.sets) // max(sm_count * 512, 1))), B)
+        # short segments keep the serial running sums short (a thread's chain is 2 * seg_len
+        # additions and its weight's double-and-add); the tree sum takes the rest
+        if seg_len is None:
+            seg_len = max(MIN_SEGMENT, -(-(B * plan.sets) // max(sm_count * 512, 1)))
+        seg_len = max(1, min(seg_len, B))
         segs = -(-B // seg_len)
         return AccumulateLayout(chunk, chunks, seg_len, segs)
 
     def tree_levels(self) -> list[int]:
-        """Points per group before each tree-sum pass (the last pass leaves one)."""
-        levels, count = [], self.segs
+        """Points per group out of msm_reduce_segments (a block sum over REDUCE_THREADS
+        segments) and before each later tree-sum pass; the last entry is 1."""
+        levels, count = [], -(-self.segs // REDUCE_THREADS)
         while True:
             levels.append(count)
             if count == 1:
                 return levels
-            count = -(-count // (TREE_THREADS * TREE_PER_THREAD))
+            count = -(-count // (TREE_THREADS * tree_pass_per_thread(count)))
 
 
 def affine_shape() -> tuple[int, int]:
@@ -258,8 +357,9 @@ class AffineScratchSize:
 class BucketScratch:
     """Buckets, partial sums, reduction space and the affine rounds' points, offsets and
     inversion scratch, big enough for each (plan, layout) given, run one after another on one
-    stream; acc_bytes is the largest accumulator used (an XYZZ point: four coordinates; an
-    affine point is half of it, a field element a quarter)."""
+    stream, with fused_sets(plan) sets of the XYZZ pass's buffers; acc_bytes is the largest
+    accumulator used (an XYZZ point: four coordinates; an affine point is half of it, a field
+    element a quarter)."""
 
     def __init__(self, dev: Device, shapes: list[tuple[MsmPlan, AccumulateLayout]], acc_bytes: int,
                  stream: Stream):
@@ -267,7 +367,7 @@ class BucketScratch:
         el = acc_bytes // 4
         self.buckets = dev.alloc(keys * acc_bytes, stream)
         self.partials = dev.alloc(2 * chunks * acc_bytes, stream)
-        self.heavy = dev.alloc(4 * keys + 4, stream)
+        self.heavy = dev.alloc(4 * keys + 8 * MSM_SETS, stream)  # the fix-up's lists and counts, a pair a set
         self.segments = dev.alloc(segs * acc_bytes, stream)
         self.tree = dev.alloc(tree * acc_bytes, stream)
         self.pts = [dev.alloc(max(pts_a, 1) * 2 * el, stream), dev.alloc(max(pts_b, 1) * 2 * el, stream)]
@@ -280,16 +380,16 @@ class BucketScratch:
 
     @staticmethod
     def sizes(shapes: list[tuple[MsmPlan, AccumulateLayout]]) -> tuple:
-        """keys, chunks, segments, tree points, the two affine point buffers (points), and the
-        affine rounds' inversion scratch (AffineScratchSize)."""
+        """keys, chunks, segments, tree points (each over the plan's fused sets), the two affine
+        point buffers (points), and the affine rounds' inversion scratch (AffineScratchSize)."""
         def affine(p: MsmPlan, parity: int) -> int:
             b = p.entry_bounds()
             return max([b[r + 1] for r in range(p.affine_rounds) if r % 2 == parity], default=0)
 
         aff = [AffineScratchSize.for_plan(p) for p, _ in shapes]
-        return (max(p.keys for p, _ in shapes), max(l.chunks for _, l in shapes),
-                max(p.sets * l.segs for p, l in shapes),
-                max(p.sets * sum(l.tree_levels()[1:]) for p, l in shapes),
+        return (max(fused_sets(p) * p.keys for p, _ in shapes), max(fused_sets(p) * l.chunks for p, l in shapes),
+                max(fused_sets(p) * p.sets * l.tree_levels()[0] for p, l in shapes),
+                max(fused_sets(p) * p.sets * sum(l.tree_levels()[1:]) for p, l in shapes),
                 max(affine(p, 0) for p, _ in shapes), max(affine(p, 1) for p, _ in shapes),
                 AffineScratchSize(max(a.prefix for a in aff), max(a.leaves for a in aff), max(a.totals for a in aff)))
 
@@ -298,7 +398,7 @@ class BucketScratch:
         keys, chunks, segs, tree, pts_a, pts_b, aff = cls.sizes(shapes)
         nblocks = -(-keys // SCAN_BLOCK)
         el = acc_bytes // 4
-        return (acc_bytes * (keys + 2 * chunks + segs + tree) + 4 * keys + 4
+        return (acc_bytes * (keys + 2 * chunks + segs + tree) + 4 * keys + 8 * MSM_SETS
                 + 2 * el * (max(pts_a, 1) + max(pts_b, 1)) + 8 * (keys + 1) + 8 * (nblocks + 1)
                 + el * (max(aff.prefix, 1) + max(aff.leaves, 1) + max(aff.totals, 1)))
 
@@ -340,42 +440,94 @@ def _ptr(buf: DeviceBuffer | int) -> int:
 
 def accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, bases: DeviceBuffer | int,
                sort: SortScratch, b: BucketScratch, acc_bytes: int, result: int, stream: Stream,
-               result_stride: int | None = None) -> None:
+               result_stride: int | None = None, mark: Mark = None) -> None:
     """Bucket sums, their weighted reduction, and the final points (XYZZ): vector j of the
     batch at result + j * result_stride (bytes; acc_bytes when not given)."""
+    accumulate_sets(mod, group, plan, layout, [(bases, result)], sort, b, acc_bytes, stream, result_stride, mark)
+
+
+def accumulate_sets(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,
+                    msms: list[tuple[DeviceBuffer | int, int]], sort: SortScratch, b: BucketScratch,
+                    acc_bytes: int, stream: Stream, result_stride: int | None = None, mark: Mark = None) -> None:
+    """accumulate for each (bases, result address) of `msms`, all over the same sorted
+    scalars: fused_sets(plan) of them at a time share one set of launches."""
+    step = fused_sets(plan)
+    for i in range(0, len(msms), step):
+        _accumulate(mod, group, plan, layout, msms[i:i + step], sort, b, acc_bytes, stream, result_stride, mark)
+
+
+def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,
+                msms: list[tuple[DeviceBuffer | int, int]], sort: SortScratch, b: BucketScratch, acc_bytes: int,
+                stream: Stream, result_stride: int | None, mark: Mark) -> None:
     K = plan.keys
     T = layout.chunk
-    sorted_ptr, pts, offsets = affine_rounds(mod, group, plan, bases, sort, b, acc_bytes // 4, stream)
-    launch(mod, f"msm_accumulate_{group}", -(-layout.chunks // 128), 128, stream, sorted_ptr, offsets,
-           U32(K), pts, U32(T), b.buckets, b.partials)
-    heavy_count = b.heavy.ptr + 4 * K
-    Device.memset32(heavy_count, 0, 1, stream)
-    launch(mod, f"msm_fix_{group}", -(-K // 128), 128, stream, offsets, U32(K), U32(T), b.partials, b.buckets,
-           b.heavy, heavy_count, U32(HEAVY_THRESHOLD))
-    launch(mod, f"msm_fix_heavy_{group}", 256, 256, stream, b.heavy, heavy_count, offsets, U32(T), b.partials,
-           b.buckets, shared=8 * acc_bytes)
+    nsets = len(msms)
+    if not 1 <= nsets <= MSM_SETS or (nsets > 1 and plan.affine_rounds):
+        raise ValueError(f"{nsets} MSMs in one XYZZ pass (1..{MSM_SETS}, none with affine rounds)")
+    bases = [_ptr(x) for x, _ in msms]
+    sorted_ptr, pts, offsets = affine_rounds(mod, group, plan, msms[0][0], sort, b, acc_bytes // 4, stream)
+    if plan.affine_rounds:
+        _mark(mark, "affine rounds")
+        bases = [pts]
+    bases += [bases[-1]] * (MSM_SETS - nsets)
+    partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots
+    blocks = -(-layout.chunks // 128)
+    if nsets == 1:  # the single MSM's own kernel (the large sizes' hot loop, as measured before the sets)
+        launch(mod, f"msm_accumulate_{group}", blocks, 128, stream, sorted_ptr, offsets, U32(K), bases[0], U32(T),
+               b.buckets, b.partials)
+    else:
+        launch(mod, f"msm_accumulate_sets_{group}", (blocks, nsets, 1), 128, stream, sorted_ptr, offsets, U32(K),
+               *bases, U32(T), b.buckets, b.partials, U32(partial_words))
+    _mark(mark, "accumulate")
+    heavy_count = b.heavy.ptr + 4 * nsets * K
+    Device.memset32(heavy_count, 0, 2 * nsets, stream)
+    launch(mod, f"msm_fix_{group}", (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T), b.partials,
+           b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
+    _mark(mark, "fix")
+    lanes = fix_lanes(mean_chunks_per_bucket(plan, layout))
+    launch(mod, f"msm_fix_heavy_{group}", (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
+           b.heavy, heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words), U32(lanes),
+           shared=8 * acc_bytes)
+    _mark(mark, "fix heavy")
     B = plan.buckets_per_group
-    total_segs = plan.sets * layout.segs
-    launch(mod, f"msm_reduce_segments_{group}", -(-total_segs // 128), 128, stream, b.buckets, U32(B),
-           U32(plan.sets), U32(layout.seg_len), b.segments)
-    src, dst = b.segments.ptr, b.tree.ptr
+    sets = nsets * plan.sets  # every set's bucket groups, one after another
     levels = layout.tree_levels()
+    launch(mod, f"msm_reduce_segments_{group}", (levels[0], sets, 1), REDUCE_THREADS, stream, b.buckets,
+           U32(B), U32(layout.seg_len), b.segments, shared=(REDUCE_THREADS // 32) * acc_bytes)
+    _mark(mark, "segments")
+    src, dst = b.segments.ptr, b.tree.ptr
     for count, nxt in zip(levels, levels[1:]):
-        launch(mod, f"msm_tree_sum_{group}", (nxt, plan.sets, 1), TREE_THREADS, stream, src, U32(count),
-               U32(TREE_PER_THREAD), dst, shared=(TREE_THREADS // 32) * acc_bytes)
-        src, dst = dst, dst + plan.sets * nxt * acc_bytes
+        launch(mod, f"msm_tree_sum_{group}", (nxt, sets, 1), TREE_THREADS, stream, src, U32(count),
+               U32(tree_pass_per_thread(count)), dst, shared=(TREE_THREADS // 32) * acc_bytes)
+        src, dst = dst, dst + sets * nxt * acc_bytes
+    if len(levels) > 1:
+        _mark(mark, "tree")
     stride = acc_bytes if result_stride is None else result_stride
-    launch(mod, f"msm_combine_{group}", plan.batch, 1, stream, src, U32(plan.groups), U32(plan.c * plan.fold),
-           result, U32(stride // 4))
+    results = [r for _, r in msms]
+    results += [results[-1]] * (MSM_SETS - nsets)
+    launch(mod, f"msm_combine_{group}", nsets * plan.batch, 1, stream, src, U32(plan.groups),
+           U32(plan.c * plan.fold), *[Ptr(r) for r in results], U32(plan.batch), U32(stride // 4))
+    _mark(mark, "combine")
+
+
+def fix_heavy_blocks(keys: int, chunks: int, lanes: int) -> int:
+    """Blocks of msm_fix_heavy: a group of `lanes` for each bucket the warp list can hold (one
+    there spans more than FIX_SERIAL chunks, all but two of them its own) and a block for each
+    the block list can hold, capped at FIX_HEAVY_BLOCKS (grid-stride beyond)."""
+    def listed(over: int) -> int:
+        return min(keys, chunks // max(over - 1, 1) + 1)
+
+    by_group = -(-listed(FIX_SERIAL) // (8 * (32 // lanes)))
+    return max(1, min(FIX_HEAVY_BLOCKS, max(by_group, listed(FIX_WARP_MAX))))
 
 
 def run_msm(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, bases: DeviceBuffer | int,
             scalars: DeviceBuffer | int, sort: SortScratch, b: BucketScratch, acc_bytes: int, result: int,
-            stream: Stream, result_stride: int | None = None) -> None:
+            stream: Stream, result_stride: int | None = None, mark: Mark = None) -> None:
     """One whole MSM (or a batch of plan.batch against the same bases) over a device buffer of
     bases (table t of the fold at bases + t * n points) and scalars: sort, then accumulate."""
-    sort_scalars(mod, plan, scalars, sort, stream)
-    accumulate(mod, group, plan, layout, bases, sort, b, acc_bytes, result, stream, result_stride)
+    sort_scalars(mod, plan, scalars, sort, stream, mark)
+    accumulate(mod, group, plan, layout, bases, sort, b, acc_bytes, result, stream, result_stride, mark)
 
 
 def precompute(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer, stream: Stream) -> None:
@@ -393,5 +545,11 @@ def sorted_msms(mod: Module, plan: MsmPlan, layout: AccumulateLayout, scalars: D
     The entry point for callers that bring their own bases already on the device (the host
     tier calls it once per streamed chunk)."""
     sort_scalars(mod, plan, scalars, sort, stream)
-    for group, bases, acc, result in msms:
-        accumulate(mod, group, plan, layout, bases, sort, b, acc, result, stream)
+    i = 0
+    while i < len(msms):  # runs of one group and accumulator share the XYZZ pass's launches
+        j = i + 1
+        while j < len(msms) and msms[j][0] == msms[i][0] and msms[j][2] == msms[i][2]:
+            j += 1
+        group, acc = msms[i][0], msms[i][2]
+        accumulate_sets(mod, group, plan, layout, [(x[1], x[3]) for x in msms[i:j]], sort, b, acc, stream)
+        i = j

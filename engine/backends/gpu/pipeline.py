@@ -416,8 +416,8 @@ def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: i
     gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, h, sort, buckets, g1_acc, res + 4 * g2_acc, stream, stride)
     mark()
     gmsm.sort_scalars(mod, plan_w, w, sort, stream)
-    for i, bases in ((0, key.a), (1, key.b1), (3, key.c)):
-        gmsm.accumulate(mod, "g1", plan_w, lay_w, bases, sort, buckets, g1_acc, res + i * g2_acc, stream, stride)
+    g1_msms = [(key.a, res), (key.b1, res + g2_acc), (key.c, res + 3 * g2_acc)]  # one launch set when small
+    gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, g1_msms, sort, buckets, g1_acc, stream, stride)
     mark()
     if before_b2 is not None:
         before_b2()
