@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
-# A session's closing device call (BN254 and BLS12-381 kernels built, then): every GPU test in three
-# parallel groups, GPU proofs brought back for snarkjs, the 2^24 key under a 16 GiB budget and the
-# whole H200 (issue 18), warm proofs (13), the service (16), the CLI's cold start, throughput, key
-# load.  Everything comes back as $OUT/log and $OUT/all.tgz (the tool returns 8 files at most).
-#   OUT=/tmp/out bash scripts/final_h200.sh          (STEPS="tests proofs big prove serve cli sweep keyload")
+# A session's closing device call, from the checkout root with carry [".whl", ".kcache"] (kernels built
+# here by `python scripts/carry_kernels.py build .kcache main=$PWD`): every GPU test in four parallel
+# groups with GPU proofs for snarkjs beside them, the 2^24 key under a 16 GiB budget and the whole H200
+# (issue 18), warm proofs (13), the service (16), the CLI's cold start, throughput, key load.
+# Everything comes back as $OUT/log and $OUT/all.tgz (the tool returns 8 files at most).
+#   OUT=/tmp/out bash scripts/final_h200.sh          (STEPS="tests big prove serve cli sweep keyload")
 set -u
 W=${W:-/tmp/fin}
 LOG=$OUT/log
 R=$OUT/r
 mkdir -p "$W" "$R/proofs"
-STEPS=${STEPS:-tests proofs big prove serve cli sweep keyload}
+STEPS=${STEPS:-tests big prove serve cli sweep keyload}
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
 finish() { tar czf "$OUT/all.tgz" -C "$R" . 2>/dev/null; }
 trap finish EXIT
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KEY_CACHE=$W/keycache
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KEY_CACHE=$W/keycache GROTH16_KERNEL_CACHE=$PWD/.kcache
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader | tee -a "$LOG"
 if has big; then
   ( python3 -m engine bench-circuit --constraints 16777216 --curve bn128 --quiet "$W/b24" && touch "$W/b24.bench" ) \
     >"$R/bench24.log" 2>&1 &
 fi
-step "kernels"
-. scripts/gpu_env.sh 2>&1 | grep -v WARNING | tee -a "$LOG"
+step "kernels (carried builds, else NVRTC here)"
+python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -4 | tee -a "$LOG"
+kpids=""
+for c in bn128 bls12381; do
+  python3 -c "
+import sys, time
+from engine.algebra.curves import curve_by_name
+from engine.backends.gpu.params import params_header
+from cuda_kernels.build import compile_cubin
+t = time.time(); compile_cubin(params_header(curve_by_name('$c')), arch='sm_90'); print('$c kernels ready in %.1f s' % (time.time() - t))
+" 2>&1 | tail -1 | tee -a "$LOG" &
+  kpids="$kpids $!"
+done
+wait $kpids
 if has big; then  # the 2^24 setup (GPU + CPU) beside the tests: correctness only there, no timings
   ( while [ ! -e "$W/b24.bench" ]; do sleep 1; done
     t0=$(date +%s)
@@ -32,79 +46,75 @@ if has big; then  # the 2^24 setup (GPU + CPU) beside the tests: correctness onl
   setup_pid=$!
 fi
 if has tests; then
-  step "GPU tests (3 groups in parallel)"
-  g1="tests/test_gpu_kernels.py tests/test_gpu_pairing.py tests/test_gpu_epilogue.py tests/test_gpu_tail_fake.py"
-  g2="tests/test_gpu_msm.py tests/test_gpu_msm_engine.py tests/test_gpu_plan.py tests/test_gpu_host_tier.py"
-  g3=$(ls tests/test_gpu_*.py tests/test_key_cache.py tests/test_cli_startup.py | grep -v -e _kernels -e _pairing \
+  step "GPU tests (4 groups in parallel) and GPU proofs for snarkjs"
+  ga="tests/test_gpu_msm_engine.py"
+  gb="tests/test_gpu_msm.py tests/test_gpu_plan.py tests/test_gpu_host_tier.py"
+  gc="tests/test_gpu_kernels.py tests/test_gpu_pairing.py tests/test_gpu_epilogue.py tests/test_gpu_tail_fake.py"
+  gd=$(ls tests/test_gpu_*.py tests/test_key_cache.py tests/test_cli_startup.py | grep -v -e _kernels -e _pairing \
        -e _epilogue -e _tail_fake -e test_gpu_msm -e _plan -e _host_tier | tr '\n' ' ')
+  pids=""
   i=0
-  for g in "$g1" "$g2" "$g3"; do
+  for g in "$ga" "$gb" "$gc" "$gd"; do
     i=$((i + 1))
-    timeout 280 python3 -m pytest -q -p no:cacheprovider -m gpu $g >"$R/tests_$i.log" 2>&1 &
+    timeout 200 python3 -m pytest -q -p no:cacheprovider -m gpu $g >"$R/tests_$i.log" 2>&1 &
+    pids="$pids $!"
   done
-  wait $(jobs -p | tail -3)  # the three groups (started last)
-  for i in 1 2 3; do echo "group $i: $(tail -1 "$R/tests_$i.log")" | tee -a "$LOG"; done
+  ( for c in bn128 bls12381; do
+      cp "examples/$c/verification_key.json" "$R/proofs/sudoku-$c-vkey.json"
+      python3 -m engine prove "examples/$c/sudoku.zkey" "examples/$c/sudoku.wtns" \
+        "$R/proofs/sudoku-$c-proof.json" "$R/proofs/sudoku-$c-public.json" --backend gpu --quiet
+      echo "sudoku $c: exit $?"
+      d="$W/b16-$c"
+      python3 -m engine bench-circuit --constraints 65535 --curve $c --quiet "$d" &&
+        python3 -m engine setup "$d/bench.r1cs" "$d/key.zkey" --curve $c --backend gpu --quiet &&
+        python3 -m engine export-vkey "$d/key.zkey" "$R/proofs/b16-$c-vkey.json" &&
+        python3 -m engine prove "$d/key.zkey" "$d/bench.wtns" "$R/proofs/b16-$c-proof.json" \
+          "$R/proofs/b16-$c-public.json" --backend gpu --quiet
+      echo "bench 2^16 $c: exit $?"
+    done ) >"$R/proofs.log" 2>&1 &
+  pids="$pids $!"
+  wait $pids
+  for i in 1 2 3 4; do echo "group $i: $(tail -1 "$R/tests_$i.log")" | tee -a "$LOG"; done
   grep -h "^FAILED\|^ERROR" "$R"/tests_*.log | tee -a "$LOG"
-fi
-if has proofs; then
-  step "proofs for snarkjs"
-  for c in bn128 bls12381; do
-    cp "examples/$c/verification_key.json" "$R/proofs/sudoku-$c-vkey.json"
-    python3 -m engine prove "examples/$c/sudoku.zkey" "examples/$c/sudoku.wtns" \
-      "$R/proofs/sudoku-$c-proof.json" "$R/proofs/sudoku-$c-public.json" --backend gpu --quiet
-    echo "sudoku $c: exit $?" | tee -a "$LOG"
-  done
-  for c in bn128 bls12381; do
-    d="$W/b16-$c"
-    python3 -m engine bench-circuit --constraints 65535 --curve $c --quiet "$d" &&
-      python3 -m engine setup "$d/bench.r1cs" "$d/key.zkey" --curve $c --backend gpu --quiet &&
-      python3 -m engine export-vkey "$d/key.zkey" "$R/proofs/b16-$c-vkey.json" &&
-      python3 -m engine prove "$d/key.zkey" "$d/bench.wtns" "$R/proofs/b16-$c-proof.json" \
-        "$R/proofs/b16-$c-public.json" --backend gpu --quiet
-    echo "bench 2^16 $c: exit $?" | tee -a "$LOG"
-  done 2>&1 | grep -v "DEVELOPMENT KEY"
+  grep -v "DEVELOPMENT KEY" "$R/proofs.log" | grep "exit" | tee -a "$LOG"
 fi
 if has big; then
   step "2^24 key: 16 GiB budget, then the whole H200"
   wait "$setup_pid"
-  cat "$R/bench24.log" | grep -v "DEVELOPMENT KEY" | tail -3 | tee -a "$LOG"
+  grep -v "DEVELOPMENT KEY" "$R/bench24.log" | tail -3 | tee -a "$LOG"
   if [ -e "$W/b24.key" ]; then
     for b in 16GiB whole; do
-      timeout 120 python3 perf/c2.py --zkey "$W/b24/bench.zkey" --wtns "$W/b24/bench.wtns" --partitions 1 --jobs 3 \
+      timeout 75 python3 perf/c2.py --zkey "$W/b24/bench.zkey" --wtns "$W/b24/bench.wtns" --partitions 1 --jobs 2 \
         --concurrency 1 --budgets $b --modes split --proof-dir "$R/p24_$b" --json "$R/c2_24.jsonl" 2>&1 \
-        | tail -3 | tee -a "$LOG"
+        | tail -2 | tee -a "$LOG"
     done
+    rm -rf "$W/b24" "$W/keycache"
   fi
 fi
 if has prove; then
   step "warm proofs"
-  timeout 110 python3 perf/prove.py --log-constraints 13,16,20 --curves bn128 --backend gpu --repeats 5 \
+  timeout 60 python3 perf/prove.py --log-constraints 13,16,20 --curves bn128 --backend gpu --repeats 5 \
     --workdir "$W/pp" --json "$R/prove_bn.json" 2>&1 | tail -5 | tee -a "$LOG"
-  timeout 60 python3 perf/prove.py --log-constraints 20 --curves bls12381 --backend gpu --repeats 5 \
-    --workdir "$W/pp" --json "$R/prove_bls.json" 2>&1 | tail -3 | tee -a "$LOG"
 fi
 if has serve; then
   step "service"
-  timeout 150 python3 perf/serve.py --backend gpu --log-constraints 14,16 --repeats 15 --clients 8 --running-jobs 0,19 \
+  timeout 80 python3 perf/serve.py --backend gpu --log-constraints 14,16 --repeats 15 --clients 8 \
     --workdir "$W/sv" >"$R/serve.log" 2>&1
   tail -25 "$R/serve.log" | tee -a "$LOG"
 fi
 if has cli; then
   step "cold CLI"
-  timeout 60 python3 perf/cli_start.py --runs 4 --workdir "$W/cli" --json "$R/cli.json" 2>&1 | tail -20 | tee -a "$LOG"
+  timeout 30 python3 perf/cli_start.py --runs 3 --workdir "$W/cli" --json "$R/cli.json" 2>&1 | tail -14 | tee -a "$LOG"
 fi
 if has sweep; then
-  step "throughput (2^14 domain, 2^16)"
-  for k in 13 16; do
-    d="$W/pp/bn128_2^$k"
-    [ -e "$d/bench.zkey" ] || continue
-    timeout 60 python3 perf/sweep.py --backend gpu --zkey "$d/bench.zkey" --wtns "$d/bench.wtns" --proofs 96 \
-      --concurrency 16,64 --slots 2,4 --modes split --out "$R/sweep_$k" 2>&1 | tail -8 | tee -a "$LOG"
-  done
+  step "throughput, 2^14 domain"
+  d="$W/pp/bn128_2^13"
+  timeout 30 python3 perf/sweep.py --backend gpu --zkey "$d/bench.zkey" --wtns "$d/bench.wtns" --proofs 96 \
+    --concurrency 32 --slots 2,4 --modes split --out "$R/sweep" 2>&1 | tail -6 | tee -a "$LOG"
 fi
 if has keyload; then
-  step "key load 2^22 (synthetic key)"
-  timeout 100 python3 perf/keyload.py --log-constraints 22 --repeats 2 --workdir "$W/kl" --json "$R/keyload.json" \
-    2>&1 | grep -v "^  " | tail -3 | tee -a "$LOG"
+  step "key load 2^20 (synthetic key), the fold tables' kernel"
+  timeout 40 python3 perf/keyload.py --log-constraints 20 --repeats 1 --workdir "$W/kl" --json "$R/keyload.json" \
+    2>&1 | grep -v "^  " | tail -2 | tee -a "$LOG"
 fi
 step "done"
