@@ -313,29 +313,32 @@ extern "C" __global__ void __launch_bounds__(256) groth16_batch_check_kernel(
     CHECK::batch_check(consts, proofs, rho, n, ic, ic_scalars, n_ic, alpha_table, beta_lines, gamma_lines, delta_lines,
                        work, flag);
 }
-// The lines of n G2 points (affine), point i's at out + i * n_lines * line words.  Four
-// lanes a point (a lane group, fp2_group.cuh): launch 4n threads.
-extern "C" __global__ void g2_prepare(const uint32_t* consts, const uint32_t* points, uint32_t n, uint32_t* out) {
-    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 2;
+// The lines of n G2 points (affine), point i's at out + i * n_lines * line words.  A warp
+// a point (fp2_group.cuh's batches): launch 32n threads, at most 256 a block.
+extern "C" __global__ void __launch_bounds__(256) g2_prepare(const uint32_t* consts, const uint32_t* points, uint32_t n,
+                                                              uint32_t* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 5;
     if (i >= n) return;
     const PAIR::consts k = PAIR::make_consts(consts);
     const g2i_aff q = g2i_aff::load(points + (uint64_t)i * g2i_aff::WORDS);
     uint32_t* dst = out + (uint64_t)i * k.n_lines() * PAIR::line::WORDS;
-    const bool writer = (t & 3) == 0;
-    PAIR::lines(k, PAIR::F2{q.x.c0, q.x.c1}, PAIR::F2{q.y.c0, q.y.c1}, [dst, writer](int li, const PAIR::line& l) {
+    const bool writer = (t & 31) == 0;
+    PAIR::lines(k, PAIR::F2{q.x.c0, q.x.c1}, PAIR::F2{q.y.c0, q.y.c1}, fqi_t::one(), fqi_t::one(),
+                [dst, writer](int li, const PAIR::line& l) {
         if (writer) l.store(dst + (uint64_t)li * PAIR::line::WORDS);
     });
 }
-// pairing(P_i, Q_i) for n pairs (tests; e(alpha1, beta2) of a key).  4n threads.
-extern "C" __global__ void pairing_values(const uint32_t* consts, const uint32_t* g1, const uint32_t* g2, uint32_t n,
-                                          uint32_t* out) {
-    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 2;
+// pairing(P_i, Q_i) for n pairs (tests; e(alpha1, beta2) of a key).  32n threads, at most
+// 256 a block.
+extern "C" __global__ void __launch_bounds__(256) pairing_values(const uint32_t* consts, const uint32_t* g1,
+                                                                  const uint32_t* g2, uint32_t n, uint32_t* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 5;
     if (i >= n) return;
     const PAIR::consts k = PAIR::make_consts(consts);
     PAIR::F12 f = CHECK::pair_fly(k, g1i_aff::load(g1 + (uint64_t)i * g1i_aff::WORDS),
                                   g2i_aff::load(g2 + (uint64_t)i * g2i_aff::WORDS));
     f = PAIR::final_exp(k, f);
-    if ((t & 3) == 0) f.store(out + (uint64_t)i * PAIR::F12::WORDS);
+    if ((t & 31) == 0) f.store(out + (uint64_t)i * PAIR::F12::WORDS);
 }
 // k_i * P_i (G1, affine in and out; tests of the epilogue's variable-base product).
 extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_t* scalars, uint32_t n, uint32_t* out) {
@@ -345,39 +348,118 @@ extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_
     var_base_mul(p, scalars + 8ull * i).to_affine().store(out + (uint64_t)i * g1i_aff::WORDS);
 }
 
-// ---- latency of the pairing's chains (perf/pairing_latency.py): one lane group does `iters`
-// dependent products; out[0..1] = cycles (clock64), out[2..3] = nanoseconds (globaltimer).
-// mode 0: base-field product inline, 1: the out-of-line one, 2: an Fq2 product of a lane group,
-// 3: an Fq12 product, 4: a cyclotomic squaring, 5: an XYZZ doubling (G1).
-extern "C" __global__ void perf_pairing_chain(uint32_t* out, uint32_t iters, uint32_t mode) {
+// ---- tests of the warp-wide tower and point arithmetic (tests/test_gpu_pairing.py): a warp an item.
+// op 0: a b, 1: a^2, 2: cyclotomic a^2, 3: a^-1, 4-6: a^(q^1..3), 7: final exponentiation,
+// 8: a times the line (b's first three Fq2 coefficients as ly yP, lx xP, lc).
+extern "C" __global__ void __launch_bounds__(256) tower_ops_test(const uint32_t* consts, const uint32_t* a,
+                                                                  const uint32_t* b, uint32_t n, uint32_t op,
+                                                                  uint32_t* out) {
+    const uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (i >= n) return;
+    const PAIR::consts k = PAIR::make_consts(consts);
+    const PAIR::F12 x = PAIR::F12::load(a + (uint64_t)i * PAIR::F12::WORDS);
+    const PAIR::F12 y = PAIR::F12::load(b + (uint64_t)i * PAIR::F12::WORDS);
+    PAIR::F12 r;
+    if (op == 0) r = x * y;
+    else if (op == 1) r = x.sqr();
+    else if (op == 2) r = x.cyc_sqr();
+    else if (op == 3) r = x.inverse();
+    else if (op <= 6) r = PAIR::frob(k, x, (int)op - 3);
+    else if (op == 7) r = PAIR::final_exp(k, x);
+    else r = PAIR::mul_scaled_line(x, {y.c0.c0, y.c0.c1, y.c0.c2});
+    if ((threadIdx.x & 31) == 0) r.store(out + (uint64_t)i * PAIR::F12::WORDS);
+}
+// One batch of n <= BATCH_MAX Fq2 products x_j y_j by one warp (32 threads).
+extern "C" __global__ void __launch_bounds__(32) fq2_batch_test(const uint32_t* x, const uint32_t* y, uint32_t n,
+                                                                 uint32_t* out) {
+    typedef PAIR::F2 F2;
+    PAIR::batch bt;
+    for (uint32_t j = 0; j < n; j++) bt.put(j, F2::load(x + j * F2::WORDS), F2::load(y + j * F2::WORDS));
+    bt.run(n);
+    for (uint32_t j = 0; j < n; j++) {
+        const F2 r = bt.get(j);
+        if (threadIdx.x == 0) r.store(out + j * F2::WORDS);
+    }
+}
+// k_i P_i by curve_warp.cuh, a warp an item: G1 (g2 = 0) or G2 points, affine in and out.
+extern "C" __global__ void __launch_bounds__(256) warp_point_mul_test(const uint32_t* points, const uint32_t* scalars,
+                                                                       uint32_t n, uint32_t g2, uint32_t* out) {
+    const uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (i >= n) return;
+    const bool writer = (threadIdx.x & 31) == 0;
+    if (g2) {
+        const g2i_acc p = g2i_acc::from_affine(g2i_aff::load(points + (uint64_t)i * g2i_aff::WORDS));
+        const g2i_aff r = xyzz_warp<fp2<fqi_t>>::var_base_mul(p, scalars + 8ull * i).to_affine();
+        if (writer) r.store(out + (uint64_t)i * g2i_aff::WORDS);
+    } else {
+        const g1i_acc p = g1i_acc::from_affine(g1i_aff::load(points + (uint64_t)i * g1i_aff::WORDS));
+        const g1i_aff r = xyzz_warp<fqi_t>::var_base_mul(p, scalars + 8ull * i).to_affine();
+        if (writer) r.store(out + (uint64_t)i * g1i_aff::WORDS);
+    }
+}
+
+// ---- latency of the pairing's chains (perf/pairing_latency.py): one warp does `iters`
+// dependent operations; out[0..1] = cycles (clock64), out[2..3] = nanoseconds (globaltimer).
+// mode 0: base-field product inline, 1: the out-of-line one, 2: one Fq2 product (a lane
+// group), 3: an Fq12 product, 4: a cyclotomic squaring, 5: an XYZZ doubling (G1), 6: an Fq12
+// squaring, 7: a product by a (scaled) line, 8: a doubling step of the twist point with its
+// line, 9: an addition step, 10: a batch of ten Fq2 products (one round), 11: a Miller loop
+// with lines on the fly, 12: a final exponentiation.  Launch 32 threads; consts: the
+// pairing's constants buffer (modes 8, 9, 11, 12).
+extern "C" __global__ void __launch_bounds__(32) perf_pairing_chain(uint32_t* out, uint32_t iters, uint32_t mode,
+                                                                     const uint32_t* consts) {
     uint64_t t0 = clock64(), g0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
     uint32_t acc = 0;
+    PAIR::F12 x = PAIR::F12::one(), y = PAIR::F12::one();
+    y.c1.c0.c1.v[0] ^= 99u;
+    PAIR::F2 u = PAIR::F2::one(), v = PAIR::F2::one();
+    v.c1.v[0] ^= 777u;
     if (mode <= 1) {
-        fqi_t x = fqi_t::one(), y = fqi_t::one();
-        y.v[0] ^= 12345u;
-        for (uint32_t i = 0; i < iters; i++) x = mode == 0 ? fqi_t::mul_inline(x, y) : fqi_t::mul_out_of_line(x, y);
-        acc = x.v[0];
+        fqi_t a = fqi_t::one(), b = fqi_t::one();
+        b.v[0] ^= 12345u;
+        for (uint32_t i = 0; i < iters; i++) a = mode == 0 ? fqi_t::mul_inline(a, b) : fqi_t::mul_out_of_line(a, b);
+        acc = a.v[0];
     } else if (mode == 2) {
-        PAIR::F2 x = PAIR::F2::one(), y = PAIR::F2::one();
-        y.c1.v[0] ^= 777u;
-        for (uint32_t i = 0; i < iters; i++) x = x * y;
-        acc = x.c0.v[0];
-    } else if (mode <= 4) {
-        PAIR::F12 x = PAIR::F12::one(), y = PAIR::F12::one();
-        y.c1.c0.c1.v[0] ^= 99u;
-        for (uint32_t i = 0; i < iters; i++) x = mode == 3 ? x * y : x.cyc_sqr();
+        for (uint32_t i = 0; i < iters; i++) u = u * v;
+        acc = u.c0.v[0];
+    } else if (mode == 3 || mode == 4 || mode == 6 || mode == 7) {
+        for (uint32_t i = 0; i < iters; i++)
+            x = mode == 3 ? x * y : mode == 4 ? x.cyc_sqr() : mode == 6 ? x.sqr()
+                                                                 : PAIR::mul_scaled_line(x, {u, v, y.c1.c0});
         acc = x.c0.c0.c0.v[0];
-    } else {
+    } else if (mode == 5) {
         g1i_acc p = g1i_acc::inf();
         p.x = fqi_t::one(), p.y = fqi_t::one(), p.zz = fqi_t::one(), p.zzz = fqi_t::one();
         p.y.v[0] ^= 5u;
         for (uint32_t i = 0; i < iters; i++) p.dbl();
         acc = p.x.v[0];
+    } else if (mode == 8 || mode == 9) {
+        const PAIR::consts k = PAIR::make_consts(consts);
+        const PAIR::F2 b3 = k.get(pairing_layout::B3);
+        PAIR::tpoint T = {u, v, v, false};
+        for (uint32_t i = 0; i < iters; i++) {
+            const PAIR::line l = mode == 8 ? PAIR::dbl(T, b3, u.c0, v.c1) : PAIR::add(T, v, u, b3, u.c0, v.c1);
+            acc ^= l.lc.c0.v[0];
+        }
+        acc ^= T.X.c0.v[0];
+    } else if (mode == 10) {
+        PAIR::batch bt;
+        for (uint32_t i = 0; i < iters; i++) {
+            for (int j = 0; j < 10; j++) bt.put(j, u, v);
+            bt.run(10);
+            u = bt.get(i % 10);
+        }
+        acc = u.c0.v[0];
+    } else {
+        const PAIR::consts k = PAIR::make_consts(consts);
+        for (uint32_t i = 0; i < iters; i++)
+            x = mode == 11 ? PAIR::miller_on_the_fly(k, u.c0, v.c1, u, v) * x : PAIR::final_exp(k, x * y);
+        acc = x.c0.c0.c0.v[0];
     }
     uint64_t t1 = clock64(), g1;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
-    if ((threadIdx.x & 3) == 0 && threadIdx.x < 4) {
+    if (threadIdx.x == 0) {
         out[0] = (uint32_t)(t1 - t0), out[1] = (uint32_t)((t1 - t0) >> 32);
         out[2] = (uint32_t)(g1 - g0), out[3] = (uint32_t)((g1 - g0) >> 32);
         out[4] = acc;

@@ -111,7 +111,7 @@ class KeyEpilogue:
                                           for p in (zkey.gamma2, zkey.delta2, zkey.beta2)]))
         self.line_bytes = gverify.n_lines(curve) * 3 * 2 * curve.n8q
         self.lines = upload("lines")
-        launch(mod, "g2_prepare", 1, 32, stream, self.consts, g2, U32(3), self.lines)
+        launch(mod, "g2_prepare", 1, 3 * 32, stream, self.consts, g2, U32(3), self.lines)  # a warp a point
         neg_alpha_buf = upload("neg_alpha", neg_alpha)
         self.target = upload("target")
         launch(mod, "pairing_values", 1, 32, stream, self.consts, neg_alpha_buf, g2.offset(2 * g2b), U32(1),
