@@ -65,10 +65,10 @@ __device__ __noinline__ FP<P> inverse_binary(const FP<P> x) {
         return ge;
     };
     auto sub_limbs = [](F& a, const F& b2) {  // a -= b2, a >= b2
-        int64_t br = 0;
+        long long br = 0;
 #pragma unroll
         for (int j = 0; j < N; j++) {
-            const int64_t d = (int64_t)a.v[j] - b2.v[j] + br;
+            const long long d = (long long)a.v[j] - (long long)b2.v[j] + br;
             a.v[j] = (uint32_t)d;
             br = d >> 32;
         }
