@@ -48,6 +48,19 @@ struct groth16_check_ops {
     typedef xyzz_warp<decltype(A1::x)> WX1;  // the same points, a whole warp per product
     typedef xyzz_warp<decltype(A2::x)> WX2;
     static constexpr uint32_t WARP_IC_MAX = 4;  // up to this many public inputs: a warp per IC product
+    static constexpr int MAX_WARPS = F2::BATCH_WARPS;  // the batches' scratch: 8 warps a block
+
+    // The phases' and the batched check's shared arrays, carved from one pool: they run in one
+    // kernel (kernels.cu's groth16_pairing), whose static shared memory would otherwise be
+    // their sum.
+    static constexpr int EARLY_WORDS = 64 * X1::WORDS + W1, MID_WORDS = 2 * X1::WORDS + W1;
+    static constexpr int BATCH_WORDS = MAX_WARPS * (F12::WORDS + 2 * X1::WORDS);
+    static constexpr int POOL_WORDS = EARLY_WORDS > BATCH_WORDS ? EARLY_WORDS : BATCH_WORDS;
+    static_assert(MID_WORDS <= POOL_WORDS, "the pool holds every phase's arrays");
+    static __device__ __forceinline__ uint32_t* pool() {
+        __shared__ __align__(16) uint32_t words[POOL_WORDS];
+        return words;
+    }
     struct tail_args {
         const uint32_t* consts;
         uint32_t* results;
@@ -75,8 +88,8 @@ struct groth16_check_ops {
     // turn; beyond, a thread each); then L, then (L, gamma2) on warp 0 (the pairing code takes
     // a whole warp).
     static __device__ void tail_early(const tail_args& a) {
-        __shared__ uint32_t var_l[64][X1::WORDS];
-        __shared__ uint32_t l_aff[W1];
+        uint32_t(*var_l)[X1::WORDS] = reinterpret_cast<uint32_t(*)[X1::WORDS]>(pool());
+        uint32_t* l_aff = pool() + 64 * X1::WORDS;
         const uint32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
         const uint32_t* tab1 = a.tables;
         if (warp == 0 && lane < 4) {  // r delta1, s alpha1, rs delta1, r beta1
@@ -118,8 +131,8 @@ struct groth16_check_ops {
     // 64 threads: warps 0, 1 s A and r B1 (a warp each); then pi_a (thread 32) and pi_c
     // (thread 0); then (pi_c, delta2) on warp 0.
     static __device__ void tail_mid(const tail_args& a) {
-        __shared__ uint32_t var_c[2][X1::WORDS];
-        __shared__ uint32_t c_aff[W1];
+        uint32_t(*var_c)[X1::WORDS] = reinterpret_cast<uint32_t(*)[X1::WORDS]>(pool());
+        uint32_t* c_aff = pool() + 2 * X1::WORDS;
         const uint32_t tid = threadIdx.x, warp = tid >> 5;
         const X1 prod = WX1::var_base_mul(X1::load(a.slot(warp)), a.scalar(warp == 0 ? 1 : 0));
         if ((tid & 31) == 0) prod.store(var_c[warp]);
@@ -173,9 +186,9 @@ struct groth16_check_ops {
                                        const uint32_t* gamma_lines, const uint32_t* delta_lines, uint32_t* work,
                                        uint32_t* flag) {
         constexpr int PW = 2 * W1 + W2;  // words of one proof
-        constexpr int MAX_WARPS = F2::BATCH_WARPS;  // the batches' scratch: 8 warps
-        __shared__ uint32_t fs[MAX_WARPS][F12::WORDS];
-        __shared__ uint32_t sums[2][MAX_WARPS][X1::WORDS];
+        uint32_t(*fs)[F12::WORDS] = reinterpret_cast<uint32_t(*)[F12::WORDS]>(pool());
+        uint32_t(*sums)[MAX_WARPS][X1::WORDS] =
+            reinterpret_cast<uint32_t(*)[MAX_WARPS][X1::WORDS]>(pool() + MAX_WARPS * F12::WORDS);
         const consts k = PO::make_consts(cbuf);
         const uint32_t tid = threadIdx.x, nt = blockDim.x, warp = tid >> 5, nwarps = nt >> 5;
         // phase 1: -rho_j pi_a_j (affine, into work[j]); per-thread sums of rho_j pi_c_j and

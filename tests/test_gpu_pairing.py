@@ -208,6 +208,30 @@ def test_host_binary_inverse_and_affine_match_python(curve, host_tmp):
     assert _run_host_points(curve, host_tmp, cmds) == [_g1_flat(P), [0, 0], _g2_flat(Q), [0, 0, 0, 0]]
 
 
+def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
+    """engine/backends/gpu/epilogue.py's launches of groth16_pairing put each phase's and the
+    batched check's arguments where kernels.cu reads them (op, consts, p1 .. p10, u1 .. u3)."""
+    import re
+
+    from cuda_kernels.driver import U32
+    from engine.backends.gpu import epilogue as gepi
+
+    sig = (ROOT / "cuda_kernels/kernels.cu").read_text().split(" groth16_pairing(")[1].split(")")[0]
+    assert [re.sub(r".*\b(\w+)$", r"\1", a.strip()) for a in sig.split(",")] == \
+        ["op", "consts"] + [f"p{i}" for i in range(1, 11)] + ["u1", "u2", "u3"]
+    calls = []
+    monkeypatch.setattr(gepi, "launch", lambda mod, name, grid, block, stream, *args: calls.append((name, block, args)))
+    tail = ("consts", "results", U32(7), "witness", U32(8), U32(9), "tables", "points", "gamma", "delta", "target")
+    gepi.launch_early(None, tail, None)
+    gepi.launch_mid(None, tail, None)
+    gepi.launch_final(None, tail, None)
+    for (name, block, args), (phase, threads) in zip(calls, [(0, 128), (1, 64), (2, 32)]):
+        assert name == "groth16_pairing" and block == threads and len(args) == 15
+        assert args[0].value == phase and args[1:8] == ("consts", "results", "witness", "tables", "points", "gamma",
+                                                         "delta")
+        assert args[8] == "target" and args[9:12] == (0, 0, 0) and [a.value for a in args[12:]] == [7, 8, 9]
+
+
 # ------------------------------------------------------------------ device
 @pytest.fixture(scope="module")
 def backend():
@@ -221,7 +245,7 @@ def backend():
 
 
 def _device_pairings(backend, curve, pairs):
-    from cuda_kernels.driver import Device, U32, launch
+    from cuda_kernels.driver import Device
 
     backend.bind_thread()
     mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
@@ -238,7 +262,9 @@ def _device_pairings(backend, curve, pairs):
     p1 = up(g1_to_mont(curve, [p for p, _ in pairs]))
     p2 = up(g2_to_mont(curve, [q for _, q in pairs]))
     out = dev.alloc(len(pairs) * 12 * curve.n8q, stream)
-    launch(mod, "pairing_values", len(pairs), 32, stream, c, p1, p2, U32(len(pairs)), out)  # a warp a pair
+    from engine.backends.gpu.epilogue import PAIRING_VALUE, TOOLS, launch_pairing
+
+    launch_pairing(mod, len(pairs), 32, stream, TOOLS + PAIRING_VALUE, c, (p1, p2), out, (len(pairs),))  # a warp a pair
     host = np.empty(len(pairs) * 3 * curve.n8q, dtype=np.uint32)
     Device.download(host, out, stream)
     stream.synchronize()
@@ -296,11 +322,13 @@ def _plain(curve, words: np.ndarray) -> list[int]:
     return [int.from_bytes(row.tobytes(), "little") * rinv % curve.q for row in w]
 
 
-def _device_call(backend, curve, kernel: str, inputs: list[np.ndarray], out_words: int, blocks: int, threads: int,
-                 *scalars) -> np.ndarray:
-    """Upload `inputs`, launch `kernel`(inputs..., *scalars, out), return out's words."""
-    from cuda_kernels.driver import Device, U32, launch
+def _device_call(backend, curve, op: int, inputs: list[np.ndarray], out_words: int, blocks: int, n: int) -> np.ndarray:
+    """Upload the pairing constants and `inputs` (a, b), run the tools' `op` (kernels.cu's
+    pairing_tools) on n items in `blocks` warps, return the output's words."""
+    from cuda_kernels.driver import Device
+    from engine.backends.gpu.epilogue import TOOLS, launch_pairing
 
+    inputs = [gverify.pairing_consts(curve), *inputs]
     backend.bind_thread()
     mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
     bufs = []
@@ -309,7 +337,7 @@ def _device_call(backend, curve, kernel: str, inputs: list[np.ndarray], out_word
         Device.upload(b, np.ascontiguousarray(a), stream)
         bufs.append(b)
     out = dev.alloc(4 * out_words, stream)
-    launch(mod, kernel, blocks, threads, stream, *bufs, *[U32(x) for x in scalars], out)
+    launch_pairing(mod, blocks, 32, stream, TOOLS + op, bufs[0], tuple(bufs[1:]), out, (n,))
     host = np.empty(out_words, dtype=np.uint32)
     Device.download(host, out, stream)
     stream.synchronize()
@@ -323,8 +351,7 @@ def _tower_op(backend, curve, op: int, a_list, b_list=None) -> list:
     n, w = len(a_list), 12 * curve.n8q // 4
     a = np.concatenate([_mont_words(curve, _flat(x)) for x in a_list])
     b = np.concatenate([_mont_words(curve, _flat(x)) for x in b_list])
-    consts = gverify.pairing_consts(curve)
-    host = _device_call(backend, curve, "tower_ops_test", [consts, a, b], n * w, n, 32, n, op)
+    host = _device_call(backend, curve, op, [a, b], n * w, n, n)
     return [gverify.fq12_from_mont(curve, host[i * w:(i + 1) * w]) for i in range(n)]
 
 
@@ -379,7 +406,7 @@ def test_device_fq2_batch_matches_cpu(backend, curve):
         ys = [(rng.randrange(q), rng.choice(edge + [rng.randrange(q)])) for _ in range(k)]
         x = _mont_words(curve, [c for v in xs for c in v])
         y = _mont_words(curve, [c for v in ys for c in v])
-        host = _device_call(backend, curve, "fq2_batch_test", [x, y], k * curve.n8q // 2, 1, 32, k)
+        host = _device_call(backend, curve, 12, [x, y], k * curve.n8q // 2, 1, k)
         got = _plain(curve, host)
         want = []
         for (a0, a1), (b0, b1) in zip(xs, ys):
@@ -401,9 +428,8 @@ def test_device_warp_point_mul_matches_cpu(backend, curve):
     p2 = [g2(curve, rng.randrange(1, r)) for _ in ks[:-1]] + [None]
     n = len(ks)
     s = from_ints(ks, 4).view(np.uint32).reshape(-1)
-    h1 = _device_call(backend, curve, "warp_point_mul_test", [g1_to_mont(curve, p1).view(np.uint32).reshape(-1), s],
-                      n * curve.n8q // 2, n, 32, n, 0)
-    h2 = _device_call(backend, curve, "warp_point_mul_test", [g2_to_mont(curve, p2).view(np.uint32).reshape(-1), s],
-                      n * curve.n8q, n, 32, n, 1)
+    h1 = _device_call(backend, curve, 10, [g1_to_mont(curve, p1).view(np.uint32).reshape(-1), s], n * curve.n8q // 2,
+                      n, n)
+    h2 = _device_call(backend, curve, 11, [g2_to_mont(curve, p2).view(np.uint32).reshape(-1), s], n * curve.n8q, n, n)
     assert g1_from_mont(curve, h1.view(np.uint64)) == [ec.g1_mul(curve, p, k % r) for p, k in zip(p1, ks)]
     assert g2_from_mont(curve, h2.view(np.uint64)) == [ec.g2_mul(curve, p, k % r) for p, k in zip(p2, ks)]
