@@ -82,7 +82,9 @@ struct fp2g {
     // lanes share); at most BATCH_WARPS warps a block use it.  One batch at a time per warp:
     // every get() of one batch comes before the next put().
     static constexpr int BATCH_MAX = 20, BATCH_WARPS = 8, GROUP = 3, GROUPS = 10;
-    static constexpr int SLOT = 2 * WORDS;  // words of one slot: x, then y
+    // words of one slot: x, then y, then four words of padding, so that the ten groups' loads
+    // of a round (one slot each, SLOT words apart) fall in different shared-memory banks
+    static constexpr int SLOT = 2 * WORDS + 4;
     struct batch {
         uint32_t* s;
         __device__ __forceinline__ batch() : s(scratch()) {}
