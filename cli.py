@@ -27,7 +27,9 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or (`only`) the top level with that one subcommand: the parsers of the
+    others are never built, nor their modules imported."""
     parser = argparse.ArgumentParser(
         prog="python -m engine",
         description="Groth16 prover for circom/snarkjs circuits (BN254 and BLS12-381), on GPU or CPU.",
@@ -35,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module in COMMANDS.items():
+        if only is not None and name != only:
+            continue
         try:
             mod = importlib.import_module(f"engine.commands.{module}")
         except ModuleNotFoundError as exc:
@@ -45,11 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def only_command(argv: list[str]) -> str | None:
+    """The subcommand to build alone: `prove --server URL ...` (the service's client, whose whole run
+    is a few milliseconds of HTTP) needs prove's parser and no other."""
+    if argv[:1] == ["prove"] and any(a == "--server" or a.startswith("--server=") for a in argv[1:]):
+        return "prove"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from engine.errors import EngineError
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = build_parser()
+        parser = build_parser(only=only_command(argv))
         args = parser.parse_args(argv)
         for module in getattr(args, "preload", lambda a: ())(args):  # the command's heavy imports, now
             importlib.import_module(module)

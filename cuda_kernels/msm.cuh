@@ -275,15 +275,49 @@ struct msm_kernels {
     }
 
     // Window tables for fold > 1: table t holds 2^(c*t) * P_i (affine), t = 1..fold-1.
+    // An affine form costs an inversion (about 380 products, twice the c doublings of a level),
+    // so a thread inverts the ZZZ of up to TABLE_BATCH of its levels at once (Montgomery's
+    // trick), keeping (X*ZZ^2, Y) in each level's own slot meanwhile: x = X/ZZ = X*ZZ^2/ZZZ^2
+    // and y = Y/ZZZ, as ZZ^3 = ZZZ^2.  The batch's prefix products and ZZZs sit in local memory.
+    static constexpr uint32_t TABLE_BATCH = 16;
     static __device__ __forceinline__ void precompute(uint32_t* bases, uint32_t n, uint32_t c, uint32_t fold) {
         const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i >= n) return;
         Aff p = Aff::load(bases + (uint64_t)i * Aff::WORDS);
+        using F = decltype(p.x);
+        const Aff inf{F::zero(), F::zero()};
+        if (p.is_inf()) {  // every multiple is infinity (all-zero, as the key writes it)
+#pragma unroll 1
+            for (uint32_t t = 1; t < fold; t++) inf.store(bases + ((uint64_t)t * n + i) * Aff::WORDS);
+            return;
+        }
         Acc acc = Acc::from_affine(p);
-        for (uint32_t t = 1; t < fold; t++) {
-            for (uint32_t d = 0; d < c; d++) acc.dbl();
-            Aff a = acc.to_affine();
-            a.store(bases + ((uint64_t)t * n + i) * Aff::WORDS);
+        F before[TABLE_BATCH], zzz[TABLE_BATCH];
+#pragma unroll 1
+        for (uint32_t t0 = 1; t0 < fold; t0 += TABLE_BATCH) {
+            const uint32_t t1 = min(fold, t0 + TABLE_BATCH);
+            F run = F::one();
+#pragma unroll 1
+            for (uint32_t t = t0; t < t1; t++) {
+#pragma unroll 1
+                for (uint32_t d = 0; d < c; d++) acc.dbl();
+                const bool at_inf = acc.is_inf();  // not for points of the group's prime order
+                before[t - t0] = run;
+                zzz[t - t0] = at_inf ? F::one() : acc.zzz;
+                run = run * zzz[t - t0];
+                const Aff held = at_inf ? inf : Aff{acc.x * acc.zz.sqr(), acc.y};
+                held.store(bases + ((uint64_t)t * n + i) * Aff::WORDS);
+            }
+            F inv = run.inverse();  // 1 / (ZZZ_t0 ... ZZZ_(t1-1))
+#pragma unroll 1
+            for (uint32_t t = t1; t-- > t0;) {
+                const F u = inv * before[t - t0];  // 1 / ZZZ_t
+                inv = inv * zzz[t - t0];
+                uint32_t* slot = bases + ((uint64_t)t * n + i) * Aff::WORDS;
+                const Aff held = Aff::load(slot);
+                const Aff out{held.x * u.sqr(), held.y * u};
+                out.store(slot);
+            }
         }
     }
 };

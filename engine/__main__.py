@@ -13,6 +13,16 @@ def _interrupted_while_loading(signum, frame):
 _interrupted_while_loading.loading = True
 signal.signal(signal.SIGINT, _interrupted_while_loading)  # cli.main restores Python's own once loaded
 
-from cli import main  # noqa: E402
+from cli import main, only_command  # noqa: E402
 
-sys.exit(main())
+code = main()
+if only_command(sys.argv[1:]) == "prove":
+    # `prove --server`: its files are written and closed, no thread or child is left, nothing is
+    # registered to run at exit; the interpreter's teardown (5 ms of a 40 ms command) does nothing.
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        code = code or 1
+    os._exit(code)
+sys.exit(code)

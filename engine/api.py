@@ -441,7 +441,8 @@ class Engine:
         return kit, [select_backend("cpu")], [0]
 
     # ---- keys
-    async def load_key(self, path: Any, *, wasm: Any = None, label: str | None = None) -> KeyHandle:
+    async def load_key(self, path: Any, *, wasm: Any = None, label: str | None = None,
+                       expected_proofs: int | None = None) -> KeyHandle:
         """Read a proving key and make it resident on every device, through the budgets.
 
         A backend that plans its keys (`plan_key`: the GPU's) chooses the key's footprint from
@@ -449,6 +450,9 @@ class Engine:
         device bytes are reserved from that budget (waiting for proofs in flight, like any
         request) before anything is uploaded, and its pinned host bytes come out of the host
         budget.  A budget too small for the key plus one proof is a BudgetError before any work.
+        `expected_proofs`: how many proofs this load is for, when known (`prove_files`: its
+        witnesses); a key loaded for a few proofs skips precomputed tables that pay off only over
+        many (None: a key that stays resident for many proofs).
         """
         self._check_open()
         kit = self._kit
@@ -465,7 +469,7 @@ class Engine:
         try:
             for worker in self.devices:  # plan and reserve: cancellable, nothing on a device yet
                 footprints[worker.index] = await self._reserve_key(worker, kit.backend_key(data), label, holds,
-                                                                   handle.witness_bytes)
+                                                                   handle.witness_bytes, expected_proofs)
             with anyio.CancelScope(shield=True):  # a half-loaded key would leak device memory
                 async with anyio.create_task_group() as tg:
                     for worker in self.devices:
@@ -502,14 +506,16 @@ class Engine:
         plus one staging beside them in split lock mode (single mode does one thing at a time)."""
         return 1 if self.config.lock_mode == "single" else self.config.compute_slots + 1
 
-    async def _reserve_key(self, worker: DeviceWorker, zkey: Any, label: str, holds: list, witness_bytes: int):
+    async def _reserve_key(self, worker: DeviceWorker, zkey: Any, label: str, holds: list, witness_bytes: int,
+                           expected_proofs: int | None = None):
         """The key's footprint on `worker` and its bytes reserved (host, then VRAM); None if not planned."""
         plan = getattr(worker.backend, "plan_key", None)
         if plan is None:
             return None
         where = f"{label} on device {worker.index}"
         budget, proofs = self.vram.capacity(worker.pool), self.proofs_in_flight()
-        fp = await anyio.to_thread.run_sync(lambda: plan(zkey, budget, proofs, label=where))
+        hint = {} if expected_proofs is None else {"proofs_per_load": max(1, int(expected_proofs))}
+        fp = await anyio.to_thread.run_sync(lambda: plan(zkey, budget, proofs, label=where, **hint))
         if fp.host_bytes:  # pinned bases (one copy per device on the host tier)
             taken = sum(h.nbytes for h in holds if h.budget is self.host)
             room = self.host.capacity(0) - witness_bytes - taken
@@ -829,9 +835,10 @@ async def aprove_files(
     config = config or EngineConfig()
     if timeline is not None:
         config = config.replace(timeline=os.fspath(timeline))
+    witnesses = list(witnesses)
     async with Engine(config, on_event=on_event) as eng:
-        key = await eng.load_key(zkey, wasm=wasm)
-        return await eng.prove(key, partitions=list(witnesses))
+        key = await eng.load_key(zkey, wasm=wasm, expected_proofs=len(witnesses))
+        return await eng.prove(key, partitions=witnesses)
 
 
 def prove_files(

@@ -1,7 +1,8 @@
 """A client for `python -m engine serve`: `Client` (blocking) and `AsyncClient` (asyncio).
 
-Standard library only, and nothing of the engine but its error types: a
-client process starts in a few milliseconds, with no CUDA and no numpy.
+Standard library only (socket and json; HTTP/1.1 is engine/client_wire.py),
+and nothing of the engine but its error types: a client process starts in a
+few milliseconds, with no CUDA and no numpy.
 
     from engine.client import Client
     with Client("http://127.0.0.1:8080", token_file="token") as c:
@@ -11,21 +12,30 @@ client process starts in a few milliseconds, with no CUDA and no numpy.
 
 Every error answer raises `ServerError` (an EngineError: the CLI prints it as
 one line) with the HTTP status, the server's code and its message.  The
-blocking client serves one thread; the async one keeps a pool of
-connections, and cancelling a call closes its connection, which cancels the
-server's job.  `python -m engine prove --server URL ...` is `prove_command`.
+blocking client serves one thread over one keep-alive connection; the async
+one keeps a pool of connections, and cancelling a call closes its
+connection, which cancels the server's job.  `python -m engine prove --server URL ...` is `prove_command`.
 """
 from __future__ import annotations
 
 import json
 import os
-import urllib.parse
-from dataclasses import dataclass, field
+import socket
 from typing import Any
 
-# http.client, asyncio and ssl are imported where they are used: every CLI command builds the
-# `prove` parser, which imports this module, and those three cost more than the rest of a start.
+# asyncio and ssl are imported where they are used: `prove --server` needs neither, and each
+# costs more than the rest of the client's start.
 
+from engine.client_wire import (
+    BadResponse,
+    quote,
+    read_async,
+    read_sync,
+    request_head,
+    send_all,
+    split_url,
+    with_query,
+)
 from engine.errors import EngineError, InputFileError
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -39,15 +49,20 @@ class ServerError(EngineError):
         super().__init__(f"{message} (HTTP {status} {code})" if status else message)
 
 
-@dataclass
 class ProofResult:
     """A finished proof as the server returned it (snarkjs's proof.json object and public signals)."""
 
-    proof: dict
-    public: list[str]
-    job: str
-    key: str
-    timings: dict = field(default_factory=dict)
+    __slots__ = ("proof", "public", "job", "key", "timings")
+
+    def __init__(self, proof: dict, public: list[str], job: str, key: str, timings: dict | None = None):
+        self.proof, self.public, self.job, self.key = proof, public, job, key
+        self.timings = {} if timings is None else timings
+
+    def __repr__(self) -> str:
+        return f"ProofResult(job={self.job!r}, key={self.key!r}, public={self.public!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProofResult) and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
 
     def proof_json(self) -> str:
         return _snarkjs_text(self.proof)
@@ -100,17 +115,11 @@ def read_token(token: str | None, token_file: str | os.PathLike | None) -> str |
 
 # ------------------------------------------------------------------ one request, transport-free
 
-@dataclass
 class _Request:
-    method: str
-    path: str
-    body: bytes = b""
-    content_type: str | None = None
+    __slots__ = ("method", "path", "body", "content_type")
 
-
-def _query(path: str, **params: Any) -> str:
-    given = {k: v for k, v in params.items() if v is not None}
-    return f"{path}?{urllib.parse.urlencode(given)}" if given else path
+    def __init__(self, method: str, path: str, body: bytes = b"", content_type: str | None = None):
+        self.method, self.path, self.body, self.content_type = method, path, body, content_type
 
 
 def _witness_body(witness: Any) -> tuple[bytes, str, str | None]:
@@ -131,7 +140,7 @@ def _witness_body(witness: Any) -> tuple[bytes, str, str | None]:
 def _prove_request(kind: str, key: str, witness: Any, priority: str, deadline: float | None,
                    name: str | None) -> _Request:
     body, ctype, default_name = _witness_body(witness)
-    path = _query(f"/v1/keys/{urllib.parse.quote(key, safe='')}/{kind}", priority=priority, deadline=deadline,
+    path = with_query(f"/v1/keys/{quote(key)}/{kind}", priority=priority, deadline=deadline,
                   name=name or default_name)
     return _Request("POST", path, body, ctype)
 
@@ -161,6 +170,9 @@ def _proof_result(view: dict) -> ProofResult:
 
 
 def _unreachable(url: str, exc: BaseException) -> ServerError:
+    if isinstance(exc, BadResponse):
+        return ServerError(0, "bad_response", f"the prover server at {url} answered with something that is not "
+                                              f"HTTP/1.1: {exc}")
     return ServerError(0, "unreachable", f"cannot reach the prover server at {url}: {exc.strerror or exc}"
                        if isinstance(exc, OSError) else f"the prover server at {url} closed the connection: {exc}")
 
@@ -168,26 +180,30 @@ def _unreachable(url: str, exc: BaseException) -> ServerError:
 class _Base:
     def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None,
                  token_file: str | os.PathLike | None = None, timeout: float | None = None):
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        parts = split_url(url)
+        if parts is None:
             raise ServerError(0, "bad_url", f"{url}: expected http://HOST:PORT or https://HOST:PORT")
         self.url = url.rstrip("/")
-        self.host, self.tls = parts.hostname, parts.scheme == "https"
-        self.port = parts.port or (443 if self.tls else 80)
-        self.base = parts.path.rstrip("/")
+        scheme, self.host, self.port, self.base = parts
+        self.tls = scheme == "https"
         self.timeout = timeout
         self.headers = {"Accept": "application/json"}
         token = read_token(token, token_file)
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
 
+    def _head(self, req: _Request) -> bytes:
+        return request_head(req.method, self.base + req.path, self.host, self.port, self.headers, len(req.body),
+                            req.content_type)
+
 
 # ------------------------------------------------------------------ blocking
 
 class Client(_Base):
-    """Blocking client over one keep-alive connection (http.client)."""
+    """Blocking client over one keep-alive connection (a plain socket, TCP_NODELAY)."""
 
-    _conn = None  # http.client.HTTPConnection, opened on the first call
+    _sock = None  # opened on the first call
+    _stream = None  # its buffered reader
 
     def __enter__(self) -> "Client":
         return self
@@ -196,39 +212,49 @@ class Client(_Base):
         self.close()
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._sock is not None:
+            self._stream.close()
+            self._sock.close()
+            self._sock = self._stream = None
+
+    def _open(self) -> None:
+        # an ASCII host as bytes: getaddrinfo would otherwise load the idna codec (1 ms of a start)
+        host = self.host.encode() if self.host.isascii() else self.host
+        sock = socket.create_connection((host, self.port), timeout=self.timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.tls:
+                import ssl  # noqa: PLC0415
+
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock, self._stream = sock, sock.makefile("rb")
 
     def _call(self, req: _Request) -> Any:
-        import http.client  # noqa: PLC0415
-
-        headers = dict(self.headers)
-        if req.content_type:
-            headers["Content-Type"] = req.content_type
+        head = self._head(req)
         for attempt in (0, 1):
-            reused = self._conn is not None
-            if self._conn is None:
-                cls = http.client.HTTPSConnection if self.tls else http.client.HTTPConnection
-                self._conn = cls(self.host, self.port, timeout=self.timeout)
+            reused = self._sock is not None
             try:
+                if self._sock is None:
+                    self._open()
                 try:
-                    self._conn.request(req.method, self.base + req.path, body=req.body, headers=headers)
+                    send_all(self._sock, head, req.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the server answered early (413, 429) and closed: read that answer
-                resp = self._conn.getresponse()
-                raw = resp.read()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                status, ctype, raw, keep = read_sync(self._stream)
+            except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
                 self.close()
                 if reused and attempt == 0:
                     continue  # an idle keep-alive connection the server had closed: once more, afresh
                 raise _unreachable(self.url, exc) from None
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, BadResponse) as exc:  # refused, unreachable, timed out, not HTTP
                 self.close()
                 raise _unreachable(self.url, exc) from None
-            if resp.will_close:
+            if not keep:
                 self.close()
-            return _answer(self.url, resp.status, resp.getheader("Content-Type", ""), raw)
+            return _answer(self.url, status, ctype, raw)
 
     def healthz(self) -> dict:
         return self._call(_Request("GET", "/healthz"))
@@ -248,7 +274,7 @@ class Client(_Base):
         return self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name)))
 
     def unload_key(self, key: str) -> dict:
-        return self._call(_Request("DELETE", f"/v1/keys/{urllib.parse.quote(key, safe='')}"))
+        return self._call(_Request("DELETE", f"/v1/keys/{quote(key)}"))
 
     def prove(self, key: str, witness: Any, *, priority: str = "normal", deadline: float | None = None,
               name: str | None = None) -> ProofResult:
@@ -261,7 +287,7 @@ class Client(_Base):
         return self._call(_prove_request("jobs", key, witness, priority, deadline, name))
 
     def job(self, job_id: str, wait: float | None = None) -> dict:
-        return self._call(_Request("GET", _query(f"/v1/jobs/{job_id}", wait=wait)))
+        return self._call(_Request("GET", with_query(f"/v1/jobs/{job_id}", wait=wait)))
 
     def cancel(self, job_id: str) -> dict:
         return self._call(_Request("DELETE", f"/v1/jobs/{job_id}"))
@@ -334,6 +360,7 @@ class AsyncClient(_Base):
     async def _call(self, req: _Request) -> Any:
         import asyncio  # noqa: PLC0415
 
+        head = self._head(req)
         for attempt in (0, 1):
             reused = bool(self._idle)
             try:
@@ -342,14 +369,14 @@ class AsyncClient(_Base):
                 raise _unreachable(self.url, exc) from None
             done = False
             try:
-                coro = self._exchange(reader, writer, req)
+                coro = self._exchange(reader, writer, head, req.body)
                 status, ctype, raw, keep = await (asyncio.wait_for(coro, self.timeout) if self.timeout else coro)
                 done = True
-            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
                 if reused and attempt == 0:
                     continue
                 raise _unreachable(self.url, exc) from None
-            except OSError as exc:
+            except (OSError, BadResponse) as exc:
                 raise _unreachable(self.url, exc) from None
             finally:
                 if not (done and keep):
@@ -357,38 +384,14 @@ class AsyncClient(_Base):
             self._idle.append((reader, writer))
             return _answer(self.url, status, ctype, raw)
 
-    async def _exchange(self, reader, writer, req: _Request) -> tuple[int, str, bytes, bool]:
-        lines = [f"{req.method} {self.base + req.path} HTTP/1.1", f"Host: {self.host}:{self.port}",
-                 f"Content-Length: {len(req.body)}"]
-        lines += [f"{k}: {v}" for k, v in self.headers.items()]
-        if req.content_type:
-            lines.append(f"Content-Type: {req.content_type}")
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + req.body)
+    @staticmethod
+    async def _exchange(reader, writer, head: bytes, body: bytes) -> tuple[int, str, bytes, bool]:
+        writer.writelines((head, body) if body else (head,))
         try:
             await writer.drain()
         except ConnectionError:
             pass  # an early answer (413, 429) before the whole body went: read it
-        status_line = await reader.readuntil(b"\r\n")
-        status = int(status_line.split()[1])
-        headers: dict[str, str] = {}
-        while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            parts = []
-            while (size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)) > 0:
-                parts.append(await reader.readexactly(size))
-                await reader.readexactly(2)
-            while await reader.readuntil(b"\r\n") != b"\r\n":
-                pass  # trailers
-            raw = b"".join(parts)
-        elif "content-length" in headers:
-            raw = await reader.readexactly(int(headers["content-length"]))
-        else:
-            raw = await reader.read()
-            headers["connection"] = "close"
-        keep = headers.get("connection", "").lower() != "close"
-        return status, headers.get("content-type", ""), raw, keep
+        return await read_async(reader)
 
     async def healthz(self) -> dict:
         return await self._call(_Request("GET", "/healthz"))
@@ -406,7 +409,7 @@ class AsyncClient(_Base):
         return await self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name)))
 
     async def unload_key(self, key: str) -> dict:
-        return await self._call(_Request("DELETE", f"/v1/keys/{urllib.parse.quote(key, safe='')}"))
+        return await self._call(_Request("DELETE", f"/v1/keys/{quote(key)}"))
 
     async def prove(self, key: str, witness: Any, *, priority: str = "normal", deadline: float | None = None,
                     name: str | None = None) -> ProofResult:
@@ -417,7 +420,7 @@ class AsyncClient(_Base):
         return await self._call(_prove_request("jobs", key, witness, priority, deadline, name))
 
     async def job(self, job_id: str, wait: float | None = None) -> dict:
-        return await self._call(_Request("GET", _query(f"/v1/jobs/{job_id}", wait=wait)))
+        return await self._call(_Request("GET", with_query(f"/v1/jobs/{job_id}", wait=wait)))
 
     async def cancel(self, job_id: str) -> dict:
         return await self._call(_Request("DELETE", f"/v1/jobs/{job_id}"))
@@ -471,14 +474,19 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
     else:
         witness, name = wtns_path, wtns_path
     with Client(args.server, token_file=args.token_file) as client:
+        requested = time.monotonic()
         key = client.load_key(os.path.abspath(args.zkey), os.path.abspath(args.wasm) if args.wasm else None)
         result = client.prove(key["id"], witness, priority=args.priority, deadline=args.deadline, name=name)
+        answered = time.monotonic()
     result.write(proof_path, public_path)
     elapsed = time.perf_counter() - t0
     if getattr(args, "json", False):
+        # CLOCK_MONOTONIC is one clock for every process of the machine: perf/serve.py splits the
+        # command's wall time at these two stamps (start -> first request, requests, answer -> exit)
         print(json.dumps({"event": "result", "proof": proof_path, "public": public_path, "server": args.server,
                           "key": result.key, "job": result.job, "curve": result.proof.get("curve"),
-                          "seconds": round(elapsed, 6), "timings": result.timings}))
+                          "seconds": round(elapsed, 6), "timings": result.timings,
+                          "monotonic": {"first_request": requested, "answered": answered}}))
     elif getattr(args, "verbose", False):
         t = result.timings
         print(f"server {args.server}, key {result.key}, job {result.job}: queued {t.get('queue_s') or 0:.4f} s, "

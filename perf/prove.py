@@ -72,6 +72,10 @@ def run_files(zkey_path: Path, wtns: str, backend_name: str, repeats: int, d: Pa
     vk = vk_from_zkey(zkey)
     runs = []
     for i in range(repeats + 1):
+        # as the Engine's device worker does while the device is idle: pin the host buffers the key's
+        # proofs want (witness upload, results), else the witness goes up from pageable memory
+        if getattr(backend, "maintenance_due", lambda: False)():
+            backend.maintain()
         t = time.perf_counter()
         proof = prove(zkey, wit.values, backend, key, vk=vk)
         total = time.perf_counter() - t

@@ -204,6 +204,37 @@ def test_msm_g1_every_fold_agrees(backend, curve, fold):
     assert got == cpu_msm_g1(curve, pts, scalars)
 
 
+@pytest.mark.parametrize("g2", [False, True], ids=["g1", "g2"])
+@pytest.mark.parametrize("c,fold", [(3, 2), (13, 20), (9, 29)])
+def test_fold_tables_match_cpu(backend, curve, g2, c, fold):
+    """Table t of a folded key holds 2^(c*t) * P (affine).  The kernel batches the inversions of up to
+    16 levels (Montgomery's trick): folds within one batch, across a batch's edge (levels 16 | 17) and
+    over two edges, a point at infinity, n not a multiple of the block."""
+    from types import SimpleNamespace
+
+    from cuda_kernels.driver import Device
+    from engine.algebra.limbs import g1_from_mont, g2_from_mont
+    from engine.backends.gpu import msm as gmsm
+
+    rng = random.Random()
+    n = 131
+    pts = points(curve, n, rng, g2=g2)
+    pts[7] = None
+    host = (g2_to_mont if g2 else g1_to_mont)(curve, pts)
+    mod, stream = backend._run(curve)
+    buf = backend.device.alloc(fold * host.nbytes, stream)
+    Device.upload(buf, host, stream)
+    gmsm.precompute(mod, "g2" if g2 else "g1", SimpleNamespace(n=n, c=c, fold=fold), buf, stream)
+    out = np.empty((fold,) + host.shape, dtype=np.uint64)
+    Device.download(out, buf, stream)
+    stream.synchronize()
+    Device.free(buf, stream)
+    from_mont, mul = (g2_from_mont, ec.g2_mul) if g2 else (g1_from_mont, ec.g1_mul)
+    assert from_mont(curve, out[0]) == pts
+    for t in sorted({1, 15, 16, 17, fold - 1} & set(range(1, fold))):
+        assert from_mont(curve, out[t]) == [None if p is None else mul(curve, p, 1 << (c * t)) for p in pts], t
+
+
 @pytest.mark.parametrize("n", [1, 5, 300])
 def test_msm_g2_matches_cpu(backend, curve, n):
     rng = random.Random()

@@ -156,6 +156,36 @@ def test_forced_choices_and_the_tail_chunk_plan():
         plan_key(shape, GiB, tier="cloud")
 
 
+def test_the_table_model_matches_the_h200_load_it_was_fitted_on():
+    """The 2^22 BN254 bench key (4,259,842 wires, domain 2^23): its fold tables took 4.30 s on the H200."""
+    fp = plan_key(KeyShape(BN254, 4259842, 1 << 23, 4 * 4259842, 4 * 4259842), 139 * GiB, fold="full")
+    assert fp.fold == fp.plan_w.windows > 1
+    assert abs(fp.table_seconds - 4.30) <= 0.1 * 4.30, fp.table_seconds
+    assert fp.as_dict()["table_seconds"] == round(fp.table_seconds, 4)
+    assert "tables built at load in about" in fp.describe()
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
+@pytest.mark.parametrize("log_n", [12, 14, 16, 20, 22, 24])
+def test_a_key_loaded_for_one_proof_builds_no_fold_tables(curve, log_n):
+    """Tables cost about (fold - 1) * c doublings a point, seconds at 2^22, to save milliseconds of one
+    proof's MSMs: a load for one proof (the CLI's) takes fold 1; a resident key (no count given, or many
+    proofs) keeps the fold the budget allows."""
+    shape = bench_shape(curve, log_n)
+    many = plan_key(shape, 139 * GiB)
+    one = plan_key(shape, 139 * GiB, proofs_per_load=1)
+    assert many.tier == one.tier == "resident"
+    assert many.fold > 1 and many.table_seconds > 0
+    assert one.msm_cost + one.table_seconds <= many.msm_cost + many.table_seconds
+    if log_n >= 14:  # below, a few ms of tables save the fold-1 plan's serial combines (the model's choice)
+        assert (one.fold, one.plan_h.fold, one.table_seconds) == (1, 1, 0.0)
+        assert one.msm_cost + one.table_seconds < many.msm_cost + many.table_seconds
+    served = plan_key(shape, 139 * GiB, proofs_per_load=10**6)
+    assert (served.fold, served.plan_w.c) == (many.fold, many.plan_w.c)
+    if one.fold == 1:
+        assert "tables built" not in one.describe()
+
+
 def test_the_error_names_the_footprint_the_working_set_and_the_budget():
     with pytest.raises(BudgetError) as info:
         plan_key(bench_shape(BN254, 24), 4 * GiB, proofs=2, label="big.zkey on device 0")
@@ -174,10 +204,11 @@ class PlanningDevice(SimulatedDevice):
     def __init__(self, shape: KeyShape, **plan_options):
         super().__init__(0, SimParams(vram_bytes=1 << 50, working_set_bytes=0, upload_ms=1, gpu_ms=2,
                                       stage_host_ms=0))
-        self.shape, self.plan_options, self.loaded = shape, plan_options, []
+        self.shape, self.plan_options, self.loaded, self.hints = shape, plan_options, [], []
 
-    def plan_key(self, zkey, budget_bytes, proofs=2, label=None):
-        return plan_key(self.shape, budget_bytes, proofs=proofs, label=label or "key", **self.plan_options)
+    def plan_key(self, zkey, budget_bytes, proofs=2, label=None, **hint):
+        self.hints.append(hint)
+        return plan_key(self.shape, budget_bytes, proofs=proofs, label=label or "key", **self.plan_options, **hint)
 
     def load_key(self, key, footprint=None):
         self.loaded.append(footprint)
@@ -215,6 +246,18 @@ async def test_load_key_plans_against_the_budget_and_reports_the_footprint():
         assert (await eng.prove(key, {})).key == "k"
         await eng.unload_key(key)
         assert eng.vram.capacity(0) == 12 * GiB and eng.at_rest()
+
+
+async def test_a_load_for_known_proofs_passes_their_count_to_the_plan():
+    shape = bench_shape(BN254, 20)
+    device = PlanningDevice(shape)
+    async with engine_with(device, vram_budget=139 * GiB) as eng:
+        one = await eng.load_key(SimKey("one", witness_rows=64), expected_proofs=1)
+        resident = await eng.load_key(SimKey("resident", witness_rows=64))
+        assert device.hints == [{"proofs_per_load": 1}, {}]
+        assert (one.fold, resident.fold) == (1, device.loaded[1].fold) and resident.fold > 1
+        await eng.unload_key(one)
+        await eng.unload_key(resident)
 
 
 async def test_single_lock_mode_plans_for_one_proof_and_slots_add_proofs():

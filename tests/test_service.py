@@ -129,12 +129,13 @@ def server(tmp_path):
 
 
 def wait_at_rest(client: Client, timeout: float = 30) -> dict:
-    """Poll /v1/stats until no job is active and every engine budget is back (a cancelled device job
-    returns its memory once the device is done with it)."""
+    """Poll /v1/stats until no job is active, no upload is held (spooled or in memory) and every engine
+    budget is back (a cancelled device job returns its memory once the device is done with it)."""
     end = time.monotonic() + timeout
     while True:
         stats = client.stats()
-        if stats["at_rest"] and stats["jobs_active"] == 0 and stats["spooled_uploads"] == 0:
+        if (stats["at_rest"] and stats["jobs_active"] == 0 and stats["spooled_uploads"] == 0
+                and stats["uploads_in_memory_bytes"] == 0):
             return stats
         assert time.monotonic() < end, f"not at rest after {timeout} s: {stats}"
         time.sleep(0.05)
@@ -476,7 +477,7 @@ def test_client_import_and_cli_prove_load_no_numpy_or_cuda(server, tmp_path):
     r = subprocess.run([sys.executable, "-c", "import sys, engine.client; print(sorted(m for m in sys.modules "
                         "if m.startswith(('numpy', 'cuda', 'engine.'))))"], cwd=REPO, capture_output=True,
                        text=True, timeout=60)
-    assert r.stdout.strip() == "['engine.client', 'engine.errors']", r.stdout + r.stderr
+    assert r.stdout.strip() == "['engine.client', 'engine.client_wire', 'engine.errors']", r.stdout + r.stderr
     # the CLI's errors: a server that is not there, a witness file that is not there
     r = cli("prove", "--server", "http://127.0.0.1:9", f"{SUDOKU}.zkey", f"{SUDOKU}.wtns", tmp_path / "a",
             tmp_path / "b")

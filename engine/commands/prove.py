@@ -153,6 +153,8 @@ def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) 
         backend = _start_backend(config, zkey, progress)
         if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
             backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
+        if hasattr(backend, "proofs_per_load"):
+            backend.proofs_per_load = 1  # loaded for this one proof: no fold tables that pay off over many
         try:
             with progress.timed("load key", 0.35):
                 key = backend.load_key(zkey)

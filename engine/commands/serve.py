@@ -25,10 +25,13 @@ def register(subparsers) -> None:
     s.add_argument("--token-file", metavar="FILE", default=None,
                    help="bearer tokens, one a line: every request but /healthz must carry one")
     s.add_argument("--max-body", metavar="SIZE", default=None, help="largest request body (default 1GiB)")
+    s.add_argument("--memory-upload-max", metavar="SIZE", default=None,
+                   help="witness uploads up to SIZE are parsed in memory, larger ones spooled to a file (default 64MiB)")
     s.add_argument("--max-queued-per-key", type=int, metavar="N", default=None,
                    help="queued jobs per key before 429 (default 64)")
     s.add_argument("--running-jobs", type=int, metavar="N", default=None,
-                   help="jobs handed to the engine at once (default: devices x compute slots + synthesis workers + epilogue threads)")
+                   help="jobs handed to the engine at once (default: each compute slot and synthesis worker gets a job and "
+                        "one waiting; where the CPU ends proofs, each epilogue thread one too)")
     s.add_argument("--default-deadline", type=float, metavar="S", default=None,
                    help="deadline in seconds for requests that give none (default none)")
     s.add_argument("--drain-timeout", type=float, metavar="S", default=None,
@@ -62,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     engine_config = from_args(flags, base=engine_config)
     service_config = with_flags(
         service_config, host=args.host, port=args.port, token_file=args.token_file, max_body=args.max_body,
+        memory_upload_max=args.memory_upload_max,
         max_queued_per_key=args.max_queued_per_key, running_jobs=args.running_jobs,
         default_deadline_s=args.default_deadline, drain_timeout_s=args.drain_timeout,
     )

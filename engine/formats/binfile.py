@@ -36,6 +36,23 @@ class Section:
     index: int  # position of the record in the file, 0-based
 
 
+@dataclass(frozen=True)
+class InMemoryFile:
+    """A file's bytes already in memory (the prover service's uploads), read like a mapped file.
+
+    Every reader that takes a path takes one of these; `name` is what its errors call it.
+    """
+
+    name: str
+    data: bytes | bytearray | memoryview
+
+
+@dataclass(frozen=True)
+class _MemoryStat:
+    st_size: int
+    st_mtime_ns: int = 0
+
+
 def open_input(path) -> tuple[str, object, int]:
     """Map `path` read-only -> (name, buffer, size).  Missing/unreadable/directory: InputFileError."""
     name, buf, st = _map(path)
@@ -43,6 +60,8 @@ def open_input(path) -> tuple[str, object, int]:
 
 
 def _map(path) -> tuple[str, object, os.stat_result]:
+    if isinstance(path, InMemoryFile):
+        return path.name, path.data, _MemoryStat(len(path.data))
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:

@@ -4,6 +4,7 @@
 * `problems.py`: every HTTP error as a `Problem` (status, code, one-line message)
 * `jobs.py`: a job's record and the priority queue in front of the Engine
 * `keys.py`: resident keys, loaded by path on first use
+* `uploads.py`: reused buffers for the witness uploads kept in memory
 * `metrics.py`: Prometheus metrics, fed by the engine's timeline
 * `core.py`: `Service`, which admits, runs, cancels and drains jobs
 * `http.py`: the aiohttp application (routes, auth, limits)

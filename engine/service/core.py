@@ -28,6 +28,7 @@ from engine.service.keys import KeyRegistry, ServedKey, resident_bytes
 from engine.service.metrics import Metrics
 from engine.service.problems import Problem, bad_request, from_engine_error, not_found
 from engine.service.settings import ServiceConfig
+from engine.service.uploads import UploadBuffers
 
 log = logging.getLogger("engine.service")
 
@@ -49,6 +50,7 @@ class Service:
         self._uploads = itertools.count(1)
         self._tg = task_group
         self._active = 0
+        self.uploads = UploadBuffers(min(4 * config.memory_upload_max, 256 << 20))
         self._idle = asyncio.Event()
         self._idle.set()
         self.draining = False
@@ -57,16 +59,30 @@ class Service:
         metrics.watch(self.gauges)
 
     @staticmethod
-    def default_slots(engine: Any) -> int:
-        """One job for every place the engine can work on one at once (synthesis workers, compute
-        slots, epilogue/verification workers): enough to keep every stage busy, no more.
+    def default_slots(engine: Any, keys: Any = ()) -> int:
+        """Jobs to hand the engine at once: enough to keep every stage busy, no more (the rest wait
+        here, where a high job can still overtake them).
 
-        Measured on the H200 at 2^14 (perf/RESULTS.md): with synthesis + compute slots only (3),
-        8 HTTP clients got 44 proofs/s where 8 in-process callers got 70; the epilogue and the
-        verification (CPU pool) are most of a small proof's time, so they need jobs too.
+        Each place that works on one job at a time (a device's compute slot, a synthesis worker)
+        gets its job and one waiting behind it, so it starts the next as soon as it finishes.
+        Where the CPU ends proofs (the CPU backend, a GPU key on the host tier: the epilogue and
+        the verification in the CPU pool), every epilogue thread gets one too: measured on the
+        H200 at 2^14 with the CPU epilogue (perf/RESULTS.md), synthesis + compute slots alone (3)
+        gave 44 proofs/s over HTTP where 8 in-process callers got 70.  A GPU with resident keys
+        runs the epilogue and the pairing check on the device, and the CPU threads only check
+        witnesses and decode results: 16 epilogue jobs there would only queue inside the engine.
         """
         cfg = engine.config
-        return max(1, len(engine.devices) * cfg.compute_slots + cfg.synthesis_workers + cfg.epilogue_threads)
+        busy = len(engine.devices) * cfg.compute_slots + cfg.synthesis_workers
+        on_device = bool(engine.devices) and all(getattr(w.backend, "name", None) == "gpu" for w in engine.devices)
+        cpu_finishes = not on_device or any(getattr(k.handle, "key_host_bytes", 0) for k in keys)
+        return max(1, busy + (cfg.epilogue_threads if cpu_finishes else busy))
+
+    def refresh_slots(self) -> None:
+        """After a key loads or unloads: the default job count depends on where its proofs end."""
+        if not self.config.running_jobs:
+            self.queue.slots = self.default_slots(self.engine, self.keys.keys.values())
+            self.queue.pump()
 
     # ---- admission
     def check_admission(self, key: ServedKey) -> None:
@@ -85,8 +101,12 @@ class Service:
         return os.path.join(self.spool, f"upload-{next(self._uploads)}.wtns")
 
     def submit(self, key: ServedKey, witness: Any, *, label: str, priority: str = "normal",
-               deadline_s: float | None = None, spool: str | None = None, detached: bool = False) -> Job:
-        """Queue a job; the caller's spool file becomes the job's (deleted when it ends, or here if refused)."""
+               deadline_s: float | None = None, spool: str | None = None, detached: bool = False,
+               upload: bytearray | None = None) -> Job:
+        """Queue a job; the caller's spool file becomes the job's (deleted when it ends, or here if refused).
+
+        `upload`: the buffer of an upload kept in memory (the witness is a view over it); it goes back
+        to `uploads` when the job ends, and the caller's to give back if this refuses the job."""
         try:
             self.check_admission(key)
             if priority not in PRIORITIES:
@@ -96,7 +116,7 @@ class Service:
             raise
         deadline_s = deadline_s or self.config.default_deadline_s or None
         job = Job(id=str(next(self._ids)), key=key, priority=priority, witness=witness, label=label, spool=spool,
-                  deadline_s=deadline_s, detached=detached)
+                  deadline_s=deadline_s, detached=detached, upload=upload)
         self._purge()
         self.jobs[job.id] = job
         key.active += 1
@@ -163,6 +183,9 @@ class Service:
         remove_file(job.spool)
         job.spool = None
         job.witness = None
+        if job.upload is not None:
+            self.uploads.give(job.upload)
+            job.upload = None
         key = job.key
         key.active -= 1
         if key.active == 0:
@@ -270,7 +293,7 @@ class Service:
             "jobs_active": self._active, "jobs_kept": len(self._kept), "draining": self.draining,
             "at_rest": self._active == 0 and self.engine.at_rest(), "engine": self.engine.stats(),
             "keys": len(self.keys.keys), "uptime_s": time.monotonic() - self.started,
-            "spooled_uploads": len(os.listdir(self.spool)),
+            "spooled_uploads": len(os.listdir(self.spool)), "uploads_in_memory_bytes": self.uploads.in_use,
         }
 
 

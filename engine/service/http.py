@@ -28,6 +28,7 @@ log = logging.getLogger("engine.service")
 SERVICE = web.AppKey("service", Service)
 MAX_POLL_WAIT_S = 60.0
 _CHUNK = 1 << 20
+_ALIGN_PAD = 4  # a circom/snarkjs .wtns has its values at byte 76: 4 bytes before it put them on a 16-byte boundary
 _JSON_LIMIT = 16 << 20  # key and verify requests are small; input JSON for a proof may use max_body
 
 
@@ -101,13 +102,29 @@ def _auth(tokens: list[str]):
 
 # ------------------------------------------------------------------ request parts
 
-async def _read_body(request: web.Request, limit: int, sink=None) -> bytes:
-    """The body, at most `limit` bytes (413 beyond); with `sink`, chunks go to sink.write instead."""
+def _check_length(request: web.Request, limit: int) -> None:
     if request.content_length is not None and request.content_length > limit:
         raise Problem(413, "body_too_large", f"the request body has {request.content_length} bytes; "
                                              f"the limit is {limit}")
+
+
+def _let_flow(request: web.Request, chunk: int) -> None:
+    """Raise the body stream's buffer limits to `chunk` (aiohttp >= 3.13 has the call; older ones the fields)."""
+    stream = request.content
+    if hasattr(stream, "set_read_chunk_size"):
+        stream.set_read_chunk_size(chunk)
+    elif chunk > getattr(stream, "_low_water", chunk):
+        stream._low_water, stream._high_water = chunk, 2 * chunk
+
+
+async def _read_body(request: web.Request, limit: int, sink=None) -> bytes:
+    """The body, at most `limit` bytes (413 beyond); with `sink`, chunks go to sink.write instead."""
+    _check_length(request, limit)
+    # aiohttp pauses the socket whenever 128 KiB wait unread: with 1 MiB a big upload flows with
+    # fewer pause/resume cycles
+    _let_flow(request, min(limit, _CHUNK))
     parts, total = [], 0
-    async for chunk in request.content.iter_chunked(_CHUNK):
+    while chunk := await request.content.readany():
         total += len(chunk)
         if total > limit:
             raise Problem(413, "body_too_large", f"the request body is larger than the limit of {limit} bytes")
@@ -116,6 +133,19 @@ async def _read_body(request: web.Request, limit: int, sink=None) -> bytes:
         else:
             sink.write(chunk)
     return b"".join(parts)
+
+
+async def _read_into(request: web.Request, view: memoryview) -> None:
+    """A body of a known length (within the limits) into `view`, as its bytes arrive: one copy."""
+    _let_flow(request, min(len(view), _CHUNK))
+    length, got = len(view), 0
+    while chunk := await request.content.readany():
+        if got + len(chunk) > length:  # aiohttp frames the body by its Content-Length; never more
+            raise bad_request(f"the request body is longer than its Content-Length of {length}")
+        view[got:got + len(chunk)] = chunk
+        got += len(chunk)
+    if got != length:
+        raise bad_request(f"the request body ended after {got} of its {length} bytes")
 
 
 async def _read_json(request: web.Request, limit: int = _JSON_LIMIT) -> Any:
@@ -218,6 +248,7 @@ async def load_key(request: web.Request) -> web.Response:
         key, loaded = await service.keys.load(body["path"], body.get("wasm"), body.get("name"))
     except EngineError as exc:  # a malformed .zkey, a key too large for the device
         raise from_engine_error(exc) from None
+    service.refresh_slots()
     return web.json_response(key.describe(), status=201 if loaded else 200)
 
 
@@ -230,6 +261,7 @@ async def unload_key(request: web.Request) -> web.Response:
     key = service.keys.get(request.match_info["key"])
     view = key.describe()
     await asyncio.shield(service.keys.unload(key))  # a client that leaves does not stop an unload half-way
+    service.refresh_slots()
     return web.json_response({**view, "unloaded": True})
 
 
@@ -249,16 +281,31 @@ async def _admit(request: web.Request, detached: bool) -> Job:
         if not isinstance(inputs, dict):
             raise bad_request("circuit inputs must be a JSON object of signal names")
         return service.submit(key, inputs, label=label, priority=priority, deadline_s=deadline, detached=detached)
+    length = request.content_length
+    if length is not None and length <= service.config.memory_upload_max:
+        # Kept in memory and parsed in place: no file, and no synthesis worker to read one.
+        _check_length(request, service.config.max_body)
+        buf = service.uploads.take(_ALIGN_PAD + length)
+        handed = False
+        try:
+            view = memoryview(buf)[_ALIGN_PAD:_ALIGN_PAD + length]
+            await _read_into(request, view)
+            _check_magic(bytes(view[:4]), label)
+            job = service.submit(key, parse_upload(view, label), label=label, priority=priority,
+                                 deadline_s=deadline, detached=detached, upload=buf)
+            handed = True
+            return job
+        finally:
+            if not handed:  # refused, malformed, or the client left mid-upload: the buffer goes back
+                service.uploads.give(buf)
+    # A large upload (or one of unknown length) goes to a file in RAM, read by a synthesis worker.
     path = service.spool_path()
     handed = False
     try:
         with open(path, "wb") as sink:
             await _read_body(request, service.config.max_body, sink)
         with open(path, "rb") as f:
-            magic = f.read(4)
-        if magic != b"wtns":
-            raise Problem(422, "bad_input", f"{label}: the request body is not a .wtns file (it starts with "
-                                            f"{magic!r}); send circuit inputs as application/json")
+            _check_magic(f.read(4), label)
         job = service.submit(key, path, label=label, priority=priority, deadline_s=deadline, spool=path,
                              detached=detached)
         handed = True
@@ -266,6 +313,23 @@ async def _admit(request: web.Request, detached: bool) -> Job:
     finally:
         if not handed:  # refused, too large, or the client left mid-upload: the partial file goes
             remove_file(path)
+
+
+def _check_magic(magic: bytes, label: str) -> None:
+    if magic != b"wtns":
+        raise Problem(422, "bad_input", f"{label}: the request body is not a .wtns file (it starts with "
+                                        f"{magic!r}); send circuit inputs as application/json")
+
+
+def parse_upload(body: memoryview, label: str) -> Any:
+    """An uploaded .wtns, parsed in place (its values a view over `body`); a malformed one is a 422."""
+    from engine.formats.binfile import InMemoryFile  # noqa: PLC0415 - the server has the engine anyway
+    from engine.formats.wtns import read_wtns  # noqa: PLC0415
+
+    try:
+        return read_wtns(InMemoryFile(label, body))
+    except EngineError as exc:
+        raise from_engine_error(exc) from None
 
 
 async def prove(request: web.Request) -> web.Response:

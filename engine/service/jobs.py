@@ -28,9 +28,10 @@ class Job:
     id: str
     key: Any  # keys.ServedKey
     priority: str
-    witness: Any  # a spooled .wtns path, or a dict of circuit inputs
+    witness: Any  # an uploaded .wtns parsed in memory (a Witness), its spooled path, or a dict of inputs
     label: str  # what the client calls the witness (for messages)
     spool: str | None = None  # the uploaded file to delete when the job ends
+    upload: bytearray | None = None  # the buffer of an upload held in memory (witness is a view over it)
     deadline: float | None = None  # loop.time() after which the job is cancelled
     deadline_s: float | None = None
     state: str = "queued"  # queued -> running -> done | failed | cancelled | expired

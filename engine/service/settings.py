@@ -5,9 +5,12 @@
     port = 8080
     token_file = "token"       # one bearer token per line; every route but /healthz needs one
     max_body = "1GiB"          # the largest request body (a .wtns upload)
+    memory_upload_max = "64MiB"  # .wtns uploads up to this size are parsed in memory; larger
+                               #   ones (or of unknown length) go to a file a synthesis worker reads
     max_queued_per_key = 64    # queued (not yet running) jobs per key; beyond: 429
-    running_jobs = 0           # jobs handed to the engine at once; 0: devices x compute slots
-                               #   + synthesis workers + epilogue threads
+    running_jobs = 0           # jobs handed to the engine at once; 0: 2 x (devices x compute
+                               #   slots + synthesis workers) on GPUs, + epilogue threads
+                               #   instead where the CPU ends proofs (Service.default_slots)
     job_ttl_s = 600            # how long a finished job's result can be fetched
     default_deadline_s = 0     # a deadline for requests that name none; 0: none
     drain_timeout_s = 0        # SIGTERM waits this long for jobs, then cancels them; 0: no limit
@@ -30,6 +33,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     port: int = 8080
     token_file: str | None = None
     max_body: int | str = "1GiB"
+    memory_upload_max: int | str = "64MiB"
     max_queued_per_key: int = 64
     running_jobs: int = 0
     job_ttl_s: float = 600.0
@@ -39,6 +43,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     def __post_init__(self) -> None:
         self.max_body = parse_size(self.max_body, "service.max_body")
+        self.memory_upload_max = parse_size(self.memory_upload_max, "service.memory_upload_max")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"service.port: {self.port} is not a TCP port")
         for name in ("max_queued_per_key", "max_jobs_kept"):

@@ -39,17 +39,20 @@ class GpuBackend(Backend):
 
     def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
                  pinned_per_key: int = 2, tier: str = "auto", host_chunk: int | None = None,
-                 key_cache_dir=None):
+                 key_cache_dir=None, proofs_per_load: int | None = None):
         """fold / tier / host_chunk force the key footprint's choices (tests, benchmarks); key_budget_bytes
         is the VRAM budget keys are planned against when the engine gives none (default: the measured one).
         key_cache_dir: the key cache's directory (engine/formats/key_cache.py); None: the environment's
-        or the default one; "off" (or False): no cache."""
+        or the default one; "off" (or False): no cache.  proofs_per_load: how many proofs a key load
+        serves when the caller knows (the CLI: one), shared among them the fold tables' build time
+        (footprint.plan_key); None: a resident key's many."""
         self.ctx = GpuContext(device)
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes
         self.pinned_per_key = pinned_per_key  # proofs of a key in flight at once (grows on misses)
         self.tier = tier
         self.host_chunk = host_chunk
+        self.proofs_per_load = proofs_per_load
         self._budget: int | None = None
         from engine.formats.key_cache import KeyCache, resolve_dir  # noqa: PLC0415
 
@@ -81,14 +84,16 @@ class GpuBackend(Backend):
         staging.want_buffers(self.ctx, upload_bytes(zkey))
 
     def plan_key(self, zkey, budget_bytes: int | None = None, proofs: int = 2,
-                 label: str | None = None) -> KeyFootprint:
+                 label: str | None = None, proofs_per_load: int | None = None) -> KeyFootprint:
         """The key's footprint on this device under `budget_bytes` with `proofs` working sets beside it
-        (no device work; BudgetError when not even the host tier and one proof fit)."""
+        (no device work; BudgetError when not even the host tier and one proof fit); proofs_per_load
+        as in __init__ (its default)."""
         if budget_bytes is None:
             budget_bytes = self.key_budget_bytes if self.key_budget_bytes is not None else self.memory_budget_bytes()
         return plan_key(KeyShape.of(zkey), budget_bytes, proofs=proofs, sm_count=self.device.sm_count,
                         fold=self.fold, tier=self.tier, chunk=self.host_chunk,
-                        label=label or getattr(zkey, "path", None) or "the key")
+                        label=label or getattr(zkey, "path", None) or "the key",
+                        proofs_per_load=proofs_per_load if proofs_per_load is not None else self.proofs_per_load)
 
     def load_key(self, zkey, footprint: KeyFootprint | None = None) -> GpuKey:
         """Make the key resident as `footprint` says (planned here against the budget when not given).

@@ -45,6 +45,11 @@ G2_WEIGHT = 3  # a G2 point operation counted as about three G1 ones (Fq2 produc
 T_POINT_OP = {"bn128": 0.30e-9, "bls12381": 0.67e-9}
 T_SERIAL_DOUBLING = {"bn128": 6.3e-6, "bls12381": 13.3e-6}
 PCIE_BYTES_PER_S = 55e9  # pinned host -> device, measured on the H200 (the host tier's floor)
+# Building a resident key's fold tables at load (msm.precompute: c doublings a table a point, its
+# inversions batched): seconds per G1-equivalent doubling on an H200.  BN254: the 2^22 bench key's
+# tables (fold 13, 20-bit windows: 8.1e9 G1-equivalent doublings) took 4.30 s with one inversion a
+# table (perf/RESULTS.md "Big keys"); BLS12-381 scaled by T_POINT_OP's ratio until measured.
+T_TABLE_DOUBLING = {"bn128": 0.53e-9, "bls12381": 0.53e-9 * 0.67 / 0.30}
 SLACK = 0.15  # more proofs in flight win among footprints within this of the fastest
 
 
@@ -127,6 +132,7 @@ class KeyFootprint:
     chunk_w: int = 0  # host tier: wires per streamed chunk
     chunk_h: int = 0  # host tier: H rows per streamed chunk
     chunks: int = 0  # host tier: chunks streamed per proof (H's and the witness's)
+    table_seconds: float = 0.0  # estimated device time of building the fold tables at each load
 
     @property
     def fold(self) -> int:
@@ -144,6 +150,7 @@ class KeyFootprint:
             "working_set_bytes": self.working_set_bytes, "proofs_in_flight": self.proofs_in_flight,
             "budget_bytes": self.budget_bytes, "msm_seconds": round(self.msm_cost, 5),
             "msm_cost_vs_full_fold": round(self.msm_cost / self.full_fold_cost, 3), "msm_ops": self.msm_ops,
+            "table_seconds": round(self.table_seconds, 4),
             "serial_doublings": self.serial_doublings,
             "chunk_points": self.chunk_w, "chunks": self.chunks, "streamed_bytes": self.streamed_bytes,
         }
@@ -155,6 +162,8 @@ class KeyFootprint:
         ratio = self.msm_cost / self.full_fold_cost
         if self.tier == "resident":
             where = f"resident, fold {self.fold} of {self.plan_w.windows} windows ({self.plan_w.c}-bit)"
+            if self.fold > 1 or self.plan_h.fold > 1:
+                where += f", tables built at load in about {self.table_seconds:.2f} s"
         else:
             where = (f"host tier, {fmt_bytes(self.host_bytes)} of bases pinned in host memory, streamed in "
                      f"{self.chunks} chunks of {self.chunk_w:,} wires per proof")
@@ -198,6 +207,14 @@ def _full_fold_seconds(shape: "KeyShape") -> float:
     bits = shape.scalar_bits
     full = _proof_msms(gmsm.plan_msm(shape.n_wires, bits, "full"), gmsm.plan_msm(shape.domain, bits, "full"))
     return estimate(shape.curve, full)[0]
+
+
+def table_seconds(shape: "KeyShape", plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan) -> float:
+    """Device time of a resident key's fold tables (tables 1..fold-1 of A, B1, C, B2 and H)."""
+    g1 = (plan_w.fold - 1) * plan_w.c * 3 * shape.n_wires + (plan_h.fold - 1) * plan_h.c * shape.domain
+    g2 = (plan_w.fold - 1) * plan_w.c * shape.n_wires
+    t = T_TABLE_DOUBLING.get(shape.curve.name, max(T_TABLE_DOUBLING.values()))
+    return (g1 + G2_WEIGHT * g2) * t
 
 
 def layouts(plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan, sm_count: int):
@@ -269,7 +286,7 @@ def resident_footprint(shape: KeyShape, fold: str | int, budget: int, proofs: in
         host_bytes=0,
         working_set_bytes=proof_working_set(curve, shape.n_wires, shape.domain, pw, ph, sm_count),
         proofs_in_flight=proofs, budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape),
-        msm_ops=ops, serial_doublings=serial,
+        msm_ops=ops, serial_doublings=serial, table_seconds=table_seconds(shape, pw, ph),
     )
 
 
@@ -299,13 +316,17 @@ def _fits(fp: KeyFootprint, budget: int, proofs: int) -> bool:
 
 def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: int = DEFAULT_SM_COUNT,
              fold: str | int = "auto", tier: str = "auto", chunk: int | None = None,
-             label: str = "the key") -> KeyFootprint:
+             label: str = "the key", proofs_per_load: float | None = None) -> KeyFootprint:
     """The fastest footprint that fits `budget_bytes` with `proofs` working sets beside it, or one.
 
     Candidates: resident at each fold, and the host tier at each chunk size and window bound,
     each with `proofs` or one working set; among those within SLACK of the fastest (the time
-    model above) the one with the most proofs in flight, then the fastest.  `fold`, `tier` and
-    `chunk` force a choice (tests, benchmarks); a forced choice that does not fit is a BudgetError.
+    model above) the one with the most proofs in flight, then the fastest.  "Fastest" is per
+    proof: with `proofs_per_load` (how many proofs this load serves, when the caller knows: the
+    CLI's one) the fold tables' build time is shared among them, so a key loaded for one proof
+    skips tables that cost seconds to save milliseconds; None counts the proofs' time alone (a
+    resident key of a service).  `fold`, `tier` and `chunk` force a choice (tests, benchmarks);
+    a forced choice that does not fit is a BudgetError.
     """
     from scheduler.budget import fmt_bytes  # noqa: PLC0415
 
@@ -326,9 +347,12 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
     fitting = [dataclasses.replace(fp, proofs_in_flight=n) for fp in residents + hosts for n in wanted
                if _fits(fp, budget, n)]
     if fitting:
-        fastest = min(fp.msm_cost for fp in fitting)
-        near = [fp for fp in fitting if fp.msm_cost <= fastest * (1 + SLACK)]
-        return min(near, key=lambda fp: (-fp.proofs_in_flight, fp.msm_cost, fp.device_bytes))
+        def cost(fp: KeyFootprint) -> float:
+            return fp.msm_cost + (fp.table_seconds / proofs_per_load if proofs_per_load else 0.0)
+
+        fastest = min(cost(fp) for fp in fitting)
+        near = [fp for fp in fitting if cost(fp) <= fastest * (1 + SLACK)]
+        return min(near, key=lambda fp: (-fp.proofs_in_flight, cost(fp), fp.device_bytes))
     smallest = min(residents + hosts, key=lambda fp: fp.device_bytes + fp.working_set_bytes)
     need = smallest.device_bytes + smallest.working_set_bytes
     how = ("resident" if smallest.tier == "resident" else
