@@ -28,12 +28,9 @@ struct fp2g {
     __device__ __forceinline__ fp2g dbl() const { return *this + *this; }
     __device__ __forceinline__ fp2g neg() const { return {c0.neg(), c1.neg()}; }
 
-    // The three Karatsuba products x0 y0, x1 y1, (x0 + x1)(y0 + y1), one per lane, shared.
-    static __device__ __forceinline__ void products(const F& x0, const F& x1, const F& y0, const F& y1, F& p0, F& p1,
-                                                    F& p2) {
-#ifdef __CUDA_ARCH__
-        const uint32_t lane = threadIdx.x & 31, l = lane & 3, base = lane & ~3u;
-        const unsigned mask = 0xFu << base;
+    // Lane l's share of a Karatsuba Fq2 product: x0 y0 (l = 0), x1 y1 (l = 1), (x0 + x1)(y0 + y1)
+    // (l = 2 and up).  Inline: no call in the chain's one wait.
+    static __device__ __forceinline__ F lane_product(uint32_t l, const F& x0, const F& x1, const F& y0, const F& y1) {
         const F sx = x0 + x1, sy = y0 + y1;
         F x, y;
 #pragma unroll
@@ -41,7 +38,15 @@ struct fp2g {
             x.v[j] = l == 0 ? x0.v[j] : l == 1 ? x1.v[j] : sx.v[j];
             y.v[j] = l == 0 ? y0.v[j] : l == 1 ? y1.v[j] : sy.v[j];
         }
-        const F p = F::mul_inline(x, y);  // one product, inline: no call in the chain's one wait
+        return F::mul_inline(x, y);
+    }
+    // The three Karatsuba products x0 y0, x1 y1, (x0 + x1)(y0 + y1), one per lane, shared.
+    static __device__ __forceinline__ void products(const F& x0, const F& x1, const F& y0, const F& y1, F& p0, F& p1,
+                                                    F& p2) {
+#ifdef __CUDA_ARCH__
+        const uint32_t lane = threadIdx.x & 31, l = lane & 3, base = lane & ~3u;
+        const unsigned mask = 0xFu << base;
+        const F p = lane_product(l, x0, x1, y0, y1);
 #pragma unroll
         for (int j = 0; j < F::N; j++) {
             p0.v[j] = __shfl_sync(mask, p.v[j], base);
@@ -116,14 +121,7 @@ struct fp2g {
             const uint32_t* slot = s + (mine ? j : r) * SLOT;  // idle lanes multiply a slot in use
             const F x0 = F::load(slot), x1 = F::load(slot + F::WORDS);
             const F y0 = F::load(slot + WORDS), y1 = F::load(slot + WORDS + F::WORDS);
-            const F sx = x0 + x1, sy = y0 + y1;
-            F x, y;
-#pragma unroll
-            for (int w = 0; w < F::N; w++) {
-                x.v[w] = l == 0 ? x0.v[w] : l == 1 ? x1.v[w] : sx.v[w];
-                y.v[w] = l == 0 ? y0.v[w] : l == 1 ? y1.v[w] : sy.v[w];
-            }
-            const F p = F::mul_inline(x, y);
+            const F p = lane_product(l, x0, x1, y0, y1);
             F p0, p1, p2;
 #pragma unroll
             for (int w = 0; w < F::N; w++) {
