@@ -11,6 +11,7 @@
 // On the host (tests) the product is the plain Karatsuba one.
 #pragma once
 #include "field.cuh"
+#include "inverse.cuh"
 
 template <class F>
 struct fp2g {
@@ -27,12 +28,9 @@ struct fp2g {
     __device__ __forceinline__ fp2g dbl() const { return *this + *this; }
     __device__ __forceinline__ fp2g neg() const { return {c0.neg(), c1.neg()}; }
 
-    // The three Karatsuba products x0 y0, x1 y1, (x0 + x1)(y0 + y1), one per lane, shared.
-    static __device__ __forceinline__ void products(const F& x0, const F& x1, const F& y0, const F& y1, F& p0, F& p1,
-                                                    F& p2) {
-#ifdef __CUDA_ARCH__
-        const uint32_t lane = threadIdx.x & 31, l = lane & 3, base = lane & ~3u;
-        const unsigned mask = 0xFu << base;
+    // Lane l's share of a Karatsuba Fq2 product: x0 y0 (l = 0), x1 y1 (l = 1), (x0 + x1)(y0 + y1)
+    // (l = 2 and up).  Inline: no call in the chain's one wait.
+    static __device__ __forceinline__ F lane_product(uint32_t l, const F& x0, const F& x1, const F& y0, const F& y1) {
         const F sx = x0 + x1, sy = y0 + y1;
         F x, y;
 #pragma unroll
@@ -40,7 +38,15 @@ struct fp2g {
             x.v[j] = l == 0 ? x0.v[j] : l == 1 ? x1.v[j] : sx.v[j];
             y.v[j] = l == 0 ? y0.v[j] : l == 1 ? y1.v[j] : sy.v[j];
         }
-        const F p = F::mul_inline(x, y);  // one product, inline: no call in the chain's one wait
+        return F::mul_inline(x, y);
+    }
+    // The three Karatsuba products x0 y0, x1 y1, (x0 + x1)(y0 + y1), one per lane, shared.
+    static __device__ __forceinline__ void products(const F& x0, const F& x1, const F& y0, const F& y1, F& p0, F& p1,
+                                                    F& p2) {
+#ifdef __CUDA_ARCH__
+        const uint32_t lane = threadIdx.x & 31, l = lane & 3, base = lane & ~3u;
+        const unsigned mask = 0xFu << base;
+        const F p = lane_product(l, x0, x1, y0, y1);
 #pragma unroll
         for (int j = 0; j < F::N; j++) {
             p0.v[j] = __shfl_sync(mask, p.v[j], base);
@@ -65,10 +71,78 @@ struct fp2g {
         return {p1, p0.dbl()};
     }
     __device__ fp2g inverse() const {
-        F t = (c0.sqr() + c1.sqr()).inverse();
+        F t = inverse_binary(c0.sqr() + c1.sqr());  // inverse.cuh
         return {c0 * t, (c1 * t).neg()};
     }
     static __device__ __forceinline__ fp2g load(const uint32_t* p) { return {F::load(p), F::load(p + F::WORDS)}; }
+
+    // ---- batches: up to BATCH_MAX independent Fq2 products by the whole warp at once.
+    // The operands go to the warp's slots in shared memory (every lane stores the same
+    // values), run() has lane group g = lane / 3 (ten groups of three lanes, lanes 30 and
+    // 31 idle) multiply slot r + g in round r / 10 with its three lanes each forming one
+    // base-field product, and writes the product over the slot's first operand; get()
+    // reads it back.  So a tower operation made of k independent Fq2 products waits on
+    // ceil(k / 10) base-field products instead of k Fq2 products.  The whole warp must run
+    // it together (all 32 lanes, converged: the tower's branches depend only on values all
+    // lanes share); at most BATCH_WARPS warps a block use it.  One batch at a time per warp:
+    // every get() of one batch comes before the next put().
+    static constexpr int BATCH_MAX = 20, BATCH_WARPS = 8, GROUP = 3, GROUPS = 10;
+    // words of one slot: x, then y, then four words of padding, so that the ten groups' loads
+    // of a round (one slot each, SLOT words apart) fall in different shared-memory banks
+    static constexpr int SLOT = 2 * WORDS + 4;
+    struct batch {
+        uint32_t* s;
+        __device__ __forceinline__ batch() : s(scratch()) {}
+        __device__ __forceinline__ void put(int j, const fp2g& x, const fp2g& y) {
+            x.store(s + j * SLOT);
+            y.store(s + j * SLOT + WORDS);
+        }
+        __device__ __forceinline__ fp2g get(int j) const { return load(s + j * SLOT); }
+        __device__ __forceinline__ void run(int k) { run_batch(k); }
+    };
+    static __device__ __forceinline__ uint32_t* scratch() {
+#ifdef __CUDA_ARCH__
+        __shared__ __align__(16) uint32_t slots[BATCH_WARPS][BATCH_MAX * SLOT];
+        return slots[threadIdx.x >> 5];
+#else
+        static uint32_t slots[BATCH_MAX * SLOT];
+        return slots;
+#endif
+    }
+    static __device__ __noinline__ void run_batch(int k) {
+        uint32_t* s = scratch();  // (here, not passed: the compiler sees shared memory)
+#ifdef __CUDA_ARCH__
+        __syncwarp();
+        const uint32_t lane = threadIdx.x & 31, g = lane / GROUP, l = lane - GROUP * g, base = GROUP * g;
+#pragma unroll 1
+        for (int r = 0; r < k; r += GROUPS) {
+            const int j = r + (int)g;
+            const bool mine = g < GROUPS && j < k;
+            const uint32_t* slot = s + (mine ? j : r) * SLOT;  // idle lanes multiply a slot in use
+            const F x0 = F::load(slot), x1 = F::load(slot + F::WORDS);
+            const F y0 = F::load(slot + WORDS), y1 = F::load(slot + WORDS + F::WORDS);
+            const F p = lane_product(l, x0, x1, y0, y1);
+            F p0, p1, p2;
+#pragma unroll
+            for (int w = 0; w < F::N; w++) {
+                p0.v[w] = __shfl_sync(0xffffffffu, p.v[w], base < 32 ? base : 0);
+                p1.v[w] = __shfl_sync(0xffffffffu, p.v[w], base + 1 < 32 ? base + 1 : 0);
+                p2.v[w] = __shfl_sync(0xffffffffu, p.v[w], base + 2 < 32 ? base + 2 : 0);
+            }
+            const F q = p0 + p1;
+            if (mine && l == 0) (p0 - p1).store(s + j * SLOT);
+            if (mine && l == 1) (p2 - q).store(s + j * SLOT + F::WORDS);
+        }
+        __syncwarp();
+#else
+        for (int j = 0; j < k; j++) {
+            const fp2g x = load(s + j * SLOT), y = load(s + j * SLOT + WORDS);
+            F p0, p1, p2;
+            products(x.c0, x.c1, y.c0, y.c1, p0, p1, p2);
+            fp2g{p0 - p1, p2 - p0 - p1}.store(s + j * SLOT);
+        }
+#endif
+    }
     __device__ __forceinline__ void store(uint32_t* p) const {
         c0.store(p);
         c1.store(p + F::WORDS);

@@ -13,6 +13,8 @@
 #pragma once
 #include "pairing.cuh"
 #include "epilogue.cuh"
+#include "curve_warp.cuh"
+#include "inverse.cuh"
 
 template <class PO, class A1, class A2>
 struct groth16_check_ops {
@@ -43,6 +45,22 @@ struct groth16_check_ops {
     // hand on: the five table products (XYZZ) and the two Miller values.
     typedef xyzz<decltype(A1::x)> X1;
     typedef xyzz<decltype(A2::x)> X2;
+    typedef xyzz_warp<decltype(A1::x)> WX1;  // the same points, a whole warp per product
+    typedef xyzz_warp<decltype(A2::x)> WX2;
+    static constexpr uint32_t WARP_IC_MAX = 4;  // up to this many public inputs: a warp per IC product
+    static constexpr int MAX_WARPS = F2::BATCH_WARPS;  // the batches' scratch: 8 warps a block
+
+    // The phases' and the batched check's shared arrays, carved from one pool: they run in one
+    // kernel (kernels.cu's groth16_pairing), whose static shared memory would otherwise be
+    // their sum.
+    static constexpr int EARLY_WORDS = 64 * X1::WORDS + W1, MID_WORDS = 2 * X1::WORDS + W1;
+    static constexpr int BATCH_WORDS = MAX_WARPS * (F12::WORDS + 2 * X1::WORDS);
+    static constexpr int POOL_WORDS = EARLY_WORDS > BATCH_WORDS ? EARLY_WORDS : BATCH_WORDS;
+    static_assert(MID_WORDS <= POOL_WORDS, "the pool holds every phase's arrays");
+    static __device__ __forceinline__ uint32_t* pool() {
+        __shared__ __align__(16) uint32_t words[POOL_WORDS];
+        return words;
+    }
     struct tail_args {
         const uint32_t* consts;
         uint32_t* results;
@@ -65,19 +83,28 @@ struct groth16_check_ops {
         __device__ __forceinline__ const uint32_t* slot(int i) const { return results + (uint64_t)i * slot_words; }
     };
 
-    // 128 threads: warp 0 the four G1 table products, warp 1 the G2 one, warps 2-3 the IC
-    // products; then L, then (L, gamma2) on warp 0's lane group.
+    // 128 threads: warp 0 the four G1 table products (a thread each), warp 1 the G2 one (the
+    // whole warp), warps 2-3 the IC products (up to WARP_IC_MAX public inputs a warp each, in
+    // turn; beyond, a thread each); then L, then (L, gamma2) on warp 0 (the pairing code takes
+    // a whole warp).
     static __device__ void tail_early(const tail_args& a) {
-        __shared__ uint32_t var_l[64][X1::WORDS];
-        __shared__ uint32_t l_aff[W1];
+        uint32_t(*var_l)[X1::WORDS] = reinterpret_cast<uint32_t(*)[X1::WORDS]>(pool());
+        uint32_t* l_aff = pool() + 64 * X1::WORDS;
         const uint32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
         const uint32_t* tab1 = a.tables;
         if (warp == 0 && lane < 4) {  // r delta1, s alpha1, rs delta1, r beta1
             const uint32_t* tab = tab1 + (uint64_t)(lane == 1 ? 1 : lane == 3 ? 2 : 0) * FB_ROWS * W1;
             const int k = lane == 0 || lane == 3 ? 0 : lane == 1 ? 1 : 2;
             fixed_base_mul<A1, X1>(tab, a.scalar(k)).store(a.fixed1(lane));
-        } else if (warp == 1 && lane == 0) {  // s delta2
-            fixed_base_mul<A2, X2>(tab1 + 3ull * FB_ROWS * W1, a.scalar(1)).store(a.fixed2());
+        } else if (warp == 1) {  // s delta2
+            const X2 p = WX2::fixed_base_mul(tab1 + 3ull * FB_ROWS * W1, a.scalar(1));
+            if (lane == 0) p.store(a.fixed2());
+        } else if (warp >= 2 && a.n_public <= WARP_IC_MAX) {
+            X1 acc = X1::inf();
+#pragma unroll 1
+            for (uint32_t i = warp - 1; i <= a.n_public; i += 2)
+                WX1::add(acc, WX1::var_base_mul(X1::from_affine(A1::load(a.ic(i))), a.witness + 8ull * i));
+            (lane == 0 ? acc : X1::inf()).store(var_l[tid - 64]);
         } else if (warp >= 2) {
             const uint32_t v = tid - 64;
             X1 acc = X1::inf();
@@ -90,55 +117,56 @@ struct groth16_check_ops {
         if (tid == 0) {
             X1 acc = X1::from_affine(A1::load(a.ic(0)));
             for (uint32_t v = 0; v < 64; v++) acc.add(X1::load(var_l[v]));  // unused lanes hold infinity
-            const A1 L = acc.to_affine();
+            const A1 L = tail_affine(acc);
             L.store(a.out() + 2 * W1 + W2);
             L.store(l_aff);
         }
         __syncthreads();
-        if (tid < 4) {
+        if (tid < 32) {
             const F12 f = pair_prepared(consts_of(a), A1::load(l_aff), a.gamma_lines);
             if (tid == 0) f.store(a.miller(0));
         }
     }
 
-    // 64 threads: lanes 0, 1 s A and r B1; then pi_a (thread 32) and pi_c (thread 0);
-    // then (pi_c, delta2) on warp 0's lane group.
+    // 64 threads: warps 0, 1 s A and r B1 (a warp each); then pi_a (thread 32) and pi_c
+    // (thread 0); then (pi_c, delta2) on warp 0.
     static __device__ void tail_mid(const tail_args& a) {
-        __shared__ uint32_t var_c[2][X1::WORDS];
-        __shared__ uint32_t c_aff[W1];
-        const uint32_t tid = threadIdx.x;
-        if (tid < 2) var_base_mul(X1::load(a.slot(tid)), a.scalar(tid == 0 ? 1 : 0)).store(var_c[tid]);
+        uint32_t(*var_c)[X1::WORDS] = reinterpret_cast<uint32_t(*)[X1::WORDS]>(pool());
+        uint32_t* c_aff = pool() + 2 * X1::WORDS;
+        const uint32_t tid = threadIdx.x, warp = tid >> 5;
+        const X1 prod = WX1::var_base_mul(X1::load(a.slot(warp)), a.scalar(warp == 0 ? 1 : 0));
+        if ((tid & 31) == 0) prod.store(var_c[warp]);
         __syncthreads();
         if (tid == 32) {  // pi_a = alpha1 + A + r delta1
             X1 acc = X1::load(a.slot(0));
             acc.add(A1::load(a.points));
             acc.add(X1::load(a.fixed1(0)));
-            acc.to_affine().store(a.out());
+            tail_affine(acc).store(a.out());
         } else if (tid == 0) {  // pi_c = C + H + s alpha1 + rs delta1 + r beta1 + s A + r B1
             X1 acc = X1::load(a.slot(3));
             acc.add(X1::load(a.slot(4)));
             for (int i = 1; i < 4; i++) acc.add(X1::load(a.fixed1(i)));
             acc.add(X1::load(var_c[0]));
             acc.add(X1::load(var_c[1]));
-            const A1 c = acc.to_affine();
+            const A1 c = tail_affine(acc);
             c.store(a.out() + W1 + W2);
             c.store(c_aff);
         }
         __syncthreads();
-        if (tid < 4) {
+        if (tid < 32) {
             const F12 f = pair_prepared(consts_of(a), A1::load(c_aff), a.delta_lines);
             if (tid == 0) f.store(a.miller(1));
         }
     }
 
-    // 4 threads (one lane group): pi_b, (-pi_a, pi_b), the product, the final exponentiation.
+    // One warp: pi_b, (-pi_a, pi_b), the product, the final exponentiation.
     static __device__ void tail_final(const tail_args& a) {
         const uint32_t tid = threadIdx.x;
-        if (tid >= 4) return;
+        if (tid >= 32) return;
         X2 acc = X2::load(a.slot(2));  // pi_b = beta2 + B2 + s delta2
         acc.add(A2::load(a.points + 2 * W1));
         acc.add(X2::load(a.fixed2()));
-        const A2 pi_b = acc.to_affine();
+        const A2 pi_b = tail_affine(acc);
         if (tid == 0) pi_b.store(a.out() + W1);
         const consts k = consts_of(a);
         F12 f = pair_fly(k, A1::load(a.out()).neg(), pi_b);
@@ -151,15 +179,16 @@ struct groth16_check_ops {
     // n proofs (pi_a, pi_b, pi_c each, affine), rho: n + 1 scalars of 8 words (the last one
     // sum rho_j mod r); the public-input side as n_ic scalars c_i = sum_j rho_j pub_ji (c_0 =
     // sum rho_j) against the key's IC points, so sum_j rho_j L_j = sum_i c_i IC_i.
-    // work: (n + 3) * W1 words of scratch.  Block: a multiple of 32 threads, at least 64.
+    // work: (n + 3) * W1 words of scratch.  Block: a multiple of 32 threads, 64 to 256.
     static __device__ void batch_check(const uint32_t* cbuf, const uint32_t* proofs, const uint32_t* rho,
                                        uint32_t n, const uint32_t* ic, const uint32_t* ic_scalars, uint32_t n_ic,
                                        const uint32_t* alpha_table, const uint32_t* beta_lines,
                                        const uint32_t* gamma_lines, const uint32_t* delta_lines, uint32_t* work,
                                        uint32_t* flag) {
         constexpr int PW = 2 * W1 + W2;  // words of one proof
-        __shared__ uint32_t fs[32][F12::WORDS];
-        __shared__ uint32_t sums[2][32][X1::WORDS];
+        uint32_t(*fs)[F12::WORDS] = reinterpret_cast<uint32_t(*)[F12::WORDS]>(pool());
+        uint32_t(*sums)[MAX_WARPS][X1::WORDS] =
+            reinterpret_cast<uint32_t(*)[MAX_WARPS][X1::WORDS]>(pool() + MAX_WARPS * F12::WORDS);
         const consts k = PO::make_consts(cbuf);
         const uint32_t tid = threadIdx.x, nt = blockDim.x, warp = tid >> 5, nwarps = nt >> 5;
         // phase 1: -rho_j pi_a_j (affine, into work[j]); per-thread sums of rho_j pi_c_j and
@@ -169,7 +198,7 @@ struct groth16_check_ops {
         for (uint32_t t = tid; t < 2 * n + n_ic + 1; t += nt) {
             if (t < n) {
                 X1 p = X1::from_affine(A1::load(proofs + (uint64_t)t * PW));
-                var_base_mul(p, rho + 8ull * t).to_affine().neg().store(work + (uint64_t)t * W1);
+                tail_affine(var_base_mul(p, rho + 8ull * t)).neg().store(work + (uint64_t)t * W1);
             } else if (t < 2 * n) {
                 const uint32_t j = t - n;
                 acc_c.add(var_base_mul(X1::from_affine(A1::load(proofs + (uint64_t)j * PW + W1 + W2)), rho + 8ull * j));
@@ -177,7 +206,7 @@ struct groth16_check_ops {
                 const uint32_t i = t - 2 * n;
                 acc_l.add(var_base_mul(X1::from_affine(A1::load(ic + (uint64_t)i * W1)), ic_scalars + 8ull * i));
             } else {
-                fixed_base_mul<A1, X1>(alpha_table, rho + 8ull * n).to_affine().store(work + (uint64_t)(n + 2) * W1);
+                tail_affine(fixed_base_mul<A1, X1>(alpha_table, rho + 8ull * n)).store(work + (uint64_t)(n + 2) * W1);
             }
         }
         // reduce the per-thread sums: first within each warp's lane 0 slot, then across warps
@@ -199,11 +228,11 @@ struct groth16_check_ops {
             const int which = tid == 0 ? 0 : 1;
             X1 acc = X1::load(sums[which][0]);
             for (uint32_t w = 1; w < nwarps; w++) acc.add(X1::load(sums[which][w]));
-            acc.to_affine().store(work + (uint64_t)(n + which) * W1);  // n: pi_c sum, n + 1: L sum
+            tail_affine(acc).store(work + (uint64_t)(n + which) * W1);  // n: pi_c sum, n + 1: L sum
         }
         __syncthreads();
-        // phase 2: the n + 3 Miller loops, the lane group of each warp taking pairs in turn
-        if ((tid & 31) < 4) {  // lanes 0-3: the warp's lane group
+        // phase 2: the n + 3 Miller loops, each warp taking pairs in turn
+        {
             F12 f = F12::one();
             for (uint32_t p = warp; p < n + 3; p += nwarps) {
                 const A1 P = A1::load(work + (uint64_t)p * W1);
@@ -215,7 +244,7 @@ struct groth16_check_ops {
             if ((tid & 31) == 0) f.store(fs[warp]);
         }
         __syncthreads();
-        if (tid < 4) {
+        if (tid < 32) {
             F12 f = F12::load(fs[0]);
             for (uint32_t w = 1; w < nwarps && w < n + 3; w++) f = f * F12::load(fs[w]);
             const bool ok = PO::final_exp(k, f).is_one();

@@ -304,47 +304,20 @@ extern "C" __global__ void __launch_bounds__(128) fb_table_g2(const uint32_t* po
     fb_table<g2i_aff, g2i_acc>(point, out);
 }
 typedef groth16_check_ops<PAIR, g1i_aff, g2i_aff>::tail_args tail_args;
-#define GROTH16_TAIL_KERNEL(NAME, PHASE, THREADS)                                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS) NAME(                                                     \
-        const uint32_t* consts, uint32_t* results, uint32_t slot_words, const uint32_t* witness, uint32_t n_wires,  \
-        uint32_t n_public, const uint32_t* tables, const uint32_t* points, const uint32_t* gamma_lines,             \
-        const uint32_t* delta_lines, const uint32_t* target) {                                                      \
-        CHECK::PHASE(tail_args{consts, results, slot_words, witness, n_wires, n_public, tables, points, gamma_lines, \
-                               delta_lines, target});                                                               \
-    }
-GROTH16_TAIL_KERNEL(groth16_tail_early, tail_early, 128)
-GROTH16_TAIL_KERNEL(groth16_tail_mid, tail_mid, 64)
-GROTH16_TAIL_KERNEL(groth16_tail_final, tail_final, 32)
-extern "C" __global__ void __launch_bounds__(256) groth16_batch_check_kernel(
-    const uint32_t* consts, const uint32_t* proofs, const uint32_t* rho, uint32_t n, const uint32_t* ic,
-    const uint32_t* ic_scalars, uint32_t n_ic, const uint32_t* alpha_table, const uint32_t* beta_lines,
-    const uint32_t* gamma_lines, const uint32_t* delta_lines, uint32_t* work, uint32_t* flag) {
-    CHECK::batch_check(consts, proofs, rho, n, ic, ic_scalars, n_ic, alpha_table, beta_lines, gamma_lines, delta_lines,
-                       work, flag);
-}
-// The lines of n G2 points (affine), point i's at out + i * n_lines * line words.  Four
-// lanes a point (a lane group, fp2_group.cuh): launch 4n threads.
-extern "C" __global__ void g2_prepare(const uint32_t* consts, const uint32_t* points, uint32_t n, uint32_t* out) {
-    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 2;
+// The lines of n G2 points (affine), point i's at out + i * n_lines * line words.  A warp
+// a point (fp2_group.cuh's batches): launch 32n threads, at most 256 a block.
+extern "C" __global__ void __launch_bounds__(256) g2_prepare(const uint32_t* consts, const uint32_t* points, uint32_t n,
+                                                              uint32_t* out) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 5;
     if (i >= n) return;
     const PAIR::consts k = PAIR::make_consts(consts);
     const g2i_aff q = g2i_aff::load(points + (uint64_t)i * g2i_aff::WORDS);
     uint32_t* dst = out + (uint64_t)i * k.n_lines() * PAIR::line::WORDS;
-    const bool writer = (t & 3) == 0;
-    PAIR::lines(k, PAIR::F2{q.x.c0, q.x.c1}, PAIR::F2{q.y.c0, q.y.c1}, [dst, writer](int li, const PAIR::line& l) {
+    const bool writer = (t & 31) == 0;
+    PAIR::lines(k, PAIR::F2{q.x.c0, q.x.c1}, PAIR::F2{q.y.c0, q.y.c1}, fqi_t::one(), fqi_t::one(),
+                [dst, writer](int li, const PAIR::line& l) {
         if (writer) l.store(dst + (uint64_t)li * PAIR::line::WORDS);
     });
-}
-// pairing(P_i, Q_i) for n pairs (tests; e(alpha1, beta2) of a key).  4n threads.
-extern "C" __global__ void pairing_values(const uint32_t* consts, const uint32_t* g1, const uint32_t* g2, uint32_t n,
-                                          uint32_t* out) {
-    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x, i = t >> 2;
-    if (i >= n) return;
-    const PAIR::consts k = PAIR::make_consts(consts);
-    PAIR::F12 f = CHECK::pair_fly(k, g1i_aff::load(g1 + (uint64_t)i * g1i_aff::WORDS),
-                                  g2i_aff::load(g2 + (uint64_t)i * g2i_aff::WORDS));
-    f = PAIR::final_exp(k, f);
-    if ((t & 3) == 0) f.store(out + (uint64_t)i * PAIR::F12::WORDS);
 }
 // k_i * P_i (G1, affine in and out; tests of the epilogue's variable-base product).
 extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_t* scalars, uint32_t n, uint32_t* out) {
@@ -354,41 +327,165 @@ extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_
     var_base_mul(p, scalars + 8ull * i).to_affine().store(out + (uint64_t)i * g1i_aff::WORDS);
 }
 
-// ---- latency of the pairing's chains (perf/pairing_latency.py): one lane group does `iters`
-// dependent products; out[0..1] = cycles (clock64), out[2..3] = nanoseconds (globaltimer).
-// mode 0: base-field product inline, 1: the out-of-line one, 2: an Fq2 product of a lane group,
-// 3: an Fq12 product, 4: a cyclotomic squaring, 5: an XYZZ doubling (G1).
-extern "C" __global__ void perf_pairing_chain(uint32_t* out, uint32_t iters, uint32_t mode) {
+// ---- pairing values, tests and latency chains: one kernel, `op` picks the work (one copy of
+// the pairing code for ptxas).  A warp an item (item = global thread / 32, n items):
+//   op 0-8: an Fq12 operation on a[item], b[item] (Fq12s): 0 a b, 1 a^2, 2 cyclotomic a^2,
+//     3 a^-1, 4-6 a^(q^1..3), 7 the final exponentiation, 8 a times the line (b's first three
+//     Fq2 coefficients as ly yP, lx xP, lc);
+//   op 9: pairing(a[item] G1, b[item] G2) (a key's e(alpha1, beta2); tests);
+//   op 10, 11: b[item] a[item] by curve_warp.cuh (a: affine G1 / G2 points, b: 8-word scalars);
+//   op 12: one batch of n <= BATCH_MAX Fq2 products a_j b_j (one warp);
+//   op 16 + m: latency chain m (perf/pairing_latency.py), n iterations, one warp: out[0..1]
+//     cycles (clock64), out[2..3] nanoseconds (globaltimer).  m 0: base-field product inline,
+//     1: out of line, 2: one Fq2 product (a lane group), 3: Fq12 product, 4: cyclotomic
+//     squaring, 5: XYZZ doubling (G1, one thread's), 6: Fq12 squaring, 7: product by a line,
+//     8: doubling step of the twist point with its line, 9: addition step, 10: a batch of ten
+//     Fq2 products, 11: Miller loop with lines on the fly, 12: final exponentiation, 13: G1
+//     doubling (curve_warp.cuh), 14: G1 addition (curve_warp.cuh), 15: binary inversion.
+// Outputs are stored by each warp's lane 0.  32 threads an item, at most 256 a block.
+__device__ __forceinline__ void perf_chain(uint32_t* out, uint32_t iters, uint32_t mode, const uint32_t* consts) {
     uint64_t t0 = clock64(), g0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
     uint32_t acc = 0;
+    PAIR::F12 x = PAIR::F12::one(), y = PAIR::F12::one();
+    y.c1.c0.c1.v[0] ^= 99u;
+    PAIR::F2 u = PAIR::F2::one(), v = PAIR::F2::one();
+    v.c1.v[0] ^= 777u;
+    const PAIR::consts k = PAIR::make_consts(consts);
     if (mode <= 1) {
-        fqi_t x = fqi_t::one(), y = fqi_t::one();
-        y.v[0] ^= 12345u;
-        for (uint32_t i = 0; i < iters; i++) x = mode == 0 ? fqi_t::mul_inline(x, y) : fqi_t::mul_out_of_line(x, y);
-        acc = x.v[0];
+        fqi_t a = fqi_t::one(), b = fqi_t::one();
+        b.v[0] ^= 12345u;
+        for (uint32_t i = 0; i < iters; i++) a = mode == 0 ? fqi_t::mul_inline(a, b) : fqi_t::mul_out_of_line(a, b);
+        acc = a.v[0];
     } else if (mode == 2) {
-        PAIR::F2 x = PAIR::F2::one(), y = PAIR::F2::one();
-        y.c1.v[0] ^= 777u;
-        for (uint32_t i = 0; i < iters; i++) x = x * y;
-        acc = x.c0.v[0];
-    } else if (mode <= 4) {
-        PAIR::F12 x = PAIR::F12::one(), y = PAIR::F12::one();
-        y.c1.c0.c1.v[0] ^= 99u;
-        for (uint32_t i = 0; i < iters; i++) x = mode == 3 ? x * y : x.cyc_sqr();
+        for (uint32_t i = 0; i < iters; i++) u = u * v;
+        acc = u.c0.v[0];
+    } else if (mode == 3 || mode == 4 || mode == 6 || mode == 7) {
+        for (uint32_t i = 0; i < iters; i++)
+            x = mode == 3 ? x * y : mode == 4 ? x.cyc_sqr() : mode == 6 ? x.sqr()
+                                                                 : PAIR::mul_scaled_line(x, {u, v, y.c1.c0});
         acc = x.c0.c0.c0.v[0];
-    } else {
-        g1i_acc p = g1i_acc::inf();
+    } else if (mode == 5 || mode == 13 || mode == 14) {
+        g1i_acc p = g1i_acc::inf(), q;
         p.x = fqi_t::one(), p.y = fqi_t::one(), p.zz = fqi_t::one(), p.zzz = fqi_t::one();
         p.y.v[0] ^= 5u;
-        for (uint32_t i = 0; i < iters; i++) p.dbl();
+        q = p;
+        q.x.v[0] ^= 3u;
+        for (uint32_t i = 0; i < iters; i++) {
+            if (mode == 5) p.dbl();
+            else if (mode == 13) xyzz_warp<fqi_t>::dbl(p);
+            else xyzz_warp<fqi_t>::add(p, q);
+        }
         acc = p.x.v[0];
+    } else if (mode == 8 || mode == 9) {
+        const PAIR::F2 b3 = k.get(pairing_layout::B3);
+        PAIR::tpoint T = {u, v, v, false};
+        for (uint32_t i = 0; i < iters; i++) {
+            const PAIR::line l = mode == 8 ? PAIR::dbl(T, b3, u.c0, v.c1) : PAIR::add(T, v, u, b3, u.c0, v.c1);
+            acc ^= l.lc.c0.v[0];
+        }
+        acc ^= T.X.c0.v[0];
+    } else if (mode == 10) {
+        PAIR::batch bt;
+        for (uint32_t i = 0; i < iters; i++) {
+            for (int j = 0; j < 10; j++) bt.put(j, u, v);
+            bt.run(10);
+            u = bt.get(i % 10);
+        }
+        acc = u.c0.v[0];
+    } else if (mode == 15) {
+        fqi_t a = fqi_t::one();
+        a.v[0] ^= 12345u;
+        for (uint32_t i = 0; i < iters; i++) a = inverse_binary(a) + fqi_t::one();
+        acc = a.v[0];
+    } else {
+        for (uint32_t i = 0; i < iters; i++)
+            x = mode == 11 ? PAIR::miller_on_the_fly(k, u.c0, v.c1, u, v) * x : PAIR::final_exp(k, x * y);
+        acc = x.c0.c0.c0.v[0];
     }
     uint64_t t1 = clock64(), g1;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
-    if ((threadIdx.x & 3) == 0 && threadIdx.x < 4) {
+    if (threadIdx.x == 0) {
         out[0] = (uint32_t)(t1 - t0), out[1] = (uint32_t)((t1 - t0) >> 32);
         out[2] = (uint32_t)(g1 - g0), out[3] = (uint32_t)((g1 - g0) >> 32);
         out[4] = acc;
+    }
+}
+__device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint32_t* a, const uint32_t* b,
+                                              uint32_t n, uint32_t op, uint32_t* out) {
+    typedef PAIR::F12 F12;
+    typedef PAIR::F2 F2;
+    const uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const bool writer = (threadIdx.x & 31) == 0;
+    if (op >= 16) {
+        if (i == 0) perf_chain(out, n, op - 16, consts);
+        return;
+    }
+    if (op == 12) {
+        if (i != 0) return;
+        PAIR::batch bt;
+        for (uint32_t j = 0; j < n; j++) bt.put(j, F2::load(a + j * F2::WORDS), F2::load(b + j * F2::WORDS));
+        bt.run(n);
+        for (uint32_t j = 0; j < n; j++) {
+            const F2 r = bt.get(j);
+            if (writer) r.store(out + j * F2::WORDS);
+        }
+        return;
+    }
+    if (i >= n) return;
+    const PAIR::consts k = PAIR::make_consts(consts);
+    if (op == 10) {
+        const g1i_acc p = g1i_acc::from_affine(g1i_aff::load(a + (uint64_t)i * g1i_aff::WORDS));
+        const g1i_aff r = tail_affine(xyzz_warp<fqi_t>::var_base_mul(p, b + 8ull * i));
+        if (writer) r.store(out + (uint64_t)i * g1i_aff::WORDS);
+        return;
+    }
+    if (op == 11) {
+        const g2i_acc p = g2i_acc::from_affine(g2i_aff::load(a + (uint64_t)i * g2i_aff::WORDS));
+        const g2i_aff r = tail_affine(xyzz_warp<fp2<fqi_t>>::var_base_mul(p, b + 8ull * i));
+        if (writer) r.store(out + (uint64_t)i * g2i_aff::WORDS);
+        return;
+    }
+    F12 r;
+    if (op == 9) {
+        r = CHECK::pair_fly(k, g1i_aff::load(a + (uint64_t)i * g1i_aff::WORDS),
+                            g2i_aff::load(b + (uint64_t)i * g2i_aff::WORDS));
+        r = PAIR::final_exp(k, r);
+    } else {
+        const F12 x = F12::load(a + (uint64_t)i * F12::WORDS), y = F12::load(b + (uint64_t)i * F12::WORDS);
+        if (op == 0) r = x * y;
+        else if (op == 1) r = x.sqr();
+        else if (op == 2) r = x.cyc_sqr();
+        else if (op == 3) r = x.inverse();
+        else if (op <= 6) r = PAIR::frob(k, x, (int)op - 3);
+        else if (op == 7) r = PAIR::final_exp(k, x);
+        else r = PAIR::mul_scaled_line(x, {y.c0.c0, y.c0.c1, y.c0.c2});
+    }
+    if (writer) r.store(out + (uint64_t)i * F12::WORDS);
+}
+
+// Everything that runs the pairing code, as one kernel: ptxas compiles that code once a
+// kernel, so one kernel keeps the build's time (not one copy for each phase, the batched
+// check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
+//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (64), final (32)
+//     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
+//     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs;
+//   op 3: the batched check of u1 proofs (64 to 256 threads): p1 proofs, p2 rho, p3 IC points,
+//     p4 IC scalars, p5 alpha1's table, p6-p8 beta, gamma, delta lines, p9 work, p10 flag;
+//     u2 IC scalars;
+//   op 16 + t: pairing_tools' op t on p1, p2 (u1 items), output p10.
+extern "C" __global__ void __launch_bounds__(256) groth16_pairing(
+    uint32_t op, const uint32_t* consts, const uint32_t* p1, const uint32_t* p2, const uint32_t* p3,
+    const uint32_t* p4, const uint32_t* p5, const uint32_t* p6, const uint32_t* p7, const uint32_t* p8, uint32_t* p9,
+    uint32_t* p10, uint32_t u1, uint32_t u2, uint32_t u3) {
+    if (op <= 2) {
+        const tail_args a{consts, const_cast<uint32_t*>(p1), u1, p2, u2, u3, p3, p4, p5, p6, p7};
+        if (op == 0) CHECK::tail_early(a);
+        else if (op == 1) CHECK::tail_mid(a);
+        else CHECK::tail_final(a);
+    } else if (op == 3) {
+        CHECK::batch_check(consts, p1, p2, u1, p3, p4, u2, p5, p6, p7, p8, p9, p10);
+    } else if (op >= 16) {
+        pairing_tools(consts, p1, p2, u1, op - 16, p10);
     }
 }

@@ -13,7 +13,11 @@
 // normalising would remove lies in a proper subfield and dies in the final
 // exponentiation, so prepared lines (a key's gamma2, delta2, beta2) and the lines of a
 // proof's pi_b, made on the fly, go through the same code.  ly = 0 marks a vertical line,
-// which contributes 1 (as in the Python reference).
+// which contributes 1 (as in the Python reference).  The lines made on the fly come with ly
+// and lx already multiplied by yP and xP (in the batches of the step that makes them);
+// prepared lines are made with xP = yP = 1 and scaled when they are used.
+//
+// All of it runs on a whole warp (fp2_group.cuh's batches): launch 32 threads a pairing.
 #pragma once
 #include "tower.cuh"
 #include "fp2_group.cuh"
@@ -29,14 +33,16 @@ constexpr int B3 = 0, TWIST_FROB = 1, GAMMA = 5, N_FQ2 = 23;
 constexpr int SQUARE = 9;
 }  // namespace pairing_layout
 
-// F2: the tower's Fq2 (fp2_group.cuh's fp2g: a group of four lanes per pairing).
+// F2: the tower's Fq2 (fp2_group.cuh's fp2g: its batches take the whole warp).
 template <class F2_, int XI0, bool D_TWIST>
 struct pairing_ops {
     typedef F2_ F2;
     typedef decltype(F2::c0) F;
     typedef fp6<F2, XI0> F6;
     typedef fp12<F6> F12;
+    typedef typename F2::batch batch;
     static constexpr int W2 = F2::WORDS;
+    static __device__ __forceinline__ F2 embed(const F& x) { return {x, F::zero()}; }
 
     struct consts {
         const uint32_t* fq2;
@@ -75,54 +81,71 @@ struct pairing_ops {
         F2 X, Y, Z;
         bool inf;
     };
-    // 2T scaled by 4 (no halvings); the tangent line.
-    static __device__ __noinline__ line dbl(tpoint& T, const F2& b3) {
-        F2 B = T.Y.sqr();
-        F2 E = b3 * T.Z.sqr();
-        F2 Fv = E.dbl() + E;
-        F2 H = (T.Y * T.Z).dbl();
-        F2 A = T.X * T.Y;
-        F2 X2 = T.X.sqr();
-        F2 X3 = A.dbl() * (B - Fv);
-        F2 E2 = E.sqr();
-        F2 E4 = E2.dbl().dbl();
-        F2 Y3 = (B + Fv).sqr() - E4.dbl() - E4;  // (B+F)^2 - 12 E^2
-        F2 Z3 = B.dbl().dbl() * H;
-        line l = {H.neg(), X2.dbl() + X2, E - B};
-        T.X = X3, T.Y = Y3, T.Z = Z3;
+    // 2T scaled by 4 (no halvings); the tangent line (ly yP, lx xP, lc).  Three batches:
+    //   B = Y^2, Z^2, YZ, A = XY, X^2;  E = 3b' Z^2, Z3 = 4B H, ly yP, lx xP;
+    //   X3 = 2A (B - 3E), E^2, (B + 3E)^2.
+    static __device__ __noinline__ line dbl(tpoint& T, const F2& b3, const F& xp, const F& yp) {
+        batch bt;
+        bt.put(0, T.Y, T.Y), bt.put(1, T.Z, T.Z), bt.put(2, T.Y, T.Z), bt.put(3, T.X, T.Y), bt.put(4, T.X, T.X);
+        bt.run(5);
+        const F2 B = bt.get(0), Z2 = bt.get(1), H = bt.get(2).dbl(), A = bt.get(3), X2 = bt.get(4);
+        bt.put(0, b3, Z2), bt.put(1, B.dbl().dbl(), H), bt.put(2, H.neg(), embed(yp)), bt.put(3, X2.dbl() + X2, embed(xp));
+        bt.run(4);
+        const F2 E = bt.get(0), Z3 = bt.get(1);
+        const line l = {bt.get(2), bt.get(3), E - B};
+        const F2 Fv = E.dbl() + E;
+        bt.put(0, A.dbl(), B - Fv), bt.put(1, E, E), bt.put(2, B + Fv, B + Fv);
+        bt.run(3);
+        const F2 E4 = bt.get(1).dbl().dbl();
+        T.X = bt.get(0), T.Y = bt.get(2) - E4.dbl() - E4, T.Z = Z3;  // Y3 = (B+F)^2 - 12 E^2
         if (Z3.is_zero()) T.inf = true;
         return l;
     }
-    // T + (x2, y2); a vertical line (T = -Q) leaves T at infinity and returns ly = 0.
-    static __device__ __noinline__ line add(tpoint& T, const F2& x2, const F2& y2, const F2& b3) {
-        F2 theta = T.Y - y2 * T.Z;
-        F2 lam = T.X - x2 * T.Z;
+    // T + (x2, y2); a vertical line (T = -Q) leaves T at infinity and returns ly = 0.  Four
+    // batches: y2 Z, x2 Z;  C = theta^2, D = lam^2, theta x2, lam y2, ly yP, lx xP;
+    // E = D lam, F = Z C, G = X D;  theta (G - H), Y E, lam H, Z E.
+    static __device__ __noinline__ line add(tpoint& T, const F2& x2, const F2& y2, const F2& b3, const F& xp,
+                                            const F& yp) {
+        batch bt;
+        bt.put(0, y2, T.Z), bt.put(1, x2, T.Z);
+        bt.run(2);
+        const F2 theta = T.Y - bt.get(0), lam = T.X - bt.get(1);
         if (lam.is_zero()) {
-            if (theta.is_zero()) return dbl(T, b3);
+            if (theta.is_zero()) return dbl(T, b3, xp, yp);
             T.inf = true;
             return {F2::zero(), F2::zero(), F2::zero()};
         }
-        F2 C = theta.sqr(), D = lam.sqr();
-        F2 E = D * lam, Fv = T.Z * C, G = T.X * D;
-        F2 H = E + Fv - G.dbl();
-        F2 Y3 = theta * (G - H) - T.Y * E;
-        line l = {lam, theta.neg(), theta * x2 - lam * y2};
-        T.X = lam * H, T.Y = Y3, T.Z = T.Z * E;
+        bt.put(0, theta, theta), bt.put(1, lam, lam), bt.put(2, theta, x2), bt.put(3, lam, y2);
+        bt.put(4, lam, embed(yp)), bt.put(5, theta.neg(), embed(xp));
+        bt.run(6);
+        const F2 C = bt.get(0), D = bt.get(1);
+        const line l = {bt.get(4), bt.get(5), bt.get(2) - bt.get(3)};
+        bt.put(0, D, lam), bt.put(1, T.Z, C), bt.put(2, T.X, D);
+        bt.run(3);
+        const F2 E = bt.get(0), G = bt.get(2);
+        const F2 H = E + bt.get(1) - G.dbl();
+        bt.put(0, theta, G - H), bt.put(1, T.Y, E), bt.put(2, lam, H), bt.put(3, T.Z, E);
+        bt.run(4);
+        T.X = bt.get(2), T.Y = bt.get(0) - bt.get(1), T.Z = bt.get(3);
         return l;
     }
 
-    // Every line of the loop for Q (affine, not infinity), in order, handed to emit(index, line).
+    // Every line of the loop for Q (affine, not infinity), in order, handed to emit(index,
+    // line), its ly and lx multiplied by yP and xP (1 and 1 for prepared lines).
     template <class Emit>
-    static __device__ void lines(const consts& k, const F2& xq, const F2& yq, Emit&& emit) {
+    static __device__ void lines(const consts& k, const F2& xq, const F2& yq, const F& xp, const F& yp, Emit&& emit) {
         const F2 b3 = k.get(pairing_layout::B3);
         F2 px[4], py[4];  // the points the additions use: Q, -Q, pi(Q), -pi^2(Q)
         px[0] = xq, py[0] = yq;
         px[1] = xq, py[1] = yq.neg();
         if constexpr (D_TWIST) {
-            px[2] = F2{xq.c0, xq.c1.neg()} * k.get(pairing_layout::TWIST_FROB);
-            py[2] = F2{yq.c0, yq.c1.neg()} * k.get(pairing_layout::TWIST_FROB + 1);
-            px[3] = xq * k.get(pairing_layout::TWIST_FROB + 2);
-            py[3] = yq.neg() * k.get(pairing_layout::TWIST_FROB + 3);
+            batch bt;
+            bt.put(0, F2{xq.c0, xq.c1.neg()}, k.get(pairing_layout::TWIST_FROB));
+            bt.put(1, F2{yq.c0, yq.c1.neg()}, k.get(pairing_layout::TWIST_FROB + 1));
+            bt.put(2, xq, k.get(pairing_layout::TWIST_FROB + 2));
+            bt.put(3, yq.neg(), k.get(pairing_layout::TWIST_FROB + 3));
+            bt.run(4);
+            px[2] = bt.get(0), py[2] = bt.get(1), px[3] = bt.get(2), py[3] = bt.get(3);
         }
         tpoint T = {xq, yq, F2::one(), false};
         int li = 0;
@@ -135,30 +158,50 @@ struct pairing_ops {
             if (T.inf) {  // doubling keeps infinity; an addition restarts at the point added
                 if (op != 0) T = {px[which], py[which], F2::one(), false};
             } else if (op == 0) {
-                l = dbl(T, b3);
+                l = dbl(T, b3, xp, yp);
             } else {
-                l = add(T, px[which], py[which], b3);
+                l = add(T, px[which], py[which], b3, xp, yp);
             }
             emit(li++, l);
         }
     }
 
+    // f times a line already multiplied by (yP, xP).
+    static __device__ __forceinline__ F12 mul_scaled_line(const F12& f, const line& l) {
+        if constexpr (D_TWIST) return f.mul_line_d(l.ly, l.lx, l.lc);
+        else return f.mul_line_m(l.ly, l.lx, l.lc);
+    }
+    // f times a prepared line: ly yP, lx xP in one batch first.
     static __device__ __forceinline__ F12 mul_line(const F12& f, const line& l, const F& xp, const F& yp) {
-        const F2 ypl = {l.ly.c0 * yp, l.ly.c1 * yp};
-        const F2 xpl = {l.lx.c0 * xp, l.lx.c1 * xp};
-        if constexpr (D_TWIST) return f.mul_line_d(ypl, xpl, l.lc);
-        else return f.mul_line_m(ypl, xpl, l.lc);
+        batch bt;
+        bt.put(0, l.ly, embed(yp)), bt.put(1, l.lx, embed(xp));
+        bt.run(2);
+        return mul_scaled_line(f, {bt.get(0), bt.get(1), l.lc});
     }
 
-    // The Miller function of one pair (P affine G1, lines of Q given by get_line(index)).
+    // The Miller function of one pair (P affine G1, lines of Q given by get_line(index)).  A
+    // squaring followed by a line shares its batch with that line's scaling by (yP, xP).
     template <class GetLine>
     static __device__ __noinline__ F12 miller(const consts& k, const F& xp, const F& yp, GetLine&& get_line) {
         F12 f = F12::one();
         int li = 0;
+        const int n = k.n_ops();
 #pragma unroll 1
-        for (int i = 0; i < k.n_ops(); i++) {
+        for (int i = 0; i < n; i++) {
             if (k.op(i) == pairing_layout::SQUARE) {
-                f = f.sqr();
+                if (i + 1 < n && k.op(i + 1) != pairing_layout::SQUARE) {
+                    const line l = get_line(li++);
+                    i++;
+                    batch bt;
+                    F12::put_sqr(bt, 0, f);
+                    bt.put(12, l.ly, embed(yp)), bt.put(13, l.lx, embed(xp));
+                    bt.run(14);
+                    f = F12::get_sqr(bt, 0);
+                    const line scaled = {bt.get(12), bt.get(13), l.lc};
+                    if (!l.vertical()) f = mul_scaled_line(f, scaled);
+                } else {
+                    f = f.sqr();
+                }
                 continue;
             }
             const line l = get_line(li++);
@@ -175,13 +218,13 @@ struct pairing_ops {
         F12 f = F12::one();
         int op_i = 0;
         // lines() skips SQUARE codes; squarings are applied here before each line's step
-        lines(k, xq, yq, [&](int, const line& l) {
+        lines(k, xq, yq, xp, yp, [&](int, const line& l) {
             while (k.op(op_i) == pairing_layout::SQUARE) {
                 f = f.sqr();
                 op_i++;
             }
             op_i++;
-            if (!l.vertical()) f = mul_line(f, l, xp, yp);
+            if (!l.vertical()) f = mul_scaled_line(f, l);
         });
         return f;
     }

@@ -6,6 +6,14 @@
 // w-basis its coefficients are (a0, b0, a1, b1, a2, b2).  Values are Montgomery, reduced.
 // Everything is __host__ __device__-clean (no intrinsics here), so tests compile it with g++
 // over a host field and check it against the Python reference before any device time.
+//
+// The products: F2 is fp2_group.cuh's fp2g, whose batches multiply up to twenty independent
+// Fq2 pairs with the whole warp in the time of one or two base-field products.  So each
+// operation here is written as put (its independent Fq2 products into one batch), run, get
+// (the additions that combine them): an Fq12 product is 18 Fq2 products in one batch (two
+// rounds), a squaring 12, a cyclotomic squaring 6, a product by a line 13.  Operations
+// that put into a batch take its first slot `at` so that callers can fill one batch
+// with the products of several operations.
 #pragma once
 
 template <class F2, int XI0>
@@ -38,29 +46,55 @@ struct fp6 {
     // v * (a0 + a1 v + a2 v^2) = xi a2 + a0 v + a1 v^2
     __device__ __forceinline__ fp6 mul_v() const { return {mul_xi(c2), c0, c1}; }
 
-    // Karatsuba over three coefficients: six Fq2 products.
-    friend __device__ __noinline__ fp6 operator*(const fp6& a, const fp6& b) {
-        F2 t0 = a.c0 * b.c0, t1 = a.c1 * b.c1, t2 = a.c2 * b.c2;
-        F2 u12 = (a.c1 + a.c2) * (b.c1 + b.c2) - t1 - t2;
-        F2 u01 = (a.c0 + a.c1) * (b.c0 + b.c1) - t0 - t1;
-        F2 u02 = (a.c0 + a.c2) * (b.c0 + b.c2) - t0 - t2;
+    typedef typename F2::batch batch;
+    // Karatsuba over three coefficients: six Fq2 products, slots at .. at + 5.
+    static __device__ __forceinline__ void put_mul(batch& bt, int at, const fp6& a, const fp6& b) {
+        bt.put(at, a.c0, b.c0), bt.put(at + 1, a.c1, b.c1), bt.put(at + 2, a.c2, b.c2);
+        bt.put(at + 3, a.c1 + a.c2, b.c1 + b.c2);
+        bt.put(at + 4, a.c0 + a.c1, b.c0 + b.c1);
+        bt.put(at + 5, a.c0 + a.c2, b.c0 + b.c2);
+    }
+    static __device__ __forceinline__ fp6 get_mul(const batch& bt, int at) {
+        const F2 t0 = bt.get(at), t1 = bt.get(at + 1), t2 = bt.get(at + 2);
+        const F2 u12 = bt.get(at + 3) - t1 - t2, u01 = bt.get(at + 4) - t0 - t1, u02 = bt.get(at + 5) - t0 - t2;
         return {t0 + mul_xi(u12), u01 + mul_xi(t2), u02 + t1};
     }
-    // a * (b + c v) for Fq2 b, c (the sparse factor of a line): five Fq2 products.
-    __device__ __noinline__ fp6 mul_01(const F2& b, const F2& c) const {
-        F2 t0 = c0 * b, t1 = c1 * c, e = c2 * c;
-        F2 r1 = (c0 + c1) * (b + c) - t0 - t1;
-        return {t0 + mul_xi(e), r1, t1 + c2 * b};
+    friend __device__ __noinline__ fp6 operator*(const fp6& a, const fp6& b) {
+        batch bt;
+        put_mul(bt, 0, a, b);
+        bt.run(6);
+        return get_mul(bt, 0);
     }
-    __device__ __forceinline__ fp6 mul_fq2(const F2& s) const { return {c0 * s, c1 * s, c2 * s}; }
+    // a * (b + c v) for Fq2 b, c (the sparse factor of a line): five Fq2 products.
+    static __device__ __forceinline__ void put_mul_01(batch& bt, int at, const fp6& a, const F2& b, const F2& c) {
+        bt.put(at, a.c0, b), bt.put(at + 1, a.c1, c), bt.put(at + 2, a.c2, c);
+        bt.put(at + 3, a.c0 + a.c1, b + c), bt.put(at + 4, a.c2, b);
+    }
+    static __device__ __forceinline__ fp6 get_mul_01(const batch& bt, int at) {
+        const F2 t0 = bt.get(at), t1 = bt.get(at + 1);
+        return {t0 + mul_xi(bt.get(at + 2)), bt.get(at + 3) - t0 - t1, t1 + bt.get(at + 4)};
+    }
+    // a * s for an Fq2 s: three products.
+    static __device__ __forceinline__ void put_mul_fq2(batch& bt, int at, const fp6& a, const F2& s) {
+        bt.put(at, a.c0, s), bt.put(at + 1, a.c1, s), bt.put(at + 2, a.c2, s);
+    }
+    static __device__ __forceinline__ fp6 get_3(const batch& bt, int at) { return {bt.get(at), bt.get(at + 1), bt.get(at + 2)}; }
+    __device__ __noinline__ fp6 mul_fq2(const F2& s) const {
+        batch bt;
+        put_mul_fq2(bt, 0, *this, s);
+        bt.run(3);
+        return get_3(bt, 0);
+    }
 
     __device__ fp6 inverse() const {
-        F2 d0 = c0.sqr() - mul_xi(c1 * c2);
-        F2 d1 = mul_xi(c2.sqr()) - c0 * c1;
-        F2 d2 = c1.sqr() - c0 * c2;
-        F2 t = c0 * d0 + mul_xi(c2 * d1 + c1 * d2);
-        F2 ti = t.inverse();
-        return {d0 * ti, d1 * ti, d2 * ti};
+        batch bt;
+        bt.put(0, c0, c0), bt.put(1, c1, c2), bt.put(2, c2, c2), bt.put(3, c0, c1), bt.put(4, c1, c1), bt.put(5, c0, c2);
+        bt.run(6);
+        const F2 d0 = bt.get(0) - mul_xi(bt.get(1)), d1 = mul_xi(bt.get(2)) - bt.get(3), d2 = bt.get(4) - bt.get(5);
+        bt.put(0, c0, d0), bt.put(1, c2, d1), bt.put(2, c1, d2);
+        bt.run(3);
+        const F2 t = bt.get(0) + mul_xi(bt.get(1) + bt.get(2));
+        return fp6{d0, d1, d2}.mul_fq2(t.inverse());
     }
 };
 
@@ -74,38 +108,76 @@ struct fp12 {
     __device__ __forceinline__ bool operator==(const fp12& o) const { return c0 == o.c0 && c1 == o.c1; }
     __device__ __forceinline__ bool is_one() const { return *this == one(); }
 
-    friend __device__ __noinline__ fp12 operator*(const fp12& a, const fp12& b) {
-        F6 t0 = a.c0 * b.c0, t1 = a.c1 * b.c1;
-        F6 m = (a.c0 + a.c1) * (b.c0 + b.c1);
+    typedef typename F2::batch batch;
+    // Karatsuba: three Fq6 products, 18 Fq2 products in one batch (slots at .. at + 17).
+    static __device__ __forceinline__ void put_mul(batch& bt, int at, const fp12& a, const fp12& b) {
+        F6::put_mul(bt, at, a.c0, b.c0);
+        F6::put_mul(bt, at + 6, a.c1, b.c1);
+        F6::put_mul(bt, at + 12, a.c0 + a.c1, b.c0 + b.c1);
+    }
+    static __device__ __forceinline__ fp12 get_mul(const batch& bt, int at) {
+        const F6 t0 = F6::get_mul(bt, at), t1 = F6::get_mul(bt, at + 6), m = F6::get_mul(bt, at + 12);
         return {t0 + t1.mul_v(), m - t0 - t1};
     }
-    // (A0 + A1 w)^2 = (A0 + A1)(A0 + v A1) - t - v t + 2t w, t = A0 A1: two Fq6 products.
-    __device__ __noinline__ fp12 sqr() const {
-        F6 t = c0 * c1;
-        F6 u = (c0 + c1) * (c0 + c1.mul_v());
+    friend __device__ __noinline__ fp12 operator*(const fp12& a, const fp12& b) {
+        batch bt;
+        put_mul(bt, 0, a, b);
+        bt.run(18);
+        return get_mul(bt, 0);
+    }
+    // (A0 + A1 w)^2 = (A0 + A1)(A0 + v A1) - t - v t + 2t w, t = A0 A1: two Fq6 products
+    // (12 slots).
+    static __device__ __forceinline__ void put_sqr(batch& bt, int at, const fp12& a) {
+        F6::put_mul(bt, at, a.c0, a.c1);
+        F6::put_mul(bt, at + 6, a.c0 + a.c1, a.c0 + a.c1.mul_v());
+    }
+    static __device__ __forceinline__ fp12 get_sqr(const batch& bt, int at) {
+        const F6 t = F6::get_mul(bt, at), u = F6::get_mul(bt, at + 6);
         return {u - t - t.mul_v(), t.dbl()};
+    }
+    __device__ __noinline__ fp12 sqr() const {
+        batch bt;
+        put_sqr(bt, 0, *this);
+        bt.run(12);
+        return get_sqr(bt, 0);
     }
     __device__ __forceinline__ fp12 conj() const { return {c0, c1.neg()}; }
     __device__ fp12 inverse() const {
-        F6 n = c0 * c0 - (c1 * c1).mul_v();
-        F6 t = n.inverse();
-        return {c0 * t, (c1 * t).neg()};
+        batch bt;
+        F6::put_mul(bt, 0, c0, c0);
+        F6::put_mul(bt, 6, c1, c1);
+        bt.run(12);
+        const F6 t = (F6::get_mul(bt, 0) - F6::get_mul(bt, 6).mul_v()).inverse();
+        F6::put_mul(bt, 0, c0, t);
+        F6::put_mul(bt, 6, c1, t);
+        bt.run(12);
+        return {F6::get_mul(bt, 0), F6::get_mul(bt, 6).neg()};
     }
 
     // Squaring in the cyclotomic subgroup (Granger-Scott): three squarings in
     // Fq4 = Fq2[s]/(s^2 - xi) of the pairs (z0, z1) = (a0, b1), (z2, z3) = (b0, a2),
     // (z4, z5) = (a1, b2); then z_new = 3t -/+ 2z.
-    static __device__ __forceinline__ void sq4(const F2& x, const F2& y, F2& n, F2& d) {
-        F2 m = x * y;
-        n = (x + y) * (x + F6::mul_xi(y)) - m - F6::mul_xi(m);  // x^2 + xi y^2
-        d = m.dbl();                                            // 2xy
+    // (all six products in one batch: one round)
+    static __device__ __forceinline__ void put_sq4(batch& bt, int at, const F2& x, const F2& y) {
+        bt.put(at, x, y);
+        bt.put(at + 1, x + y, x + F6::mul_xi(y));
+    }
+    static __device__ __forceinline__ void get_sq4(const batch& bt, int at, F2& n, F2& d) {
+        const F2 m = bt.get(at);
+        n = bt.get(at + 1) - m - F6::mul_xi(m);  // x^2 + xi y^2
+        d = m.dbl();                             // 2xy
     }
     __device__ __noinline__ fp12 cyc_sqr() const {
         const F2 &z0 = c0.c0, &z4 = c0.c1, &z3 = c0.c2, &z2 = c1.c0, &z1 = c1.c1, &z5 = c1.c2;
         F2 t0, t1, t2, t3, t4, t5;
-        sq4(z0, z1, t0, t1);
-        sq4(z2, z3, t2, t3);
-        sq4(z4, z5, t4, t5);
+        batch bt;
+        put_sq4(bt, 0, z0, z1);
+        put_sq4(bt, 2, z2, z3);
+        put_sq4(bt, 4, z4, z5);
+        bt.run(6);
+        get_sq4(bt, 0, t0, t1);
+        get_sq4(bt, 2, t2, t3);
+        get_sq4(bt, 4, t4, t5);
         auto three_minus = [](const F2& t, const F2& z) { return (t - z).dbl() + t; };  // 3t - 2z
         auto three_plus = [](const F2& t, const F2& z) { return (t + z).dbl() + t; };   // 3t + 2z
         return {{three_minus(t0, z0), three_minus(t2, z4), three_minus(t4, z3)},
@@ -116,22 +188,32 @@ struct fp12 {
     // (gamma = the six constants xi^(i (q^k - 1) / 6), given by the host).
     __device__ fp12 frob(const F2* gamma, bool odd) const {
         auto c = [odd](const F2& x) { return odd ? F2{x.c0, x.c1.neg()} : x; };
-        return {{c(c0.c0), c(c0.c1) * gamma[2], c(c0.c2) * gamma[4]},
-                {c(c1.c0) * gamma[1], c(c1.c1) * gamma[3], c(c1.c2) * gamma[5]}};
+        batch bt;
+        bt.put(0, c(c0.c1), gamma[2]), bt.put(1, c(c0.c2), gamma[4]);
+        bt.put(2, c(c1.c0), gamma[1]), bt.put(3, c(c1.c1), gamma[3]), bt.put(4, c(c1.c2), gamma[5]);
+        bt.run(5);
+        return {{c(c0.c0), bt.get(0), bt.get(1)}, {bt.get(2), bt.get(3), bt.get(4)}};
     }
 
     // f * line, the line given by three Fq2 values (ly yP, lx xP, lc).  D-type twist (BN254):
     // line = ly yP + lx xP w + lc w^3.  M-type (BLS12-381): lc + lx xP v + ly yP v w.
+    // 13 Fq2 products each, in one batch.
     __device__ __noinline__ fp12 mul_line_d(const F2& yp, const F2& b0, const F2& lc) const {
-        F6 t0 = c0.mul_fq2(yp);
-        F6 t1 = c1.mul_01(b0, lc);
-        F6 m = (c0 + c1).mul_01(yp + b0, lc);
+        batch bt;
+        F6::put_mul_fq2(bt, 0, c0, yp);
+        F6::put_mul_01(bt, 3, c1, b0, lc);
+        F6::put_mul_01(bt, 8, c0 + c1, yp + b0, lc);
+        bt.run(13);
+        const F6 t0 = F6::get_3(bt, 0), t1 = F6::get_mul_01(bt, 3), m = F6::get_mul_01(bt, 8);
         return {t0 + t1.mul_v(), m - t0 - t1};
     }
     __device__ __noinline__ fp12 mul_line_m(const F2& yp, const F2& a1, const F2& lc) const {
-        F6 t0 = c0.mul_01(lc, a1);
-        F6 t1 = c1.mul_fq2(yp).mul_v();
-        F6 m = (c0 + c1).mul_01(lc, a1 + yp);
+        batch bt;
+        F6::put_mul_01(bt, 0, c0, lc, a1);
+        F6::put_mul_fq2(bt, 5, c1, yp);
+        F6::put_mul_01(bt, 8, c0 + c1, lc, a1 + yp);
+        bt.run(13);
+        const F6 t0 = F6::get_mul_01(bt, 0), t1 = F6::get_3(bt, 5).mul_v(), m = F6::get_mul_01(bt, 8);
         return {t0 + t1.mul_v(), m - t0 - t1};
     }
 

@@ -1,13 +1,16 @@
-"""Latency of the pairing's dependent chains on one lane group (cycles and ns per operation).
+"""Latency of the pairing's dependent chains on one warp (cycles and ns per operation).
 
     python perf/pairing_latency.py [--iters 2000]
 
-The epilogue and the pairing check are chains of dependent field products run by a
-handful of threads, so their time is latency, not throughput: this reports, per
-curve, cycles (clock64) and nanoseconds (globaltimer) per base-field product
-(inline and out of line), per Fq2 product of a lane group of four, per Fq12
-product, per cyclotomic squaring and per G1 XYZZ doubling, and the SM clock
-those imply.
+The epilogue and the pairing check are chains of dependent field products run by one
+warp, so their time is latency, not throughput: this reports, per curve, cycles
+(clock64) and nanoseconds (globaltimer) per base-field product (inline and out of
+line), per Fq2 product of one lane group, per Fq12 product, cyclotomic squaring,
+Fq12 squaring and product by a line (the tower's batches: the whole warp), per G1
+XYZZ doubling (one thread's, and the warp's of curve_warp.cuh) and addition (the
+warp's), per doubling and addition step of the twist point, per batch of ten Fq2
+products, per Miller loop (lines on the fly), per final exponentiation and per binary
+inversion (inverse.cuh), and the SM clock those imply.
 """
 from __future__ import annotations
 
@@ -19,11 +22,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cuda_kernels.driver import Device, U32, launch  # noqa: E402
+from cuda_kernels.driver import Device  # noqa: E402
 from engine.algebra.curves import BLS12_381, BN254  # noqa: E402
 from engine.backends.gpu import GpuBackend  # noqa: E402
+from engine.backends.gpu import verify as gverify  # noqa: E402
+from engine.backends.gpu.epilogue import TOOLS, launch_pairing  # noqa: E402
 
-MODES = ["fq mul inline", "fq mul out of line", "fq2 mul (lane group)", "fq12 mul", "cyclotomic sqr", "g1 xyzz dbl"]
+MODES = ["fq mul inline", "fq mul out of line", "fq2 mul (lane group)", "fq12 mul", "cyclotomic sqr", "g1 xyzz dbl",
+         "fq12 sqr", "fq12 x line", "g2 dbl step", "g2 add step", "batch of 10 fq2 mul", "miller loop",
+         "final exp", "g1 xyzz dbl (warp)", "g1 xyzz add (warp)", "fq inverse (binary)"]
 
 
 def main() -> None:
@@ -35,11 +42,14 @@ def main() -> None:
     for curve in (BN254, BLS12_381):
         mod, stream, dev = be.ctx.module(curve), be.ctx.compute_stream(0), be.device
         out = dev.alloc(64, stream)
+        consts_host = gverify.pairing_consts(curve)
+        consts = dev.alloc(consts_host.nbytes, stream)
+        Device.upload(consts, consts_host, stream)
         host = np.zeros(16, dtype=np.uint32)
         for mode, name in enumerate(MODES):
-            iters = args.iters if mode < 3 else max(args.iters // 20, 10)
+            iters = args.iters if mode in (0, 1, 2, 10) else 3 if mode in (11, 12) else max(args.iters // 20, 10)
             for _ in range(2):  # the first launch warms up
-                launch(mod, "perf_pairing_chain", 1, 4, stream, out, U32(iters), U32(mode))
+                launch_pairing(mod, 1, 32, stream, TOOLS + 16 + mode, consts, (), out, (iters,))
                 Device.download(host, out, stream)
                 stream.synchronize()
             cycles = int(host[0]) | int(host[1]) << 32
@@ -47,6 +57,7 @@ def main() -> None:
             print(f"{curve.name:9s} {name:22s} {cycles / iters:9.0f} cycles {ns / iters:9.1f} ns"
                   f"  ({cycles / max(ns, 1) * 1000:.0f} MHz)", flush=True)
         Device.free(out, stream)
+        Device.free(consts, stream)
     be.close()
 
 

@@ -149,6 +149,89 @@ def test_host_pairing_is_bilinear_against_fixture_alphabeta(curve, host_tmp):
     assert got == want
 
 
+def _run_host_points(curve, tmp, commands: list[tuple[str, list[int], int | None]]) -> list[list[int]]:
+    """(command, Fq values, plain scalar or None) lines through the host binary; each output
+    line the Fq values it prints (Montgomery undone)."""
+    q, R = curve.q, 1 << (8 * curve.n8q)
+    consts = gverify.pairing_consts(curve)
+    text = f"{len(consts)} " + " ".join(f"{int(w):x}" for w in consts) + "\n"
+    for name, vals, k in commands:
+        text += name + " " + " ".join(f"{v * R % q:x}" for v in vals) + ("" if k is None else f" {k:x}") + "\n"
+    out = subprocess.run([str(_host_binary(curve, tmp))], input=text, capture_output=True, text=True, check=True)
+    rinv = pow(R, -1, q)
+    return [[int(x, 16) * rinv % q for x in line.split()] for line in out.stdout.strip().split("\n")]
+
+
+def _g1_flat(P) -> list[int]:
+    return [0, 0] if P is None else [P[0], P[1]]
+
+
+def _g2_flat(Q) -> list[int]:
+    return [0, 0, 0, 0] if Q is None else [Q[0][0], Q[0][1], Q[1][0], Q[1][1]]
+
+
+def test_host_warp_point_arithmetic_matches_python(curve, host_tmp):
+    """curve_warp.cuh (the tail's warp-wide XYZZ doubling, additions and scalar products)
+    against engine/algebra/ec.py: random points and scalars, and the edges (scalar 0, 1, r - 1,
+    r, 2^256 - 1, the window's 15, 16, 17; infinity; P + P and P + (-P))."""
+    rng = random.Random(31)
+    r = curve.r
+    P, Q = g1(curve, rng.randrange(1, r)), g2(curve, rng.randrange(1, r))
+    scalars = [rng.randrange(r), rng.randrange(r), 0, 1, 2, 15, 16, 17, r - 1, r, (1 << 256) - 1]
+    cmds, want = [], []
+    for k in scalars:
+        cmds.append(("g1mul", _g1_flat(P), k))
+        want.append(_g1_flat(ec.g1_mul(curve, P, k % r)))
+        cmds.append(("g2mul", _g2_flat(Q), k))
+        want.append(_g2_flat(ec.g2_mul(curve, Q, k % r)))
+    cmds += [("g1mul", _g1_flat(None), 5), ("g2mul", _g2_flat(None), 5)]
+    want += [[0, 0], [0, 0, 0, 0]]
+    P2 = g1(curve, rng.randrange(1, r))
+    for a, b in [(P, P2), (P, P), (P, ec.g1_neg(curve, P)), (None, P), (P, None), (None, None)]:
+        cmds.append(("g1add", _g1_flat(a) + _g1_flat(b), None))
+        s = ec.g1_add(curve, a, b)
+        want.append(_g1_flat(s) * 2)
+    assert _run_host_points(curve, host_tmp, cmds) == want
+
+
+def test_host_binary_inverse_and_affine_match_python(curve, host_tmp):
+    """inverse.cuh: the binary inversion on 0, 1, 2, p - 1, p - 2, (p + 1) / 2 and random values;
+    the affine form of XYZZ points (G1 and G2, infinity) through it."""
+    rng = random.Random(32)
+    q = curve.q
+    vals = [0, 1, 2, q - 1, q - 2, (q + 1) // 2] + [rng.randrange(q) for _ in range(20)]
+    got = _run_host_points(curve, host_tmp, [(f"finv {len(vals)}", vals, None)])
+    assert got == [[pow(v, -1, q) if v else 0 for v in vals]]
+    P, Q = g1(curve, rng.randrange(1, curve.r)), g2(curve, rng.randrange(1, curve.r))
+    cmds = [("g1aff", _g1_flat(P), None), ("g1aff", _g1_flat(None), None),
+            ("g2aff", _g2_flat(Q), None), ("g2aff", _g2_flat(None), None)]
+    assert _run_host_points(curve, host_tmp, cmds) == [_g1_flat(P), [0, 0], _g2_flat(Q), [0, 0, 0, 0]]
+
+
+def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
+    """engine/backends/gpu/epilogue.py's launches of groth16_pairing put each phase's and the
+    batched check's arguments where kernels.cu reads them (op, consts, p1 .. p10, u1 .. u3)."""
+    import re
+
+    from cuda_kernels.driver import U32
+    from engine.backends.gpu import epilogue as gepi
+
+    sig = (ROOT / "cuda_kernels/kernels.cu").read_text().split(" groth16_pairing(")[1].split(")")[0]
+    assert [re.sub(r".*\b(\w+)$", r"\1", a.strip()) for a in sig.split(",")] == \
+        ["op", "consts"] + [f"p{i}" for i in range(1, 11)] + ["u1", "u2", "u3"]
+    calls = []
+    monkeypatch.setattr(gepi, "launch", lambda mod, name, grid, block, stream, *args: calls.append((name, block, args)))
+    tail = ("consts", "results", U32(7), "witness", U32(8), U32(9), "tables", "points", "gamma", "delta", "target")
+    gepi.launch_early(None, tail, None)
+    gepi.launch_mid(None, tail, None)
+    gepi.launch_final(None, tail, None)
+    for (name, block, args), (phase, threads) in zip(calls, [(0, 128), (1, 64), (2, 32)]):
+        assert name == "groth16_pairing" and block == threads and len(args) == 15
+        assert args[0].value == phase and args[1:8] == ("consts", "results", "witness", "tables", "points", "gamma",
+                                                         "delta")
+        assert args[8] == "target" and args[9:12] == (0, 0, 0) and [a.value for a in args[12:]] == [7, 8, 9]
+
+
 # ------------------------------------------------------------------ device
 @pytest.fixture(scope="module")
 def backend():
@@ -162,7 +245,7 @@ def backend():
 
 
 def _device_pairings(backend, curve, pairs):
-    from cuda_kernels.driver import Device, U32, launch
+    from cuda_kernels.driver import Device
 
     backend.bind_thread()
     mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
@@ -179,7 +262,9 @@ def _device_pairings(backend, curve, pairs):
     p1 = up(g1_to_mont(curve, [p for p, _ in pairs]))
     p2 = up(g2_to_mont(curve, [q for _, q in pairs]))
     out = dev.alloc(len(pairs) * 12 * curve.n8q, stream)
-    launch(mod, "pairing_values", -(-len(pairs) // 8), 32, stream, c, p1, p2, U32(len(pairs)), out)
+    from engine.backends.gpu.epilogue import PAIRING_VALUE, TOOLS, launch_pairing
+
+    launch_pairing(mod, len(pairs), 32, stream, TOOLS + PAIRING_VALUE, c, (p1, p2), out, (len(pairs),))  # a warp a pair
     host = np.empty(len(pairs) * 3 * curve.n8q, dtype=np.uint32)
     Device.download(host, out, stream)
     stream.synchronize()
@@ -222,3 +307,129 @@ def test_device_var_base_mul_matches_cpu(backend, curve):
     from engine.algebra.limbs import g1_from_mont
 
     assert g1_from_mont(curve, out) == [ec.g1_mul(curve, p, k) for p, k in zip(pts, ks)]
+
+
+# ---- the warp-wide batches (fp2_group.cuh, tower.cuh, curve_warp.cuh) on the device
+def _mont_words(curve, values: list[int]) -> np.ndarray:
+    R = 1 << (8 * curve.n8q)
+    return from_ints([v * R % curve.q for v in values], curve.n8q // 8).view(np.uint32).reshape(-1)
+
+
+def _plain(curve, words: np.ndarray) -> list[int]:
+    n = curve.n8q // 4
+    rinv = pow(1 << (8 * curve.n8q), -1, curve.q)
+    w = np.ascontiguousarray(words, dtype=np.uint32).reshape(-1, n)
+    return [int.from_bytes(row.tobytes(), "little") * rinv % curve.q for row in w]
+
+
+def _device_call(backend, curve, op: int, inputs: list[np.ndarray], out_words: int, blocks: int, n: int) -> np.ndarray:
+    """Upload the pairing constants and `inputs` (a, b), run the tools' `op` (kernels.cu's
+    pairing_tools) on n items in `blocks` warps, return the output's words."""
+    from cuda_kernels.driver import Device
+    from engine.backends.gpu.epilogue import TOOLS, launch_pairing
+
+    inputs = [gverify.pairing_consts(curve), *inputs]
+    backend.bind_thread()
+    mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
+    bufs = []
+    for a in inputs:
+        b = dev.alloc(max(a.nbytes, 16), stream)
+        Device.upload(b, np.ascontiguousarray(a), stream)
+        bufs.append(b)
+    out = dev.alloc(4 * out_words, stream)
+    launch_pairing(mod, blocks, 32, stream, TOOLS + op, bufs[0], tuple(bufs[1:]), out, (n,))
+    host = np.empty(out_words, dtype=np.uint32)
+    Device.download(host, out, stream)
+    stream.synchronize()
+    for b in (*bufs, out):
+        Device.free(b, stream)
+    return host
+
+
+def _tower_op(backend, curve, op: int, a_list, b_list=None) -> list:
+    b_list = b_list or [pr.FQ12_ONE] * len(a_list)
+    n, w = len(a_list), 12 * curve.n8q // 4
+    a = np.concatenate([_mont_words(curve, _flat(x)) for x in a_list])
+    b = np.concatenate([_mont_words(curve, _flat(x)) for x in b_list])
+    host = _device_call(backend, curve, op, [a, b], n * w, n, n)
+    return [gverify.fq12_from_mont(curve, host[i * w:(i + 1) * w]) for i in range(n)]
+
+
+def _edge_fq12s(curve, rng):
+    q = curve.q
+    zero = tuple(tuple((0, 0) for _ in range(3)) for _ in range(2))
+    top = tuple(tuple((q - 1, q - 1) for _ in range(3)) for _ in range(2))
+    return [rand_fq12(curve, rng) for _ in range(3)] + [zero, pr.FQ12_ONE, top]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_tower_batches_match_cpu(backend, curve):
+    """The Fq12 product, squarings, inverse, Frobenius, final exponentiation and product by a
+    line, each an operation of batched Fq2 products on a warp, against engine/algebra/pairing.py
+    on random values and 0, 1, p - 1 in every coefficient."""
+    rng = random.Random(41)
+    xs = _edge_fq12s(curve, rng)
+    ys = [rand_fq12(curve, rng) for _ in xs[:3]] + xs[3:][::-1]
+    assert _tower_op(backend, curve, 0, xs, ys) == [pr.fq12_mul(curve, x, y) for x, y in zip(xs, ys)]
+    assert _tower_op(backend, curve, 1, xs) == [pr.fq12_sqr(curve, x) for x in xs]
+    nz = [x for x in xs if any(c for half in x for coef in half for c in coef)]
+    assert _tower_op(backend, curve, 3, nz) == [pr.fq12_inv(curve, x) for x in nz]
+    for k in (1, 2, 3):
+        assert _tower_op(backend, curve, 3 + k, xs) == [pr.fq12_frobenius(curve, x, k) for x in xs]
+    assert _tower_op(backend, curve, 7, xs[:2]) == [pr.final_exponentiation(curve, x) for x in xs[:2]]
+    T = pr._tower(curve)
+    cyc = [T.canon12(T.m12(T.frob12(c, 2), c)) for c in (T.canon12(T.m12(T.conj12(x), T.inv12(x))) for x in xs[:3])]
+    assert _tower_op(backend, curve, 2, cyc) == [pr.fq12_cyclotomic_sqr(curve, c) for c in cyc]
+    # the line: b's coefficients (ly yP, lx xP, lc) as the sparse element of the twist's type
+    _, d_twist = gverify.pairing_shape(curve)
+    z = (0, 0)
+    lines = [rand_fq12(curve, rng) for _ in xs]
+    want = []
+    for x, l in zip(xs, lines):
+        ly, lx, lc = l[0]
+        elem = ((ly, z, z), (lx, lc, z)) if d_twist else ((lc, lx, z), (z, ly, z))
+        want.append(pr.fq12_mul(curve, x, elem))
+    assert _tower_op(backend, curve, 8, xs, lines) == want
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_fq2_batch_matches_cpu(backend, curve):
+    """One batch of k Fq2 products for k = 1 .. 20 (a part round, one round, two): random values
+    and 0, 1, p - 1."""
+    rng = random.Random(42)
+    q = curve.q
+    edge = [0, 1, q - 1]
+    for k in (1, 2, 9, 10, 11, 19, 20):
+        xs = [(rng.choice(edge + [rng.randrange(q)]), rng.randrange(q)) for _ in range(k)]
+        ys = [(rng.randrange(q), rng.choice(edge + [rng.randrange(q)])) for _ in range(k)]
+        x = _mont_words(curve, [c for v in xs for c in v])
+        y = _mont_words(curve, [c for v in ys for c in v])
+        host = _device_call(backend, curve, 12, [x, y], k * curve.n8q // 2, 1, k)
+        got = _plain(curve, host)
+        want = []
+        for (a0, a1), (b0, b1) in zip(xs, ys):
+            want += [(a0 * b0 - a1 * b1) % q, (a0 * b1 + a1 * b0) % q]
+        assert got == want, k
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_warp_point_mul_matches_cpu(backend, curve):
+    """curve_warp.cuh's k P (a warp a product) on G1 and G2: random points and scalars, 0, 1,
+    r - 1, r, 2^256 - 1, the point at infinity."""
+    from engine.algebra.limbs import g1_from_mont, g2_from_mont
+
+    rng = random.Random(43)
+    r = curve.r
+    ks = [0, 1, r - 1, r, (1 << 256) - 1, 16, rng.randrange(r), rng.randrange(r)]
+    p1 = [g1(curve, rng.randrange(1, r)) for _ in ks[:-1]] + [None]
+    p2 = [g2(curve, rng.randrange(1, r)) for _ in ks[:-1]] + [None]
+    n = len(ks)
+    s = from_ints(ks, 4).view(np.uint32).reshape(-1)
+    h1 = _device_call(backend, curve, 10, [g1_to_mont(curve, p1).view(np.uint32).reshape(-1), s], n * curve.n8q // 2,
+                      n, n)
+    h2 = _device_call(backend, curve, 11, [g2_to_mont(curve, p2).view(np.uint32).reshape(-1), s], n * curve.n8q, n, n)
+    assert g1_from_mont(curve, h1.view(np.uint64)) == [ec.g1_mul(curve, p, k % r) for p, k in zip(p1, ks)]
+    assert g2_from_mont(curve, h2.view(np.uint64)) == [ec.g2_mul(curve, p, k % r) for p, k in zip(p2, ks)]

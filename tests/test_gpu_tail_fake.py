@@ -139,3 +139,21 @@ def test_a_core_without_a_device_proof_is_checked_on_the_cpu_whatever_its_timing
     wrong = dataclasses.replace(core, pi_h=core.pi_a0)
     with pytest.raises(VerificationError, match="does not verify"):
         finish(zkey, wrong, witness)
+
+
+def test_a_failed_device_check_raises_verification_error_naming_key_and_witness():
+    """A CoreResult whose device pairing check failed (verified False) ends in VerificationError
+    with the key's and the witness's names, never a proof (the GPU fault test's path, on the CPU)."""
+    import dataclasses
+
+    from engine.backends.cpu import CpuBackend
+    from engine.errors import VerificationError
+    from engine.groth16.prover import epilogue, finish
+
+    zkey, witness = _tiny("bn128")
+    backend = CpuBackend()
+    core = backend.prove_core(backend.load_key(zkey), witness)
+    failed = dataclasses.replace(core, proof=epilogue(zkey, core, 3, 5), verified=False)
+    with pytest.raises(VerificationError, match="does not verify.*device's pairing check failed") as err:
+        finish(zkey, failed, witness, witness_name="tiny.wtns")
+    assert "tiny.wtns" in str(err.value)

@@ -109,7 +109,7 @@ def finish(
     from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
 
     if core.proof is not None:  # the backend ran the epilogue (and its pairing check) itself
-        return _finish_from_backend(zkey, core, values, vk=vk, verify=verify)
+        return _finish_from_backend(zkey, core, values, vk=vk, verify=verify, witness_name=witness_name)
     draw = scalars or secrets.randbelow
     r, s = draw(zkey.curve.r), draw(zkey.curve.r)
     timings = dict(core.timings)
@@ -136,7 +136,8 @@ def checked_on_device(proof: Proof) -> bool:
     return DEVICE_CHECK_TIMING in proof.timings
 
 
-def _finish_from_backend(zkey, core: CoreResult, values: np.ndarray, *, vk, verify: bool) -> Proof:
+def _finish_from_backend(zkey, core: CoreResult, values: np.ndarray, *, vk, verify: bool,
+                         witness_name: str | None = None) -> Proof:
     """A proof the backend assembled (and, where `core.verified` is set, checked).  A failed
     device check raises whatever `verify` says: the proof is wrong, and is never returned.
     r and s were drawn by the backend, from the OS's CSPRNG."""
@@ -151,7 +152,7 @@ def _finish_from_backend(zkey, core: CoreResult, values: np.ndarray, *, vk, veri
         timings.pop(DEVICE_CHECK_TIMING, None)
         if verify:
             t = time.perf_counter()
-            verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path)
+            verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path, witness_name)
             timings["verify"] = time.perf_counter() - t
     return proof
 

@@ -5,6 +5,8 @@
 #include "host_field.hpp"
 #include "field.cuh"
 #include "pairing.cuh"
+#include "curve_warp.cuh"
+#include "inverse.cuh"
 
 #include <cstdio>
 #include <cstring>
@@ -16,6 +18,9 @@ typedef pairing_ops<fp2g<F>, HOST_XI0, HOST_D_TWIST> PO;
 typedef PO::F2 F2;
 typedef PO::F12 F12;
 constexpr int N = F::N;
+typedef fp2<F> G2F;
+typedef xyzz_warp<F> W1;
+typedef xyzz_warp<G2F> W2;
 
 static bool read_hex(uint32_t* limbs, int n) {
     char buf[512];
@@ -94,11 +99,67 @@ int main() {
                     f = f * PO::miller_on_the_fly(k, xp, yp, xq, yq);
                 } else {
                     std::vector<uint32_t> lines((size_t)k.n_lines() * PO::line::WORDS);
-                    PO::lines(k, xq, yq, [&](int li, const PO::line& l) { l.store(lines.data() + (size_t)li * PO::line::WORDS); });
+                    PO::lines(k, xq, yq, F::one(), F::one(), [&](int li, const PO::line& l) { l.store(lines.data() + (size_t)li * PO::line::WORDS); });
                     f = f * PO::miller_prepared(k, xp, yp, lines.data());
                 }
             }
             wr12(PO::final_exp(k, f));
+        } else if (c == "g1mul" || c == "g2mul") {
+            // a point (affine, all-zero = infinity) and a plain 8-word scalar: k P, affine
+            uint32_t kk[8];
+            if (c == "g1mul") {
+                F x = rd(), y = rd();
+                read_hex(kk, 8);
+                const affine<F> r = W1::var_base_mul(xyzz<F>::from_affine({x, y}), kk).to_affine();
+                wr(r.x), wr(r.y);
+            } else {
+                F2 x = rd2(), y = rd2();
+                read_hex(kk, 8);
+                const affine<G2F> r = W2::var_base_mul(xyzz<G2F>::from_affine({{x.c0, x.c1}, {y.c0, y.c1}}), kk).to_affine();
+                wr(r.x.c0), wr(r.x.c1), wr(r.y.c0), wr(r.y.c1);
+            }
+            printf("\n");
+        } else if (c == "finv") {
+            // Fq values: each one's inverse by the binary algorithm (0 -> 0)
+            int n;
+            if (scanf("%d", &n) != 1) return 1;
+            for (int i = 0; i < n; i++) wr(inverse_binary(rd()));
+            printf("\n");
+        } else if (c == "g1aff" || c == "g2aff") {
+            // an XYZZ point (x, y, zz, zzz) made from an affine one with z = 3: its tail_affine
+            const bool two = c == "g2aff";
+            F x[2], y[2];
+            x[0] = rd(), x[1] = two ? rd() : F::zero(), y[0] = rd(), y[1] = two ? rd() : F::zero();
+            const F three = F::one() + F::one() + F::one(), nine = three * three, z27 = nine * three;
+            if (two) {
+                const G2F zz = {nine, F::zero()}, zzz = {z27, F::zero()};
+                const bool inf = x[0].is_zero() && x[1].is_zero() && y[0].is_zero() && y[1].is_zero();
+                xyzz<G2F> p = inf ? xyzz<G2F>::inf()
+                                  : xyzz<G2F>{G2F{x[0], x[1]} * zz, G2F{y[0], y[1]} * zzz, zz, zzz};
+                const affine<G2F> a = tail_affine(p);
+                wr(a.x.c0), wr(a.x.c1), wr(a.y.c0), wr(a.y.c1);
+            } else {
+                const bool inf = x[0].is_zero() && y[0].is_zero();
+                xyzz<F> p = inf ? xyzz<F>::inf() : xyzz<F>{x[0] * nine, y[0] * z27, nine, z27};
+                const affine<F> a = tail_affine(p);
+                wr(a.x), wr(a.y);
+            }
+            printf("\n");
+        } else if (c == "g1add") {
+            // P, Q affine: P + Q by the XYZZ addition and by the mixed one (P's XYZZ form with
+            // ZZ = 4, ZZZ = 8, so that the formulas see non-trivial Z)
+            F px = rd(), py = rd(), qx = rd(), qy = rd();
+            xyzz<F> p = xyzz<F>::from_affine({px, py}), q = xyzz<F>::from_affine({qx, qy});
+            if (!p.is_inf()) {
+                const F two = F::one() + F::one(), four = two + two, eight = four + four;
+                p = {px * four, py * eight, four, eight};
+            }
+            xyzz<F> s1 = p, s2 = p;
+            W1::add(s1, q);
+            W1::add(s2, affine<F>{qx, qy});
+            const affine<F> a1 = s1.to_affine(), a2 = s2.to_affine();
+            wr(a1.x), wr(a1.y), wr(a2.x), wr(a2.y);
+            printf("\n");
         } else {
             fprintf(stderr, "unknown command %s\n", cmd);
             return 2;

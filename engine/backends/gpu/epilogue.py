@@ -28,6 +28,20 @@ from engine.algebra.limbs import from_ints, g1_from_mont, g1_to_mont, g2_from_mo
 from engine.backends.gpu import verify as gverify
 
 FB_ROWS = 32 * 256  # rows of a byte table (epilogue.cuh)
+PAIRING_KERNEL = "groth16_pairing"  # the tail's phases, the batched check, the tools (kernels.cu)
+TAIL_EARLY, TAIL_MID, TAIL_FINAL, BATCH_CHECK, TOOLS = 0, 1, 2, 3, 16  # its ops
+PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
+
+
+def launch_pairing(mod, grid: int, block: int, stream: Stream, op: int, consts, ptrs: tuple = (), out=0,
+                   u: tuple = ()) -> None:
+    """groth16_pairing(op, consts, p1 .. p9 = ptrs, p10 = out, u1 .. u3 = u): kernels.cu says what
+    each op reads from them."""
+    if len(ptrs) > 9 or len(u) > 3:
+        raise ValueError(f"groth16_pairing takes 9 pointers and 3 words, not {len(ptrs)} and {len(u)}")
+    ptrs = (*ptrs, *(0,) * (9 - len(ptrs)))
+    words = [x if isinstance(x, U32) else U32(x) for x in (*u, *(0,) * (3 - len(u)))]
+    launch(mod, PAIRING_KERNEL, grid, block, stream, U32(op), consts, *ptrs, out, *words)
 SCALAR_BYTES = 3 * 32  # r, s, rs after the witness
 
 
@@ -111,11 +125,11 @@ class KeyEpilogue:
                                           for p in (zkey.gamma2, zkey.delta2, zkey.beta2)]))
         self.line_bytes = gverify.n_lines(curve) * 3 * 2 * curve.n8q
         self.lines = upload("lines")
-        launch(mod, "g2_prepare", 1, 32, stream, self.consts, g2, U32(3), self.lines)
+        launch(mod, "g2_prepare", 1, 3 * 32, stream, self.consts, g2, U32(3), self.lines)  # a warp a point
         neg_alpha_buf = upload("neg_alpha", neg_alpha)
         self.target = upload("target")
-        launch(mod, "pairing_values", 1, 32, stream, self.consts, neg_alpha_buf, g2.offset(2 * g2b), U32(1),
-               self.target)
+        launch_pairing(mod, 1, 32, stream, TOOLS + PAIRING_VALUE, self.consts, (neg_alpha_buf, g2.offset(2 * g2b)),
+                       self.target, (1,))
 
     def gamma_lines(self) -> int:
         return self.lines.ptr
@@ -145,19 +159,25 @@ def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: 
             ep.gamma_lines(), ep.delta_lines(), ep.target)
 
 
+def _launch_phase(mod, phase: int, threads: int, args: tuple, stream: Stream) -> None:
+    consts, results, slot_words, witness, n_wires, n_public, tables, points, gamma, delta, target = args
+    launch_pairing(mod, 1, threads, stream, phase, consts, (results, witness, tables, points, gamma, delta, target),
+                   0, (slot_words, n_wires, n_public))
+
+
 def launch_early(mod, args: tuple, side: Stream) -> None:
     """Table products, L and the Miller loop of (L, gamma2): needs only the witness and r, s."""
-    launch(mod, "groth16_tail_early", 1, 128, side, *args)
+    _launch_phase(mod, TAIL_EARLY, 128, args, side)
 
 
 def launch_mid(mod, args: tuple, side: Stream) -> None:
     """s A, r B1, pi_a, pi_c and the Miller loop of (pi_c, delta2): needs the A, B1, C, H sums."""
-    launch(mod, "groth16_tail_mid", 1, 64, side, *args)
+    _launch_phase(mod, TAIL_MID, 64, args, side)
 
 
 def launch_final(mod, args: tuple, stream: Stream) -> None:
     """pi_b, the Miller loop of (-pi_a, pi_b), the final exponentiation and the flag."""
-    launch(mod, "groth16_tail_final", 1, 32, stream, *args)
+    _launch_phase(mod, TAIL_FINAL, 32, args, stream)
 
 
 class SideStreams:
@@ -231,8 +251,9 @@ def verify_batch(ctx, mod, ep: KeyEpilogue, items: list[tuple[list[int], tuple]]
     bufs += [work, flag]
     threads = min(256, max(64, 32 * (-(-(2 * n + len(ic_scalars) + 1) // 32))))
     ic = ep.points.offset(2 * 2 * curve.n8q + 4 * curve.n8q)
-    launch(mod, "groth16_batch_check_kernel", 1, threads, stream, ep.consts, pts, sc, U32(n), ic, ics,
-           U32(len(ic_scalars)), ep.alpha_table(), ep.beta_lines(), ep.gamma_lines(), ep.delta_lines(), work, flag)
+    launch_pairing(mod, 1, threads, stream, BATCH_CHECK, ep.consts,
+                   (pts, sc, ic, ics, ep.alpha_table(), ep.beta_lines(), ep.gamma_lines(), ep.delta_lines(), work), flag,
+                   (n, len(ic_scalars)))
     Device.download(host, flag, stream)
     for b in bufs:
         Device.free(b, stream)

@@ -5,7 +5,7 @@ constants buffer built here from the `Curve` (`pairing_consts`): the Miller loop
 operation codes and the NAF of the curve parameter (from engine/algebra/pairing.py,
 so both sides walk the same loop), the twist's 3b, and the Frobenius constants.
 `KeyPairing` holds what a key adds: the lines of γ2, δ2 and β2 (made on the device
-by `g2_prepare`) and e(α1, β2) (made on the device by `pairing_values`), computed
+by `g2_prepare`) and e(α1, β2) (made on the device by `pairing_tools`), computed
 once when the key is loaded.
 """
 from __future__ import annotations
