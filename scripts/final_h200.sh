@@ -15,6 +15,7 @@ has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
 finish() { tar czf "$OUT/all.tgz" -C "$R" . 2>/dev/null; }
 trap finish EXIT
+trap 'finish; trap - EXIT; exit 124' TERM
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KEY_CACHE=$W/keycache GROTH16_KERNEL_CACHE=$PWD/.kcache
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader | tee -a "$LOG"
