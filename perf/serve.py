@@ -217,6 +217,7 @@ def main() -> None:
     ap.add_argument("--instant-only", action="store_true", help="only the service over the instant engine")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="perf-serve-"))
+    work.mkdir(parents=True, exist_ok=True)  # a --workdir that does not exist yet (the closing call of 2026-12-01 died on it)
     sizes = [int(x) for x in args.log_constraints.split(",") if x]
     cli_n = max(5, args.repeats // 3)
     report: dict = {"python": sys.version.split()[0], "dont_write_bytecode": bool(sys.flags.dont_write_bytecode)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,7 +50,16 @@ def key_of(tree: str, curve: str, cache: Path, build: bool) -> list[str]:
            "PYTHONDONTWRITEBYTECODE": "1"}
     out = subprocess.run([sys.executable, "-c", KEY, curve, "build" if build else "key"], cwd=tree, env=env,
                          check=True, capture_output=True, text=True)
-    return out.stdout.strip().splitlines()[-1].split()
+    return parse_keys(out.stdout)
+
+
+def parse_keys(stdout: str) -> list[str]:
+    """The last two 32-hex-digit tokens the KEY snippet printed: [cache key, source digest].  A compile's
+    log can precede them and end in a NUL (NVRTC's C string), which once joined the two in map.json."""
+    tokens = re.findall(r"[0-9a-f]{32}", stdout)
+    if len(tokens) < 2:
+        raise RuntimeError(f"carry_kernels: no cache key and digest in {stdout[-200:]!r}")
+    return tokens[-2:]
 
 
 def build(cache: Path, trees: dict[str, str]) -> None:
@@ -83,7 +93,8 @@ def loads(path: Path) -> bool:
 
 def install(cache: Path, trees: dict[str, str]) -> None:
     mapping = json.loads((cache / "map.json").read_text())
-    for entry, (local, digest) in mapping.items():
+    for entry, value in mapping.items():
+        local, digest = parse_keys(" ".join(value))
         name, curve = entry.split("|")
         tree = trees.get(name, "")
         if not tree or not Path(tree).is_dir():
