@@ -45,11 +45,12 @@ G2_WEIGHT = 3  # a G2 point operation counted as about three G1 ones (Fq2 produc
 T_POINT_OP = {"bn128": 0.30e-9, "bls12381": 0.67e-9}
 T_SERIAL_DOUBLING = {"bn128": 6.3e-6, "bls12381": 13.3e-6}
 PCIE_BYTES_PER_S = 55e9  # pinned host -> device, measured on the H200 (the host tier's floor)
-# Building a resident key's fold tables at load (msm.precompute: c doublings a table a point, its
-# inversions batched): seconds per G1-equivalent doubling on an H200.  BN254: the 2^22 bench key's
-# tables (fold 13, 20-bit windows: 8.1e9 G1-equivalent doublings) took 4.30 s with one inversion a
-# table (perf/RESULTS.md "Big keys"); BLS12-381 scaled by T_POINT_OP's ratio until measured.
-T_TABLE_DOUBLING = {"bn128": 0.53e-9, "bls12381": 0.53e-9 * 0.67 / 0.30}
+# Building a resident key's fold tables at load (msm.precompute: c doublings a table a point, one
+# inversion per 16 tables): seconds per G1-equivalent doubling on an H200.  BN254: a 2^20 key's tables
+# (fold 13, 20-bit windows: 2.0e9 G1-equivalent doublings) took 0.575 s (perf/RESULTS.md, the closing
+# call of 2026-12-01; 4.30 s at 2^22 before the inversions were batched, 0.53 ns a doubling).
+# BLS12-381 is not measured: scaled by T_POINT_OP's ratio.
+T_TABLE_DOUBLING = {"bn128": 0.283e-9, "bls12381": 0.283e-9 * 0.67 / 0.30}
 SLACK = 0.15  # more proofs in flight win among footprints within this of the fastest
 
 
