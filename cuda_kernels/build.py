@@ -86,27 +86,34 @@ def compile_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = D
 
 
 def _nvrtc_compile(params: str, arch: str, options: tuple[str, ...]) -> tuple[bytes, str]:
+    src = sources()
+    opts = [f"--include-path={SOURCE_DIR}".encode()] + [o.encode() for o in options]
+    return compile_source(src[ENTRY].encode(), ENTRY, {"params.cuh": params.encode()}, arch, opts)
+
+
+def compile_source(source: bytes, name: str, headers: dict[str, bytes], arch: str,
+                   options: list[bytes]) -> tuple[bytes, str]:
+    """One NVRTC compile to a CUBIN: (cubin, log).  NVRTC writes its outputs into caller-made buffers;
+    they are bytearrays, never `b" " * size`: for size 1 (an empty log) that expression returns the
+    interpreter's shared one-byte b" " itself, and NVRTC's NUL then turned every b" " of the process
+    into b"\\x00" (seen as key-cache headers padded with NULs, unreadable, in a CI run)."""
     from cuda.bindings import nvrtc  # noqa: PLC0415
 
-    src = sources()
-    entry = src[ENTRY].encode()
-    headers = [params.encode()]
-    names = [b"params.cuh"]
-    err, prog = nvrtc.nvrtcCreateProgram(entry, ENTRY.encode(), len(headers), headers, names)
+    err, prog = nvrtc.nvrtcCreateProgram(source, name.encode(), len(headers), list(headers.values()),
+                                         [h.encode() for h in headers])
     _check(err, "nvrtcCreateProgram")
     try:
-        opts = [f"--gpu-architecture={arch}".encode(), f"--include-path={SOURCE_DIR}".encode()]
-        opts += [o.encode() for o in options]
+        opts = [f"--gpu-architecture={arch}".encode(), *options]
         (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
+        log = bytearray(size)
         nvrtc.nvrtcGetProgramLog(prog, log)
-        log_text = log.decode(errors="replace").rstrip("\x00").strip()
+        log_text = bytes(log).decode(errors="replace").rstrip("\x00").strip()
         if int(res) != 0:
-            raise CompileFailed(f"NVRTC could not compile {ENTRY} for {arch}", log_text)
+            raise CompileFailed(f"NVRTC could not compile {name} for {arch}", log_text)
         err, size = nvrtc.nvrtcGetCUBINSize(prog)
         _check(err, "nvrtcGetCUBINSize")
-        cubin = b" " * size
+        cubin = bytearray(size)
         (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
         _check(err, "nvrtcGetCUBIN")
         return bytes(cubin), log_text

@@ -31,6 +31,17 @@ def test_every_kernel_compiles_with_nvrtc_for_sm90(curve):
         assert name.encode() in cubin, name
 
 
+def test_a_clean_compile_leaves_the_interpreters_one_byte_bytes_alone():
+    """NVRTC writes into the caller's buffers.  Its log buffer was made as b" " * size, which for an empty
+    log (size 1) is the interpreter's shared b" " itself: after a clean compile every b" " of the process
+    read b"\\x00" (a CI run's key-cache headers, padded with b" ", came out NUL-padded and unreadable)."""
+    space = bytes([32])  # the shared one-byte object, built at run time (b" " * 3 would be folded)
+    cubin, log = build.compile_source(b'extern "C" __global__ void k(int* a) { a[0] = 1; }', "k.cu", {},
+                                      "sm_90", [])
+    assert cubin[:4] == b"\x7fELF" and log == ""
+    assert space * 3 == bytes([32, 32, 32]) and bytes([32]) == b"\x20"
+
+
 def test_compile_error_carries_the_compiler_log():
     with pytest.raises(build.CompileFailed) as info:
         build.compile_cubin("this is not C++;", arch="sm_90", use_cache=False)
