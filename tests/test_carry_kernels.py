@@ -1,14 +1,16 @@
 """scripts/carry_kernels.py: the cache key and source digest read back from the KEY snippet's output."""
 from __future__ import annotations
 
-import sys
+import importlib.util
 
 import pytest
 
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "scripts"))
-import carry_kernels  # noqa: E402
+# loaded from its file: the scripts folder stays off sys.path for the rest of the session
+_spec = importlib.util.spec_from_file_location("carry_kernels", REPO / "scripts" / "carry_kernels.py")
+carry_kernels = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(carry_kernels)
 
 KEY, DIGEST = "58f57526716262b93a88a9cf404da254", "c4ee4b628dc3b9647c899d88a09b2d82"
 
