@@ -46,7 +46,8 @@ T_POINT_OP = {"bn128": 0.30e-9, "bls12381": 0.67e-9}
 T_SERIAL_DOUBLING = {"bn128": 6.3e-6, "bls12381": 13.3e-6}
 PCIE_BYTES_PER_S = 55e9  # pinned host -> device, measured on the H200 (the host tier's floor)
 # Building a resident key's fold tables at load (msm.precompute: c doublings a table a point, one
-# inversion per 16 tables): seconds per G1-equivalent doubling on an H200.  BN254: a 2^20 key's tables
+# inversion per 16 tables): seconds per G1-equivalent doubling on an H200.  BN254: perf/keyload.py's
+# synthetic 2^20 key (random limbs: the same arithmetic as real points), its tables
 # (fold 13, 20-bit windows: 2.0e9 G1-equivalent doublings) took 0.575 s (perf/RESULTS.md, the closing
 # call of 2026-12-01; 4.30 s at 2^22 before the inversions were batched, 0.53 ns a doubling).
 # BLS12-381 is not measured: scaled by T_POINT_OP's ratio.
