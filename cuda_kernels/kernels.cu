@@ -133,9 +133,11 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
     }
 }
 
+// The XYZZ pass's kernels of a group G (names msm_*_G); the MSM planner picks the build
+// of the product (engine/backends/gpu/msm.py PRODUCT_ABI): G = g1/g2 by reference, g1v/g2v by value.
 // msm_accumulate's explicit minimum of one block lets NVRTC give it more registers (BN254 G1:
 // 94 against 80 with the bare bound): 75.7 against 80.2 ms at 2^24 (perf/RESULTS.md).
-#define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                                  \
+#define MSM_XYZZ_KERNELS(G, MSM)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_##G(                                        \
         const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
         uint32_t* buckets, uint32_t* partials) {                                                                    \
@@ -174,7 +176,10 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
                                                uint32_t* r0, uint32_t* r1, uint32_t* r2, uint32_t batch,            \
                                                uint32_t stride) {                                                   \
         MSM::combine(group_out, groups, shift, r0, r1, r2, batch, stride);                                          \
-    }                                                                                                               \
+    }
+
+#define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                                  \
+    MSM_XYZZ_KERNELS(G, MSM)                                                                                        \
     extern "C" __global__ void __launch_bounds__(256) msm_affine_forward_##G(                                       \
         const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \
         uint32_t m, uint32_t* prefix, uint32_t* leaves, uint32_t* totals) {                                         \
@@ -197,6 +202,11 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
 
 MSM_GROUP_KERNELS(g1, MSM1, AFF1)
 MSM_GROUP_KERNELS(g2, MSM2, AFF2)
+typedef fp<by_value<FQ_P>> fqv_t;
+typedef msm_kernels<affine<fqv_t>, xyzz<fqv_t>> MSM1V;
+typedef msm_kernels<affine<fp2<fqv_t>>, xyzz<fp2<fqv_t>>> MSM2V;
+MSM_XYZZ_KERNELS(g1v, MSM1V)
+MSM_XYZZ_KERNELS(g2v, MSM2V)
 
 // ---- development setup: k_i * G for a table of the generator's byte multiples
 extern "C" __global__ void __launch_bounds__(128) fixed_base_g1(const uint32_t* table, const uint32_t* scalars,

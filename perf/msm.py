@@ -4,6 +4,7 @@
                        [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
                        [--affine THREADSxM,...] [--breakdown] [--sets 3] [--window C,...]
                        [--fix SERIAL:WARPMAX:PERLANE,...] [--min-segment L,...]
+                       [--product ref,value] [--waves off,on]
 
 Times the whole MSM as the prover runs it (bucket sort of the scalars, bucket
 accumulation, reduction, the final point), with the points resident and
@@ -24,6 +25,12 @@ kernel launches and the planner's serial chain (`depth`, dependent point operati
 set against three after one another.  `--window 9,11` times those windows beside the
 planner's; `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
 FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
+`--product ref,value` times the XYZZ pass's kernels of each build of the base field's product
+(msm.PRODUCT_ABI: operands through the stack frame or in registers) and `--waves off,on` the
+accumulation's chunks as the layout counts them or in whole waves of the kernel's resident
+blocks (msm.WHOLE_WAVES), each combination over the same data, its result checked against the
+first's; rows carry `abi`, `waves`, `T` (entries a thread, as run), `resident` (blocks an SM)
+and `x first` (time over the first combination's).
 """
 from __future__ import annotations
 
@@ -106,8 +113,11 @@ def breakdown(stream, run, repeats: int) -> dict:
 
 
 def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, rates, accumulation: str,
-          scalars: str, batch: int = 1, window: int | None = None, phases: dict | None = None,
-          sets: int = 1) -> dict:
+          scalars: str, batch: int = 1, window: int | None = None, phases: list | None = None,
+          sets: int = 1, kernels: list | None = None) -> list[dict]:
+    """A row for each (product ABI, whole waves) of `kernels` ((None, None): the module's own), all
+    over the same points, tables and scalars (a 2^26 key's tables take seconds to build); with
+    `phases`, a dict of each one's phase times appended there."""
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     mod = backend.ctx.module(curve)
     n = 1 << log_n
@@ -135,45 +145,84 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     def run(mark=None):
         gmsm.run_msm(mod, group, plan, layout, pts, sc, sort, bs, acc, res.ptr, stream, mark=mark)
 
-    ms = time_ms(stream, run, repeats=repeats)
-    with Launches() as counted:
-        run()
-    stream.synchronize()
-    extra = {}
-    if phases is not None:
-        phases.update(breakdown(stream, run, repeats))
-        phases["launches"] = counted.count
-    if sets > 1 and gmsm.fused_sets(plan) >= sets:
-        msms = [(pts, res.ptr + j * batch * acc) for j in range(sets)]
-
-        def run_sets(fuse: bool):
-            gmsm.sort_scalars(mod, plan, sc, sort, stream)
-            if fuse:
-                gmsm.accumulate_sets(mod, group, plan, layout, msms, sort, bs, acc, stream)
-            else:
-                for m in msms:
-                    gmsm.accumulate_sets(mod, group, plan, layout, [m], sort, bs, acc, stream)
-
-        extra[f"{sets} fused ms"] = round(time_ms(stream, lambda: run_sets(True), repeats=repeats), 3)
-        extra[f"{sets} apart ms"] = round(time_ms(stream, lambda: run_sets(False), repeats=repeats), 3)
-    sort.free(stream)
-    bs.free(stream)
-    for b in (pts, sc, res):
-        Device.free(b, stream)
-    stream.synchronize()
     limbs = curve.n8q // 4
     bounds = plan.entry_bounds()
     products = (PRODUCTS["affine"] * (bounds[0] - bounds[-1]) + PRODUCTS["xyzz"] * (bounds[-1] + 3 * plan.keys))
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    return {"curve": curve.name, "group": group.upper(), "log2 n": log_n, "batch": batch, "scalars": scalars,
+    own_abi, own_waves = dict(gmsm.PRODUCT_ABI), gmsm.WHOLE_WAVES
+    rows, first = [], None
+    for abi, whole in kernels or [(None, None)]:
+        gmsm.PRODUCT_ABI = {g: abi or a for g, a in own_abi.items()}
+        gmsm.WHOLE_WAVES = own_waves if whole is None else whole
+        ms = time_ms(stream, run, repeats=repeats)
+        with Launches() as counted:
+            run()
+        stream.synchronize()
+        if first is None:
+            first = (res_point(res, curve, g2, stream), ms)
+        elif res_point(res, curve, g2, stream) != first[0]:
+            raise AssertionError(f"{curve.name} {group} 2^{log_n}: product {abi}, waves {whole} changed the result")
+        kernel = gmsm.xyzz_kernel("accumulate", group)
+        ran = gmsm.run_layout(mod, kernel, layout, plan.xyzz_entries)
+        extra = {}
+        if phases is not None:
+            split = breakdown(stream, run, repeats)
+            split["launches"] = counted.count
+            phases.append(split)
+        if sets > 1 and gmsm.fused_sets(plan) >= sets:
+            msms = [(pts, res.ptr + j * batch * acc) for j in range(sets)]
+
+            def run_sets(fuse: bool):
+                gmsm.sort_scalars(mod, plan, sc, sort, stream)
+                if fuse:
+                    gmsm.accumulate_sets(mod, group, plan, layout, msms, sort, bs, acc, stream)
+                else:
+                    for m in msms:
+                        gmsm.accumulate_sets(mod, group, plan, layout, [m], sort, bs, acc, stream)
+
+            extra[f"{sets} fused ms"] = round(time_ms(stream, lambda: run_sets(True), repeats=repeats), 3)
+            extra[f"{sets} apart ms"] = round(time_ms(stream, lambda: run_sets(False), repeats=repeats), 3)
+        rows.append({
+            "curve": curve.name, "group": group.upper(), "log2 n": log_n, "batch": batch, "scalars": scalars,
             "acc": accumulation, "aff": "x".join(map(str, gmsm.affine_shape())) if plan.affine_rounds else "",
-            "c": plan.c,
-            "fold": plan.fold, "rounds": plan.affine_rounds, "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
+            "c": plan.c, "fold": plan.fold, "rounds": plan.affine_rounds,
+            "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
             "ms": round(ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(ms / floor_ms, 2),
             "launches": counted.count, "depth": gmsm.critical_depth(plan, dev.sm_count),
-            "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len, **extra}
+            "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
+            "abi": gmsm.PRODUCT_ABI[group], "waves": "on" if gmsm.WHOLE_WAVES else "off", "T": ran.chunk,
+            "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
+            **extra})
+    gmsm.PRODUCT_ABI, gmsm.WHOLE_WAVES = own_abi, own_waves
+    sort.free(stream)
+    bs.free(stream)
+    for b in (pts, sc, res):
+        Device.free(b, stream)
+    stream.synchronize()
+    return rows
+
+
+def res_point(res, curve, g2: bool, stream) -> tuple | None:
+    """The first result as an affine point (plain integers; None for infinity): each variant adds
+    in its own order, so its XYZZ form differs while x = X/ZZ, y = Y/ZZZ agree (Montgomery's R
+    cancels in the quotients)."""
+    q, limbs = curve.q, curve.n8q // 4
+    host = np.zeros((8 if g2 else 4) * limbs, dtype=np.uint32)
+    Device.download(host, res, stream)
+    stream.synchronize()
+    words = [int.from_bytes(host[i * limbs:(i + 1) * limbs].tobytes(), "little") for i in range(len(host) // limbs)]
+    if not g2:
+        x, y, zz, zzz = words
+        return None if zz == 0 else (x * pow(zz, -1, q) % q, y * pow(zzz, -1, q) % q)
+
+    def div(a, b):  # in Fq2 = Fq[u]/(u^2 + 1)
+        inv = pow(b[0] * b[0] + b[1] * b[1], -1, q)
+        return ((a[0] * b[0] + a[1] * b[1]) * inv % q, (a[1] * b[0] - a[0] * b[1]) * inv % q)
+
+    x, y, zz, zzz = (tuple(words[2 * i:2 * i + 2]) for i in range(4))
+    return None if zz == (0, 0) else (div(x, zz), div(y, zzz))
 
 
 def main() -> None:
@@ -192,6 +241,8 @@ def main() -> None:
     ap.add_argument("--window", default="", help="comma list of window bits to time beside the planner's")
     ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
     ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
+    ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
+    ap.add_argument("--waves", default="", help="comma list of on, off (msm.WHOLE_WAVES)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
     args = ap.parse_args()
@@ -212,6 +263,9 @@ def main() -> None:
     segs = [int(v) for v in args.min_segment.split(",") if v] or [gmsm.MIN_SEGMENT]
     windows = [None] + [int(c) for c in args.window.split(",") if c]
     variants = [(w, f, m) for w in windows for f in fixes for m in segs]
+    abis = [a for a in args.product.split(",") if a] or [None]
+    waves = [{"on": True, "off": False}[w] for w in args.waves.split(",") if w] or [None]
+    kernels = [(a, w) for a in abis for w in waves]
     rows, split = [], []
     for curve, g2 in groups:
         for s in args.sizes.split(","):
@@ -224,21 +278,23 @@ def main() -> None:
                             for window, fix, seg in variants:
                                 gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE = fix
                                 gmsm.MIN_SEGMENT = seg
-                                phases = {} if args.breakdown else None
-                                row = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation,
-                                            kind, batch, window, phases, args.sets)
-                                if kind == "random" and batch == 1 and window is None:
-                                    base = row["ms"]
-                                if base:
-                                    row["x random"] = round(row["ms"] / base, 3)
-                                rows.append(row)
-                                print(row, flush=True)
-                                if phases is not None:
-                                    keys = ("curve", "group", "log2 n", "c", "fix", "L", "ms")
-                                    split.append({k: row[k] for k in keys} | phases)
-                                    print(split[-1], flush=True)
+                                phases = [] if args.breakdown else None
+                                got = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation,
+                                            kind, batch, window, phases, args.sets, kernels)
+                                for j, row in enumerate(got):
+                                    if kind == "random" and batch == 1 and window is None and j == 0:
+                                        base = row["ms"]
+                                    if base:
+                                        row["x random"] = round(row["ms"] / base, 3)
+                                    rows.append(row)
+                                    print(row, flush=True)
+                                    if phases is not None:
+                                        keys = ("curve", "group", "log2 n", "c", "fix", "L", "abi", "waves", "T", "ms")
+                                        split.append({k: row[k] for k in keys} | phases[j])
+                                        print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
-            "floor ms", "ratio", "x random", "launches", "depth", "fix", "L"]
+            "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "waves", "T",
+            "resident"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:

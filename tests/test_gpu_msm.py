@@ -291,3 +291,48 @@ def test_one_point_every_edge_scalar(backend, curve):
         assert g1(backend, curve, [None], [s]) is None
         got = backend._msm(curve, g2_to_mont(curve, [q]), from_ints([s], 4), True)
         assert got == cpu_msm_g2(curve, [q], [s])
+
+
+@pytest.mark.parametrize("abi", ["ref", "value"])
+@pytest.mark.parametrize("whole_waves", [False, True], ids=["layout", "waves"])
+def test_product_builds_and_whole_waves_match_cpu(backend, curve, abi, whole_waves, monkeypatch):
+    """Both builds of the base field's product (msm.PRODUCT_ABI), with the accumulation's chunks
+    as the layout counts them and in whole waves (msm.WHOLE_WAVES; a window small enough for
+    run_layout to change the chunking): G1 and G2, the full fold and fold 1, n not a power of
+    two, infinity, a repeated point, P and -P, zero, one, r-1."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": abi, "g2": abi})
+    monkeypatch.setattr(gmsm, "WHOLE_WAVES", True)
+    rng = random.Random(151)
+    n = 4099
+    pts = points(curve, n, rng)
+    pts[5], pts[6], pts[9] = None, pts[7], ec.g1_neg(curve, pts[8])
+    scalars = rand_fr(curve, n, rng)  # 0, 1, r-1, 2 first
+    bits = curve.r.bit_length()
+    mod = backend._run(curve)[0]
+    kernel = gmsm.xyzz_kernel("accumulate", "g1")
+
+    def plan_of(c: int, fold=None) -> gmsm.MsmPlan:
+        w = gmsm.windows_for(c, bits)
+        return gmsm.MsmPlan(n, c, w, fold or w, bits)
+
+    def rechunked(c: int) -> bool:
+        layout = gmsm.AccumulateLayout.for_plan(plan_of(c), backend.device.sm_count)
+        return gmsm.run_layout(mod, kernel, layout, plan_of(c).xyzz_entries) != layout
+
+    # a window whose entries the device's waves re-chunk (which one depends on the kernel's occupancy)
+    c = next((c for c in (5, 3, 6, 7, 4, 2) if rechunked(c)), None)
+    assert c is not None, f"no window re-chunked for {mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS)} blocks an SM"
+    monkeypatch.setattr(gmsm, "WHOLE_WAVES", whole_waves)
+    plan = plan_of(c)
+    expect = cpu_msm_g1(curve, pts, scalars)
+    assert g1(backend, curve, pts, scalars, plan=plan) == expect
+    assert g1(backend, curve, pts, scalars, plan=plan_of(c, fold=1)) == expect
+    m = 700
+    q = points(curve, m, rng, g2=True)
+    q[3], q[4] = None, q[2]
+    sq = rand_fr(curve, m, rng)
+    wq = gmsm.windows_for(5, bits)
+    got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True, plan=gmsm.MsmPlan(m, 5, wq, wq, bits))
+    assert got == cpu_msm_g2(curve, q, sq)

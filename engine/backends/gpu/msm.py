@@ -59,6 +59,15 @@ AFFINE_THREADS = 128
 AFFINE_PER_THREAD = 8
 AFFINE_LEFT = 3  # rounds stop when a random-scalar bucket would keep about this many points
 ACCUMULATIONS = ("affine", "xyzz")
+# How the XYZZ pass's kernels call the base field's out-of-line product, a group each: "ref"
+# (operands by reference: through the thread's stack frame, kernels msm_*_g1) or "value" (in
+# registers, kernels msm_*_g1v; cuda_kernels/field.cuh by_value).  perf/msm.py --product sweeps it.
+PRODUCT_ABIS = ("ref", "value")
+PRODUCT_ABI = {"g1": "value", "g2": "value"}
+# The accumulation's chunks are a whole number of the device's resident threads of that
+# kernel (its occupancy), so that no wave runs part-empty; False keeps the layout's count.
+WHOLE_WAVES = True
+ACCUMULATE_THREADS = 128  # a block of msm_accumulate
 # relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
 ENTRY_COST = {"affine": 0.65, "xyzz": 1.0}
 
@@ -304,6 +313,7 @@ class AccumulateLayout:
     chunks: int
     seg_len: int
     segs: int
+    sm_count: int = 0  # the device's SMs it was made for (run_layout's waves)
 
     @staticmethod
     def for_plan(plan: MsmPlan, sm_count: int, seg_len: int | None = None) -> "AccumulateLayout":
@@ -319,7 +329,7 @@ class AccumulateLayout:
             seg_len = max(MIN_SEGMENT, -(-(B * plan.sets) // max(sm_count * 512, 1)))
         seg_len = max(1, min(seg_len, B))
         segs = -(-B // seg_len)
-        return AccumulateLayout(chunk, chunks, seg_len, segs)
+        return AccumulateLayout(chunk, chunks, seg_len, segs, sm_count)
 
     def tree_levels(self) -> list[int]:
         """Points per group out of msm_reduce_segments (a block sum over REDUCE_THREADS
@@ -456,11 +466,48 @@ def accumulate_sets(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLa
         _accumulate(mod, group, plan, layout, msms[i:i + step], sort, b, acc_bytes, stream, result_stride, mark)
 
 
+def xyzz_kernel(name: str, group: str) -> str:
+    """The XYZZ pass's kernel `name` ("accumulate", "fix", ...) for `group` in the build of
+    the product PRODUCT_ABI picks for it."""
+    abi = PRODUCT_ABI.get(group, "ref")
+    if abi not in PRODUCT_ABIS:
+        raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
+    return f"msm_{name}_{group}{'v' if abi == 'value' else ''}"
+
+
+def run_layout(mod: Module, kernel: str, layout: AccumulateLayout, entries: int) -> AccumulateLayout:
+    """The layout's chunking as the accumulation runs it.  Its threads run in waves of the
+    kernel's resident blocks (the driver's occupancy), and a wave takes as long as a chunk:
+    the time goes as waves x entries a chunk.  The layout's count can leave the last wave part
+    empty (BN254 G1 2^24: 135168 chunks against 660 resident blocks of 128 threads, 1.6 waves
+    run as 2); this picks, among at most layout.chunks chunks (the partial slots there are),
+    the count whose waves x chunk length is least, the layout's own on a tie.  Where the driver
+    gives no occupancy (a fake in tests), the layout as it is."""
+    if not WHOLE_WAVES:
+        return layout
+    per_sm = mod.resident_blocks(kernel, ACCUMULATE_THREADS)
+    if not per_sm or entries <= 0:
+        return layout
+    wave = per_sm * ACCUMULATE_THREADS * max(layout.sm_count, 1)
+
+    def cost(chunks: int, chunk: int) -> int:
+        return -(-chunks // wave) * chunk
+
+    best = (cost(layout.chunks, layout.chunk), layout.chunks, layout.chunk)
+    for k in range(1, layout.chunks // wave + 1):
+        chunk = -(-entries // (k * wave))
+        chunks = -(-entries // chunk)
+        if cost(chunks, chunk) < best[0]:
+            best = (cost(chunks, chunk), chunks, chunk)
+    if best[1:] == (layout.chunks, layout.chunk):
+        return layout
+    return dataclasses.replace(layout, chunk=best[2], chunks=best[1])
+
+
 def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,
                 msms: list[tuple[DeviceBuffer | int, int]], sort: SortScratch, b: BucketScratch, acc_bytes: int,
                 stream: Stream, result_stride: int | None, mark: Mark) -> None:
     K = plan.keys
-    T = layout.chunk
     nsets = len(msms)
     if not 1 <= nsets <= MSM_SETS or (nsets > 1 and plan.affine_rounds):
         raise ValueError(f"{nsets} MSMs in one XYZZ pass (1..{MSM_SETS}, none with affine rounds)")
@@ -470,34 +517,37 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
         _mark(mark, "affine rounds")
         bases = [pts]
     bases += [bases[-1]] * (MSM_SETS - nsets)
-    partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots
-    blocks = -(-layout.chunks // 128)
+    partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots (the sizing layout's)
+    kernel = xyzz_kernel("accumulate" if nsets == 1 else "accumulate_sets", group)
+    run = run_layout(mod, kernel, layout, plan.xyzz_entries)
+    T = run.chunk
+    blocks = -(-run.chunks // ACCUMULATE_THREADS)
     if nsets == 1:  # the single MSM's own kernel (the large sizes' hot loop, as measured before the sets)
-        launch(mod, f"msm_accumulate_{group}", blocks, 128, stream, sorted_ptr, offsets, U32(K), bases[0], U32(T),
+        launch(mod, kernel, blocks, ACCUMULATE_THREADS, stream, sorted_ptr, offsets, U32(K), bases[0], U32(T),
                b.buckets, b.partials)
     else:
-        launch(mod, f"msm_accumulate_sets_{group}", (blocks, nsets, 1), 128, stream, sorted_ptr, offsets, U32(K),
+        launch(mod, kernel, (blocks, nsets, 1), ACCUMULATE_THREADS, stream, sorted_ptr, offsets, U32(K),
                *bases, U32(T), b.buckets, b.partials, U32(partial_words))
     _mark(mark, "accumulate")
     heavy_count = b.heavy.ptr + 4 * nsets * K
     Device.memset32(heavy_count, 0, 2 * nsets, stream)
-    launch(mod, f"msm_fix_{group}", (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T), b.partials,
-           b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
+    launch(mod, xyzz_kernel("fix", group), (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T),
+           b.partials, b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
     _mark(mark, "fix")
-    lanes = fix_lanes(mean_chunks_per_bucket(plan, layout))
-    launch(mod, f"msm_fix_heavy_{group}", (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
+    lanes = fix_lanes(mean_chunks_per_bucket(plan, run))
+    launch(mod, xyzz_kernel("fix_heavy", group), (fix_heavy_blocks(K, run.chunks, lanes), nsets, 1), 256, stream,
            b.heavy, heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words), U32(lanes),
            shared=8 * acc_bytes)
     _mark(mark, "fix heavy")
     B = plan.buckets_per_group
     sets = nsets * plan.sets  # every set's bucket groups, one after another
     levels = layout.tree_levels()
-    launch(mod, f"msm_reduce_segments_{group}", (levels[0], sets, 1), REDUCE_THREADS, stream, b.buckets,
+    launch(mod, xyzz_kernel("reduce_segments", group), (levels[0], sets, 1), REDUCE_THREADS, stream, b.buckets,
            U32(B), U32(layout.seg_len), b.segments, shared=(REDUCE_THREADS // 32) * acc_bytes)
     _mark(mark, "segments")
     src, dst = b.segments.ptr, b.tree.ptr
     for count, nxt in zip(levels, levels[1:]):
-        launch(mod, f"msm_tree_sum_{group}", (nxt, sets, 1), TREE_THREADS, stream, src, U32(count),
+        launch(mod, xyzz_kernel("tree_sum", group), (nxt, sets, 1), TREE_THREADS, stream, src, U32(count),
                U32(tree_pass_per_thread(count)), dst, shared=(TREE_THREADS // 32) * acc_bytes)
         src, dst = dst, dst + sets * nxt * acc_bytes
     if len(levels) > 1:
@@ -505,7 +555,7 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     stride = acc_bytes if result_stride is None else result_stride
     results = [r for _, r in msms]
     results += [results[-1]] * (MSM_SETS - nsets)
-    launch(mod, f"msm_combine_{group}", nsets * plan.batch, 1, stream, src, U32(plan.groups),
+    launch(mod, xyzz_kernel("combine", group), nsets * plan.batch, 1, stream, src, U32(plan.groups),
            U32(plan.c * plan.fold), *[Ptr(r) for r in results], U32(plan.batch), U32(stride // 4))
     _mark(mark, "combine")
 
