@@ -100,6 +100,20 @@ extern "C" __global__ void __launch_bounds__(256) msm_scatter(const uint32_t* sc
                                                                uint32_t* cursor, uint32_t* sorted) {
     msm_digits<true>(scalars, n, c, windows, fold, batch_keys, cursor, sorted);
 }
+// binned placement (msm.cuh): blocks of MSM_BINS threads, dynamic shared memory for the stage
+extern "C" __global__ void __launch_bounds__(MSM_BINS) msm_bin(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                               uint32_t windows, uint32_t fold, uint32_t batch_keys,
+                                                               uint32_t shift, const uint32_t* offsets,
+                                                               uint32_t* bin_fill, uint32_t* bin_keys,
+                                                               uint32_t* bin_entries) {
+    extern __shared__ uint32_t shm[];
+    msm_bin_pass(scalars, n, c, windows, fold, batch_keys, shift, offsets, bin_fill, bin_keys, bin_entries, shm);
+}
+extern "C" __global__ void __launch_bounds__(256) msm_place(const uint32_t* bin_keys, const uint32_t* bin_entries,
+                                                             const uint32_t* offsets, uint32_t K, uint32_t* cursor,
+                                                             uint32_t* sorted) {
+    msm_place_pass(bin_keys, bin_entries, offsets, K, cursor, sorted);
+}
 extern "C" __global__ void __launch_bounds__(256) msm_halve(const uint32_t* in_off, uint32_t K, uint32_t* counts) {
     msm_halve_counts(in_off, K, counts);
 }
@@ -207,6 +221,19 @@ typedef msm_kernels<affine<fqv_t>, xyzz<fqv_t>> MSM1V;
 typedef msm_kernels<affine<fp2<fqv_t>>, xyzz<fp2<fqv_t>>> MSM2V;
 MSM_XYZZ_KERNELS(g1v, MSM1V)
 MSM_XYZZ_KERNELS(g2v, MSM2V)
+// BN254 G1's by-value accumulation takes 130 registers under (256, 1): 3 blocks of 128 an SM;
+// bounded for 4 (128 registers, a few spilled words) as the "value4" ABI's accumulation.
+extern "C" __global__ void __launch_bounds__(128, 4) msm_accumulate_g1v4(
+    const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,
+    uint32_t* buckets, uint32_t* partials) {
+    MSM1V::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) msm_accumulate_sets_g1v4(
+    const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,
+    const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {
+    MSM1V::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,
+                                     partial_words);
+}
 
 // ---- development setup: k_i * G for a table of the generator's byte multiples
 extern "C" __global__ void __launch_bounds__(128) fixed_base_g1(const uint32_t* table, const uint32_t* scalars,

@@ -4,7 +4,8 @@
                        [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
                        [--affine THREADSxM,...] [--breakdown] [--sets 3] [--window C,...]
                        [--fix SERIAL:WARPMAX:PERLANE,...] [--min-segment L,...]
-                       [--product ref,value] [--waves off,on]
+                       [--product ref,value] [--waves off,on] [--sort direct,binned]
+                       [--reduce-threads 128,256] [--combos ref:off:direct,value:on:binned]
 
 Times the whole MSM as the prover runs it (bucket sort of the scalars, bucket
 accumulation, reduction, the final point), with the points resident and
@@ -28,9 +29,12 @@ FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest seg
 `--product ref,value` times the XYZZ pass's kernels of each build of the base field's product
 (msm.PRODUCT_ABI: operands through the stack frame or in registers) and `--waves off,on` the
 accumulation's chunks as the layout counts them or in whole waves of the kernel's resident
-blocks (msm.WHOLE_WAVES), each combination over the same data, its result checked against the
-first's; rows carry `abi`, `waves`, `T` (entries a thread, as run), `resident` (blocks an SM)
-and `x first` (time over the first combination's).
+blocks (msm.WHOLE_WAVES), and `--sort direct,binned` the bucket sort's placement (msm.SORT):
+each combination over the same data, its result checked against the first's; rows carry `abi`,
+`waves`, `T` (entries a thread, as run), `resident` (blocks an SM), `sort` and `x first` (time
+over the first combination's); `--combos` lists ABI:WAVES:SORT triples instead of the cross
+product.  `--reduce-threads 128,256` sweeps msm_reduce_segments' block
+(msm.REDUCE_THREADS, column `RT`).
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ import argparse
 import dataclasses
 import functools
 import statistics
+import time
 
 import numpy as np
 from gpu_common import (Device, Event, imads_per_mul, measure_rates, random_points, random_scalars, report, table,
@@ -112,12 +117,33 @@ def breakdown(stream, run, repeats: int) -> dict:
     return {name: round(statistics.median(v), 4) for name, v in per_phase.items()}
 
 
+def time_both(stream, fn, repeats: int, warmup: int = 2) -> tuple[float, float]:
+    """Median milliseconds of fn() by CUDA events around it and by the wall clock from its first
+    enqueue to the end event's completion (gpu_common.time_ms's loop, both clocks in one run)."""
+    for _ in range(warmup):
+        fn()
+    stream.synchronize()
+    events, walls = [], []
+    for _ in range(repeats):
+        e0, e1 = Event(timing=True), Event(timing=True)
+        t0 = time.perf_counter()
+        e0.record(stream)
+        fn()
+        e1.record(stream)
+        e1.synchronize()
+        walls.append((time.perf_counter() - t0) * 1000)
+        events.append(e0.elapsed_ms(e1))
+        e0.destroy()
+        e1.destroy()
+    return statistics.median(events), statistics.median(walls)
+
+
 def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, rates, accumulation: str,
           scalars: str, batch: int = 1, window: int | None = None, phases: list | None = None,
           sets: int = 1, kernels: list | None = None) -> list[dict]:
-    """A row for each (product ABI, whole waves) of `kernels` ((None, None): the module's own), all
-    over the same points, tables and scalars (a 2^26 key's tables take seconds to build); with
-    `phases`, a dict of each one's phase times appended there."""
+    """A row for each (product ABI, whole waves, sort) of `kernels` (None: the module's own), all
+    over the same points, tables and scalars (a 2^26 key's tables take seconds to build), each
+    result checked against the first's; with `phases`, each one's phase times appended there."""
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     mod = backend.ctx.module(curve)
     n = 1 << log_n
@@ -138,7 +164,8 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         sc_host = np.concatenate([witness_scalars(curve, n, z, o, seed=7 + j) for j in range(batch)])
     sc = dev.alloc(sc_host.nbytes, stream)
     Device.upload(sc, sc_host, stream)
-    sort = gmsm.SortScratch(dev, [plan], stream)
+    binned = any(k[2] in ("binned", "auto") for k in kernels or [])
+    sort = gmsm.SortScratch(dev, [plan], stream, binned=binned or None)
     bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
     res = dev.alloc(max(sets, 1) * batch * acc, stream)
 
@@ -151,19 +178,21 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    own_abi, own_waves = dict(gmsm.PRODUCT_ABI), gmsm.WHOLE_WAVES
+    own_abi, own_waves, own_sort = dict(gmsm.PRODUCT_ABI), gmsm.WHOLE_WAVES, gmsm.SORT
     rows, first = [], None
-    for abi, whole in kernels or [(None, None)]:
+    for abi, whole, sort_kind in kernels or [(None, None, None)]:
         gmsm.PRODUCT_ABI = {g: abi or a for g, a in own_abi.items()}
         gmsm.WHOLE_WAVES = own_waves if whole is None else whole
-        ms = time_ms(stream, run, repeats=repeats)
+        gmsm.SORT = sort_kind or own_sort
+        ms, wall = time_both(stream, run, repeats)
         with Launches() as counted:
             run()
         stream.synchronize()
         if first is None:
             first = (res_point(res, curve, g2, stream), ms)
         elif res_point(res, curve, g2, stream) != first[0]:
-            raise AssertionError(f"{curve.name} {group} 2^{log_n}: product {abi}, waves {whole} changed the result")
+            raise AssertionError(f"{curve.name} {group} 2^{log_n}: product {abi}, waves {whole}, sort {sort_kind} "
+                                 "changed the result")
         kernel = gmsm.xyzz_kernel("accumulate", group)
         ran = gmsm.run_layout(mod, kernel, layout, plan.xyzz_entries)
         extra = {}
@@ -189,13 +218,15 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "acc": accumulation, "aff": "x".join(map(str, gmsm.affine_shape())) if plan.affine_rounds else "",
             "c": plan.c, "fold": plan.fold, "rounds": plan.affine_rounds,
             "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
-            "ms": round(ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(ms / floor_ms, 2),
-            "launches": counted.count, "depth": gmsm.critical_depth(plan, dev.sm_count),
+            "ms": round(ms, 3), "wall ms": round(wall, 3), "floor ms": round(floor_ms, 3),
+            "ratio": round(ms / floor_ms, 2), "launches": counted.count, "depth": gmsm.critical_depth(plan, dev.sm_count),
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
+            "RT": gmsm.REDUCE_THREADS,
             "abi": gmsm.PRODUCT_ABI[group], "waves": "on" if gmsm.WHOLE_WAVES else "off", "T": ran.chunk,
+            "sort": "binned" if gmsm.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
             **extra})
-    gmsm.PRODUCT_ABI, gmsm.WHOLE_WAVES = own_abi, own_waves
+    gmsm.PRODUCT_ABI, gmsm.WHOLE_WAVES, gmsm.SORT = own_abi, own_waves, own_sort
     sort.free(stream)
     bs.free(stream)
     for b in (pts, sc, res):
@@ -243,6 +274,9 @@ def main() -> None:
     ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
     ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
     ap.add_argument("--waves", default="", help="comma list of on, off (msm.WHOLE_WAVES)")
+    ap.add_argument("--reduce-threads", default="", help="comma list of msm_reduce_segments block sizes")
+    ap.add_argument("--combos", default="", help="comma list of ABI:WAVES:SORT, e.g. ref:off:direct,value:on:direct")
+    ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
     args = ap.parse_args()
@@ -262,10 +296,14 @@ def main() -> None:
         (gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE)]
     segs = [int(v) for v in args.min_segment.split(",") if v] or [gmsm.MIN_SEGMENT]
     windows = [None] + [int(c) for c in args.window.split(",") if c]
-    variants = [(w, f, m) for w in windows for f in fixes for m in segs]
+    reduce_threads = [int(v) for v in args.reduce_threads.split(",") if v] or [gmsm.REDUCE_THREADS]
+    variants = [(w, f, m, t) for w in windows for f in fixes for m in segs for t in reduce_threads]
     abis = [a for a in args.product.split(",") if a] or [None]
     waves = [{"on": True, "off": False}[w] for w in args.waves.split(",") if w] or [None]
-    kernels = [(a, w) for a in abis for w in waves]
+    sorts = [v for v in args.sort.split(",") if v] or [None]
+    kernels = [(a, w, v) for a in abis for w in waves for v in sorts]
+    if args.combos:  # ABI:WAVES:SORT triples instead of the cross product
+        kernels = [(a, {"on": True, "off": False}[w], v) for a, w, v in (c.split(":") for c in args.combos.split(","))]
     rows, split = [], []
     for curve, g2 in groups:
         for s in args.sizes.split(","):
@@ -275,9 +313,10 @@ def main() -> None:
                     base = None
                     for kind in scalar_kinds:
                         for batch in sorted({1, args.batch}):
-                            for window, fix, seg in variants:
+                            for window, fix, seg, threads_r in variants:
                                 gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE = fix
                                 gmsm.MIN_SEGMENT = seg
+                                gmsm.REDUCE_THREADS = threads_r
                                 phases = [] if args.breakdown else None
                                 got = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation,
                                             kind, batch, window, phases, args.sets, kernels)
@@ -289,12 +328,13 @@ def main() -> None:
                                     rows.append(row)
                                     print(row, flush=True)
                                     if phases is not None:
-                                        keys = ("curve", "group", "log2 n", "c", "fix", "L", "abi", "waves", "T", "ms")
+                                        keys = ("curve", "group", "log2 n", "c", "fix", "L", "RT", "abi", "waves",
+                                                "T", "sort", "ms")
                                         split.append({k: row[k] for k in keys} | phases[j])
                                         print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
-            "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "waves", "T",
-            "resident"]
+            "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "waves", "T",
+            "resident", "sort", "RT"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:

@@ -6,6 +6,7 @@ accumulations and compares each with engine.algebra.msm.
 """
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -293,10 +294,26 @@ def test_one_point_every_edge_scalar(backend, curve):
         assert got == cpu_msm_g2(curve, [q], [s])
 
 
-@pytest.mark.parametrize("abi", ["ref", "value"])
+@functools.lru_cache(maxsize=4)
+def _abi_case(curve):
+    """Points, scalars and the CPU reference of test_product_builds_and_whole_waves_match_cpu (one
+    per curve, shared by its builds and chunkings): G1 4099 points with infinity, a repeated
+    point, P and -P; G2 700 points with infinity and a repeat; zero, one, r-1 and 2 first."""
+    rng = random.Random(151)
+    n = 4099
+    pts = points(curve, n, rng)
+    pts[5], pts[6], pts[9] = None, pts[7], ec.g1_neg(curve, pts[8])
+    scalars = rand_fr(curve, n, rng)
+    q = points(curve, 700, rng, g2=True)
+    q[3], q[4] = None, q[2]
+    sq = rand_fr(curve, 700, rng)
+    return pts, scalars, cpu_msm_g1(curve, pts, scalars), q, sq, cpu_msm_g2(curve, q, sq)
+
+
+@pytest.mark.parametrize("abi", ["ref", "value", "value4"])
 @pytest.mark.parametrize("whole_waves", [False, True], ids=["layout", "waves"])
 def test_product_builds_and_whole_waves_match_cpu(backend, curve, abi, whole_waves, monkeypatch):
-    """Both builds of the base field's product (msm.PRODUCT_ABI), with the accumulation's chunks
+    """Every build of the base field's product (msm.PRODUCT_ABI), with the accumulation's chunks
     as the layout counts them and in whole waves (msm.WHOLE_WAVES; a window small enough for
     run_layout to change the chunking): G1 and G2, the full fold and fold 1, n not a power of
     two, infinity, a repeated point, P and -P, zero, one, r-1."""
@@ -304,12 +321,8 @@ def test_product_builds_and_whole_waves_match_cpu(backend, curve, abi, whole_wav
 
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": abi, "g2": abi})
     monkeypatch.setattr(gmsm, "WHOLE_WAVES", True)
-    rng = random.Random(151)
-    n = 4099
-    pts = points(curve, n, rng)
-    pts[5], pts[6], pts[9] = None, pts[7], ec.g1_neg(curve, pts[8])
-    scalars = rand_fr(curve, n, rng)  # 0, 1, r-1, 2 first
-    bits = curve.r.bit_length()
+    pts, scalars, expect, q, sq, expect_g2 = _abi_case(curve)
+    n, bits = len(pts), curve.r.bit_length()
     mod = backend._run(curve)[0]
     kernel = gmsm.xyzz_kernel("accumulate", "g1")
 
@@ -323,16 +336,47 @@ def test_product_builds_and_whole_waves_match_cpu(backend, curve, abi, whole_wav
 
     # a window whose entries the device's waves re-chunk (which one depends on the kernel's occupancy)
     c = next((c for c in (5, 3, 6, 7, 4, 2) if rechunked(c)), None)
-    assert c is not None, f"no window re-chunked for {mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS)} blocks an SM"
+    resident = mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS)
+    assert c is not None, f"no window re-chunked for {resident} blocks an SM"
     monkeypatch.setattr(gmsm, "WHOLE_WAVES", whole_waves)
-    plan = plan_of(c)
-    expect = cpu_msm_g1(curve, pts, scalars)
-    assert g1(backend, curve, pts, scalars, plan=plan) == expect
+    assert g1(backend, curve, pts, scalars, plan=plan_of(c)) == expect
     assert g1(backend, curve, pts, scalars, plan=plan_of(c, fold=1)) == expect
-    m = 700
+    wq = gmsm.windows_for(5, bits)
+    got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True,
+                       plan=gmsm.MsmPlan(len(q), 5, wq, wq, bits))
+    assert got == expect_g2
+
+
+@pytest.mark.parametrize("sort", ["direct", "binned"])
+def test_binned_sort_matches_cpu(backend, curve, sort, monkeypatch):
+    """The two-pass placement through coarse bins (msm.SORT = "binned") against the CPU reference:
+    keys over fewer and more than the 256 bins (c = 6 and 12), the full fold and fold 1, a batch of
+    vectors (one all zero, one mostly 0/1: a bin holding most entries), G2, n not a power of two,
+    infinity, repeated points, P and -P, zero, one and r-1."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(gmsm, "SORT", sort)
+    rng = random.Random(152)
+    n = 1501
+    pts = points(curve, n, rng)
+    pts[5], pts[6], pts[9] = None, pts[7], ec.g1_neg(curve, pts[8])
+    scalars = rand_fr(curve, n, rng)  # 0, 1, r-1, 2 first
+    bits = curve.r.bit_length()
+    expect = cpu_msm_g1(curve, pts, scalars)
+    for c in (6, 12):
+        w = gmsm.windows_for(c, bits)
+        plan = gmsm.MsmPlan(n, c, w, w, bits)
+        assert gmsm.binned_sort(plan) == (sort == "binned")
+        assert g1(backend, curve, pts, scalars, plan=plan) == expect
+        assert g1(backend, curve, pts, scalars, plan=gmsm.MsmPlan(n, c, w, 1, bits)) == expect
+    skewed = [rng.choice([0, 0, 1, 1, 1, 1, 2, curve.r - 1, rng.randrange(curve.r)]) for _ in range(n)]
+    vectors = [scalars, [0] * n, skewed]
+    got = backend._msm(curve, g1_to_mont(curve, pts), np.stack([from_ints(v, 4) for v in vectors]), False)
+    assert got == [cpu_msm_g1(curve, pts, v) for v in vectors]
+    m = 400
     q = points(curve, m, rng, g2=True)
     q[3], q[4] = None, q[2]
     sq = rand_fr(curve, m, rng)
-    wq = gmsm.windows_for(5, bits)
-    got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True, plan=gmsm.MsmPlan(m, 5, wq, wq, bits))
+    wq = gmsm.windows_for(8, bits)
+    got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True, plan=gmsm.MsmPlan(m, 8, wq, wq, bits))
     assert got == cpu_msm_g2(curve, q, sq)

@@ -82,6 +82,10 @@ def test_kernel_names_of_the_two_product_builds(monkeypatch):
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "value", "g2": "ref"})
     assert gmsm.xyzz_kernel("accumulate", "g1") == "msm_accumulate_g1v"
     assert gmsm.xyzz_kernel("fix_heavy", "g2") == "msm_fix_heavy_g2"
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "value4", "g2": "value4"})
+    assert [gmsm.xyzz_kernel(k, "g1") for k in ("accumulate", "accumulate_sets", "fix")] == [
+        "msm_accumulate_g1v4", "msm_accumulate_sets_g1v4", "msm_fix_g1v"]
+    assert gmsm.xyzz_kernel("accumulate", "g2") == "msm_accumulate_g2v"
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "stack", "g2": "ref"})
     with pytest.raises(ValueError, match="'stack' for g1"):
         gmsm.xyzz_kernel("accumulate", "g1")

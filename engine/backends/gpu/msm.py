@@ -62,7 +62,8 @@ ACCUMULATIONS = ("affine", "xyzz")
 # How the XYZZ pass's kernels call the base field's out-of-line product, a group each: "ref"
 # (operands by reference: through the thread's stack frame, kernels msm_*_g1) or "value" (in
 # registers, kernels msm_*_g1v; cuda_kernels/field.cuh by_value).  perf/msm.py --product sweeps it.
-PRODUCT_ABIS = ("ref", "value")
+# "value4": G1's accumulation bounded for 4 resident blocks (msm_accumulate_g1v4), the rest as "value".
+PRODUCT_ABIS = ("ref", "value", "value4")
 PRODUCT_ABI = {"g1": "value", "g2": "value"}
 # The accumulation's chunks are a whole number of the device's resident threads of that
 # kernel (its occupancy), so that no wave runs part-empty; False keeps the layout's count.
@@ -253,10 +254,44 @@ def scan(mod: Module, counts: int, k: int, offsets: int, cursor: int, block_sums
     launch(mod, "scan_add", -(-k // 1024), 1024, stream, offsets, cursor, U32(k), block_prefix, U32(nblocks))
 
 
-class SortScratch:
-    """Device buffers for sorting one scalar vector into buckets (plan-sized)."""
+# The bucket sort places entries directly (a random 4-byte write each into `sorted`) or in two
+# passes through coarse bins (cuda_kernels/msm.cuh msm_bin / msm_place: writes that the L2
+# merges), which takes 8 bytes an entry more scratch (BN254 2^24: 1.6 GB): counted in a proof's
+# working set, that moves tight budgets to smaller folds or the host tier (footprint.plan_key:
+# 2^24 under 16 GiB went from resident to host), so it is not the default until the scratch can
+# share the a/b/c buffers that are dead by the witness MSMs.  SORT: "direct" (the default),
+# "binned", or "auto" (binned from SORT_BINNED_ENTRIES entries); perf/msm.py --sort compares them.
+SORTS = ("auto", "direct", "binned")
+SORT = "direct"
+SORT_BINNED_ENTRIES = 1 << 23
+MSM_BINS = 256  # cuda_kernels/msm.cuh's MSM_BINS: bins, and the threads of a msm_bin block
+BIN_MAX_WINDOWS = 40  # a msm_bin block stages MSM_BINS * windows pairs in shared memory
 
-    def __init__(self, dev: Device, plans: list[MsmPlan], stream: Stream):
+
+def binned_sort(plan: MsmPlan) -> bool:
+    """Whether sort_scalars places `plan`'s entries through coarse bins (SORT)."""
+    if SORT not in SORTS:
+        raise ValueError(f"msm sort {SORT!r} is not one of {SORTS}")
+    if plan.windows > BIN_MAX_WINDOWS or SORT == "direct":
+        return False
+    return SORT == "binned" or plan.max_entries >= SORT_BINNED_ENTRIES
+
+
+def bin_shift(keys: int) -> int:
+    """Key bits below the coarse bin: at most MSM_BINS bins over `keys` keys."""
+    return max(0, (keys - 1).bit_length() - (MSM_BINS.bit_length() - 1))
+
+
+def bin_shared_bytes(plan: MsmPlan) -> int:
+    """msm_bin's shared memory: four MSM_BINS-word tables, the scan's 32 words, the stage."""
+    return 4 * (4 * MSM_BINS + 32) + 8 * MSM_BINS * plan.windows
+
+
+class SortScratch:
+    """Device buffers for sorting one scalar vector into buckets (plan-sized); `binned` (default:
+    whether any plan sorts through bins) adds the binned order's keys and entries."""
+
+    def __init__(self, dev: Device, plans: list[MsmPlan], stream: Stream, binned: bool | None = None):
         k = max(p.keys for p in plans)
         entries = max(max(p.max_entries for p in plans), 1)
         self.counts = dev.alloc(4 * (k + 1), stream)
@@ -266,15 +301,20 @@ class SortScratch:
         nblocks = -(-k // SCAN_BLOCK)
         self.block_sums = dev.alloc(4 * (nblocks + 1), stream)
         self.block_prefix = dev.alloc(4 * (nblocks + 1), stream)
+        self.binned = any(binned_sort(p) for p in plans) if binned is None else binned
+        self.bin_bufs = [dev.alloc(4 * entries, stream), dev.alloc(4 * entries, stream),
+                         dev.alloc(4 * MSM_BINS, stream)] if self.binned else []
 
     @staticmethod
     def nbytes(plans: list[MsmPlan]) -> int:
         k = max(p.keys for p in plans)
         entries = max(max(p.max_entries for p in plans), 1)
-        return 12 * (k + 1) + 4 * entries + 8 * (-(-k // SCAN_BLOCK) + 1)
+        binned = 8 * entries + 4 * MSM_BINS if any(binned_sort(p) for p in plans) else 0
+        return 12 * (k + 1) + 4 * entries + 8 * (-(-k // SCAN_BLOCK) + 1) + binned
 
     def free(self, stream: Stream) -> None:
-        for b in (self.counts, self.offsets, self.cursor, self.sorted, self.block_sums, self.block_prefix):
+        for b in (self.counts, self.offsets, self.cursor, self.sorted, self.block_sums, self.block_prefix,
+                  *self.bin_bufs):
             Device.free(b, stream)
 
 
@@ -300,6 +340,22 @@ def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: Sor
     _mark(mark, "count")
     scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
     _mark(mark, "scan")
+    if binned_sort(plan):
+        if not s.binned:
+            raise ValueError("msm: a binned sort needs a SortScratch made with binned buffers")
+        bin_keys, bin_entries, bin_fill = s.bin_bufs
+        Device.memset32(bin_fill, 0, MSM_BINS, stream)
+        shared = bin_shared_bytes(plan)
+        if shared > 48 * 1024:
+            mod.allow_shared("msm_bin", shared)
+        launch(mod, "msm_bin", (-(-plan.n // MSM_BINS), plan.batch, 1), MSM_BINS, stream, scalars, U32(plan.n),
+               U32(plan.c), U32(plan.windows), U32(plan.fold), U32(per_vector), U32(bin_shift(k)), s.offsets,
+               bin_fill, bin_keys, bin_entries, shared=shared)
+        _mark(mark, "bin")
+        launch(mod, "msm_place", -(-plan.max_entries // 256), 256, stream, bin_keys, bin_entries, s.offsets,
+               U32(k), s.cursor, s.sorted)
+        _mark(mark, "place")
+        return
     launch(mod, "msm_scatter", grid, 256, stream, scalars, U32(plan.n), U32(plan.c), U32(plan.windows),
            U32(plan.fold), U32(per_vector), s.cursor, s.sorted)
     _mark(mark, "scatter")
@@ -472,7 +528,9 @@ def xyzz_kernel(name: str, group: str) -> str:
     abi = PRODUCT_ABI.get(group, "ref")
     if abi not in PRODUCT_ABIS:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
-    return f"msm_{name}_{group}{'v' if abi == 'value' else ''}"
+    if abi == "value4" and group == "g1" and name.startswith("accumulate"):
+        return f"msm_{name}_{group}v4"
+    return f"msm_{name}_{group}{'' if abi == 'ref' else 'v'}"
 
 
 def run_layout(mod: Module, kernel: str, layout: AccumulateLayout, entries: int) -> AccumulateLayout:
