@@ -32,12 +32,45 @@ template <class P>
 struct product_by_value<by_value<P>> {
     static constexpr bool value = true;
 };
+// by_value_chains<P>: by value, and the product in the lo/hi multiply-add chains (variant 0)
+// whatever FIELD_MUL_VARIANT says (an MSM build to compare: kernels.cu, suffix m).
+template <class P>
+struct by_value_chains : P {};
+template <class P>
+struct product_by_value<by_value_chains<P>> {
+    static constexpr bool value = true;
+};
+// by_value_base<P>: the base field's product by value, Fq2's (a G2 formula's dozen calls) by
+// reference as in the plain field (G2 by value throughout takes 255 registers; kernels.cu, suffix q).
+template <class P>
+struct by_value_base : P {};
+template <class P>
+struct product_by_value<by_value_base<P>> {
+    static constexpr bool value = true;
+};
+template <class P>
+struct fp2_by_reference {
+    static constexpr bool value = !product_by_value<P>::value;
+};
+template <class P>
+struct fp2_by_reference<by_value_base<P>> {
+    static constexpr bool value = true;
+};
+template <class P>
+struct product_chains {
+    static constexpr bool value = false;
+};
+template <class P>
+struct product_chains<by_value_chains<P>> {
+    static constexpr bool value = true;
+};
 
 template <class P>
 struct fp {
     static constexpr int N = P::N;
     static constexpr bool SHOUP = P::SHOUP;
     static constexpr bool BY_VALUE = product_by_value<P>::value;
+    static constexpr bool FP2_BY_VALUE = !fp2_by_reference<P>::value;
     uint32_t v[N];
 
     static __device__ __forceinline__ fp zero() {
@@ -83,7 +116,7 @@ struct fp {
     // use calls, so code made of many products (a point addition) stays small.
     static __device__ __forceinline__ fp mul_inline(const fp& a, const fp& b) {
         fp r;
-        if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
+        if constexpr (!product_chains<P>::value && (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8)))
             mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);
         else
             mont_ptx<N>::template mul<P>(r.v, a.v, b.v);
@@ -219,13 +252,13 @@ struct fp2 {
     }
     // Not inlined: a G2 formula holds a dozen of these, and inlining them all makes kernels
     // that take NVRTC minutes and spill; the call costs little next to three products.  By
-    // reference or by value as F's product is (by_value above).
+    // reference or by value as F says (by_value, by_value_base above).
     static __device__ __noinline__ fp2 mul_ref(const fp2& a, const fp2& b) { return karatsuba(a, b); }
     static __device__ __noinline__ fp2 mul_val(fp2 a, fp2 b) { return karatsuba(a, b); }
     static __device__ __noinline__ fp2 sqr_ref(const fp2& a) { return square(a); }
     static __device__ __noinline__ fp2 sqr_val(fp2 a) { return square(a); }
     friend __device__ __forceinline__ fp2 operator*(const fp2& a, const fp2& b) {
-        if constexpr (F::BY_VALUE)
+        if constexpr (F::FP2_BY_VALUE)
             return mul_val(a, b);
         else
             return mul_ref(a, b);
@@ -234,7 +267,7 @@ struct fp2 {
     __device__ __forceinline__ fp2& operator-=(const fp2& b) { return *this = *this - b; }
     __device__ __forceinline__ fp2& operator*=(const fp2& b) { return *this = *this * b; }
     __device__ __forceinline__ fp2 sqr() const {
-        if constexpr (F::BY_VALUE)
+        if constexpr (F::FP2_BY_VALUE)
             return sqr_val(*this);
         else
             return sqr_ref(*this);

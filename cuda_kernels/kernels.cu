@@ -221,6 +221,12 @@ typedef msm_kernels<affine<fqv_t>, xyzz<fqv_t>> MSM1V;
 typedef msm_kernels<affine<fp2<fqv_t>>, xyzz<fp2<fqv_t>>> MSM2V;
 MSM_XYZZ_KERNELS(g1v, MSM1V)
 MSM_XYZZ_KERNELS(g2v, MSM2V)
+typedef fp<by_value_chains<FQ_P>> fqm_t;
+typedef msm_kernels<affine<fqm_t>, xyzz<fqm_t>> MSM1M;
+MSM_XYZZ_KERNELS(g1m, MSM1M)
+typedef fp<by_value_base<FQ_P>> fqq_t;
+typedef msm_kernels<affine<fp2<fqq_t>>, xyzz<fp2<fqq_t>>> MSM2Q;
+MSM_XYZZ_KERNELS(g2q, MSM2Q)
 // BN254 G1's by-value accumulation takes 130 registers under (256, 1): 3 blocks of 128 an SM;
 // bounded for 4 (128 registers, a few spilled words) as the "value4" ABI's accumulation.
 extern "C" __global__ void __launch_bounds__(128, 4) msm_accumulate_g1v4(

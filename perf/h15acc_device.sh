@@ -16,24 +16,25 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 GROTH16
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 python3 "$new/scripts/carry_kernels.py" install "$new/.kcache" base="$root" new="$new" 2>&1 | tee "$out/carry.log" | tail -4
 SECONDS=0
-COMBOS=${COMBOS:-ref:off:direct,value:off:direct,ref:on:direct,value:on:direct,value4:on:direct,value:on:binned}
-BIG_COMBOS=${BIG_COMBOS:-ref:off:direct,value:off:direct,ref:on:direct,value:on:direct,value:on:binned}
+COMBOS=${COMBOS:-ref:off:direct,value:off:direct,ref:on:direct,value:on:direct,value4:on:direct,chains:on:direct,value:on:binned}
+BIG_COMBOS=${BIG_COMBOS:-ref:off:direct,ref:on:direct,value:on:direct,base:on:direct,value:on:binned}
 if [ "${SKIP_BEFORE:-0}" = 0 ]; then
-  (cd "$root" && PYTHONPATH=/tmp/site:$root timeout ${T_BEFORE:-25} python3 perf/msm.py --curves bn128 --sizes 20,24 \
+  (cd "$root" && PYTHONPATH=/tmp/site:$root timeout ${T_BEFORE:-15} python3 perf/msm.py --curves bn128 --sizes 24 \
     --repeats 5 --json "$out/before.json" > "$out/before.log" 2>&1); tail -4 "$out/before.log"
   echo "before: ${SECONDS}s"; SECONDS=0
 fi
 cd "$new"
 export PYTHONPATH=/tmp/site:$new
-timeout ${T_G1:-75} python3 perf/msm.py --curves bn128 --sizes ${SIZES:-16,18,20,22,24,26} --repeats 5 --breakdown \
+timeout ${T_G1:-80} python3 perf/msm.py --curves bn128 --sizes ${SIZES:-16,18,20,22,24,26} --repeats 5 --breakdown \
   --combos "$COMBOS" --json "$out/g1.json" > "$out/g1.log" 2>&1; tail -40 "$out/g1.log"
 echo "g1: ${SECONDS}s"; SECONDS=0
-timeout ${T_BIG:-45} python3 perf/msm.py --curves bls12381 --g2 --sizes 24 --repeats 5 --combos "$BIG_COMBOS" \
+timeout ${T_BIG:-40} python3 perf/msm.py --curves bls12381 --g2 --sizes 24 --repeats 5 --combos "$BIG_COMBOS" \
   --json "$out/big.json" > "$out/big.log" 2>&1; tail -14 "$out/big.log"
 echo "bls g1 / bn g2 2^24: ${SECONDS}s"; SECONDS=0
-timeout ${T_G2S:-20} python3 perf/msm.py --g2-only --sizes 14,15,16 --repeats 5 --reduce-threads 128,256 \
-  --combos ref:off:direct,value:on:direct --json "$out/g2small.json" > "$out/g2small.log" 2>&1; tail -16 "$out/g2small.log"
+timeout ${T_G2S:-15} python3 perf/msm.py --g2-only --sizes 14,15,16 --repeats 5 --reduce-threads 128,256 \
+  --combos ref:off:direct,value:on:direct,base:on:direct --json "$out/g2small.json" > "$out/g2small.log" 2>&1; tail -16 "$out/g2small.log"
 echo "g2 small: ${SECONDS}s"; SECONDS=0
-timeout ${T_TESTS:-80} python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_msm.py tests/test_gpu_msm_engine.py \
+timeout ${T_TESTS:-85} python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_msm.py tests/test_gpu_msm_engine.py \
   tests/test_gpu_kernels.py -k "${K_TESTS:-msm or batch or proof}" 2>&1 | tee "$out/tests.log" | tail -15
 echo "tests: ${SECONDS}s"
+tar -C "$out" -czf "$out/h15acc.tgz" $(cd "$out" && ls *.log *.json 2>/dev/null) && echo "tarred"

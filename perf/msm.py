@@ -27,10 +27,11 @@ set against three after one another.  `--window 9,11` times those windows beside
 planner's; `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
 FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
 `--product ref,value` times the XYZZ pass's kernels of each build of the base field's product
-(msm.PRODUCT_ABI: operands through the stack frame or in registers) and `--waves off,on` the
+(msm.PRODUCT_ABI: operands through the stack frame or in registers, and the variants value4,
+chains, base: engine/backends/gpu/msm.py) and `--waves off,on` the
 accumulation's chunks as the layout counts them or in whole waves of the kernel's resident
 blocks (msm.WHOLE_WAVES), and `--sort direct,binned` the bucket sort's placement (msm.SORT):
-each combination over the same data, its result checked against the first's; rows carry `abi`,
+each combination over the same data, its result compared with the first's; rows carry `abi`,
 `waves`, `T` (entries a thread, as run), `resident` (blocks an SM), `sort` and `x first` (time
 over the first combination's); `--combos` lists ABI:WAVES:SORT triples instead of the cross
 product.  `--reduce-threads 128,256` sweeps msm_reduce_segments' block
@@ -143,7 +144,8 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
           sets: int = 1, kernels: list | None = None) -> list[dict]:
     """A row for each (product ABI, whole waves, sort) of `kernels` (None: the module's own), all
     over the same points, tables and scalars (a 2^26 key's tables take seconds to build), each
-    result checked against the first's; with `phases`, each one's phase times appended there."""
+    result compared with the first's (column `result`); with `phases`, each one's phase times
+    appended there."""
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     mod = backend.ctx.module(curve)
     n = 1 << log_n
@@ -188,11 +190,13 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         with Launches() as counted:
             run()
         stream.synchronize()
+        point = res_point(res, curve, g2, stream)
         if first is None:
-            first = (res_point(res, curve, g2, stream), ms)
-        elif res_point(res, curve, g2, stream) != first[0]:
-            raise AssertionError(f"{curve.name} {group} 2^{log_n}: product {abi}, waves {whole}, sort {sort_kind} "
-                                 "changed the result")
+            first = (point, ms)
+        check = "same" if point == first[0] else "DIFFERS"  # a wrong result is reported, the sweep goes on
+        if check != "same":
+            print(f"{curve.name} {group} 2^{log_n}: product {abi}, waves {whole}, sort {sort_kind}: the result "
+                  "differs from the first combination's", flush=True)
         kernel = gmsm.xyzz_kernel("accumulate", group)
         ran = gmsm.run_layout(mod, kernel, layout, plan.xyzz_entries)
         extra = {}
@@ -219,12 +223,14 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "c": plan.c, "fold": plan.fold, "rounds": plan.affine_rounds,
             "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
             "ms": round(ms, 3), "wall ms": round(wall, 3), "floor ms": round(floor_ms, 3),
-            "ratio": round(ms / floor_ms, 2), "launches": counted.count, "depth": gmsm.critical_depth(plan, dev.sm_count),
+            "ratio": round(ms / floor_ms, 2), "launches": counted.count,
+            "depth": gmsm.critical_depth(plan, dev.sm_count),
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
             "RT": gmsm.REDUCE_THREADS,
             "abi": gmsm.PRODUCT_ABI[group], "waves": "on" if gmsm.WHOLE_WAVES else "off", "T": ran.chunk,
             "sort": "binned" if gmsm.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
+            "result": check,
             **extra})
     gmsm.PRODUCT_ABI, gmsm.WHOLE_WAVES, gmsm.SORT = own_abi, own_waves, own_sort
     sort.free(stream)
@@ -334,7 +340,7 @@ def main() -> None:
                                         print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
             "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "waves", "T",
-            "resident", "sort", "RT"]
+            "resident", "sort", "RT", "result"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:

@@ -310,7 +310,7 @@ def _abi_case(curve):
     return pts, scalars, cpu_msm_g1(curve, pts, scalars), q, sq, cpu_msm_g2(curve, q, sq)
 
 
-@pytest.mark.parametrize("abi", ["ref", "value", "value4"])
+@pytest.mark.parametrize("abi", ["ref", "value", "value4", "chains", "base"])
 @pytest.mark.parametrize("whole_waves", [False, True], ids=["layout", "waves"])
 def test_product_builds_and_whole_waves_match_cpu(backend, curve, abi, whole_waves, monkeypatch):
     """Every build of the base field's product (msm.PRODUCT_ABI), with the accumulation's chunks

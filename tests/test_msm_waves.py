@@ -86,6 +86,11 @@ def test_kernel_names_of_the_two_product_builds(monkeypatch):
     assert [gmsm.xyzz_kernel(k, "g1") for k in ("accumulate", "accumulate_sets", "fix")] == [
         "msm_accumulate_g1v4", "msm_accumulate_sets_g1v4", "msm_fix_g1v"]
     assert gmsm.xyzz_kernel("accumulate", "g2") == "msm_accumulate_g2v"
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "chains", "g2": "chains"})
+    assert (gmsm.xyzz_kernel("tree_sum", "g1"), gmsm.xyzz_kernel("combine", "g2")) == ("msm_tree_sum_g1m",
+                                                                                       "msm_combine_g2v")
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "base", "g2": "base"})
+    assert (gmsm.xyzz_kernel("fix", "g1"), gmsm.xyzz_kernel("fix", "g2")) == ("msm_fix_g1v", "msm_fix_g2q")
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "stack", "g2": "ref"})
     with pytest.raises(ValueError, match="'stack' for g1"):
         gmsm.xyzz_kernel("accumulate", "g1")

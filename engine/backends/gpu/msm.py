@@ -62,8 +62,11 @@ ACCUMULATIONS = ("affine", "xyzz")
 # How the XYZZ pass's kernels call the base field's out-of-line product, a group each: "ref"
 # (operands by reference: through the thread's stack frame, kernels msm_*_g1) or "value" (in
 # registers, kernels msm_*_g1v; cuda_kernels/field.cuh by_value).  perf/msm.py --product sweeps it.
-# "value4": G1's accumulation bounded for 4 resident blocks (msm_accumulate_g1v4), the rest as "value".
-PRODUCT_ABIS = ("ref", "value", "value4")
+# "value4": G1's accumulation bounded for 4 resident blocks (msm_accumulate_g1v4), the rest as
+# "value"; "chains": G1 by value with the product's lo/hi multiply-add chains (msm_*_g1m; BN254's
+# default product is the 32x32->64 one), G2 as "value"; "base": G2 with Fq's product by value
+# and Fq2's by reference (msm_*_g2q), G1 as "value".
+PRODUCT_ABIS = ("ref", "value", "value4", "chains", "base")
 PRODUCT_ABI = {"g1": "value", "g2": "value"}
 # The accumulation's chunks are a whole number of the device's resident threads of that
 # kernel (its occupancy), so that no wave runs part-empty; False keeps the layout's count.
@@ -530,6 +533,10 @@ def xyzz_kernel(name: str, group: str) -> str:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
     if abi == "value4" and group == "g1" and name.startswith("accumulate"):
         return f"msm_{name}_{group}v4"
+    if abi == "chains" and group == "g1":
+        return f"msm_{name}_{group}m"
+    if abi == "base" and group == "g2":
+        return f"msm_{name}_{group}q"
     return f"msm_{name}_{group}{'' if abi == 'ref' else 'v'}"
 
 
