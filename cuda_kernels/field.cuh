@@ -18,10 +18,11 @@ typedef int int32_t;
 #endif
 
 // by_value<P>: the field of P whose out-of-line product takes and returns its operands by value.
-// The plain one takes them by reference, which gives the operands an address: the caller
-// stores them to its stack frame and the product loads them back (BN254 G1's accumulation: a
-// 512-byte frame a thread, 16 LDL a product); by value they travel in registers (no frame,
-// more registers: 130 against 94).  The MSM kernels are built both ways (kernels.cu, suffix v).
+// The plain one takes them by reference, which gives the operands an address: the caller stores
+// them to its stack frame and the product loads them back (BN254 G1's accumulation: a 512-byte
+// frame a thread, 16 LDL a product); by value they travel in registers (no frame, more registers:
+// 130 against 94).  Fq2's products over it stay by reference (by value too, G2's accumulation
+// took 255 registers and spilled).  The MSM's XYZZ pass is built both ways (kernels.cu, suffix v).
 template <class P>
 struct by_value : P {};
 template <class P>
@@ -32,45 +33,11 @@ template <class P>
 struct product_by_value<by_value<P>> {
     static constexpr bool value = true;
 };
-// by_value_chains<P>: by value, and the product in the lo/hi multiply-add chains (variant 0)
-// whatever FIELD_MUL_VARIANT says (an MSM build to compare: kernels.cu, suffix m).
-template <class P>
-struct by_value_chains : P {};
-template <class P>
-struct product_by_value<by_value_chains<P>> {
-    static constexpr bool value = true;
-};
-// by_value_base<P>: the base field's product by value, Fq2's (a G2 formula's dozen calls) by
-// reference as in the plain field (G2 by value throughout takes 255 registers; kernels.cu, suffix q).
-template <class P>
-struct by_value_base : P {};
-template <class P>
-struct product_by_value<by_value_base<P>> {
-    static constexpr bool value = true;
-};
-template <class P>
-struct fp2_by_reference {
-    static constexpr bool value = !product_by_value<P>::value;
-};
-template <class P>
-struct fp2_by_reference<by_value_base<P>> {
-    static constexpr bool value = true;
-};
-template <class P>
-struct product_chains {
-    static constexpr bool value = false;
-};
-template <class P>
-struct product_chains<by_value_chains<P>> {
-    static constexpr bool value = true;
-};
 
 template <class P>
 struct fp {
     static constexpr int N = P::N;
     static constexpr bool SHOUP = P::SHOUP;
-    static constexpr bool BY_VALUE = product_by_value<P>::value;
-    static constexpr bool FP2_BY_VALUE = !fp2_by_reference<P>::value;
     uint32_t v[N];
 
     static __device__ __forceinline__ fp zero() {
@@ -116,7 +83,7 @@ struct fp {
     // use calls, so code made of many products (a point addition) stays small.
     static __device__ __forceinline__ fp mul_inline(const fp& a, const fp& b) {
         fp r;
-        if constexpr (!product_chains<P>::value && (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8)))
+        if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
             mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);
         else
             mont_ptx<N>::template mul<P>(r.v, a.v, b.v);
@@ -125,7 +92,7 @@ struct fp {
     static __device__ __noinline__ fp mul_out_of_line(const fp& a, const fp& b) { return mul_inline(a, b); }
     static __device__ __noinline__ fp mul_by_value(fp a, fp b) { return mul_inline(a, b); }
     friend __device__ __forceinline__ fp operator*(const fp& a, const fp& b) {
-        if constexpr (P::MUL_OUT_OF_LINE && BY_VALUE)
+        if constexpr (P::MUL_OUT_OF_LINE && product_by_value<P>::value)
             return mul_by_value(a, b);
         else if constexpr (P::MUL_OUT_OF_LINE)
             return mul_out_of_line(a, b);
@@ -239,38 +206,21 @@ struct fp2 {
     __device__ __forceinline__ bool operator!=(const fp2& o) const { return !(*this == o); }
     friend __device__ __forceinline__ fp2 operator+(const fp2& a, const fp2& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
     friend __device__ __forceinline__ fp2 operator-(const fp2& a, const fp2& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
-    // Karatsuba: three base-field products.
-    static __device__ __forceinline__ fp2 karatsuba(const fp2& a, const fp2& b) {
+    // Not inlined: a G2 formula holds a dozen of these, and inlining them all makes kernels
+    // that take NVRTC minutes and spill; the call costs little next to three products.
+    friend __device__ __noinline__ fp2 operator*(const fp2& a, const fp2& b) {
+        // Karatsuba: three base-field products
         F v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
         F s = (a.c0 + a.c1) * (b.c0 + b.c1);
         return {v0 - v1, s - v0 - v1};
     }
-    // (c0 + c1 u)^2 = (c0 + c1)(c0 - c1) + 2 c0 c1 u
-    static __device__ __forceinline__ fp2 square(const fp2& a) {
-        F t = a.c0 * a.c1;
-        return {(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
-    }
-    // Not inlined: a G2 formula holds a dozen of these, and inlining them all makes kernels
-    // that take NVRTC minutes and spill; the call costs little next to three products.  By
-    // reference or by value as F says (by_value, by_value_base above).
-    static __device__ __noinline__ fp2 mul_ref(const fp2& a, const fp2& b) { return karatsuba(a, b); }
-    static __device__ __noinline__ fp2 mul_val(fp2 a, fp2 b) { return karatsuba(a, b); }
-    static __device__ __noinline__ fp2 sqr_ref(const fp2& a) { return square(a); }
-    static __device__ __noinline__ fp2 sqr_val(fp2 a) { return square(a); }
-    friend __device__ __forceinline__ fp2 operator*(const fp2& a, const fp2& b) {
-        if constexpr (F::FP2_BY_VALUE)
-            return mul_val(a, b);
-        else
-            return mul_ref(a, b);
-    }
     __device__ __forceinline__ fp2& operator+=(const fp2& b) { return *this = *this + b; }
     __device__ __forceinline__ fp2& operator-=(const fp2& b) { return *this = *this - b; }
     __device__ __forceinline__ fp2& operator*=(const fp2& b) { return *this = *this * b; }
-    __device__ __forceinline__ fp2 sqr() const {
-        if constexpr (F::FP2_BY_VALUE)
-            return sqr_val(*this);
-        else
-            return sqr_ref(*this);
+    __device__ __noinline__ fp2 sqr() const {
+        // (c0 + c1 u)^2 = (c0 + c1)(c0 - c1) + 2 c0 c1 u
+        F t = c0 * c1;
+        return {(c0 + c1) * (c0 - c1), t + t};
     }
     __device__ __forceinline__ fp2 dbl() const { return *this + *this; }
     __device__ __forceinline__ fp2 neg() const { return {c0.neg(), c1.neg()}; }

@@ -147,8 +147,9 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
     }
 }
 
-// The XYZZ pass's kernels of a group G (names msm_*_G); the MSM planner picks the build
-// of the product (engine/backends/gpu/msm.py PRODUCT_ABI): G = g1/g2 by reference, g1v/g2v by value.
+// The XYZZ pass's kernels of a group G (names msm_*_G); the MSM planner picks the build of the
+// base field's product for each (engine/backends/gpu/msm.py PRODUCT_ABI): G = g1/g2 by reference,
+// g1v/g2v by value (field.cuh by_value).
 // msm_accumulate's explicit minimum of one block lets NVRTC give it more registers (BN254 G1:
 // 94 against 80 with the bare bound): 75.7 against 80.2 ms at 2^24 (perf/RESULTS.md).
 #define MSM_XYZZ_KERNELS(G, MSM)                                                                                  \
@@ -221,25 +222,6 @@ typedef msm_kernels<affine<fqv_t>, xyzz<fqv_t>> MSM1V;
 typedef msm_kernels<affine<fp2<fqv_t>>, xyzz<fp2<fqv_t>>> MSM2V;
 MSM_XYZZ_KERNELS(g1v, MSM1V)
 MSM_XYZZ_KERNELS(g2v, MSM2V)
-typedef fp<by_value_chains<FQ_P>> fqm_t;
-typedef msm_kernels<affine<fqm_t>, xyzz<fqm_t>> MSM1M;
-MSM_XYZZ_KERNELS(g1m, MSM1M)
-typedef fp<by_value_base<FQ_P>> fqq_t;
-typedef msm_kernels<affine<fp2<fqq_t>>, xyzz<fp2<fqq_t>>> MSM2Q;
-MSM_XYZZ_KERNELS(g2q, MSM2Q)
-// BN254 G1's by-value accumulation takes 130 registers under (256, 1): 3 blocks of 128 an SM;
-// bounded for 4 (128 registers, a few spilled words) as the "value4" ABI's accumulation.
-extern "C" __global__ void __launch_bounds__(128, 4) msm_accumulate_g1v4(
-    const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,
-    uint32_t* buckets, uint32_t* partials) {
-    MSM1V::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);
-}
-extern "C" __global__ void __launch_bounds__(128, 4) msm_accumulate_sets_g1v4(
-    const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,
-    const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {
-    MSM1V::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,
-                                     partial_words);
-}
 
 // ---- development setup: k_i * G for a table of the generator's byte multiples
 extern "C" __global__ void __launch_bounds__(128) fixed_base_g1(const uint32_t* table, const uint32_t* scalars,

@@ -4,8 +4,8 @@
                        [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
                        [--affine THREADSxM,...] [--breakdown] [--sets 3] [--window C,...]
                        [--fix SERIAL:WARPMAX:PERLANE,...] [--min-segment L,...]
-                       [--product ref,value] [--waves off,on] [--sort direct,binned]
-                       [--reduce-threads 128,256] [--combos ref:off:direct,value:on:binned]
+                       [--product ref,value,mixed] [--sort direct,binned]
+                       [--reduce-threads 128,256] [--combos ref:direct,mixed:binned]
 
 Times the whole MSM as the prover runs it (bucket sort of the scalars, bucket
 accumulation, reduction, the final point), with the points resident and
@@ -26,16 +26,15 @@ kernel launches and the planner's serial chain (`depth`, dependent point operati
 set against three after one another.  `--window 9,11` times those windows beside the
 planner's; `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
 FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
-`--product ref,value` times the XYZZ pass's kernels of each build of the base field's product
-(msm.PRODUCT_ABI: operands through the stack frame or in registers, and the variants value4,
-chains, base: engine/backends/gpu/msm.py) and `--waves off,on` the
-accumulation's chunks as the layout counts them or in whole waves of the kernel's resident
-blocks (msm.WHOLE_WAVES), and `--sort direct,binned` the bucket sort's placement (msm.SORT):
-each combination over the same data, its result compared with the first's; rows carry `abi`,
-`waves`, `T` (entries a thread, as run), `resident` (blocks an SM), `sort` and `x first` (time
-over the first combination's); `--combos` lists ABI:WAVES:SORT triples instead of the cross
-product.  `--reduce-threads 128,256` sweeps msm_reduce_segments' block
-(msm.REDUCE_THREADS, column `RT`).
+`--product ref,value,mixed` times the XYZZ pass's builds of the base field's product
+(msm.PRODUCT_ABI: operands through the stack frame, in registers, or the accumulation by
+reference and the rest by value) and `--sort direct,binned` the bucket sort's placement
+(msm.SORT), each combination over the same data, its result compared with the first's
+(column `result`); `--combos ref:direct,mixed:binned` lists ABI:SORT pairs instead of the
+cross product ("default": the module's own, per group).  Rows carry `abi`, `sort`, `T` (entries
+an accumulating thread), `resident` (accumulation blocks an SM holds, the driver's occupancy)
+and `x first` (time over the first combination's).  `--reduce-threads 128,256` sweeps
+msm_reduce_segments' block (both groups' msm.REDUCE_THREADS, column `RT`).
 """
 from __future__ import annotations
 
@@ -142,7 +141,7 @@ def time_both(stream, fn, repeats: int, warmup: int = 2) -> tuple[float, float]:
 def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, rates, accumulation: str,
           scalars: str, batch: int = 1, window: int | None = None, phases: list | None = None,
           sets: int = 1, kernels: list | None = None) -> list[dict]:
-    """A row for each (product ABI, whole waves, sort) of `kernels` (None: the module's own), all
+    """A row for each (product ABI, sort) of `kernels` (None: the module's own), all
     over the same points, tables and scalars (a 2^26 key's tables take seconds to build), each
     result compared with the first's (column `result`); with `phases`, each one's phase times
     appended there."""
@@ -166,7 +165,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         sc_host = np.concatenate([witness_scalars(curve, n, z, o, seed=7 + j) for j in range(batch)])
     sc = dev.alloc(sc_host.nbytes, stream)
     Device.upload(sc, sc_host, stream)
-    binned = any(k[2] in ("binned", "auto") for k in kernels or [])
+    binned = any(k[1] in ("binned", "auto") for k in kernels or []) or gmsm.binned_sort(plan)
     sort = gmsm.SortScratch(dev, [plan], stream, binned=binned or None)
     bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
     res = dev.alloc(max(sets, 1) * batch * acc, stream)
@@ -180,11 +179,10 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    own_abi, own_waves, own_sort = dict(gmsm.PRODUCT_ABI), gmsm.WHOLE_WAVES, gmsm.SORT
+    own_abi, own_sort = dict(gmsm.PRODUCT_ABI), gmsm.SORT
     rows, first = [], None
-    for abi, whole, sort_kind in kernels or [(None, None, None)]:
+    for abi, sort_kind in kernels or [(None, None)]:
         gmsm.PRODUCT_ABI = {g: abi or a for g, a in own_abi.items()}
-        gmsm.WHOLE_WAVES = own_waves if whole is None else whole
         gmsm.SORT = sort_kind or own_sort
         ms, wall = time_both(stream, run, repeats)
         with Launches() as counted:
@@ -195,10 +193,9 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             first = (point, ms)
         check = "same" if point == first[0] else "DIFFERS"  # a wrong result is reported, the sweep goes on
         if check != "same":
-            print(f"{curve.name} {group} 2^{log_n}: product {abi}, waves {whole}, sort {sort_kind}: the result "
+            print(f"{curve.name} {group} 2^{log_n}: product {abi}, sort {sort_kind}: the result "
                   "differs from the first combination's", flush=True)
         kernel = gmsm.xyzz_kernel("accumulate", group)
-        ran = gmsm.run_layout(mod, kernel, layout, plan.xyzz_entries)
         extra = {}
         if phases is not None:
             split = breakdown(stream, run, repeats)
@@ -226,13 +223,12 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "ratio": round(ms / floor_ms, 2), "launches": counted.count,
             "depth": gmsm.critical_depth(plan, dev.sm_count),
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
-            "RT": gmsm.REDUCE_THREADS,
-            "abi": gmsm.PRODUCT_ABI[group], "waves": "on" if gmsm.WHOLE_WAVES else "off", "T": ran.chunk,
+            "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.PRODUCT_ABI[group], "T": layout.chunk,
             "sort": "binned" if gmsm.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
             "result": check,
             **extra})
-    gmsm.PRODUCT_ABI, gmsm.WHOLE_WAVES, gmsm.SORT = own_abi, own_waves, own_sort
+    gmsm.PRODUCT_ABI, gmsm.SORT = own_abi, own_sort
     sort.free(stream)
     bs.free(stream)
     for b in (pts, sc, res):
@@ -279,9 +275,8 @@ def main() -> None:
     ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
     ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
     ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
-    ap.add_argument("--waves", default="", help="comma list of on, off (msm.WHOLE_WAVES)")
     ap.add_argument("--reduce-threads", default="", help="comma list of msm_reduce_segments block sizes")
-    ap.add_argument("--combos", default="", help="comma list of ABI:WAVES:SORT, e.g. ref:off:direct,value:on:direct")
+    ap.add_argument("--combos", default="", help="comma list of ABI:SORT, e.g. ref:direct,mixed:binned")
     ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
@@ -302,14 +297,14 @@ def main() -> None:
         (gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE)]
     segs = [int(v) for v in args.min_segment.split(",") if v] or [gmsm.MIN_SEGMENT]
     windows = [None] + [int(c) for c in args.window.split(",") if c]
-    reduce_threads = [int(v) for v in args.reduce_threads.split(",") if v] or [gmsm.REDUCE_THREADS]
+    reduce_threads = [{"g1": int(v), "g2": int(v)} for v in args.reduce_threads.split(",") if v] or [
+        dict(gmsm.REDUCE_THREADS)]
     variants = [(w, f, m, t) for w in windows for f in fixes for m in segs for t in reduce_threads]
     abis = [a for a in args.product.split(",") if a] or [None]
-    waves = [{"on": True, "off": False}[w] for w in args.waves.split(",") if w] or [None]
     sorts = [v for v in args.sort.split(",") if v] or [None]
-    kernels = [(a, w, v) for a in abis for w in waves for v in sorts]
-    if args.combos:  # ABI:WAVES:SORT triples instead of the cross product
-        kernels = [(a, {"on": True, "off": False}[w], v) for a, w, v in (c.split(":") for c in args.combos.split(","))]
+    kernels = [(a, v) for a in abis for v in sorts]
+    if args.combos:  # ABI:SORT pairs instead of the cross product
+        kernels = [tuple(None if v == "default" else v for v in c.split(":")) for c in args.combos.split(",")]
     rows, split = [], []
     for curve, g2 in groups:
         for s in args.sizes.split(","):
@@ -334,12 +329,12 @@ def main() -> None:
                                     rows.append(row)
                                     print(row, flush=True)
                                     if phases is not None:
-                                        keys = ("curve", "group", "log2 n", "c", "fix", "L", "RT", "abi", "waves",
-                                                "T", "sort", "ms")
+                                        keys = ("curve", "group", "log2 n", "c", "L", "RT", "abi", "T", "sort",
+                                                "ms")
                                         split.append({k: row[k] for k in keys} | phases[j])
                                         print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
-            "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "waves", "T",
+            "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "T",
             "resident", "sort", "RT", "result"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]

@@ -296,9 +296,9 @@ def test_one_point_every_edge_scalar(backend, curve):
 
 @functools.lru_cache(maxsize=4)
 def _abi_case(curve):
-    """Points, scalars and the CPU reference of test_product_builds_and_whole_waves_match_cpu (one
-    per curve, shared by its builds and chunkings): G1 4099 points with infinity, a repeated
-    point, P and -P; G2 700 points with infinity and a repeat; zero, one, r-1 and 2 first."""
+    """Points, scalars and the CPU reference of test_product_builds_match_cpu (one per curve,
+    shared by its builds): G1 4099 points with infinity, a repeated point, P and -P; G2 700 points
+    with infinity and a repeat; zero, one, r-1 and 2 first."""
     rng = random.Random(151)
     n = 4099
     pts = points(curve, n, rng)
@@ -310,47 +310,61 @@ def _abi_case(curve):
     return pts, scalars, cpu_msm_g1(curve, pts, scalars), q, sq, cpu_msm_g2(curve, q, sq)
 
 
-@pytest.mark.parametrize("abi", ["ref", "value", "value4", "chains", "base"])
-@pytest.mark.parametrize("whole_waves", [False, True], ids=["layout", "waves"])
-def test_product_builds_and_whole_waves_match_cpu(backend, curve, abi, whole_waves, monkeypatch):
-    """Every build of the base field's product (msm.PRODUCT_ABI), with the accumulation's chunks
-    as the layout counts them and in whole waves (msm.WHOLE_WAVES; a window small enough for
-    run_layout to change the chunking): G1 and G2, the full fold and fold 1, n not a power of
-    two, infinity, a repeated point, P and -P, zero, one, r-1."""
+@pytest.mark.parametrize("abi", ["ref", "value", "mixed"])
+def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
+    """Each build of the XYZZ pass's base-field product (msm.PRODUCT_ABI), G1 and G2 (with G2's
+    segments in blocks of 128 and of 256), the full fold and fold 1, three MSMs of one sorted
+    vector in one launch set, n not a power of two, infinity, a repeated point, P and -P, zero,
+    one, r-1."""
+    from cuda_kernels.driver import Device
     from engine.backends.gpu import msm as gmsm
+    from engine.backends.gpu.points import decode_xyzz_g1
 
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": abi, "g2": abi})
-    monkeypatch.setattr(gmsm, "WHOLE_WAVES", True)
     pts, scalars, expect, q, sq, expect_g2 = _abi_case(curve)
     n, bits = len(pts), curve.r.bit_length()
-    mod = backend._run(curve)[0]
-    kernel = gmsm.xyzz_kernel("accumulate", "g1")
-
-    def plan_of(c: int, fold=None) -> gmsm.MsmPlan:
+    for c, fold in ((5, "full"), (9, 1), (13, "full")):
         w = gmsm.windows_for(c, bits)
-        return gmsm.MsmPlan(n, c, w, fold or w, bits)
-
-    def rechunked(c: int) -> bool:
-        layout = gmsm.AccumulateLayout.for_plan(plan_of(c), backend.device.sm_count)
-        return gmsm.run_layout(mod, kernel, layout, plan_of(c).xyzz_entries) != layout
-
-    # a window whose entries the device's waves re-chunk (which one depends on the kernel's occupancy)
-    c = next((c for c in (5, 3, 6, 7, 4, 2) if rechunked(c)), None)
-    resident = mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS)
-    assert c is not None, f"no window re-chunked for {resident} blocks an SM"
-    monkeypatch.setattr(gmsm, "WHOLE_WAVES", whole_waves)
-    assert g1(backend, curve, pts, scalars, plan=plan_of(c)) == expect
-    assert g1(backend, curve, pts, scalars, plan=plan_of(c, fold=1)) == expect
+        plan = gmsm.MsmPlan(n, c, w, w if fold == "full" else fold, bits)
+        assert g1(backend, curve, pts, scalars, plan=plan) == expect
+    assert g1(backend, curve, pts, scalars) == expect  # the planner's window
+    mod, stream = backend._run(curve)
+    dev = backend.device
+    plan = gmsm.plan_msm(n, bits, "full", accumulation="xyzz")
+    assert gmsm.fused_sets(plan) == 3
+    layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
+    acc = 4 * curve.n8q
+    host = g1_to_mont(curve, pts)
+    bases = dev.alloc(plan.fold * host.nbytes, stream)
+    Device.upload(bases, host, stream)
+    gmsm.precompute(mod, "g1", plan, bases, stream)
+    sc = backend._upload_fr(from_ints(scalars, 4), stream)
+    sort, bs = gmsm.SortScratch(dev, [plan], stream), gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
+    res = dev.alloc(3 * acc, stream)
+    gmsm.sort_scalars(mod, plan, sc, sort, stream)
+    gmsm.accumulate_sets(mod, "g1", plan, layout, [(bases, res.ptr + j * acc) for j in range(3)], sort, bs, acc,
+                         stream)
+    raw = np.empty(3 * acc, dtype=np.uint8)
+    Device.download(raw, res, stream)
+    stream.synchronize()
+    for buf in (bases, sc, res):
+        Device.free(buf, stream)
+    sort.free(stream)
+    bs.free(stream)
+    assert [decode_xyzz_g1(curve, raw[j * acc:(j + 1) * acc]) for j in range(3)] == [expect] * 3
     wq = gmsm.windows_for(5, bits)
-    got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True,
-                       plan=gmsm.MsmPlan(len(q), 5, wq, wq, bits))
-    assert got == expect_g2
+    for threads in (128, 256):
+        monkeypatch.setitem(gmsm.REDUCE_THREADS, "g2", threads)
+        got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True,
+                           plan=gmsm.MsmPlan(len(q), 5, wq, wq, bits))
+        assert got == expect_g2
+        assert backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True) == expect_g2
 
 
 @pytest.mark.parametrize("sort", ["direct", "binned"])
 def test_binned_sort_matches_cpu(backend, curve, sort, monkeypatch):
     """The two-pass placement through coarse bins (msm.SORT = "binned") against the CPU reference:
-    keys over fewer and more than the 256 bins (c = 6 and 12), the full fold and fold 1, a batch of
+    keys over fewer and more than the 256 bins (c = 7 and 12), the full fold and fold 1, a batch of
     vectors (one all zero, one mostly 0/1: a bin holding most entries), G2, n not a power of two,
     infinity, repeated points, P and -P, zero, one and r-1."""
     from engine.backends.gpu import msm as gmsm
@@ -363,7 +377,7 @@ def test_binned_sort_matches_cpu(backend, curve, sort, monkeypatch):
     scalars = rand_fr(curve, n, rng)  # 0, 1, r-1, 2 first
     bits = curve.r.bit_length()
     expect = cpu_msm_g1(curve, pts, scalars)
-    for c in (6, 12):
+    for c in (7, 12):  # 37 windows (at most BIN_MAX_WINDOWS) and 22
         w = gmsm.windows_for(c, bits)
         plan = gmsm.MsmPlan(n, c, w, w, bits)
         assert gmsm.binned_sort(plan) == (sort == "binned")

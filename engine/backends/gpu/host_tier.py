@@ -19,7 +19,6 @@ makes (tests/test_gpu_host_tier.py).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -187,4 +186,4 @@ def _chunk_layout(plan: gmsm.MsmPlan, layout: gmsm.AccumulateLayout, n: int):
         return plan, layout
     tail = tail_plan(plan, n)
     chunks = max(1, -(-tail.xyzz_entries // layout.chunk))
-    return tail, dataclasses.replace(layout, chunks=chunks)
+    return tail, gmsm.AccumulateLayout(layout.chunk, chunks, layout.seg_len, layout.segs)

@@ -37,7 +37,9 @@ FIX_SERIAL, FIX_WARP_MAX, FIX_PER_LANE = 16, 256, 8
 # (9 bits up to 2^14) fastest, the group's (11 bits) slowest.
 HEAVY_FIX_COST = 3
 FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists)
-REDUCE_THREADS = 256  # segments a block of msm_reduce_segments (its block sum: the tree's first pass)
+# segments a block of msm_reduce_segments (its block sum: the tree's first pass), per group: G2's
+# 64-word accumulators in 256-thread blocks cost BN254 G2 14% at 2^15-2^16 against 128 (h15acc).
+REDUCE_THREADS = {"g1": 256, "g2": 128}
 MIN_SEGMENT = 2  # buckets a thread of msm_reduce_segments reduces at least (2 measured 1-7% faster than 4)
 TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds up to 1024 points into one
 # The planner's latency term.  One dependent point operation on one thread costs about as
@@ -59,19 +61,19 @@ AFFINE_THREADS = 128
 AFFINE_PER_THREAD = 8
 AFFINE_LEFT = 3  # rounds stop when a random-scalar bucket would keep about this many points
 ACCUMULATIONS = ("affine", "xyzz")
-# How the XYZZ pass's kernels call the base field's out-of-line product, a group each: "ref"
-# (operands by reference: through the thread's stack frame, kernels msm_*_g1) or "value" (in
-# registers, kernels msm_*_g1v; cuda_kernels/field.cuh by_value).  perf/msm.py --product sweeps it.
-# "value4": G1's accumulation bounded for 4 resident blocks (msm_accumulate_g1v4), the rest as
-# "value"; "chains": G1 by value with the product's lo/hi multiply-add chains (msm_*_g1m; BN254's
-# default product is the 32x32->64 one), G2 as "value"; "base": G2 with Fq's product by value
-# and Fq2's by reference (msm_*_g2q), G1 as "value".
-PRODUCT_ABIS = ("ref", "value", "value4", "chains", "base")
-PRODUCT_ABI = {"g1": "value", "g2": "value"}
-# The accumulation's chunks are a whole number of the device's resident threads of that
-# kernel (its occupancy), so that no wave runs part-empty; False keeps the layout's count.
-WHOLE_WAVES = True
-ACCUMULATE_THREADS = 128  # a block of msm_accumulate
+# How the XYZZ pass's kernels call the base field's out-of-line product, per group: two builds of
+# the same kernels (cuda_kernels/kernels.cu; field.cuh by_value):
+#   ref    msm_*_g1, msm_*_g2    operands by reference: stored to the thread's stack frame and
+#                                loaded back by the product (BN254 G1's accumulation: 512 bytes, 94 registers)
+#   value  msm_*_g1v, msm_*_g2v  by value, in registers (no frame; 130 registers; Fq2's products stay by reference)
+#   mixed  the accumulation by reference, the fix-up, segment, tree and combine kernels by value
+# Measured on the H200 (perf/RESULTS.md, h15acc): the throughput-bound accumulation runs fastest by
+# reference (5 resident blocks of 128 against 3 by value: BN254 G1 2^24 59.6 against 62.0 ms), the
+# latency-bound kernels after it by value (segments 2.81 -> 2.43 ms at 2^24, 0.54 -> 0.44 at 2^16);
+# BN254 G2 by value throughout (2^24 208.4 against 216.0 ms, 2^14-2^16 12-23% faster).
+PRODUCT_ABIS = ("ref", "value", "mixed")
+PRODUCT_ABI = {"g1": "mixed", "g2": "value"}
+ACCUMULATE_THREADS = 128  # a block of msm_accumulate (perf/msm.py reports how many an SM holds)
 # relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
 ENTRY_COST = {"affine": 0.65, "xyzz": 1.0}
 
@@ -263,10 +265,12 @@ def scan(mod: Module, counts: int, k: int, offsets: int, cursor: int, block_sums
 # working set, that moves tight budgets to smaller folds or the host tier (footprint.plan_key:
 # 2^24 under 16 GiB went from resident to host), so it is not the default until the scratch can
 # share the a/b/c buffers that are dead by the witness MSMs.  SORT: "direct" (the default),
-# "binned", or "auto" (binned from SORT_BINNED_ENTRIES entries); perf/msm.py --sort compares them.
+# "binned", or "auto" (binned from SORT_BINNED_ENTRIES entries: on the H200 binned placed BN254
+# G1's 2e8 entries at 2^24 in 9.0 against 12.2 ms and 8e8 at 2^26 in 36.7 against 49.5, but 5.5e7
+# at 2^22 in 3.2 against 2.4); perf/msm.py --sort compares them.
 SORTS = ("auto", "direct", "binned")
 SORT = "direct"
-SORT_BINNED_ENTRIES = 1 << 23
+SORT_BINNED_ENTRIES = 1 << 27
 MSM_BINS = 256  # cuda_kernels/msm.cuh's MSM_BINS: bins, and the threads of a msm_bin block
 BIN_MAX_WINDOWS = 40  # a msm_bin block stages MSM_BINS * windows pairs in shared memory
 
@@ -372,7 +376,6 @@ class AccumulateLayout:
     chunks: int
     seg_len: int
     segs: int
-    sm_count: int = 0  # the device's SMs it was made for (run_layout's waves)
 
     @staticmethod
     def for_plan(plan: MsmPlan, sm_count: int, seg_len: int | None = None) -> "AccumulateLayout":
@@ -388,12 +391,12 @@ class AccumulateLayout:
             seg_len = max(MIN_SEGMENT, -(-(B * plan.sets) // max(sm_count * 512, 1)))
         seg_len = max(1, min(seg_len, B))
         segs = -(-B // seg_len)
-        return AccumulateLayout(chunk, chunks, seg_len, segs, sm_count)
+        return AccumulateLayout(chunk, chunks, seg_len, segs)
 
-    def tree_levels(self) -> list[int]:
-        """Points per group out of msm_reduce_segments (a block sum over REDUCE_THREADS
-        segments) and before each later tree-sum pass; the last entry is 1."""
-        levels, count = [], -(-self.segs // REDUCE_THREADS)
+    def tree_levels(self, threads: int | None = None) -> list[int]:
+        """Points per group out of msm_reduce_segments (a block sum over `threads` segments, G1's
+        REDUCE_THREADS when not given) and before each later tree-sum pass; the last entry is 1."""
+        levels, count = [], -(-self.segs // (threads or REDUCE_THREADS["g1"]))
         while True:
             levels.append(count)
             if count == 1:
@@ -456,9 +459,12 @@ class BucketScratch:
             return max([b[r + 1] for r in range(p.affine_rounds) if r % 2 == parity], default=0)
 
         aff = [AffineScratchSize.for_plan(p) for p, _ in shapes]
+        def levels(l: AccumulateLayout) -> list[list[int]]:  # under each group's block size
+            return [l.tree_levels(t) for t in sorted(set(REDUCE_THREADS.values()))]
+
         return (max(fused_sets(p) * p.keys for p, _ in shapes), max(fused_sets(p) * l.chunks for p, l in shapes),
-                max(fused_sets(p) * p.sets * l.tree_levels()[0] for p, l in shapes),
-                max(fused_sets(p) * p.sets * sum(l.tree_levels()[1:]) for p, l in shapes),
+                max(fused_sets(p) * p.sets * v[0] for p, l in shapes for v in levels(l)),
+                max(fused_sets(p) * p.sets * sum(v[1:]) for p, l in shapes for v in levels(l)),
                 max(affine(p, 0) for p, _ in shapes), max(affine(p, 1) for p, _ in shapes),
                 AffineScratchSize(max(a.prefix for a in aff), max(a.leaves for a in aff), max(a.totals for a in aff)))
 
@@ -531,42 +537,8 @@ def xyzz_kernel(name: str, group: str) -> str:
     abi = PRODUCT_ABI.get(group, "ref")
     if abi not in PRODUCT_ABIS:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
-    if abi == "value4" and group == "g1" and name.startswith("accumulate"):
-        return f"msm_{name}_{group}v4"
-    if abi == "chains" and group == "g1":
-        return f"msm_{name}_{group}m"
-    if abi == "base" and group == "g2":
-        return f"msm_{name}_{group}q"
-    return f"msm_{name}_{group}{'' if abi == 'ref' else 'v'}"
-
-
-def run_layout(mod: Module, kernel: str, layout: AccumulateLayout, entries: int) -> AccumulateLayout:
-    """The layout's chunking as the accumulation runs it.  Its threads run in waves of the
-    kernel's resident blocks (the driver's occupancy), and a wave takes as long as a chunk:
-    the time goes as waves x entries a chunk.  The layout's count can leave the last wave part
-    empty (BN254 G1 2^24: 135168 chunks against 660 resident blocks of 128 threads, 1.6 waves
-    run as 2); this picks, among at most layout.chunks chunks (the partial slots there are),
-    the count whose waves x chunk length is least, the layout's own on a tie.  Where the driver
-    gives no occupancy (a fake in tests), the layout as it is."""
-    if not WHOLE_WAVES:
-        return layout
-    per_sm = mod.resident_blocks(kernel, ACCUMULATE_THREADS)
-    if not per_sm or entries <= 0:
-        return layout
-    wave = per_sm * ACCUMULATE_THREADS * max(layout.sm_count, 1)
-
-    def cost(chunks: int, chunk: int) -> int:
-        return -(-chunks // wave) * chunk
-
-    best = (cost(layout.chunks, layout.chunk), layout.chunks, layout.chunk)
-    for k in range(1, layout.chunks // wave + 1):
-        chunk = -(-entries // (k * wave))
-        chunks = -(-entries // chunk)
-        if cost(chunks, chunk) < best[0]:
-            best = (cost(chunks, chunk), chunks, chunk)
-    if best[1:] == (layout.chunks, layout.chunk):
-        return layout
-    return dataclasses.replace(layout, chunk=best[2], chunks=best[1])
+    by_reference = abi == "ref" or (abi == "mixed" and name.startswith("accumulate"))
+    return f"msm_{name}_{group}{'' if by_reference else 'v'}"
 
 
 def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,
@@ -584,9 +556,8 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     bases += [bases[-1]] * (MSM_SETS - nsets)
     partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots (the sizing layout's)
     kernel = xyzz_kernel("accumulate" if nsets == 1 else "accumulate_sets", group)
-    run = run_layout(mod, kernel, layout, plan.xyzz_entries)
-    T = run.chunk
-    blocks = -(-run.chunks // ACCUMULATE_THREADS)
+    T = layout.chunk
+    blocks = -(-layout.chunks // ACCUMULATE_THREADS)
     if nsets == 1:  # the single MSM's own kernel (the large sizes' hot loop, as measured before the sets)
         launch(mod, kernel, blocks, ACCUMULATE_THREADS, stream, sorted_ptr, offsets, U32(K), bases[0], U32(T),
                b.buckets, b.partials)
@@ -599,16 +570,17 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     launch(mod, xyzz_kernel("fix", group), (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T),
            b.partials, b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
     _mark(mark, "fix")
-    lanes = fix_lanes(mean_chunks_per_bucket(plan, run))
-    launch(mod, xyzz_kernel("fix_heavy", group), (fix_heavy_blocks(K, run.chunks, lanes), nsets, 1), 256, stream,
+    lanes = fix_lanes(mean_chunks_per_bucket(plan, layout))
+    launch(mod, xyzz_kernel("fix_heavy", group), (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
            b.heavy, heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words), U32(lanes),
            shared=8 * acc_bytes)
     _mark(mark, "fix heavy")
     B = plan.buckets_per_group
     sets = nsets * plan.sets  # every set's bucket groups, one after another
-    levels = layout.tree_levels()
-    launch(mod, xyzz_kernel("reduce_segments", group), (levels[0], sets, 1), REDUCE_THREADS, stream, b.buckets,
-           U32(B), U32(layout.seg_len), b.segments, shared=(REDUCE_THREADS // 32) * acc_bytes)
+    threads = REDUCE_THREADS[group]
+    levels = layout.tree_levels(threads)
+    launch(mod, xyzz_kernel("reduce_segments", group), (levels[0], sets, 1), threads, stream, b.buckets,
+           U32(B), U32(layout.seg_len), b.segments, shared=(threads // 32) * acc_bytes)
     _mark(mark, "segments")
     src, dst = b.segments.ptr, b.tree.ptr
     for count, nxt in zip(levels, levels[1:]):
