@@ -8,11 +8,13 @@ traceback for a user's mistake; Ctrl-C prints `interrupted` and exits 130.
 """
 from __future__ import annotations
 
-import argparse
 import importlib
-import os
 import signal
 import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 # subcommand name -> module under engine.commands
 COMMANDS = {
@@ -28,45 +30,11 @@ COMMANDS = {
 }
 
 
-def terminal_columns() -> int:
-    """shutil.get_terminal_size()'s columns ($COLUMNS, else stdout's terminal, else 80), without shutil."""
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
-
-
-_SIZED: dict[type, type] = {}
-
-
-def sized(formatter: type) -> type:
-    """`formatter` with its width found by terminal_columns().  argparse makes a formatter for every
-    add_argument (to check the metavar), and with no width given it imports shutil (and bz2, lzma,
-    fnmatch with it): 1.6 ms of the CLI client's ~35 ms here, 2.6 ms on the H200's machine."""
-    if formatter not in _SIZED:
-        def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
-            formatter.__init__(self, prog, indent_increment, max_help_position,
-                               terminal_columns() - 2 if width is None else width)
-        _SIZED[formatter] = type(formatter.__name__, (formatter,), {"__init__": __init__})
-    return _SIZED[formatter]
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse's parser with sized() formatters; its subcommands' parsers are Parsers too."""
-
-    def __init__(self, *args, formatter_class: type = argparse.HelpFormatter, **kwargs):
-        super().__init__(*args, formatter_class=sized(formatter_class), **kwargs)
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> "argparse.ArgumentParser":
     """The whole command line, or (`only`) the top level with that one subcommand: the parsers of the
     others are never built, nor their modules imported."""
+    from engine.commands.parsing import Parser  # noqa: PLC0415 - argparse: not on `prove --server`'s path
+
     parser = Parser(
         prog="python -m engine",
         description="Groth16 prover for circom/snarkjs circuits (BN254 and BLS12-381), on GPU or CPU.",
@@ -94,17 +62,28 @@ def only_command(argv: list[str]) -> str | None:
     return None
 
 
+def quick_args(argv: list[str]):
+    """`prove --server`'s arguments read without argparse when the line is plain (engine/client_argv.py);
+    None for every other line, which the parser reads."""
+    if only_command(argv) != "prove":
+        return None
+    from engine.client_argv import read_prove_server  # noqa: PLC0415
+
+    return read_prove_server(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     from engine.errors import EngineError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = build_parser(only=only_command(argv))
-        args = parser.parse_args(argv)
+        args = quick_args(argv)
+        if args is None:
+            args = build_parser(only=only_command(argv)).parse_args(argv)
         for module in getattr(args, "preload", lambda a: ())(args):  # the command's heavy imports, now
             importlib.import_module(module)
     except KeyboardInterrupt:  # Ctrl-C while the commands load
-        return report(argparse.Namespace(), "Interrupted", "interrupted", 130)
+        return report(None, "Interrupted", "interrupted", 130)
     if getattr(signal.getsignal(signal.SIGINT), "loading", False):  # engine/__main__'s start-up handler
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
     try:
@@ -117,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         return report(args, "MemoryError", "out of host memory", 2)
 
 
-def report(args: argparse.Namespace, kind: str, message: str, exit_code: int) -> int:
+def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code: int) -> int:
     """The one line a failed command prints on stderr (a JSON object with --json); returns the exit code."""
     if getattr(args, "json", False):
         import json  # noqa: PLC0415

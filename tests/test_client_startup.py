@@ -27,8 +27,9 @@ FORBIDDEN = ("numpy", "cuda", "msgspec", "anyio", "asyncio", "aiohttp", "prometh
              "engine.commands.serve", "engine.commands.setup", "engine.commands.verify", "engine.commands.cache",
              "engine.commands.witness", "engine.commands.info",
              # cheap alone, not free on a slow machine: typing (4 ms here, most of `import engine`); shutil
-             # (argparse's width, with bz2 and lzma; cli.sized() finds the width without it)
-             "typing", "shutil")
+             # (argparse's width, with bz2 and lzma; parsing.sized() finds the width without it); argparse
+             # itself (a plain `prove --server` line is read by engine/client_argv.py)
+             "typing", "shutil", "argparse", "gettext", "locale")
 
 # What the interpreter had before the command (site's own, e.g. an editable install's finder) is not
 # the command's.
@@ -94,17 +95,17 @@ def test_prove_server_json_stamps_split_the_command(instant, tmp_path):
 
 @pytest.mark.parametrize("columns", [None, "", "abc", "-3", "0", "37", "200"])
 def test_help_width_is_shutils_without_shutil(monkeypatch, columns):
-    """cli.terminal_columns() answers what shutil.get_terminal_size() would (argparse's width)."""
+    """parsing.terminal_columns() answers what shutil.get_terminal_size() would (argparse's width)."""
     import shutil
 
-    import cli
+    from engine.commands import parsing
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
     else:
         monkeypatch.setenv("COLUMNS", columns)
-    assert cli.terminal_columns() == shutil.get_terminal_size().columns
-    parser = cli.Parser(prog="x")
+    assert parsing.terminal_columns() == shutil.get_terminal_size().columns
+    parser = parsing.Parser(prog="x")
     parser.add_argument("--flag", help="word " * 60)
     assert parser.format_help() == _shutil_sized_help("word " * 60)
 
