@@ -85,15 +85,17 @@ async def in_process(zkey: str, wtns: str, backend: str, repeats: int, clients: 
     witness = read_wtns(wtns)
     async with Engine(EngineConfig(backend=backend)) as eng:
         key = await eng.load_key(zkey)
-        found = {}
+        found, stages = {}, []
         for label, item in (("file", wtns), ("memory", witness)):
             for _ in range(3):
                 await eng.prove(key, item)
             lat = []
             for _ in range(repeats):
                 t = time.perf_counter()
-                await eng.prove(key, item)
+                proof = await eng.prove(key, item)
                 lat.append(time.perf_counter() - t)
+                if label == "memory":
+                    stages.append(dict(proof.timings))
             found[label] = lat
         n = max(clients * 4, repeats)
         sem = asyncio.Semaphore(clients)
@@ -104,7 +106,8 @@ async def in_process(zkey: str, wtns: str, backend: str, repeats: int, clients: 
 
         t = time.perf_counter()
         await asyncio.gather(*[one() for _ in range(n)])
-        return {"lat": found["memory"], "lat_file": found["file"], "rate": n / (time.perf_counter() - t)}
+        return {"lat": found["memory"], "lat_file": found["file"], "stages": stages,
+                "rate": n / (time.perf_counter() - t)}
 
 
 def http_latency(url: str, zkey: str, wtns: str, repeats: int) -> dict:
@@ -113,14 +116,15 @@ def http_latency(url: str, zkey: str, wtns: str, repeats: int) -> dict:
         key = c.load_key(os.path.abspath(zkey))["id"]
         for _ in range(3):
             c.prove(key, body)
-        lat, server, upload = [], [], []
+        lat, server, upload, stages = [], [], [], []
         for _ in range(repeats):
             t = time.perf_counter()
             r = c.prove(key, body)
             lat.append(time.perf_counter() - t)
             server.append(r.timings["total_s"])
             upload.append(r.timings.get("upload_s") or 0.0)
-    return {"lat": lat, "wire": [h - s for h, s in zip(lat, server)], "upload": upload,
+            stages.append(r.timings.get("stages") or {})
+    return {"lat": lat, "wire": [h - s for h, s in zip(lat, server)], "upload": upload, "stages": stages,
             "rest": [h - s - u for h, s, u in zip(lat, server, upload)], "key": key, "body": body}
 
 
@@ -263,6 +267,9 @@ def main() -> None:
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--example", default=str(EXAMPLE))
     ap.add_argument("--instant-only", action="store_true", help="only the service over the instant engine")
+    ap.add_argument("--instant-delay-ms", default="0",
+                    help="comma-separated: the instant engine's proofs take this long, asleep (perf/instant_serve.py "
+                         "--delay-ms); the first value also times the CLI client")
     ap.add_argument("--client-venv", default=None,
                     help="run the CLI client from this venv (made if missing) instead of this checkout's interpreter")
     ap.add_argument("--client-wheel", default=None, help="the engine's wheel to install into --client-venv")
@@ -276,32 +283,39 @@ def main() -> None:
         CLIENT.update(client_venv(Path(args.client_venv), args.client_wheel))
     report["client"] = {"python": CLIENT["python"], "engine": CLIENT.get("engine", str(ROOT / "engine"))}
 
-    # ---- the service alone: perf/instant_serve.py
-    proc, url = start_server(["perf/instant_serve.py", "--running-jobs", str(args.clients)], work / "instant.log")
-    instant_rows, cli_rows = [], {}
-    try:
-        cli_rows["instant server, example " + Path(args.example).name] = cli_breakdown(
-            url, args.example + ".zkey", args.example + ".wtns", cli_n, work)
-        for k in sizes:
-            wtns = instant_wtns(work, k)
-            h = http_latency(url, args.example + ".zkey", wtns, args.repeats * 3)
-            rate = http_rate(url, h["key"], h["body"], max(args.clients * 8, args.repeats), args.clients)
-            instant_rows.append({"size": f"2^{k}", "upload KiB": len(h["body"]) / 1024,
-                                 "HTTP p50 ms": statistics.median(h["lat"]) * 1e3,
-                                 "HTTP p95 ms": pct(h["lat"], 0.95) * 1e3,
-                                 "wire+service p50 ms": statistics.median(h["wire"]) * 1e3,
-                                 "wire+service p95 ms": pct(h["wire"], 0.95) * 1e3,
-                                 "of it: upload read p50 ms": statistics.median(h["upload"]) * 1e3 if h["upload"] else 0.0,
-                                 "of it: the rest p50 ms": statistics.median(h["rest"]) * 1e3 if h["rest"] else 0.0,
-                                 f"proofs/s, {args.clients} clients": rate})
-            cli_rows[f"instant server, 2^{k} upload"] = cli_breakdown(url, args.example + ".zkey", wtns, cli_n, work)
-        imports = client_imports(url, args.example + ".zkey", args.example + ".wtns", work)
-    finally:
-        stop(proc)
+    # ---- the service alone: perf/instant_serve.py (at each --instant-delay-ms)
+    instant_rows, cli_rows, imports = [], {}, []
+    delays = [float(x) for x in args.instant_delay_ms.split(",") if x != ""]
+    for d_i, delay in enumerate(delays):
+        proc, url = start_server(["perf/instant_serve.py", "--running-jobs", str(args.clients), "--delay-ms",
+                                  str(delay)], work / "instant.log")
+        try:
+            if d_i == 0:
+                cli_rows["instant server, example " + Path(args.example).name] = cli_breakdown(
+                    url, args.example + ".zkey", args.example + ".wtns", cli_n, work)
+            for k in sizes:
+                wtns = instant_wtns(work, k)
+                h = http_latency(url, args.example + ".zkey", wtns, args.repeats * (3 if not delay else 1))
+                rate = http_rate(url, h["key"], h["body"], max(args.clients * 8, args.repeats), args.clients)
+                instant_rows.append({"size": f"2^{k}", "proof ms (asleep)": delay, "upload KiB": len(h["body"]) / 1024,
+                                     "HTTP p50 ms": statistics.median(h["lat"]) * 1e3,
+                                     "HTTP p95 ms": pct(h["lat"], 0.95) * 1e3,
+                                     "wire+service p50 ms": statistics.median(h["wire"]) * 1e3,
+                                     "wire+service p95 ms": pct(h["wire"], 0.95) * 1e3,
+                                     "of it: upload read p50 ms": statistics.median(h["upload"]) * 1e3,
+                                     "of it: the rest p50 ms": statistics.median(h["rest"]) * 1e3,
+                                     f"proofs/s, {args.clients} clients": rate})
+                if d_i == 0:
+                    cli_rows[f"instant server, 2^{k} upload"] = cli_breakdown(url, args.example + ".zkey", wtns,
+                                                                              cli_n, work)
+            if d_i == 0:
+                imports = client_imports(url, args.example + ".zkey", args.example + ".wtns", work)
+        finally:
+            stop(proc)
     report["interpreter_ms"] = interpreter_ms(cli_n)
 
     # ---- the real engine, in-process and through HTTP
-    rows, rate_rows = [], []
+    rows, rate_rows, stage_rows = [], [], []
     if not args.instant_only:
         from engine.api import run as run_loop
 
@@ -330,6 +344,12 @@ def main() -> None:
                         local = run_loop(lambda: in_process(zkey, wtns, args.backend, args.repeats, args.clients))
                         cli_rows[f"bench {label}"] = cli_breakdown(url, zkey, wtns, cli_n, work)
                         p50_l, p50_h = statistics.median(local["lat"]), statistics.median(h["lat"])
+                        names = [n for n in local["stages"][0] if all(n in st for st in h["stages"])] if (
+                            local["stages"] and h["stages"]) else []
+                        stage_rows.extend({"size": label, "stage": n,
+                                           "in-process p50 ms": statistics.median(st[n] for st in local["stages"]) * 1e3,
+                                           "HTTP p50 ms": statistics.median(st[n] for st in h["stages"]) * 1e3}
+                                          for n in names)
                         rows.append({
                             "size": label, "in-process p50 ms": p50_l * 1e3,
                             "in-process p95 ms": pct(local["lat"], 0.95) * 1e3,
@@ -350,13 +370,16 @@ def main() -> None:
                 stop(proc)
 
     # the figures last (a log's tail shows them), the whole record first
-    print(json.dumps({**report, "rows": rows, "rates": rate_rows, "instant": instant_rows, "cli_ms": cli_rows,
+    print(json.dumps({**report, "rows": rows, "rates": rate_rows, "stages": stage_rows, "instant": instant_rows, "cli_ms": cli_rows,
                       "imports_ms": imports}))
     print(f"backend {args.backend}; Python {report['python']}; {args.repeats} sequential proofs after warm-up; "
           f"bytecode writing {'off' if report['dont_write_bytecode'] else 'on'}")
     if rows:
         print("The engine in-process against the same engine through HTTP:")
         table(rows)
+    if stage_rows:
+        print("The proof's own stages (the engine's timings), in-process against the server's:")
+        table(stage_rows)
     if rate_rows:
         print("Other running_jobs:")
         table(rate_rows)
