@@ -459,6 +459,7 @@ class BucketScratch:
             return max([b[r + 1] for r in range(p.affine_rounds) if r % 2 == parity], default=0)
 
         aff = [AffineScratchSize.for_plan(p) for p, _ in shapes]
+
         def levels(l: AccumulateLayout) -> list[list[int]]:  # under each group's block size
             return [l.tree_levels(t) for t in sorted(set(REDUCE_THREADS.values()))]
 
@@ -554,7 +555,7 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
         _mark(mark, "affine rounds")
         bases = [pts]
     bases += [bases[-1]] * (MSM_SETS - nsets)
-    partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots (the sizing layout's)
+    partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots
     kernel = xyzz_kernel("accumulate" if nsets == 1 else "accumulate_sets", group)
     T = layout.chunk
     blocks = -(-layout.chunks // ACCUMULATE_THREADS)
