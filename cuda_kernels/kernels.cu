@@ -280,6 +280,12 @@ extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b,
     z.store(out + 8ull * i);
 }
 
+extern "C" __global__ void fr_mul_eo_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t::load(a + 8ull * i).mul_eo(fr_t::load(b + 8ull * i)).store(out + 8ull * i);
+}
+
 // ---- the epilogue and the pairing check (epilogue.cuh, pairing.cuh, groth16_check.cuh).
 // The pairing's shape follows the base field: 8 limbs = BN254 (xi = 9 + u, D-type twist),
 // 12 limbs = BLS12-381 (xi = 1 + u, M-type); engine/backends/gpu/verify.py checks the Curve.

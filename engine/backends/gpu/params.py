@@ -13,12 +13,14 @@ from engine.algebra.curves import Curve
 # Which Montgomery product the kernels use (cuda_kernels/field.cuh): "auto" takes the
 # 64-bit-product form for 8-limb fields and the carry-chain form for 12-limb ones, the
 # faster of each on the H200 (perf/field_mul.py, perf/msm.py; perf/RESULTS.md).
-# GROTH16_FIELD_MUL=ptx|wide|auto overrides, for experiments.
-FIELD_MUL_VARIANTS = {"ptx": 0, "wide": 1, "auto": 2}
+# GROTH16_FIELD_MUL=ptx|wide|auto|eo overrides, for experiments ("eo": the even/odd chains
+# of gen_mont_eo.py for 8-limb fields, which the NTT uses whatever this says).
+FIELD_MUL_VARIANTS = {"ptx": 0, "wide": 1, "auto": 2, "eo": 3}
 DEFAULT_FIELD_MUL = "auto"
-# Blocks per SM the NTT passes are built for (__launch_bounds__ minimum): 4 caps them at 64
-# registers, 4 x 256 threads (perf/RESULTS.md).  GROTH16_NTT_MIN_BLOCKS overrides, for experiments.
-DEFAULT_NTT_MIN_BLOCKS = 4
+# Blocks per SM the NTT passes are built for (__launch_bounds__ minimum): 3 gives them 80
+# registers, 3 x 256 threads; the even/odd products spill at 4 (64 registers; perf/RESULTS.md).
+# GROTH16_NTT_MIN_BLOCKS overrides, for experiments.
+DEFAULT_NTT_MIN_BLOCKS = 3
 
 
 def _limbs32(x: int, n: int) -> list[int]:

@@ -1,0 +1,130 @@
+"""A/B of NTT kernel builds in one device run: the NTT kernels alone (ntt.cuh), compiled here with
+NVRTC under several build switches, timed there side by side on the same input.
+
+    python perf/ntt_ab.py build DIR                       # here (no GPU): DIR/<curve>-<variant>.cubin
+    python perf/ntt_ab.py run DIR [--sizes 20,22,24]      # there: every CUBIN in DIR
+
+Variants: "old" (NTT_EO_PRODUCTS=0: the carry-chain / 64-bit-product twiddle products), "eo4",
+"eo3", "eo2" (even/odd products, built for 4, 3 or 2 blocks of 256 threads an SM).  Each row:
+forward NTT (DIT) and inverse with the coset factor (DIF), CUDA-event medians; every variant's
+outputs are compared with the first variant's on the same random input (a mismatch is printed
+and fails the run).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SOURCE = r'''
+#include "params.cuh"
+#include "field.cuh"
+#include "ntt.cuh"
+typedef fp<FR_P> fr_t;
+typedef ntt_kernels<fr_t> NTT;
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)
+    ntt_dif_pass(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t l0, uint32_t b, const uint32_t* scale) {
+    extern __shared__ uint32_t shm[];
+    NTT::pass(true, data, tw, k, l0, b, scale, shm);
+}
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)
+    ntt_dit_pass(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t s0, uint32_t b) {
+    extern __shared__ uint32_t shm[];
+    NTT::pass(false, data, tw, k, s0, b, nullptr, shm);
+}
+extern "C" __global__ void fr_twiddles(uint32_t* out, const uint32_t* base, uint32_t n) { NTT::twiddles(out, base, n); }
+extern "C" __global__ void fr_powers(uint32_t* out, const uint32_t* base, const uint32_t* scale, uint32_t n) {
+    NTT::powers(out, base, scale, n);
+}
+'''
+VARIANTS = {"old": (0, 4), "eo4": (1, 4), "eo3": (1, 3), "eo2": (1, 2)}
+CURVES = ("bn128", "bls12381")
+
+
+def build(out: Path) -> None:
+    from cuda_kernels import build as kb  # noqa: PLC0415
+    from engine.algebra.curves import curve_by_name  # noqa: PLC0415
+    from engine.backends.gpu.params import params_header  # noqa: PLC0415
+
+    out.mkdir(parents=True, exist_ok=True)
+    for c in CURVES:
+        params = params_header(curve_by_name(c))
+        for name, (eo, blocks) in VARIANTS.items():
+            p = params.replace("#define NTT_MIN_BLOCKS", f"#define NTT_MIN_BLOCKS {blocks} //")
+            opts = [f"--include-path={kb.SOURCE_DIR}".encode(), *(o.encode() for o in kb.DEFAULT_OPTIONS),
+                    f"-DNTT_EO_PRODUCTS={eo}".encode()]
+            cubin, _ = kb.compile_source(SOURCE.encode(), "ntt_ab.cu", {"params.cuh": p.encode()}, "sm_90", opts)
+            (out / f"{c}-{name}.cubin").write_bytes(cubin)
+            print(f"built {c}-{name}", flush=True)
+
+
+def run(where: Path, sizes: list[int], repeats: int) -> int:
+    import numpy as np  # noqa: PLC0415
+    from gpu_common import Device, random_scalars, time_ms  # noqa: PLC0415
+
+    from cuda_kernels.driver import Module  # noqa: PLC0415
+    from engine.algebra.curves import curve_by_name  # noqa: PLC0415
+    from engine.backends.gpu import GpuBackend  # noqa: PLC0415
+    from engine.backends.gpu import ntt as gntt  # noqa: PLC0415
+
+    backend = GpuBackend()
+    dev, stream = backend.device, backend.ctx.compute_stream(0)
+    backend.ctx.bind_thread()
+    bad = 0
+    for c in CURVES:
+        curve = curve_by_name(c)
+        mods = {}
+        for name in VARIANTS:
+            path = where / f"{c}-{name}.cubin"
+            if path.exists():
+                mods[name] = Module(path.read_bytes())
+                for fn in ("ntt_dif_pass", "ntt_dit_pass"):
+                    mods[name].allow_shared(fn, 64 * 1024)
+        for k in sizes:
+            n = 1 << k
+            host = random_scalars(curve, n, seed=k)
+            buf = dev.alloc(host.nbytes, stream)
+            ref = None
+            cells = []
+            for name, mod in mods.items():
+                tables = gntt.build_tables(dev, mod, curve, k, stream, coset=True)
+                fwd = time_ms(stream, lambda: gntt.dit(mod, buf, tables, stream, inverse=False), repeats)
+                inv = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset),
+                              repeats)
+                Device.upload(buf, host, stream)  # the same input for every variant's checked result
+                gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset)
+                gntt.dit(mod, buf, tables, stream, inverse=False)
+                got = np.empty_like(host)
+                Device.download(got, buf, stream)
+                stream.synchronize()
+                tables.free(stream)
+                if ref is None:
+                    ref = got
+                same = bool(np.array_equal(got, ref))
+                bad += not same
+                cells.append(f"{name} {fwd:.3f}/{inv:.3f}{'' if same else ' MISMATCH'}")
+            Device.free(buf, stream)
+            stream.synchronize()
+            print(f"{c} 2^{k} NTT/iNTT+coset ms: " + " | ".join(cells), flush=True)
+    return 1 if bad else 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["build", "run"])
+    ap.add_argument("dir")
+    ap.add_argument("--sizes", default="20,22,24")
+    ap.add_argument("--repeats", type=int, default=9)
+    args = ap.parse_args()
+    if args.mode == "build":
+        build(Path(args.dir))
+    else:
+        sys.exit(run(Path(args.dir), [int(s) for s in args.sizes.split(",")], args.repeats))
+
+
+if __name__ == "__main__":
+    main()

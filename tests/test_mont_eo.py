@@ -1,0 +1,116 @@
+"""The even/odd product chains of cuda_kernels/gen_mont_eo.py, run on the host by a PTX
+interpreter (tests/ptx_sim.py) against Python integers: seeded random operands and the
+extremes (0, 1, p-1, operands whose products fill every word)."""
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuda_kernels import gen_mont_eo
+from engine.algebra.curves import BLS12_381, BN254
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ptx_sim  # noqa: E402
+
+N = 8
+R = 1 << (32 * N)
+
+
+def limbs(x: int) -> list[int]:
+    return [(x >> (32 * j)) & 0xFFFFFFFF for j in range(N)]
+
+
+def value(ws: list[int]) -> int:
+    return sum(w << (32 * j) for j, w in enumerate(ws))
+
+
+def operands(*groups: list[int]) -> dict[int, int]:
+    """%N.. numbering after the N outputs: each group's words in order."""
+    flat = [w for g in groups for w in g]
+    return {N + k: v for k, v in enumerate(flat)}
+
+
+def extremes(p: int) -> list[int]:
+    return [0, 1, 2, p - 1, p - 2, (p - 1) // 2, R % p, (R - 1) % p, (1 << 128) - 1, p - (1 << 200)]
+
+
+def shoup(p: int, x: int, w: int) -> tuple[int, int]:
+    lines, _ = gen_mont_eo.mul_shoup_eo(N)
+    ws = w * R // p
+    ops = operands(limbs(x), limbs(w), limbs(ws), limbs(p), limbs(R - p))
+    return value(ptx_sim.run(lines, ops, N)), x * w % p
+
+
+def mont(p: int, a: int, b: int) -> tuple[int, int]:
+    lines, _ = gen_mont_eo.mul_mont_eo(N)
+    inv = (-pow(p, -1, 1 << 32)) % (1 << 32)
+    ops = operands(limbs(a), limbs(b), limbs(p), [inv])
+    got = ptx_sim.run(lines, ops, N)
+    return value(got), a * b * pow(R, -1, p) % p
+
+
+def cases(p: int, count: int, seed: int):
+    rng = random.Random(seed)
+    ext = extremes(p)
+    for x in ext:
+        for y in ext:
+            yield x, y
+    for _ in range(count):
+        yield rng.randrange(p), rng.randrange(p)
+
+
+def test_shoup_even_odd_matches_python_on_bn254_fr():
+    p = BN254.r
+    assert 3 * p < R  # the product's precondition
+    for x, w in cases(p, 400, 1):
+        got, want = shoup(p, x, w)
+        assert got == want, (x, w)
+
+
+def test_shoup_quotient_chains_drop_no_carry():
+    """Only the low half (x w + q p' mod 2^256) may lose carries out of its top word; the
+    quotient's chains end where their bound says nothing carries out."""
+    p = BN254.r
+    lines, _ = gen_mont_eo.mul_shoup_eo(N)
+    cut = next(k for k, ln in enumerate(lines) if ln.startswith("add.cc.u32 q0"))
+    quotient = lines[:cut]
+    stats: dict = {}
+    for x, w in cases(p, 200, 4):
+        ws = w * R // p
+        ops = operands(limbs(x), limbs(w), limbs(ws), limbs(p), limbs(R - p))
+        ptx_sim.run(quotient + [f"add.u32 %{k}, 0, 0;" for k in range(N)], ops, N, stats)
+    assert stats.get("dropped", 0) == 0
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
+def test_montgomery_even_odd_matches_python(curve):
+    p = curve.r
+    lines, _ = gen_mont_eo.mul_mont_eo(N)
+    for a, b in cases(p, 300, 2):
+        got, want = mont(p, a, b)
+        assert got == want, (a, b)
+
+
+def test_montgomery_even_odd_drops_no_carry():
+    """Every chain of the Montgomery form ends where its bound says nothing carries out: the
+    interpreter counts any carry an instruction without .cc would lose."""
+    p = BLS12_381.r  # one spare bit only: the tighter case
+    lines, _ = gen_mont_eo.mul_mont_eo(N)
+    inv = (-pow(p, -1, 1 << 32)) % (1 << 32)
+    stats: dict = {}
+    for a, b in cases(p, 200, 3):
+        ptx_sim.run(lines, operands(limbs(a), limbs(b), limbs(p), [inv]), N, stats)
+    assert stats.get("dropped", 0) == 0
+
+
+def test_products_are_the_fusable_pattern():
+    """Each low-word multiply-add of a pair is followed by the high word of the same product
+    (what ptxas fuses into one IMAD.WIDE.U32.X)."""
+    for lines in (gen_mont_eo.mul_shoup_eo(N)[0], gen_mont_eo.mul_mont_eo(N)[0]):
+        ins = [ln.rstrip(";").split(None, 1) for ln in lines if ln.startswith("mad")]
+        pairs = sum(1 for (o1, a1), (o2, a2) in zip(ins, ins[1:])
+                    if ".lo" in o1 and ".hi" in o2 and a1.split(",")[1:3] == a2.split(",")[1:3])
+        assert pairs >= 56
