@@ -2,11 +2,14 @@
 
     python perf/ntt.py [--sizes 16,18,20,22,24,26] [--curves bn128,bls12381] [--per-pass]
 
-Each transform is timed two ways, medians of --repeats after warm-up: CUDA events around the
-enqueued passes ("ms"), and wall clock from the first launch to the end of a stream
-synchronize ("wall ms": what a host caller waits, launch overhead included).  "sppark wall ms"
-is sppark's best ordering of the same forward transform on an H200, from issue 15 (another
-run, BN254 only, at the sizes it gives); "x sppark" = that over our wall time.
+Each transform is timed three ways, medians of --repeats after warm-up: CUDA events around
+the enqueued passes ("ms"); wall clock from the first launch until the host sees an event
+recorded after the last pass complete, polled ("wall ms": launch overhead included, as a
+runtime that spins on completion, the CUDA runtime's default, would wait); and the same ended
+by a stream synchronize ("sync wall ms": the engine's blocking-sync context puts the thread to
+sleep, and the wake-up adds up to a few hundred microseconds at the larger sizes).  "sppark
+wall ms" is sppark's best ordering of the same forward transform on an H200, from issue 15
+(another run, BN254 only, at the sizes it gives); "x sppark" = that over our wall ms.
 
 Times the forward NTT (DIT, bit-reversed -> natural), the inverse (DIF,
 natural -> bit-reversed) and the inverse as the prover runs it on each of its
@@ -34,17 +37,25 @@ from engine.backends.gpu import GpuBackend
 SPPARK_WALL_MS = {("bn128", 20): 0.258, ("bn128", 22): 1.023, ("bn128", 24): 4.357}
 
 
-def wall_ms(stream, fn, repeats: int, warmup: int = 2) -> float:
-    """Median wall milliseconds of fn() followed by a stream synchronize."""
+def wall_ms(stream, fn, repeats: int, warmup: int = 2, poll: bool = True) -> float:
+    """Median wall milliseconds of fn() until the host sees it done: an event after it polled
+    (poll) or a stream synchronize."""
     for _ in range(warmup):
         fn()
     stream.synchronize()
     times = []
+    done = Event()
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
-        stream.synchronize()
+        if poll:
+            done.record(stream)
+            while not done.query():
+                pass
+        else:
+            stream.synchronize()
         times.append((time.perf_counter() - t0) * 1000)
+    done.destroy()
     return statistics.median(times)
 
 
@@ -76,6 +87,7 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates, per_pass: boo
     fwd = lambda: gntt.dit(mod, buf, tables, stream, inverse=False)  # noqa: E731
     fwd_ms = time_ms(stream, fwd, repeats)
     fwd_wall = wall_ms(stream, fwd, repeats)
+    fwd_sync = wall_ms(stream, fwd, repeats, poll=False)
     inv_wall = wall_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset), repeats)
     passes = len(gntt.pass_sizes(k))
     extra = {}
@@ -95,7 +107,7 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates, per_pass: boo
     sp = SPPARK_WALL_MS.get((curve.name, k))
     return {"curve": curve.name, "log2 n": k, "passes": passes, "iNTT ms": round(inv_ms, 3),
             "iNTT+coset ms": round(coset_ms, 3), "iNTT+coset wall ms": round(inv_wall, 3),
-            "NTT ms": round(fwd_ms, 3), "NTT wall ms": round(fwd_wall, 3), "floor ms": round(floor_ms, 3),
+            "NTT ms": round(fwd_ms, 3), "NTT wall ms": round(fwd_wall, 3), "NTT sync wall ms": round(fwd_sync, 3), "floor ms": round(floor_ms, 3),
             "ratio": round(fwd_ms / floor_ms, 2), "sppark wall ms": sp if sp else "-",
             "x sppark": round(sp / fwd_wall, 2) if sp else "-", **extra}
 
@@ -117,7 +129,7 @@ def main() -> None:
         for s in args.sizes.split(","):
             rows.append(bench(backend, curve, int(s), args.repeats, rates, args.per_pass))
             print(rows[-1], flush=True)
-    cols = ["curve", "log2 n", "passes", "NTT ms", "NTT wall ms", "iNTT ms", "iNTT+coset ms", "iNTT+coset wall ms",
+    cols = ["curve", "log2 n", "passes", "NTT ms", "NTT wall ms", "NTT sync wall ms", "iNTT ms", "iNTT+coset ms", "iNTT+coset wall ms",
             "floor ms", "ratio", "sppark wall ms", "x sppark"]
     if args.per_pass:
         cols += ["NTT passes ms", "iNTT+coset passes ms"]
