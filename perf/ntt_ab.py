@@ -28,20 +28,7 @@ SOURCE = r'''
 #include "ntt.cuh"
 typedef fp<FR_P> fr_t;
 typedef ntt_kernels<fr_t> NTT;
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)
-    ntt_dif_pass(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t l0, uint32_t b, const uint32_t* scale) {
-    extern __shared__ uint32_t shm[];
-    NTT::pass(true, data, tw, k, l0, b, scale, shm);
-}
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)
-    ntt_dit_pass(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t s0, uint32_t b) {
-    extern __shared__ uint32_t shm[];
-    NTT::pass(false, data, tw, k, s0, b, nullptr, shm);
-}
-extern "C" __global__ void fr_twiddles(uint32_t* out, const uint32_t* base, uint32_t n) { NTT::twiddles(out, base, n); }
-extern "C" __global__ void fr_powers(uint32_t* out, const uint32_t* base, const uint32_t* scale, uint32_t n) {
-    NTT::powers(out, base, scale, n);
-}
+#include "ntt_entry.cuh"
 '''
 VARIANTS = {"old": (0, 4), "eo4": (1, 4), "eo3": (1, 3), "eo2": (1, 2)}
 CURVES = ("bn128", "bls12381")
