@@ -15,6 +15,9 @@
 #ifndef NTT_EO_PRODUCTS
 #define NTT_EO_PRODUCTS 1
 #endif
+#ifndef NTT_BRANCH_FREE
+#define NTT_BRANCH_FREE 0
+#endif
 
 template <class F>
 struct ntt_kernels {
@@ -70,14 +73,17 @@ struct ntt_kernels {
         else
             return a * b;
     }
+    // e = 0 (twiddle 1) skips the product, where a whole warp skips it; NTT_BRANCH_FREE=1 builds
+    // every product unconditionally (entry 0 is the twiddle 1), so that ptxas may interleave a
+    // round's independent products: an experiment (perf/ntt_ab.py variants "...bf").
     static __device__ __forceinline__ void dif_bfly(F& x, F& y, const uint32_t* tw, uint32_t e) {
         const F s = x + y;
         y = x - y;
-        if (e) y = twiddle_mul(y, tw, e);
+        if (NTT_BRANCH_FREE || e) y = twiddle_mul(y, tw, e);
         x = s;
     }
     static __device__ __forceinline__ void dit_bfly(F& x, F& y, const uint32_t* tw, uint32_t e) {
-        if (e) y = twiddle_mul(y, tw, e);
+        if (NTT_BRANCH_FREE || e) y = twiddle_mul(y, tw, e);
         const F s = x + y;
         y = x - y;
         x = s;

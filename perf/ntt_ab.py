@@ -7,7 +7,8 @@ NVRTC under several build switches, timed there side by side on the same input.
                                                           # there: pass plans of one build a curve
 
 Variants: "old" (NTT_EO_PRODUCTS=0: the carry-chain / 64-bit-product twiddle products), "eo4",
-"eo3", "eo2" (even/odd products, built for 4, 3 or 2 blocks of 256 threads an SM).  Each row:
+"eo3", "eo2" (even/odd products, built for 4, 3 or 2 blocks of 256 threads an SM), "eo4bf",
+"eo3bf" (the same with NTT_BRANCH_FREE=1: no skip of twiddle-1 products).  Each row:
 forward NTT (DIT) and inverse with the coset factor (DIF), CUDA-event medians; every variant's
 outputs are compared with the first variant's on the same random input (a mismatch is printed
 and fails the run).
@@ -30,11 +31,12 @@ typedef fp<FR_P> fr_t;
 typedef ntt_kernels<fr_t> NTT;
 #include "ntt_entry.cuh"
 '''
-VARIANTS = {"old": (0, 4), "eo4": (1, 4), "eo3": (1, 3), "eo2": (1, 2)}
+VARIANTS = {"old": (0, 4, 0), "eo4": (1, 4, 0), "eo3": (1, 3, 0), "eo2": (1, 2, 0), "eo4bf": (1, 4, 1),
+            "eo3bf": (1, 3, 1)}  # (NTT_EO_PRODUCTS, NTT_MIN_BLOCKS, NTT_BRANCH_FREE)
 CURVES = ("bn128", "bls12381")
 
 
-def build(out: Path) -> None:
+def build(out: Path, names: list[str]) -> None:
     from cuda_kernels import build as kb  # noqa: PLC0415
     from engine.algebra.curves import curve_by_name  # noqa: PLC0415
     from engine.backends.gpu.params import params_header  # noqa: PLC0415
@@ -42,10 +44,11 @@ def build(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for c in CURVES:
         params = params_header(curve_by_name(c))
-        for name, (eo, blocks) in VARIANTS.items():
+        for name in names:
+            eo, blocks, branch_free = VARIANTS[name]
             p = params.replace("#define NTT_MIN_BLOCKS", f"#define NTT_MIN_BLOCKS {blocks} //")
             opts = [f"--include-path={kb.SOURCE_DIR}".encode(), *(o.encode() for o in kb.DEFAULT_OPTIONS),
-                    f"-DNTT_EO_PRODUCTS={eo}".encode()]
+                    f"-DNTT_EO_PRODUCTS={eo}".encode(), f"-DNTT_BRANCH_FREE={branch_free}".encode()]
             cubin, _ = kb.compile_source(SOURCE.encode(), "ntt_ab.cu", {"params.cuh": p.encode()}, "sm_90", opts)
             (out / f"{c}-{name}.cubin").write_bytes(cubin)
             print(f"built {c}-{name}", flush=True)
@@ -159,13 +162,14 @@ def main() -> None:
     ap.add_argument("mode", choices=["build", "run", "plans"])
     ap.add_argument("dir")
     ap.add_argument("--builds", default="bn128=eo3,bls12381=eo4", help="plans: curve=variant,...")
+    ap.add_argument("--variants", default="old,eo4,eo3,eo2", help="build: which of " + ",".join(VARIANTS))
     ap.add_argument("--plans", default="24=10-10-4/4-10-10/8-8-8/7-7-10/10-7-7",
                     help="plans: k=a-b-c/d-e-f,k=...")
     ap.add_argument("--sizes", default="20,22,24")
     ap.add_argument("--repeats", type=int, default=9)
     args = ap.parse_args()
     if args.mode == "build":
-        build(Path(args.dir))
+        build(Path(args.dir), args.variants.split(","))
     elif args.mode == "plans":
         builds = dict(b.split("=") for b in args.builds.split(","))
         spec = {int(k): [[int(x) for x in p.split("-")] for p in ps.split("/")]
