@@ -96,7 +96,10 @@ def mul_shoup_eo(n: int) -> tuple[list[str], str]:
     the dropped part is below 2n * 2^(32(n-1)) < 2^(32n), so q is at most one below
     floor(x ws / 2^(32n)), itself at most one below floor(x w / p): r = x w - q p lies in
     [0, 3p), computed as (x w + q p') mod 2^(32n) (needs 3p < 2^(32n)), then made canonical
-    by two conditional subtractions.  92 wide products, 7 high and 16 low words."""
+    by two conditional subtractions.  92 wide products, 7 high and 16 low words.  In fact the two
+    shortfalls of q exclude each other (tests/test_mont_eo.py), so r < 2p: the second subtraction
+    never acts, and 2p < 2^(32n) would do (BLS12-381's Fr too); kept as measured until an A/B says
+    dropping it, or Shoup tables on BLS12-381, pay (perf/RESULTS.md)."""
     assert n % 2 == 0
     x = lambda j: f"%{n + j}"  # noqa: E731
     w = lambda j: f"%{2 * n + j}"  # noqa: E731

@@ -114,3 +114,51 @@ def test_products_are_the_fusable_pattern():
         pairs = sum(1 for (o1, a1), (o2, a2) in zip(ins, ins[1:])
                     if ".lo" in o1 and ".hi" in o2 and a1.split(",")[1:3] == a2.split(",")[1:3])
         assert pairs >= 56
+
+
+def _shoup_quotient(x: int, ws: int) -> int:
+    """The quotient the Shoup chains compute: columns >= N-1 of x * ws plus the high words of column N-2."""
+    xs, ys = limbs(x), limbs(ws)
+    t = 0
+    for i in range(N):
+        for j in range(N):
+            prod = xs[i] * ys[j]
+            if i + j >= N - 1:
+                t += prod << (32 * (i + j))
+            elif i + j == N - 2:
+                t += (prod >> 32) << (32 * (N - 1))
+    return t >> (32 * N)
+
+
+def test_shoup_quotient_is_at_most_one_low():
+    """q falls short of floor(x w / p) in two ways: the truncated columns can lose the carry into
+    column N (only when x * ws mod 2^256 is below the dropped part, < 13 * 2^224), and ws itself
+    is rounded down (only when the fraction of x * ws / 2^256 is above 1 - x / 2^256 > 1 - p / 2^256).
+    The two conditions exclude each other, so r = x w - q p < 2p: operands made to force the first
+    (x * ws just above a multiple of 2^256) and random ones (where the second happens) show both
+    errors, never together, for both scalar fields; the chains give the right product on them
+    (BLS12-381's Fr included, where 3p > 2^256 but 2p < 2^256)."""
+    for p in (BN254.r, BLS12_381.r):
+        rng = random.Random(5)
+        forced = rounded = 0
+        cases = []
+        for _ in range(60):
+            w = rng.randrange(1, p)
+            ws = w * R // p
+            if ws % 2:
+                inv = pow(ws, -1, R)
+                x = next(t * inv % R for t in range(1, 10**6) if t * inv % R < p)
+                cases.append((x, w))
+            cases.append((rng.randrange(p), w))
+        for x, w in cases:
+            ws = w * R // p
+            q = _shoup_quotient(x, ws)
+            lost = x * ws // R - q
+            short = x * w // p - x * ws // R
+            assert lost in (0, 1) and short in (0, 1) and lost + short <= 1
+            forced += lost
+            rounded += short
+            assert 0 <= x * w - q * p < 2 * p
+            got, want = shoup(p, x, w)
+            assert got == want, (x, w)
+        assert forced >= 10 and rounded >= 5
