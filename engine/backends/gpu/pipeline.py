@@ -39,6 +39,7 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, 
 
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError
+from engine.formats.rows import copy_rows
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
@@ -223,7 +224,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
         try:
             if host is not None:
                 words = host.view(np.uint64, wit.size + scalars.size)
-                words[:wit.size] = wit.reshape(-1)
+                copy_rows(words[:wit.size].reshape(wit.shape), wit)  # in parts on threads when large
                 words[wit.size:] = scalars
             state = ProofState(
                 witness=dev.alloc(up_bytes, stream),
