@@ -34,6 +34,31 @@ struct product_by_value<by_value<P>> {
     static constexpr bool value = true;
 };
 
+// by_value_eo<P>: by value, and the product as even/odd chains (mont_ptx mul_eo, gen_mont_eo.py:
+// one IMAD.WIDE.U32.X a 32x32 product, ~63 other instructions against ~385) where P has 8 limbs;
+// a 12-limb P keeps its product.  The MSM's XYZZ pass is built this way too (kernels.cu, suffix e).
+template <class P>
+struct by_value_eo : P {};
+template <class P>
+struct product_by_value<by_value_eo<P>> {
+    static constexpr bool value = true;
+};
+template <class P>
+struct product_even_odd {
+    static constexpr bool value = false;
+};
+template <class P>
+struct product_even_odd<by_value_eo<P>> {
+    static constexpr bool value = true;
+};
+// by_reference_eo<P>: the even/odd product with its operands by reference (kernels.cu, suffix r).
+template <class P>
+struct by_reference_eo : P {};
+template <class P>
+struct product_even_odd<by_reference_eo<P>> {
+    static constexpr bool value = true;
+};
+
 template <class P>
 struct fp {
     static constexpr int N = P::N;
@@ -85,7 +110,7 @@ struct fp {
     // experiment switch for the MSM (GROTH16_FIELD_MUL=eo): the NTT uses mul_eo either way.
     static __device__ __forceinline__ fp mul_inline(const fp& a, const fp& b) {
         fp r;
-        if constexpr (FIELD_MUL_VARIANT == 3 && N == 8)
+        if constexpr ((FIELD_MUL_VARIANT == 3 || product_even_odd<P>::value) && N == 8)
             mont_ptx<N>::template mul_eo<P>(r.v, a.v, b.v);
         else if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
             mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);

@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
 
 // The XYZZ pass's kernels of a group G (names msm_*_G); the MSM planner picks the build of the
 // base field's product for each (engine/backends/gpu/msm.py PRODUCT_ABI): G = g1/g2 by reference,
-// g1v/g2v by value (field.cuh by_value).
+// g1v/g2v by value (field.cuh by_value), g1e/g2e by value with the even/odd product (by_value_eo).
 // msm_accumulate's explicit minimum of one block lets NVRTC give it more registers (BN254 G1:
 // 94 against 80 with the bare bound): 75.7 against 80.2 ms at 2^24 (perf/RESULTS.md).
 #define MSM_XYZZ_KERNELS(G, MSM)                                                                                  \
@@ -204,6 +204,26 @@ typedef msm_kernels<affine<fqv_t>, xyzz<fqv_t>> MSM1V;
 typedef msm_kernels<affine<fp2<fqv_t>>, xyzz<fp2<fqv_t>>> MSM2V;
 MSM_XYZZ_KERNELS(g1v, MSM1V)
 MSM_XYZZ_KERNELS(g2v, MSM2V)
+typedef fp<by_value_eo<FQ_P>> fqe_t;
+typedef msm_kernels<affine<fqe_t>, xyzz<fqe_t>> MSM1E;
+typedef msm_kernels<affine<fp2<fqe_t>>, xyzz<fp2<fqe_t>>> MSM2E;
+MSM_XYZZ_KERNELS(g1e, MSM1E)
+MSM_XYZZ_KERNELS(g2e, MSM2E)
+// G1's accumulation with the even/odd product by reference (88 registers, 5 blocks of 128 an SM,
+// against 124 and 4 by value): msm.PRODUCT_ABI "mixed_eo".
+typedef fp<by_reference_eo<FQ_P>> fqr_t;
+typedef msm_kernels<affine<fqr_t>, xyzz<fqr_t>> MSM1R;
+extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g1r(
+    const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,
+    uint32_t* buckets, uint32_t* partials) {
+    MSM1R::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_sets_g1r(
+    const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,
+    const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {
+    MSM1R::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,
+                                     partial_words);
+}
 
 // ---- development setup: k_i * G for a table of the generator's byte multiples
 extern "C" __global__ void __launch_bounds__(128) fixed_base_g1(const uint32_t* table, const uint32_t* scalars,

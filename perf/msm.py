@@ -28,7 +28,7 @@ planner's; `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
 FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
 `--product ref,value,mixed` times the XYZZ pass's builds of the base field's product
 (msm.PRODUCT_ABI: operands through the stack frame, in registers, or the accumulation by
-reference and the rest by value) and `--sort direct,binned` the bucket sort's placement
+reference and the rest by value; eo, mixed_eo: the same with the even/odd product) and `--sort direct,binned` the bucket sort's placement
 (msm.SORT), each combination over the same data, its result compared with the first's
 (column `result`); `--combos ref:direct,mixed:binned` lists ABI:SORT pairs instead of the
 cross product ("default": the module's own, per group).  Rows carry `abi`, `sort`, `T` (entries

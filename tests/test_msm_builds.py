@@ -17,6 +17,12 @@ def test_kernel_names_of_the_product_builds(monkeypatch):
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "ref", "g2": "mixed"})
     assert (gmsm.xyzz_kernel("fix_heavy", "g1"), gmsm.xyzz_kernel("accumulate", "g2"),
             gmsm.xyzz_kernel("fix", "g2")) == ("msm_fix_heavy_g1", "msm_accumulate_g2", "msm_fix_g2v")
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "mixed_eo", "g2": "mixed_eo"})
+    assert [gmsm.xyzz_kernel(k, g) for g in ("g1", "g2") for k in ("accumulate_sets", "fix")] == [
+        "msm_accumulate_sets_g1r", "msm_fix_g1e", "msm_accumulate_sets_g2e", "msm_fix_g2e"]
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
+    assert (gmsm.xyzz_kernel("accumulate", "g1"), gmsm.xyzz_kernel("combine", "g2")) == (
+        "msm_accumulate_g1e", "msm_combine_g2e")
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "stack", "g2": "ref"})
     with pytest.raises(ValueError, match="'stack' for g1"):
         gmsm.xyzz_kernel("accumulate", "g1")

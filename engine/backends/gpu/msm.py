@@ -67,11 +67,17 @@ ACCUMULATIONS = ("affine", "xyzz")
 #                                loaded back by the product (BN254 G1's accumulation: 512 bytes, 94 registers)
 #   value  msm_*_g1v, msm_*_g2v  by value, in registers (no frame; 130 registers; Fq2's products stay by reference)
 #   mixed  the accumulation by reference, the fix-up, segment, tree and combine kernels by value
+#   eo     msm_*_g1e, msm_*_g2e  by value with the even/odd product (field.cuh by_value_eo; BN254's
+#                                Fq: 124 registers against 130; BLS12-381 keeps its product)
+#   mixed_eo  G1's accumulation with the even/odd product by reference (msm_accumulate*_g1r: 88
+#             registers, 5 blocks), everything else as eo.  Not measured on a device yet
+#             (perf/h15acc_final.sh does): the even/odd product is 121 wide products and ~63 other
+#             instructions against ~385 others (perf/RESULTS.md, h15ntt).
 # Measured on the H200 (perf/RESULTS.md, h15acc): the throughput-bound accumulation runs fastest by
 # reference (5 resident blocks of 128 against 3 by value: BN254 G1 2^24 59.6 against 62.0 ms), the
 # latency-bound kernels after it by value (segments 2.81 -> 2.43 ms at 2^24, 0.54 -> 0.44 at 2^16);
 # BN254 G2 by value throughout (2^24 208.4 against 216.0 ms, 2^14-2^16 12-23% faster).
-PRODUCT_ABIS = ("ref", "value", "mixed")
+PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo")
 PRODUCT_ABI = {"g1": "mixed", "g2": "value"}
 ACCUMULATE_THREADS = 128  # a block of msm_accumulate (perf/msm.py reports how many an SM holds)
 # relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
@@ -538,7 +544,10 @@ def xyzz_kernel(name: str, group: str) -> str:
     abi = PRODUCT_ABI.get(group, "ref")
     if abi not in PRODUCT_ABIS:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
-    by_reference = abi == "ref" or (abi == "mixed" and name.startswith("accumulate"))
+    accumulation = name.startswith("accumulate")
+    if abi in ("eo", "mixed_eo"):
+        return f"msm_{name}_{group}{'r' if abi == 'mixed_eo' and accumulation and group == 'g1' else 'e'}"
+    by_reference = abi == "ref" or (abi == "mixed" and accumulation)
     return f"msm_{name}_{group}{'' if by_reference else 'v'}"
 
 
