@@ -405,7 +405,7 @@ def test_key_from_the_cache_is_the_key_without_it(tmp_path, curve):
         stream = backend.ctx.upload_stream
 
         def image(key):
-            key.ready.synchronize()
+            key.synchronize()  # the fold tables too
             out = []
             for b in key.buffers:
                 host = np.empty(b.nbytes, dtype=np.uint8)

@@ -134,7 +134,8 @@ class GpuBackend(Backend):
         the bucket sort's range."""
         if key.domain > BATCH_MAX_DOMAIN or getattr(key, "host", None) is not None:
             return 1  # (a host-tier key streams its bases per proof: no batch pass over them)
-        return max(1, min(BATCH_MAX_PROOFS, gmsm.max_batch(key.plan_h), gmsm.max_batch(key.plan_w)))
+        plans = [p for pair in key.footprint.all_plans() for p in pair]  # fold 1 while the tables build
+        return max(1, min(BATCH_MAX_PROOFS, *(gmsm.max_batch(p) for p in plans)))
 
     def prove_core(self, key: ResidentKey, witness: np.ndarray) -> CoreResult:
         return self.compute(self.stage(key, witness)).wait()

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from cuda_kernels.driver import Device, DeviceBuffer, Event
+from engine.errors import DeviceError
 
 from engine.backends.base import ResidentKey
 from engine.backends.gpu import msm as gmsm
@@ -81,6 +83,16 @@ def cache_layout() -> str:
     return f"gpu-csr-v{LAYOUT_VERSION}"
 
 
+@dataclass(frozen=True)
+class ProofPlans:
+    """The MSM plans one proof runs under, fixed when its compute phase starts: `full` the
+    footprint's fold (its tables built), else the fold-1 plans over table 0."""
+
+    w: gmsm.MsmPlan
+    h: gmsm.MsmPlan
+    full: bool
+
+
 class GpuKey(ResidentKey):
     """`footprint` (footprint.plan_key, chosen from the VRAM budget) fixes the tier and the MSM plans:
     resident keys hold their points and shifted copies here and the epilogue's tables (`epilogue`),
@@ -90,7 +102,14 @@ class GpuKey(ResidentKey):
     cache, or built on the host and then cached), a resident key's points straight from the zkey's
     sections.  Uploads go through staging.py; each point array's window tables are computed on a
     side stream as soon as its copies are enqueued, overlapping the next reads.  `ready` fires when
-    all of it is on the device; `timings` says where the host's time went."""
+    all of it is on the device but the fold tables, `tables_done` (None: the key has none) when
+    they are built too; `timings` says where the host's time went.
+
+    Proofs need not wait for the tables: one whose compute starts before they are done
+    (`plans_now`, an event query) runs the fold-1 plans (`footprint.early_w`, `early_h`) over
+    table 0, which the tables' kernels only read, and waits on `ready` alone; later ones take
+    the full fold and also wait on `tables_done`.  A proof's scratch covers both plans
+    (footprint.proof_working_set), so a proof's plan is chosen once, at its compute, and kept."""
 
     def __init__(self, backend, zkey, footprint: KeyFootprint, *, cache=None):
         super().__init__(zkey)
@@ -111,6 +130,8 @@ class GpuKey(ResidentKey):
         self.tables = None
         self.epilogue: KeyEpilogue | None = None
         self._events: list[Event] = []
+        self.tables_done: Event | None = None
+        self._tables_built = footprint.early_w is None  # nothing to build
         with Device.recording() as made:
             try:
                 self._load(zkey, cache)
@@ -162,7 +183,15 @@ class GpuKey(ResidentKey):
             t = time.perf_counter()
             self.upload_stats = staging.upload(ctx, stream, jobs)
             self.timings["read + upload"] = time.perf_counter() - t
-            stream.wait_event(self._event(side))  # proofs wait on `ready`, which follows the tables
+            if not self._tables_built:  # the tables build on behind `ready`; full-fold proofs wait on this
+                self.tables_done = Event()  # held before its record: close() destroys it whatever happens
+                self.tables_done.record(side)
+        except BaseException:
+            try:  # the tables' kernels queued so far finish before close() frees their buffers
+                side.synchronize()
+            except DeviceError:
+                pass
+            raise
         finally:
             side.destroy()  # returns at once; its queued kernels still run
             if zkey_fd is not None:
@@ -177,6 +206,33 @@ class GpuKey(ResidentKey):
                 e.destroy()
             self._events = []
         self.ready = Event().record(stream)
+
+    def tables_built(self) -> bool:
+        """Whether the fold tables are complete: a query of their event, no wait (design.md
+        section 5); once True it stays True."""
+        if not self._tables_built and (self.tables_done is None or self.tables_done.query()):
+            self._tables_built = True
+        return self._tables_built
+
+    def plans_now(self) -> ProofPlans:
+        """The plans of a proof whose compute starts now (see the class docstring)."""
+        if self.tables_built():
+            return ProofPlans(self.plan_w, self.plan_h, True)
+        return ProofPlans(self.footprint.early_w, self.footprint.early_h, False)
+
+    def wait(self, plans: ProofPlans, stream) -> None:
+        """Make `stream` wait for what a proof under `plans` reads: the key, and its tables for
+        the full fold."""
+        stream.wait_event(self.ready)
+        if plans.full and self.tables_done is not None:
+            stream.wait_event(self.tables_done)
+
+    def synchronize(self) -> None:
+        """Block until the whole key, tables included, is on the device (tests, benchmarks)."""
+        self.ready.synchronize()
+        if self.tables_done is not None:
+            self.tables_done.synchronize()
+            self._tables_built = True
 
     def _csr_sources(self, zkey, cache) -> tuple[dict, object, object]:
         """The CSR arrays by name: file ranges of a cache entry, or arrays built now; then also the
@@ -251,6 +307,14 @@ class GpuKey(ResidentKey):
         if self.buffers or self.tables is not None:
             self.ctx.bind_thread()
             stream = self.ctx.upload_stream
+            if self.tables_done is not None:  # the frees come after the tables' kernels
+                try:
+                    stream.wait_event(self.tables_done)
+                except DeviceError:
+                    try:
+                        self.tables_done.synchronize()
+                    except DeviceError:
+                        pass
             if self.tables is not None:
                 self.tables.free(stream)
                 self.tables = None
@@ -260,7 +324,8 @@ class GpuKey(ResidentKey):
         if self.host is not None:
             self.host.close()
             self.host = None
-        ready = getattr(self, "ready", None)
-        if ready is not None:
-            ready.destroy()  # after the frees were enqueued: destroying a recorded event is allowed
-            self.ready = None
+        for name in ("ready", "tables_done"):
+            event = getattr(self, name, None)
+            if event is not None:
+                event.destroy()  # after the frees were enqueued: destroying a recorded event is allowed
+                setattr(self, name, None)
