@@ -23,7 +23,7 @@ from engine.formats import read_wtns, read_zkey
 ROOT = Path(__file__).resolve().parent.parent
 TINY = FIXTURES / "tiny"
 LOGGED = ("cuStreamWaitEvent", "cuStreamSynchronize", "cuEventSynchronize", "cuEventQuery", "cuMemFreeAsync",
-          "cuStreamCreate")
+          "cuStreamCreate", "cuStreamCreateWithPriority")
 
 
 class _Log:
@@ -123,6 +123,33 @@ def test_a_proof_before_the_tables_runs_fold_1_and_waits_only_for_the_points(fak
     finally:
         backend.close()
     assert not fake.fake.live_device and not fake.fake.live_events and not fake.fake.live_streams
+
+
+def test_proofs_run_on_urgent_streams_and_the_tables_on_a_default_one(fake, monkeypatch):
+    """A proof's blocks are scheduled ahead of the tables' (both compete for the SMs meanwhile)."""
+    from engine.backends.gpu import msm as gmsm
+
+    zkey, witness = _tiny("bn128")
+    backend = _backend()
+    tables_streams = []
+    real = gmsm.precompute
+
+    def noting(mod, group, plan, buf, stream):
+        tables_streams.append(stream.handle)
+        return real(mod, group, plan, buf, stream)
+
+    monkeypatch.setattr(gmsm, "precompute", noting)
+    try:
+        key = backend.load_key(zkey)
+        fake.fake.events_pending = True
+        backend.prove_core(key, witness)
+        urgent = {ret[1] for n, args, ret in fake.log if n == "cuStreamCreateWithPriority" and args[1] == -5}
+        plain = {ret[1] for n, args, ret in fake.log if n == "cuStreamCreate"}
+        assert backend.ctx.compute_stream(0).handle in urgent and backend.side_streams.get(0).handle in urgent
+        assert tables_streams and set(tables_streams) <= plain
+        backend.unload_key(key)
+    finally:
+        backend.close()
 
 
 def test_a_proof_keeps_the_plan_it_started_with(fake, monkeypatch):
