@@ -26,13 +26,13 @@ for k in (22, 24):
 PY
 wpid=$!
 echo "== $(date +%T) GPU tests" | tee -a "$OUT/log"
-timeout 110 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_key_tables_behind.py tests/test_key_cache.py \
+timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_key_tables_behind.py tests/test_key_cache.py \
   tests/test_gpu_pipeline.py tests/test_gpu_failure_paths.py 2>&1 | tail -25 | tee -a "$OUT/log"
 wait $wpid; cat "$OUT/write.log" | tee -a "$OUT/log"
 echo "== $(date +%T) keyload 2^22" | tee -a "$OUT/log"
 timeout 60 python3 perf/keyload.py --log-constraints 22 --repeats 2 --cold 22 --proofs 3 --keep --workdir $K \
   --json "$OUT/k22.json" 2>&1 | tee -a "$OUT/log"
 echo "== $(date +%T) keyload 2^24" | tee -a "$OUT/log"
-timeout 110 python3 perf/keyload.py --log-constraints 24 --repeats 1 --tables-rerun none --proofs 2 --keep \
+timeout 100 python3 perf/keyload.py --log-constraints 24 --repeats 1 --tables-rerun none --proofs 2 --keep \
   --workdir $K --json "$OUT/k24.json" 2>&1 | tee -a "$OUT/log"
 echo "== $(date +%T) done" | tee -a "$OUT/log"
