@@ -104,8 +104,11 @@ def timed_load(backend: GpuBackend, path: Path, row: dict | None = None, name: s
     zkey = read_zkey(path)
     read = time.perf_counter() - t
     backend.prepare_key(zkey)
-    if backend.maintenance_due():  # the staging buffers, pinned once (as the CLI does)
+    maintained = 0.0
+    if backend.maintenance_due():  # the staging buffers, pinned once (as the CLI does: a first load's cost)
+        t0 = time.perf_counter()
         backend.maintain()
+        maintained = time.perf_counter() - t0
     t1 = time.perf_counter()
     key = backend.load_key(zkey)
     returned = time.perf_counter() - t1
@@ -114,7 +117,11 @@ def timed_load(backend: GpuBackend, path: Path, row: dict | None = None, name: s
     key.synchronize()
     if row is not None:
         row[f"{name} tables done s"] = round(time.perf_counter() - t, 3)
-        row[f"{name}: read_zkey s, load_key returned s"] = (round(read, 3), round(returned, 3))
+        row[f"{name}: read_zkey s, maintain s, load_key returned s"] = (round(read, 3), round(maintained, 3),
+                                                                        round(returned, 3))
+        stats = key.upload_stats
+        row[f"{name}: upload GB, s, reader s (summed), chunks"] = (round(stats.nbytes / 1e9, 2), round(stats.seconds, 3),
+                                                                round(stats.read_seconds, 3), stats.chunks)
     return usable, key
 
 
@@ -150,7 +157,7 @@ def proofs_around_load(backend: GpuBackend, path: Path, row: dict, proofs: int) 
     times = [proof_s(backend, key, witness) for _ in range(proofs + 1)]
     row["proof after the tables s (median, fold)"] = (round(statistics.median(s for s, _ in times[1:]), 3),
                                                       times[-1][1])
-    key.close()
+    backend.unload_key(key)
 
 
 def legacy_csr(coeffs, matrix: int, domain: int):
@@ -223,7 +230,9 @@ class _Row(dict):
 
 
 def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bool, cold: bool,
-             tables_rerun: bool = True, proofs: int = 0) -> dict:
+             tables_rerun: bool = True, proofs: int = 0, cache_off: bool = True) -> dict:
+    """One size's figures (keys are unloaded as an Engine does: backend.unload_key, so no load
+    pins buffers that an earlier key's proofs wanted)."""
     size = path.stat().st_size
     row = _Row(key=label)
     row["zkey GB"] = round(size / 1e9, 3)
@@ -246,7 +255,11 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
             (key.footprint.early_w.c, key.footprint.early_h.c) if key.footprint.early_w is not None else None)
         if tables_rerun:
             row["device tables ms"] = round(device_tables_ms(backend, key), 1)
-        key.close()
+        t = time.perf_counter()
+        key.cache_stored()
+        row["first: cache entry written after the load (s, waited s)"] = (
+            round(key.timings.get("key cache write (after the load)", -1.0), 3), round(time.perf_counter() - t, 3))
+        backend.unload_key(key)
         cached = []
         for i in range(repeats + 1):
             s, key = timed_load(backend, path, row if i == repeats else None, "cached")
@@ -254,14 +267,16 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
             cached.append(s)
             last = {k: round(v, 3) for k, v in key.timings.items()}
             up = key.upload_stats
-            key.close()
+            backend.unload_key(key)
         row["staging buffers pinned"] = up.pinned_buffers
-        row["cached load s"] = round(statistics.median(cached[1:]), 3)
+        row["cached load s"] = round(statistics.median(cached[1:] or cached), 3)
+        row["cached loads s"] = [round(x, 3) for x in cached]
         row["cached: host"] = last
         row["upload GB/s"] = round(up.nbytes / up.seconds / 1e9, 1)
-        s, key = timed_load(nocache, path)
-        row["cache off s"] = round(s, 3)
-        key.close()
+        if cache_off:
+            s, key = timed_load(nocache, path)
+            row["cache off s"] = round(s, 3)
+            backend.unload_key(key)
         if proofs:
             proofs_around_load(backend, path, row, proofs)
         if legacy:  # after the others: the module and the page cache are as warm for it
@@ -274,12 +289,13 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
             evict(path, *entry)
             s, key = timed_load(backend, path)
             row["cold: cached load s"] = round(s, 3)
-            key.close()
+            backend.unload_key(key)
             shutil.rmtree(cache_dir, ignore_errors=True)
             evict(path)
             s, key = timed_load(backend, path)
             row["cold: first load s"] = round(s, 3)
-            key.close()
+            key.cache_stored()
+            backend.unload_key(key)
     finally:
         backend.close()
     return row
@@ -297,6 +313,7 @@ def main() -> None:
     ap.add_argument("--tables-rerun", default="all",
                     help="sizes to re-run the tables' kernels alone at (device tables ms); 'all' or a list")
     ap.add_argument("--proofs", type=int, default=0, help="proof latencies around a load (0: none)")
+    ap.add_argument("--no-cache-off", action="store_true", help="skip the load with the cache off")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic zkeys")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -312,7 +329,8 @@ def main() -> None:
             print(f"wrote {path} in {time.perf_counter() - t:.1f} s", flush=True)
         rows.append(run_size(label, path, work, args.repeats, str(k) in args.legacy.split(","),
                              str(k) in args.cold.split(","),
-                             args.tables_rerun == "all" or str(k) in args.tables_rerun.split(","), args.proofs))
+                             args.tables_rerun == "all" or str(k) in args.tables_rerun.split(","), args.proofs,
+                             not args.no_cache_off))
         print(json.dumps(rows[-1]), flush=True)
         if not args.keep and not args.zkey:
             path.unlink()

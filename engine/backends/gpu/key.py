@@ -8,6 +8,7 @@ and C MSMs all take the same scalars (the whole witness) and share one sort.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 
@@ -119,6 +120,7 @@ class GpuKey(ResidentKey):
         curve = zkey.curve
         self.timings: dict[str, float] = {}
         self.cache_hit: bool | None = None  # None: no cache for this key
+        self.cache_writer: threading.Thread | None = None  # a first load's cache write, after its upload
         t = time.perf_counter()
         self.module = ctx.module(curve)
         self.timings["kernel module"] = time.perf_counter() - t
@@ -150,7 +152,7 @@ class GpuKey(ResidentKey):
         dev, stream = ctx.device, ctx.upload_stream
         self.tables = build_tables(dev, self.module, curve, self.k, stream, coset=True)
         t = time.perf_counter()
-        csr, entry, writer = self._csr_sources(zkey, cache)
+        csr, entry, store = self._csr_sources(zkey, cache)
         self.timings["csr"] = time.perf_counter() - t
         zkey_fd = _open_unchanged(zkey)
         side = dev.stream()  # the window tables' kernels, beside the copies
@@ -186,6 +188,9 @@ class GpuKey(ResidentKey):
             if not self._tables_built:  # the tables build on behind `ready`; full-fold proofs wait on this
                 self.tables_done = Event()  # held before its record: close() destroys it whatever happens
                 self.tables_done.record(side)
+            if store is not None:  # after the upload, not beside it (measured: it slowed the reads)
+                self.cache_writer = threading.Thread(target=store, name="key-cache-write")
+                self.cache_writer.start()
         except BaseException:
             try:  # the tables' kernels queued so far finish before close() frees their buffers
                 side.synchronize()
@@ -198,10 +203,6 @@ class GpuKey(ResidentKey):
                 os.close(zkey_fd)
             if entry is not None:
                 entry.close()
-            if writer is not None:
-                t = time.perf_counter()
-                writer.join()
-                self.timings["key cache write (wait)"] = time.perf_counter() - t
             for e in self._events:
                 e.destroy()
             self._events = []
@@ -234,11 +235,20 @@ class GpuKey(ResidentKey):
             self.tables_done.synchronize()
             self._tables_built = True
 
+    def cache_stored(self, timeout: float | None = None) -> bool:
+        """Wait (at most `timeout` s) for this load's key-cache write; True when none is running.
+        A first load writes its entry on a thread after its upload and returns without waiting
+        (the key is usable meanwhile; a load of the same zkey before the write ends is a miss)."""
+        if self.cache_writer is not None:
+            self.cache_writer.join(timeout)
+            if self.cache_writer.is_alive():
+                return False
+            self.cache_writer = None
+        return True
+
     def _csr_sources(self, zkey, cache) -> tuple[dict, object, object]:
         """The CSR arrays by name: file ranges of a cache entry, or arrays built now; then also the
-        thread writing them to the cache, beside the upload."""
-        import threading  # noqa: PLC0415
-
+        entry (to close after the upload) and the call that writes a missing entry (None: none)."""
         from engine.formats.key_cache import identity_of  # noqa: PLC0415
 
         identity = identity_of(zkey, cache_layout()) if cache is not None else None
@@ -255,12 +265,15 @@ class GpuKey(ResidentKey):
         for matrix, tag in ((0, "a"), (1, "b")):
             for part, arr in zip(CSR_PARTS, csr_from_coeffs(zkey.coeffs, matrix, self.domain)):
                 arrays[f"{tag}.{part}"] = arr
-        writer = None
+        store = None
         if identity is not None:
             meta = {"n_vars": zkey.n_vars, "domain": zkey.domain_size}
-            writer = threading.Thread(target=cache.store, args=(identity, arrays, meta), name="key-cache-write")
-            writer.start()
-        return arrays, None, writer
+
+            def store() -> None:
+                t = time.perf_counter()
+                cache.store(identity, arrays, meta)
+                self.timings["key cache write (after the load)"] = time.perf_counter() - t
+        return arrays, None, store
 
     def _upload(self, host: np.ndarray, reserve: int | None = None) -> DeviceBuffer:
         """A small array copied as it is (the epilogue's tables): `reserve` bytes at least."""
