@@ -8,10 +8,13 @@ traceback for a user's mistake; Ctrl-C prints `interrupted` and exits 130.
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import signal
 import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 # subcommand name -> module under engine.commands
 COMMANDS = {
@@ -27,10 +30,12 @@ COMMANDS = {
 }
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> "argparse.ArgumentParser":
     """The whole command line, or (`only`) the top level with that one subcommand: the parsers of the
     others are never built, nor their modules imported."""
-    parser = argparse.ArgumentParser(
+    from engine.commands.parsing import Parser  # noqa: PLC0415 - argparse: not on `prove --server`'s path
+
+    parser = Parser(
         prog="python -m engine",
         description="Groth16 prover for circom/snarkjs circuits (BN254 and BLS12-381), on GPU or CPU.",
     )
@@ -57,17 +62,28 @@ def only_command(argv: list[str]) -> str | None:
     return None
 
 
+def quick_args(argv: list[str]):
+    """`prove --server`'s arguments read without argparse when the line is plain (engine/client_argv.py);
+    None for every other line, which the parser reads."""
+    if only_command(argv) != "prove":
+        return None
+    from engine.client_argv import read_prove_server  # noqa: PLC0415
+
+    return read_prove_server(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     from engine.errors import EngineError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = build_parser(only=only_command(argv))
-        args = parser.parse_args(argv)
+        args = quick_args(argv)
+        if args is None:
+            args = build_parser(only=only_command(argv)).parse_args(argv)
         for module in getattr(args, "preload", lambda a: ())(args):  # the command's heavy imports, now
             importlib.import_module(module)
     except KeyboardInterrupt:  # Ctrl-C while the commands load
-        return report(argparse.Namespace(), "Interrupted", "interrupted", 130)
+        return report(None, "Interrupted", "interrupted", 130)
     if getattr(signal.getsignal(signal.SIGINT), "loading", False):  # engine/__main__'s start-up handler
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
     try:
@@ -80,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         return report(args, "MemoryError", "out of host memory", 2)
 
 
-def report(args: argparse.Namespace, kind: str, message: str, exit_code: int) -> int:
+def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code: int) -> int:
     """The one line a failed command prints on stderr (a JSON object with --json); returns the exit code."""
     if getattr(args, "json", False):
         import json  # noqa: PLC0415

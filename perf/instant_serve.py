@@ -15,6 +15,7 @@ time the CLI client and HTTP against it.  It prints the same
 from __future__ import annotations
 
 import argparse
+import asyncio
 import copy
 import sys
 import time
@@ -35,6 +36,8 @@ EXAMPLE = ROOT / "examples" / "bn128"
 
 class InstantEngine:
     """The Engine's face as the Service uses it; every proof is the example's, returned at once."""
+
+    delay_s = 0.0  # --delay-ms: each proof waits this long, asleep (the process idles as during a real proof)
 
     def __init__(self, config: EngineConfig, on_event=None):
         self.config = config
@@ -57,6 +60,8 @@ class InstantEngine:
         return None
 
     async def prove(self, handle, witness):
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         t = time.perf_counter()
         proof = copy.copy(self._proof)
         self.proofs += 1
@@ -76,7 +81,10 @@ def main() -> int:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--token-file", default=None)
     ap.add_argument("--running-jobs", type=int, default=8)
+    ap.add_argument("--delay-ms", type=float, default=0.0,
+                    help="each proof takes this long, asleep: what idling between requests costs the wire")
     args = ap.parse_args()
+    InstantEngine.delay_s = args.delay_ms / 1e3
     config = ServiceConfig(port=args.port, token_file=args.token_file, running_jobs=args.running_jobs)
     tokens = read_tokens(config.token_file)
     return run(lambda: serve(EngineConfig(backend="cpu"), config, tokens, make_engine=InstantEngine))

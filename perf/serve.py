@@ -6,11 +6,16 @@
 
 For each size: a bench circuit (seed 0) and a development key; then, on one
 warm engine each, `repeats` sequential proofs (after warm-up) in-process
-(`await eng.prove(key, wtns)`) and through HTTP (`Client.prove` uploading the
+(`await eng.prove(key, witness)` with the witness read once, as the service
+hands the engine a parsed upload; also with the .wtns path, which the engine
+reads in its synthesis pool) and through HTTP (`Client.prove` uploading the
 .wtns to a server started on a loopback port): p50/p95 latency of each, the
-p50 difference, and "wire+service", the median over requests of the HTTP
+p50 difference (HTTP against the in-memory witness: the same engine path),
+and "wire+service", the median over requests of the HTTP
 latency minus the server's own time for the job (admission to end): what
-the upload, its parsing, the queue hand-off and the answer cost.  Proofs/s:
+the upload, its parsing, the queue hand-off and the answer cost; split into
+the server's read of the upload (the job's `upload_s`: handler entry to
+queued) and the rest (the client, the wire both ways, the answer).  Proofs/s:
 `clients` concurrent requests (in-process: that many concurrent `prove`
 calls), for each `--running-jobs` value (0: the server's default; each
 other value starts a server of its own).
@@ -22,8 +27,11 @@ client (`python -m engine prove --server ... --json`), median of `repeats
 prints: process start -> first request sent (interpreter, imports,
 parser), the requests (load_key + prove), answer -> exit (files written,
 interpreter exit); beside `python -c pass` and the client's largest imports
-(-X importtime).  Every real proof is verified by the engine (verify =
-true) on both sides.
+(-X importtime).  `--client-venv DIR --client-wheel WHL` runs the client as a
+user installed it by the README (`python3 -m venv`, `pip install`): that venv's
+interpreter, the wheel's byte-compiled engine, no PYTHONPATH; without it the
+client is this checkout under the running interpreter.  Every real proof is
+verified by the engine (verify = true) on both sides.
 """
 from __future__ import annotations
 
@@ -68,28 +76,38 @@ def make_circuit(workdir: Path, log_c: int, backend: str) -> tuple[str, str]:
 
 
 async def in_process(zkey: str, wtns: str, backend: str, repeats: int, clients: int) -> dict:
+    """Latency with the witness as a .wtns path (read and checked in the synthesis pool) and as a
+    `Witness` read once (the service's path: it hands the engine the parsed upload), and proofs/s."""
     from engine.api import Engine
     from engine.config import EngineConfig
+    from engine.formats.wtns import read_wtns
 
+    witness = read_wtns(wtns)
     async with Engine(EngineConfig(backend=backend)) as eng:
         key = await eng.load_key(zkey)
-        for _ in range(3):
-            await eng.prove(key, wtns)
-        lat = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            await eng.prove(key, wtns)
-            lat.append(time.perf_counter() - t)
+        found, stages = {}, []
+        for label, item in (("file", wtns), ("memory", witness)):
+            for _ in range(3):
+                await eng.prove(key, item)
+            lat = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                proof = await eng.prove(key, item)
+                lat.append(time.perf_counter() - t)
+                if label == "memory":
+                    stages.append(dict(proof.timings))
+            found[label] = lat
         n = max(clients * 4, repeats)
         sem = asyncio.Semaphore(clients)
 
         async def one():
             async with sem:
-                await eng.prove(key, wtns)
+                await eng.prove(key, witness)
 
         t = time.perf_counter()
         await asyncio.gather(*[one() for _ in range(n)])
-        return {"lat": lat, "rate": n / (time.perf_counter() - t)}
+        return {"lat": found["memory"], "lat_file": found["file"], "stages": stages,
+                "rate": n / (time.perf_counter() - t)}
 
 
 def http_latency(url: str, zkey: str, wtns: str, repeats: int) -> dict:
@@ -98,13 +116,16 @@ def http_latency(url: str, zkey: str, wtns: str, repeats: int) -> dict:
         key = c.load_key(os.path.abspath(zkey))["id"]
         for _ in range(3):
             c.prove(key, body)
-        lat, server = [], []
+        lat, server, upload, stages = [], [], [], []
         for _ in range(repeats):
             t = time.perf_counter()
             r = c.prove(key, body)
             lat.append(time.perf_counter() - t)
             server.append(r.timings["total_s"])
-    return {"lat": lat, "wire": [h - s for h, s in zip(lat, server)], "key": key, "body": body}
+            upload.append(r.timings.get("upload_s") or 0.0)
+            stages.append(r.timings.get("stages") or {})
+    return {"lat": lat, "wire": [h - s for h, s in zip(lat, server)], "upload": upload, "stages": stages,
+            "rest": [h - s - u for h, s, u in zip(lat, server, upload)], "key": key, "body": body}
 
 
 def http_rate(url: str, key: str, body: bytes, count: int, clients: int) -> float:
@@ -124,14 +145,45 @@ def http_rate(url: str, key: str, body: bytes, count: int, clients: int) -> floa
     return count / (time.perf_counter() - t)
 
 
+# The interpreter that runs the CLI client, and how: this checkout's by default (cwd = its root, so
+# `-m engine` is this tree); with --client-venv, a venv's own, run from a neutral directory without
+# PYTHONPATH so that it imports the engine installed in it (main() sets this).
+CLIENT = {"python": sys.executable, "cwd": str(ROOT), "env": None}
+
+
+def run_client(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([CLIENT["python"], *argv], cwd=CLIENT["cwd"], env=CLIENT["env"], capture_output=True,
+                          text=True)
+
+
+def client_venv(venv: Path, wheel: str | None) -> dict:
+    """A venv as the README makes one (`python3 -m venv`, then `pip install`), for the client alone.
+
+    The wheel (`pip wheel --no-deps .` of this tree) goes in with --no-deps: the client path imports
+    none of the dependencies (tests/test_client_startup.py), and none of them adds a .pth file that
+    `site` would run at start.  pip byte-compiles what it installs, as any install does."""
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    if wheel:
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--force-reinstall",
+                        wheel], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    where = subprocess.run([str(py), "-c", "import engine; print(engine.__file__)"], cwd=venv, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    if where.startswith(str(ROOT)):
+        raise SystemExit(f"the venv's engine is this checkout ({where}), not an installed one")
+    return {"python": str(py), "cwd": str(venv), "env": env, "engine": where}
+
+
 def cli_breakdown(url: str, zkey: str, wtns: str, repeats: int, out: Path) -> dict:
     """Medians (ms) of the CLI client's whole command and its three parts."""
-    cmd = [sys.executable, "-m", "engine", "prove", "--server", url, "--json", zkey, wtns, str(out / "proof.json"),
-           str(out / "public.json")]
+    argv = ["-m", "engine", "prove", "--server", url, "--json", os.path.abspath(zkey), os.path.abspath(wtns),
+            str(out / "proof.json"), str(out / "public.json")]
     parts: dict[str, list[float]] = {"whole": [], "start -> first request": [], "requests": [], "answer -> exit": []}
     for _ in range(repeats):
         t0 = time.monotonic()
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        r = run_client(argv)
         t3 = time.monotonic()
         if r.returncode:
             raise SystemExit(f"CLI client failed: {r.stderr}")
@@ -149,7 +201,7 @@ def interpreter_ms(repeats: int) -> dict:
         walls = []
         for _ in range(repeats):
             t = time.perf_counter()
-            subprocess.run([sys.executable, *argv], cwd=ROOT)
+            run_client(argv)
             walls.append(time.perf_counter() - t)
         found[label] = statistics.median(walls) * 1e3
     return found
@@ -157,8 +209,8 @@ def interpreter_ms(repeats: int) -> dict:
 
 def client_imports(url: str, zkey: str, wtns: str, out: Path, top: int = 8) -> list[tuple[str, float]]:
     """The client command's largest top-level imports (cumulative ms, from -X importtime)."""
-    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "engine", "prove", "--server", url, zkey, wtns,
-                        str(out / "proof.json"), str(out / "public.json")], cwd=ROOT, capture_output=True, text=True)
+    r = run_client(["-X", "importtime", "-m", "engine", "prove", "--server", url, os.path.abspath(zkey),
+                    os.path.abspath(wtns), str(out / "proof.json"), str(out / "public.json")])
     rows = re.findall(r"^import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", r.stderr, re.M)
     tops = [(name.strip(), int(cum) / 1e3) for cum, name in rows if not name.startswith(" ")]
     return sorted(tops, key=lambda x: -x[1])[:top]
@@ -215,37 +267,55 @@ def main() -> None:
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--example", default=str(EXAMPLE))
     ap.add_argument("--instant-only", action="store_true", help="only the service over the instant engine")
+    ap.add_argument("--instant-delay-ms", default="0",
+                    help="comma-separated: the instant engine's proofs take this long, asleep (perf/instant_serve.py "
+                         "--delay-ms); the first value also times the CLI client")
+    ap.add_argument("--client-venv", default=None,
+                    help="run the CLI client from this venv (made if missing) instead of this checkout's interpreter")
+    ap.add_argument("--client-wheel", default=None, help="the engine's wheel to install into --client-venv")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="perf-serve-"))
     work.mkdir(parents=True, exist_ok=True)  # a --workdir that does not exist yet (the closing call of 2026-12-01 died on it)
     sizes = [int(x) for x in args.log_constraints.split(",") if x]
     cli_n = max(5, args.repeats // 3)
     report: dict = {"python": sys.version.split()[0], "dont_write_bytecode": bool(sys.flags.dont_write_bytecode)}
+    if args.client_venv:
+        CLIENT.update(client_venv(Path(args.client_venv), args.client_wheel))
+    report["client"] = {"python": CLIENT["python"], "engine": CLIENT.get("engine", str(ROOT / "engine"))}
 
-    # ---- the service alone: perf/instant_serve.py
-    proc, url = start_server(["perf/instant_serve.py", "--running-jobs", str(args.clients)], work / "instant.log")
-    instant_rows, cli_rows = [], {}
-    try:
-        cli_rows["instant server, example " + Path(args.example).name] = cli_breakdown(
-            url, args.example + ".zkey", args.example + ".wtns", cli_n, work)
-        for k in sizes:
-            wtns = instant_wtns(work, k)
-            h = http_latency(url, args.example + ".zkey", wtns, args.repeats * 3)
-            rate = http_rate(url, h["key"], h["body"], max(args.clients * 8, args.repeats), args.clients)
-            instant_rows.append({"size": f"2^{k}", "upload KiB": len(h["body"]) / 1024,
-                                 "HTTP p50 ms": statistics.median(h["lat"]) * 1e3,
-                                 "HTTP p95 ms": pct(h["lat"], 0.95) * 1e3,
-                                 "wire+service p50 ms": statistics.median(h["wire"]) * 1e3,
-                                 "wire+service p95 ms": pct(h["wire"], 0.95) * 1e3,
-                                 f"proofs/s, {args.clients} clients": rate})
-            cli_rows[f"instant server, 2^{k} upload"] = cli_breakdown(url, args.example + ".zkey", wtns, cli_n, work)
-        imports = client_imports(url, args.example + ".zkey", args.example + ".wtns", work)
-    finally:
-        stop(proc)
+    # ---- the service alone: perf/instant_serve.py (at each --instant-delay-ms)
+    instant_rows, cli_rows, imports = [], {}, []
+    delays = [float(x) for x in args.instant_delay_ms.split(",") if x != ""]
+    for d_i, delay in enumerate(delays):
+        proc, url = start_server(["perf/instant_serve.py", "--running-jobs", str(args.clients), "--delay-ms",
+                                  str(delay)], work / "instant.log")
+        try:
+            if d_i == 0:
+                cli_rows["instant server, example " + Path(args.example).name] = cli_breakdown(
+                    url, args.example + ".zkey", args.example + ".wtns", cli_n, work)
+            for k in sizes:
+                wtns = instant_wtns(work, k)
+                h = http_latency(url, args.example + ".zkey", wtns, args.repeats * (3 if not delay else 1))
+                rate = http_rate(url, h["key"], h["body"], max(args.clients * 8, args.repeats), args.clients)
+                instant_rows.append({"size": f"2^{k}", "proof ms (asleep)": delay, "upload KiB": len(h["body"]) / 1024,
+                                     "HTTP p50 ms": statistics.median(h["lat"]) * 1e3,
+                                     "HTTP p95 ms": pct(h["lat"], 0.95) * 1e3,
+                                     "wire+service p50 ms": statistics.median(h["wire"]) * 1e3,
+                                     "wire+service p95 ms": pct(h["wire"], 0.95) * 1e3,
+                                     "of it: upload read p50 ms": statistics.median(h["upload"]) * 1e3,
+                                     "of it: the rest p50 ms": statistics.median(h["rest"]) * 1e3,
+                                     f"proofs/s, {args.clients} clients": rate})
+                if d_i == 0:
+                    cli_rows[f"instant server, 2^{k} upload"] = cli_breakdown(url, args.example + ".zkey", wtns,
+                                                                              cli_n, work)
+            if d_i == 0:
+                imports = client_imports(url, args.example + ".zkey", args.example + ".wtns", work)
+        finally:
+            stop(proc)
     report["interpreter_ms"] = interpreter_ms(cli_n)
 
     # ---- the real engine, in-process and through HTTP
-    rows, rate_rows = [], []
+    rows, rate_rows, stage_rows = [], [], []
     if not args.instant_only:
         from engine.api import run as run_loop
 
@@ -260,6 +330,10 @@ def main() -> None:
                 if n_slots == slot_values[0]:
                     cli_rows["example " + Path(args.example).name] = cli_breakdown(
                         url, args.example + ".zkey", args.example + ".wtns", cli_n, work)
+                if n_slots == slot_values[0]:  # the client's start beside a real (idle) server, not the instant one
+                    report["interpreter_ms, real server up"] = interpreter_ms(cli_n)
+                    report["imports_ms, real server up"] = client_imports(url, args.example + ".zkey",
+                                                                          args.example + ".wtns", work)
                 for label, (zkey, wtns) in files.items():
                     # the other running_jobs values: throughput only (3 warm-up proofs, no latency series)
                     h = http_latency(url, zkey, wtns, args.repeats if n_slots == slot_values[0] else 0)
@@ -270,13 +344,22 @@ def main() -> None:
                         local = run_loop(lambda: in_process(zkey, wtns, args.backend, args.repeats, args.clients))
                         cli_rows[f"bench {label}"] = cli_breakdown(url, zkey, wtns, cli_n, work)
                         p50_l, p50_h = statistics.median(local["lat"]), statistics.median(h["lat"])
+                        names = [n for n in local["stages"][0] if all(n in st for st in h["stages"])] if (
+                            local["stages"] and h["stages"]) else []
+                        stage_rows.extend({"size": label, "stage": n,
+                                           "in-process p50 ms": statistics.median(st[n] for st in local["stages"]) * 1e3,
+                                           "HTTP p50 ms": statistics.median(st[n] for st in h["stages"]) * 1e3}
+                                          for n in names)
                         rows.append({
                             "size": label, "in-process p50 ms": p50_l * 1e3,
                             "in-process p95 ms": pct(local["lat"], 0.95) * 1e3,
+                            "in-process, .wtns path, p50 ms": statistics.median(local["lat_file"]) * 1e3,
                             "HTTP p50 ms": p50_h * 1e3, "HTTP p95 ms": pct(h["lat"], 0.95) * 1e3,
                             "HTTP adds p50 ms": (p50_h - p50_l) * 1e3,
                             "wire+service p50 ms": statistics.median(h["wire"]) * 1e3,
                             "wire+service p95 ms": pct(h["wire"], 0.95) * 1e3,
+                                 "of it: upload read p50 ms": statistics.median(h["upload"]) * 1e3 if h["upload"] else 0.0,
+                                 "of it: the rest p50 ms": statistics.median(h["rest"]) * 1e3 if h["rest"] else 0.0,
                             f"in-process proofs/s, {args.clients} callers": local["rate"],
                             f"HTTP proofs/s, {args.clients} clients, running_jobs {slots}": rate,
                         })
@@ -287,23 +370,31 @@ def main() -> None:
                 stop(proc)
 
     # the figures last (a log's tail shows them), the whole record first
-    print(json.dumps({**report, "rows": rows, "rates": rate_rows, "instant": instant_rows, "cli_ms": cli_rows,
+    print(json.dumps({**report, "rows": rows, "rates": rate_rows, "stages": stage_rows, "instant": instant_rows, "cli_ms": cli_rows,
                       "imports_ms": imports}))
     print(f"backend {args.backend}; Python {report['python']}; {args.repeats} sequential proofs after warm-up; "
           f"bytecode writing {'off' if report['dont_write_bytecode'] else 'on'}")
     if rows:
         print("The engine in-process against the same engine through HTTP:")
         table(rows)
+    if stage_rows:
+        print("The proof's own stages (the engine's timings), in-process against the server's:")
+        table(stage_rows)
     if rate_rows:
         print("Other running_jobs:")
         table(rate_rows)
     print(f"The service alone (perf/instant_serve.py: proofs take no time; {args.repeats * 3} requests):")
     table(instant_rows)
-    print(f"The CLI client, `python -m engine prove --server URL ...`, median of {cli_n} runs (ms):")
+    print(f"The CLI client, `python -m engine prove --server URL ...` ({CLIENT['python']}, engine from "
+          f"{report['client']['engine']}), median of {cli_n} runs (ms):")
     table([{"against": k, **v} for k, v in cli_rows.items()])
     print(", ".join(f"{k}: {v:.1f} ms" for k, v in report["interpreter_ms"].items()) +
           "; the client command's largest imports (cumulative ms): " +
           ", ".join(f"{name} {ms:.1f}" for name, ms in imports))
+    if "imports_ms, real server up" in report:
+        print("With the real server up: " +
+              ", ".join(f"{k}: {v:.1f} ms" for k, v in report["interpreter_ms, real server up"].items()) +
+              "; largest imports: " + ", ".join(f"{name} {ms:.1f}" for name, ms in report["imports_ms, real server up"]))
 
 
 if __name__ == "__main__":

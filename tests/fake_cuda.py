@@ -83,6 +83,7 @@ class FakeDriver:
         self.pinned_allocs = 0
         self.total_memory = 80 << 30
         self.events_pending = False  # True: cuEventQuery says NOT_READY (work still running)
+        self.pool_attributes: dict[str, int] = {}  # what cuMemPoolSetAttribute set, by attribute name
 
     def __getattr__(self, name: str):
         if name.startswith("CU"):
@@ -141,6 +142,11 @@ class FakeDriver:
 
     def cuMemPoolCreate(self, props):
         return OK, self._new()
+
+    def cuMemPoolSetAttribute(self, pool, attr, value):
+        self._note("cuMemPoolSetAttribute")
+        self.pool_attributes[attr.name] = int(getattr(value, "value", value))
+        return (OK,)
 
     def cuMemPoolGetAttribute(self, pool, attr):
         return OK, sum(self.live_device.values())

@@ -25,7 +25,11 @@ FORBIDDEN = ("numpy", "cuda", "msgspec", "anyio", "asyncio", "aiohttp", "prometh
              "http", "email", "urllib", "dataclasses", "engine.api", "engine.formats", "engine.groth16",
              "engine.backends", "engine.witness", "engine.config", "engine.service", "scheduler",
              "engine.commands.serve", "engine.commands.setup", "engine.commands.verify", "engine.commands.cache",
-             "engine.commands.witness", "engine.commands.info")
+             "engine.commands.witness", "engine.commands.info",
+             # cheap alone, not free on a slow machine: typing (4 ms here, most of `import engine`); shutil
+             # (argparse's width, with bz2 and lzma; parsing.sized() finds the width without it); argparse
+             # itself (a plain `prove --server` line is read by engine/client_argv.py)
+             "typing", "shutil", "argparse", "gettext", "locale")
 
 # What the interpreter had before the command (site's own, e.g. an editable install's finder) is not
 # the command's.
@@ -84,6 +88,34 @@ def test_prove_server_json_stamps_split_the_command(instant, tmp_path):
     stamps = result["monotonic"]
     assert before < stamps["first_request"] < stamps["answered"] < after
     assert result["event"] == "result" and result["curve"] == "bn128" and result["timings"]["total_s"] >= 0
+    # the server's read of the upload, apart from the job's own time (perf/serve.py splits wire+service by it)
+    upload_s, whole = result["timings"]["upload_s"], stamps["answered"] - stamps["first_request"]
+    assert 0 < upload_s < whole and result["timings"]["submitted_at"] - upload_s > 0
+
+
+@pytest.mark.parametrize("columns", [None, "", "abc", "-3", "0", "37", "200"])
+def test_help_width_is_shutils_without_shutil(monkeypatch, columns):
+    """parsing.terminal_columns() answers what shutil.get_terminal_size() would (argparse's width)."""
+    import shutil
+
+    from engine.commands import parsing
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert parsing.terminal_columns() == shutil.get_terminal_size().columns
+    parser = parsing.Parser(prog="x")
+    parser.add_argument("--flag", help="word " * 60)
+    assert parser.format_help() == _shutil_sized_help("word " * 60)
+
+
+def _shutil_sized_help(text: str) -> str:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="x")
+    parser.add_argument("--flag", help=text)
+    return parser.format_help()
 
 
 def test_prove_server_parser_is_prove_s_own(instant, tmp_path):

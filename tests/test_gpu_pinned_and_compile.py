@@ -147,3 +147,13 @@ async def test_a_large_proofs_key_pins_only_pinned_per_key_buffers(fake):
         await worker.call(backend.close)
         await worker.stop()
         vram.close()
+
+
+def test_the_pool_never_makes_an_allocation_wait_on_another_streams_free(fake):
+    """With the pool's default, an allocation on the upload stream could reuse memory a compute stream
+    had freed but not yet run the free of, by waiting for that stream: each proof's memory phase then
+    waited for the previous proof's kernels (perf/RESULTS.md, throughput at 2^14)."""
+    backend = _backend()
+    assert fake.pool_attributes["CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES"] == 0
+    assert fake.pool_attributes["CU_MEMPOOL_ATTR_RELEASE_THRESHOLD"] == 0xFFFFFFFFFFFFFFFF
+    backend.close()

@@ -13,7 +13,8 @@ Ray it raises a one-line BackendUnavailableError saying how to install it.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing's own flag without importing typing (~4 ms of the CLI client's start)
 
 from engine.errors import EngineLostError
 
@@ -36,4 +37,6 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from engine.distributed.cluster import ClusterKey, RayCluster  # noqa: F401

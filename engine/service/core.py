@@ -102,7 +102,7 @@ class Service:
 
     def submit(self, key: ServedKey, witness: Any, *, label: str, priority: str = "normal",
                deadline_s: float | None = None, spool: str | None = None, detached: bool = False,
-               upload: bytearray | None = None) -> Job:
+               upload: bytearray | None = None, received: float | None = None) -> Job:
         """Queue a job; the caller's spool file becomes the job's (deleted when it ends, or here if refused).
 
         `upload`: the buffer of an upload kept in memory (the witness is a view over it); it goes back
@@ -116,7 +116,7 @@ class Service:
             raise
         deadline_s = deadline_s or self.config.default_deadline_s or None
         job = Job(id=str(next(self._ids)), key=key, priority=priority, witness=witness, label=label, spool=spool,
-                  deadline_s=deadline_s, detached=detached, upload=upload)
+                  deadline_s=deadline_s, detached=detached, upload=upload, received=received)
         self._purge()
         self.jobs[job.id] = job
         key.active += 1

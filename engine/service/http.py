@@ -198,6 +198,7 @@ def job_view(job: Job) -> dict:
         "submitted_at": wall + job.created,
         "started_at": job.started and wall + job.started,
         "finished_at": job.finished and wall + job.finished,
+        "upload_s": job.received and job.created - job.received,  # the request's body, read and parsed
         "queue_s": left_queue and left_queue - job.created,
         "prove_s": job.finished - job.started if job.started and job.finished else None,
         "total_s": job.finished - job.created if job.finished else None,
@@ -267,6 +268,7 @@ async def unload_key(request: web.Request) -> web.Response:
 
 async def _admit(request: web.Request, detached: bool) -> Job:
     """Read a proof request (a .wtns body, or JSON inputs for a key with wasm) into a queued job."""
+    received = time.monotonic()
     service = request.app[SERVICE]
     key = service.keys.get(request.match_info["key"])
     priority = _priority(request)
@@ -280,7 +282,8 @@ async def _admit(request: web.Request, detached: bool) -> Job:
         inputs = await _read_json(request, service.config.max_body)
         if not isinstance(inputs, dict):
             raise bad_request("circuit inputs must be a JSON object of signal names")
-        return service.submit(key, inputs, label=label, priority=priority, deadline_s=deadline, detached=detached)
+        return service.submit(key, inputs, label=label, priority=priority, deadline_s=deadline, detached=detached,
+                              received=received)
     length = request.content_length
     if length is not None and length <= service.config.memory_upload_max:
         # Kept in memory and parsed in place: no file, and no synthesis worker to read one.
@@ -292,7 +295,7 @@ async def _admit(request: web.Request, detached: bool) -> Job:
             await _read_into(request, view)
             _check_magic(bytes(view[:4]), label)
             job = service.submit(key, parse_upload(view, label), label=label, priority=priority,
-                                 deadline_s=deadline, detached=detached, upload=buf)
+                                 deadline_s=deadline, detached=detached, upload=buf, received=received)
             handed = True
             return job
         finally:
@@ -307,7 +310,7 @@ async def _admit(request: web.Request, detached: bool) -> Job:
         with open(path, "rb") as f:
             _check_magic(f.read(4), label)
         job = service.submit(key, path, label=label, priority=priority, deadline_s=deadline, spool=path,
-                             detached=detached)
+                             detached=detached, received=received)
         handed = True
         return job
     finally:

@@ -38,6 +38,7 @@ class Job:
     reason: str | None = None  # why it was cancelled or expired
     proof: Any = None
     problem: Any = None  # problems.Problem for failed / cancelled / expired
+    received: float | None = None  # when its request arrived (before the upload was read)
     created: float = field(default_factory=time.monotonic)
     started: float | None = None
     finished: float | None = None

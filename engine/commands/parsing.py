@@ -1,0 +1,42 @@
+"""The command line's argparse parser class: its help's width found without importing shutil."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def terminal_columns() -> int:
+    """shutil.get_terminal_size()'s columns ($COLUMNS, else stdout's terminal, else 80), without shutil."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+_SIZED: dict[type, type] = {}
+
+
+def sized(formatter: type) -> type:
+    """`formatter` with its width found by terminal_columns().  argparse makes a formatter for every
+    add_argument (to check the metavar), and with no width given it imports shutil (and bz2, lzma,
+    fnmatch with it): 1.6 ms of the CLI client's ~35 ms here, 2.6 ms on the H200's machine."""
+    if formatter not in _SIZED:
+        def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+            formatter.__init__(self, prog, indent_increment, max_help_position,
+                               terminal_columns() - 2 if width is None else width)
+        _SIZED[formatter] = type(formatter.__name__, (formatter,), {"__init__": __init__})
+    return _SIZED[formatter]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with sized() formatters; its subcommands' parsers are Parsers too."""
+
+    def __init__(self, *args, formatter_class: type = argparse.HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=sized(formatter_class), **kwargs)
