@@ -12,6 +12,8 @@ proofs of the built key, and every proof verifies, on the device and with the CP
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,19 @@ def _tiny(curve):
     return read_zkey(TINY / curve / "tiny.zkey"), np.asarray(read_wtns(TINY / curve / "tiny.wtns").values)
 
 
+@contextlib.contextmanager
+def _loaded(curve: str = "bn128", **options):
+    """(backend, key, witness): the tiny key loaded on a fresh backend, unloaded and closed after."""
+    zkey, witness = _tiny(curve)
+    backend = _backend(**options)
+    try:
+        key = backend.load_key(zkey)
+        yield backend, key, witness
+        backend.unload_key(key)
+    finally:
+        backend.close()
+
+
 def _waited(fake, start: int) -> set[int]:
     return {args[1] for args in fake.since(start, "cuStreamWaitEvent")}
 
@@ -129,8 +144,6 @@ def test_proofs_run_on_urgent_streams_and_the_tables_on_a_default_one(fake, monk
     """A proof's blocks are scheduled ahead of the tables' (both compete for the SMs meanwhile)."""
     from engine.backends.gpu import msm as gmsm
 
-    zkey, witness = _tiny("bn128")
-    backend = _backend()
     tables_streams = []
     real = gmsm.precompute
 
@@ -139,25 +152,19 @@ def test_proofs_run_on_urgent_streams_and_the_tables_on_a_default_one(fake, monk
         return real(mod, group, plan, buf, stream)
 
     monkeypatch.setattr(gmsm, "precompute", noting)
-    try:
-        key = backend.load_key(zkey)
+    with _loaded() as (backend, key, witness):
         fake.fake.events_pending = True
         backend.prove_core(key, witness)
         urgent = {ret[1] for n, args, ret in fake.log if n == "cuStreamCreateWithPriority" and args[1] == -5}
         plain = {ret[1] for n, args, ret in fake.log if n == "cuStreamCreate"}
         assert backend.ctx.compute_stream(0).handle in urgent and backend.side_streams.get(0).handle in urgent
         assert tables_streams and set(tables_streams) <= plain
-        backend.unload_key(key)
-    finally:
-        backend.close()
 
 
 def test_a_proof_keeps_the_plan_it_started_with(fake, monkeypatch):
     """The tables finish between the proof's H MSM and its witness MSMs: it stays on fold 1."""
     from engine.backends.gpu import msm as gmsm
 
-    zkey, witness = _tiny("bn128")
-    backend = _backend()
     seen = []
     real = gmsm.sort_scalars
 
@@ -166,25 +173,18 @@ def test_a_proof_keeps_the_plan_it_started_with(fake, monkeypatch):
         fake.fake.events_pending = False  # the tables complete now
         return real(mod, plan, *args, **kwargs)
 
-    try:
-        key = backend.load_key(zkey)
+    with _loaded() as (backend, key, witness):
         fake.fake.events_pending = True
         monkeypatch.setattr(gmsm, "sort_scalars", finishing)
         core = backend.prove_core(key, witness)
         assert core.timings["gpu_fold"] == 1
         assert [p.fold for p in seen] == [1, 1] and seen == [key.footprint.early_h, key.footprint.early_w]
         assert key.tables_built()  # the next proof takes the full fold
-        backend.unload_key(key)
-    finally:
-        backend.close()
 
 
 def test_a_proof_staged_before_the_tables_may_compute_after_them(fake, sorts):
     """Its scratch (allocated at stage) serves either plan: the choice is made at compute."""
-    zkey, witness = _tiny("bn128")
-    backend = _backend()
-    try:
-        key = backend.load_key(zkey)
+    with _loaded() as (backend, key, witness):
         fp = key.footprint
         fake.fake.events_pending = True
         staged = backend.stage(key, witness)
@@ -194,16 +194,10 @@ def test_a_proof_staged_before_the_tables_may_compute_after_them(fake, sorts):
         fake.fake.events_pending = False
         core = backend.compute(staged).wait()
         assert core.timings["gpu_fold"] == fp.fold and sorts == [fp.plan_h, fp.plan_w]
-        backend.unload_key(key)
-    finally:
-        backend.close()
 
 
 def test_a_batch_before_the_tables_runs_fold_1_for_every_proof(fake, sorts):
-    zkey, witness = _tiny("bn128")
-    backend = _backend()
-    try:
-        key = backend.load_key(zkey)
+    with _loaded() as (backend, key, witness):
         fp = key.footprint
         backend.maintain()
         assert backend.max_batch(key) >= 3
@@ -217,24 +211,15 @@ def test_a_batch_before_the_tables_runs_fold_1_for_every_proof(fake, sorts):
         sorts.clear()
         cores = [p.wait() for p in backend.compute_batch([backend.stage(key, witness) for _ in range(2)])]
         assert [c.timings["gpu_fold"] for c in cores] == [fp.fold] * 2 and sorts[0].fold == fp.plan_h.fold
-        backend.unload_key(key)
-    finally:
-        backend.close()
 
 
 def test_a_key_without_tables_has_no_tables_event_and_one_plan(fake, sorts):
-    zkey, witness = _tiny("bn128")
-    backend = _backend(fold=1, tier="resident")
-    try:
-        key = backend.load_key(zkey)
+    with _loaded(fold=1, tier="resident") as (backend, key, witness):
         assert key.tables_done is None and key.footprint.early_w is None and key.tables_built()
         fake.fake.events_pending = True
         core = backend.prove_core(key, witness)
         assert core.timings["gpu_fold"] == 1 and sorts == [key.plan_h, key.plan_w]
         assert not fake.since(0, "cuEventQuery")
-        backend.unload_key(key)
-    finally:
-        backend.close()
 
 
 def test_closing_a_key_orders_its_frees_after_the_tables(fake):
