@@ -157,3 +157,32 @@ def test_a_failed_device_check_raises_verification_error_naming_key_and_witness(
     with pytest.raises(VerificationError, match="does not verify.*device's pairing check failed") as err:
         finish(zkey, failed, witness, witness_name="tiny.wtns")
     assert "tiny.wtns" in str(err.value)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_result_without_a_pinned_buffer_is_fetched_by_the_waiter_not_the_device_thread(k, pinned):
+    """A pageable download returns only once its stream is idle: issued in the compute phase, it held the
+    device thread until the proof's kernels ended, so no other proof could stage beside it.  Without a
+    pinned buffer the compute phase queues no download; wait() fetches the result, then frees it."""
+    zkey, witness = _tiny("bn128")
+    with fake_driver() as fake:
+        backend = _backend()
+        key = backend.load_key(zkey)
+        if pinned:
+            backend.maintain()  # the pinned buffers the key wants
+        before = sum(fake.live_device.values())
+        staged = [backend.stage(key, witness) for _ in range(k)]
+        assert all((s.state.host is not None) == pinned for s in staged)
+        mark = len(fake.calls)
+        pendings = backend.compute_batch(staged) if k > 1 else [backend.compute(staged[0])]
+        launched = fake.calls[mark:]
+        assert launched.count("cuMemcpyDtoHAsync") == (k if pinned else 0)
+        mark = len(fake.calls)
+        cores = [p.wait() for p in pendings]
+        assert fake.calls[mark:].count("cuMemcpyDtoHAsync") == (0 if pinned else k)
+        assert all(c.proof is not None for c in cores)
+        assert sum(fake.live_device.values()) == before  # every result buffer freed too
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_device

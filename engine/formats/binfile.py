@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.errors import FormatError, file_error, write_error
+from engine.formats.rows import over_rows
 
 # magic -> the extension a user knows the file by
 KNOWN_MAGICS = {b"r1cs": ".r1cs", b"wtns": ".wtns", b"zkey": ".zkey", b"ptau": ".ptau"}
@@ -224,9 +225,14 @@ def open_binfile(
 
 
 def first_row_ge(values: np.ndarray, modulus: int) -> int:
-    """Index of the first row of little-endian uint64 limbs whose value is >= modulus, or -1."""
-    bad = np.flatnonzero(rows_ge_mask(values, modulus))
-    return int(bad[0]) if bad.size else -1
+    """Index of the first row of little-endian uint64 limbs whose value is >= modulus, or -1
+    (a large array is checked in parts on threads: engine/formats/rows.py)."""
+    def part(lo: int, hi: int) -> int:
+        bad = np.flatnonzero(rows_ge_mask(values[lo:hi], modulus))
+        return lo + int(bad[0]) if bad.size else -1
+
+    found = [i for i in over_rows(values.shape[0], values.itemsize * max(1, values.shape[1]), part) if i >= 0]
+    return found[0] if found else -1
 
 
 def rows_ge_mask(values: np.ndarray, modulus: int) -> np.ndarray:

@@ -27,10 +27,11 @@ from engine.backends.gpu.runtime import GpuContext
 FR = 32
 BATCH_MAX_DOMAIN = 1 << 16  # keys up to this domain batch their queued proofs (scheduler/pipeline.py)
 BATCH_MAX_PROOFS = 16
-# A proof that finds no free pinned buffer copies through pageable memory, and its download then
-# holds the device thread until its kernels finish, so queued proofs cannot stage beside it (and
-# never form a batch).  Keys whose proofs need at most this much pinned memory each get a buffer
-# for every proof of a full batch plus the one computing; larger keys get `pinned_per_key`.
+# A proof that finds no free pinned buffer copies through pageable memory: its upload is staged by
+# the driver, and its result is fetched after its done event by the waiting thread (pipeline.
+# _fetch_late; in the compute phase that download held the device thread until the kernels ended).
+# Keys whose proofs need at most this much pinned memory each get a buffer for every proof of a
+# full batch plus the one computing; larger keys get `pinned_per_key`; misses raise the count.
 SMALL_PROOF_PINNED_BYTES = 64 << 20
 
 

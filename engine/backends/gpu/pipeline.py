@@ -39,6 +39,7 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, 
 
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError
+from engine.formats.rows import copy_rows
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
@@ -196,6 +197,22 @@ def _settle(stream, bufs: list[DeviceBuffer]) -> None:
     _await_frees(_fence(stream), failed, stream)
 
 
+def _fetch_late(ctx, buf: DeviceBuffer, nbytes: int, fetch: bool = True) -> np.ndarray | None:
+    """A result that has no pinned buffer, fetched after its done event by the waiting thread, then
+    freed (returns once the free has run).  A pageable download returns only when its stream is
+    idle: issued in the compute phase it held the device thread until the proof's kernels ended,
+    so no other proof could stage beside it (perf/RESULTS.md: throughput at 2^14, every memory phase
+    ~14 ms at 8-32 proofs in flight against 0.55 ms alone).  On the upload stream, where only
+    allocations and uploads queue, it waits for little."""
+    raw = np.empty(nbytes, dtype=np.uint8) if fetch else None
+    try:
+        if raw is not None:
+            Device.download(raw, buf, ctx.upload_stream)
+    finally:
+        _settle(ctx.upload_stream, [buf])
+    return raw
+
+
 def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     """The memory phase.  On any failure everything it allocated is freed, the device is done with
     it, and the pinned buffer is back in the pool before the error propagates."""
@@ -215,7 +232,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
         try:
             if host is not None:
                 words = host.view(np.uint64, wit.size + scalars.size)
-                words[:wit.size] = wit.reshape(-1)
+                copy_rows(words[:wit.size].reshape(wit.shape), wit)  # in parts on threads when large
                 words[wit.size:] = scalars
             state = ProofState(
                 witness=dev.alloc(up_bytes, stream),
@@ -296,6 +313,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
     nbytes = result_bytes(key)  # what comes back
     raw = st.results_view(nbytes)
+    late = st.results if raw is None else None  # no pinned buffer: fetched by wait() (_fetch_late)
     error: BaseException | None = None
     ordered = False  # the compute stream waits on the upload: frees may go on it
     plans: ProofPlans | None = None
@@ -305,20 +323,24 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         plans = key.plans_now()  # fixed for this proof: fold 1 while the key's tables still build
         key.wait(plans, stream)
         _launch_proof(backend, key, st, plans, stream, side, marks, side_marks, side_events, timing)
-        if raw is None:  # no pinned buffer: a pageable download waits for this stream (only)
-            raw = np.empty(nbytes, dtype=np.uint8)
-        Device.download(raw, st.results, stream)
+        if late is None:
+            Device.download(raw, st.results, stream)
     except Exception as exc:  # handed to the Pending: raised after the done event
         error = exc
         if ordered and side is not None:  # whatever reached the side stream finishes before the frees
             _join_side(stream, side, side_events)
     free_on = stream if ordered else ctx.upload_stream
-    failed = _free_all(st.device_buffers, free_on)
+    failed = _free_all([b for b in st.device_buffers if b is not late], free_on)
     done = _fence(free_on)
 
     def wait() -> CoreResult:
+        nonlocal raw
         try:
-            _await_frees(done, failed, free_on)
+            try:
+                _await_frees(done, failed, free_on)
+            finally:
+                if late is not None:  # the kernels are done (or failed): fetch it, or only free it
+                    raw = _fetch_late(ctx, late, nbytes, fetch=error is None)
             if error is not None:
                 raise error
             out = raw.copy()
@@ -535,15 +557,16 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
             stream.wait_event(_track(events, Event()).record(lane))
         check_end = _track(events, Event(timing=True)).record(stream)
         for j, st in enumerate(states):
-            if raws[j] is None:  # no pinned buffer: a pageable download waits for this stream (only)
-                raws[j] = np.empty(nbytes, dtype=np.uint8)
-            Device.download(raws[j], st.results, stream)
+            if raws[j] is not None:  # the others have no pinned buffer: wait_one fetches them (_fetch_late)
+                Device.download(raws[j], st.results, stream)
     except Exception as exc:  # handed to the Pendings: raised after the done event
         error = exc
         if ordered:
             for lane in used:  # whatever reached a side lane finishes before the frees below
                 _join_side(stream, lane, events)
-    failed = _free_all([b for st in states for b in st.device_buffers] + batch_bufs, stream)
+    late = {j: st.results for j, (st, raw) in enumerate(zip(states, raws)) if raw is None}
+    kept = {id(buf) for buf in late.values()}
+    failed = _free_all([b for st in states for b in st.device_buffers if id(b) not in kept] + batch_bufs, stream)
     done = _fence(stream)
     results: list[CoreResult] = []
     outcome: dict = {"waited": False, "exc": None}
@@ -555,7 +578,11 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
             if not outcome["waited"]:
                 outcome["waited"] = True
                 try:
-                    _await_frees(done, failed, stream)
+                    try:
+                        _await_frees(done, failed, stream)
+                    finally:
+                        for j, buf in late.items():  # the kernels are done (or failed): fetch, or only free
+                            raws[j] = _fetch_late(ctx, buf, nbytes, fetch=error is None)
                     if error is None:
                         check = check_start.elapsed_ms(check_end) / 1000.0
                         for s, st, raw in zip(staged, states, raws):
