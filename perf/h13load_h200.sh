@@ -26,7 +26,7 @@ for k in (22, 24):
 PY
 wpid=$!
 echo "== $(date +%T) GPU tests" | tee -a "$OUT/log"
-timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_key_tables_behind.py tests/test_key_cache.py \
+timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_key_tables.py tests/test_key_cache.py \
   tests/test_gpu_pipeline.py tests/test_gpu_failure_paths.py 2>&1 | tail -25 | tee -a "$OUT/log"
 wait $wpid; cat "$OUT/write.log" | tee -a "$OUT/log"
 echo "== $(date +%T) keyload 2^22" | tee -a "$OUT/log"
