@@ -64,9 +64,13 @@ struct fp {
     // (measured on H200, perf/field_mul.py and perf/msm.py: 1 for 8 limbs, 0 for 12).
     // P::MUL_OUT_OF_LINE (set by the build: the base field): one copy of the product that every
     // use calls, so code made of many products (a point addition) stays small.
+    // 3 = the even/odd chains (gen_mont_eo.py) for 8 limbs, the carry-chain form for 12; an
+    // experiment switch for the MSM (GROTH16_FIELD_MUL=eo): the NTT uses mul_eo either way.
     static __device__ __forceinline__ fp mul_inline(const fp& a, const fp& b) {
         fp r;
-        if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
+        if constexpr (FIELD_MUL_VARIANT == 3 && N == 8)
+            mont_ptx<N>::template mul_eo<P>(r.v, a.v, b.v);
+        else if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
             mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);
         else
             mont_ptx<N>::template mul<P>(r.v, a.v, b.v);
@@ -89,6 +93,20 @@ struct fp {
         static_assert(SHOUP, "Shoup products need 3p < 2^(32N)");
         fp r;
         mont_ptx<N>::template mul_shoup<P>(r.v, v, w.v, ws.v);
+        return r;
+    }
+    // The same two products as even/odd chains, which ptxas turns into one IMAD.WIDE.U32.X per
+    // 32x32 product (gen_mont_eo.py; 8 limbs: the scalar fields).  The NTT's butterflies.
+    __device__ __forceinline__ fp mul_eo(const fp& b) const {
+        static_assert(N == 8, "even/odd chains are generated for 8 limbs");
+        fp r;
+        mont_ptx<N>::template mul_eo<P>(r.v, v, b.v);
+        return r;
+    }
+    __device__ __forceinline__ fp mul_shoup_eo(const fp& w, const fp& ws) const {
+        static_assert(SHOUP && N == 8, "Shoup products need 3p < 2^(32N); generated for 8 limbs");
+        fp r;
+        mont_ptx<N>::template mul_shoup_eo<P>(r.v, v, w.v, ws.v);
         return r;
     }
     // The pair (w, ws) for a constant given in Montgomery form wm = w R mod p: w = wm / R and

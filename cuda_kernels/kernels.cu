@@ -64,27 +64,9 @@ extern "C" __global__ void __launch_bounds__(256) quotient_h(const uint32_t* a, 
 }
 
 // ---- NTT
-#ifndef NTT_MIN_BLOCKS  // set by params.cuh (engine/backends/gpu/params.py)
-#define NTT_MIN_BLOCKS 4
-#endif
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)
-    ntt_dif_pass(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t l0, uint32_t b, const uint32_t* scale) {
-    extern __shared__ uint32_t shm[];
-    NTT::pass(true, data, tw, k, l0, b, scale, shm);
-}
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS)
-    ntt_dit_pass(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t s0, uint32_t b) {
-    extern __shared__ uint32_t shm[];
-    NTT::pass(false, data, tw, k, s0, b, nullptr, shm);
-}
-extern "C" __global__ void fr_twiddles(uint32_t* out, const uint32_t* base, uint32_t n) {
-    NTT::twiddles(out, base, n);
-}
+#include "ntt_entry.cuh"
 extern "C" __global__ void fr_twiddle_test(const uint32_t* x, const uint32_t* w, uint32_t n, uint32_t* out) {
     NTT::twiddle_test(x, w, n, out);
-}
-extern "C" __global__ void fr_powers(uint32_t* out, const uint32_t* base, const uint32_t* scale, uint32_t n) {
-    NTT::powers(out, base, scale, n);
 }
 extern "C" __global__ void fr_bit_reverse(const uint32_t* in, uint32_t* out, uint32_t k) { NTT::bit_reverse(in, out, k); }
 extern "C" __global__ void fr_scale(uint32_t* data, const uint32_t* table, uint32_t k) { NTT::scale(data, table, k); }
@@ -278,6 +260,12 @@ extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b,
     fr_t x = fr_t::load(a + 8ull * i), y = fr_t::load(b + 8ull * i), z;
     mont_mul_c64<FR_P>(z.v, x.v, y.v);
     z.store(out + 8ull * i);
+}
+
+extern "C" __global__ void fr_mul_eo_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t::load(a + 8ull * i).mul_eo(fr_t::load(b + 8ull * i)).store(out + 8ull * i);
 }
 
 // ---- the epilogue and the pairing check (epilogue.cuh, pairing.cuh, groth16_check.cuh).

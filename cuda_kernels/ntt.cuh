@@ -12,6 +12,13 @@
 #pragma once
 #include "field.cuh"
 
+#ifndef NTT_EO_PRODUCTS
+#define NTT_EO_PRODUCTS 1
+#endif
+#ifndef NTT_BRANCH_FREE
+#define NTT_BRANCH_FREE 0
+#endif
+
 template <class F>
 struct ntt_kernels {
     static constexpr int TW = F::SHOUP ? 2 * F::N : F::N;  // words per twiddle entry
@@ -45,21 +52,38 @@ struct ntt_kernels {
         }
     }
     // y *= entry e of the table (e = 0 is the twiddle 1: callers skip it)
+    // The products run as even/odd chains (F::mul_shoup_eo, F::mul_eo: one IMAD.WIDE.U32.X per
+    // 32x32 product, perf/RESULTS.md); NTT_EO_PRODUCTS=0 builds the older forms, for A/B runs.
     static __device__ __forceinline__ F twiddle_mul(const F& y, const uint32_t* tw, uint32_t e) {
         const uint32_t* t = tw + (uint64_t)e * TW;
         if constexpr (F::SHOUP)
-            return y.mul_shoup(F::load_ro(t), F::load_ro(t + F::N));
+            return shoup(y, F::load_ro(t), F::load_ro(t + F::N));
         else
-            return y * F::load_ro(t);
+            return mul(y, F::load_ro(t));
     }
+    static __device__ __forceinline__ F shoup(const F& y, const F& w, const F& ws) {
+        if constexpr (NTT_EO_PRODUCTS)
+            return y.mul_shoup_eo(w, ws);
+        else
+            return y.mul_shoup(w, ws);
+    }
+    static __device__ __forceinline__ F mul(const F& a, const F& b) {
+        if constexpr (NTT_EO_PRODUCTS)
+            return a.mul_eo(b);
+        else
+            return a * b;
+    }
+    // e = 0 (twiddle 1) skips the product, where a whole warp skips it; NTT_BRANCH_FREE=1 builds
+    // every product unconditionally (entry 0 is the twiddle 1), so that ptxas may interleave a
+    // round's independent products: an experiment (perf/ntt_ab.py variants "...bf").
     static __device__ __forceinline__ void dif_bfly(F& x, F& y, const uint32_t* tw, uint32_t e) {
         const F s = x + y;
         y = x - y;
-        if (e) y = twiddle_mul(y, tw, e);
+        if (NTT_BRANCH_FREE || e) y = twiddle_mul(y, tw, e);
         x = s;
     }
     static __device__ __forceinline__ void dit_bfly(F& x, F& y, const uint32_t* tw, uint32_t e) {
-        if (e) y = twiddle_mul(y, tw, e);
+        if (NTT_BRANCH_FREE || e) y = twiddle_mul(y, tw, e);
         const F s = x + y;
         y = x - y;
         x = s;
@@ -199,7 +223,7 @@ struct ntt_kernels {
         for (int j = 0; j < 4; j++) {
             if (j >= held) break;
             const uint64_t pos = base + ((uint64_t)idx[j] << ls);
-            if (scale) x[j] = x[j] * F::load_ro(scale + (uint64_t)(__brev((uint32_t)pos) >> (32 - k)) * F::N);
+            if (scale) x[j] = mul(x[j], F::load_ro(scale + (uint64_t)(__brev((uint32_t)pos) >> (32 - k)) * F::N));
             x[j].store(data + pos * F::N);
         }
     }
@@ -216,7 +240,8 @@ struct ntt_kernels {
         store_twiddle(out + (uint64_t)j * TW, acc);
     }
 
-    // x * w for plain x and w through a twiddle entry (tests: the Shoup product and its pair).
+    // x * w for plain x and w through a twiddle entry (tests: the NTT's twiddle product, Shoup
+    // with its pair built here, or Montgomery).
     static __device__ __forceinline__ void twiddle_test(const uint32_t* x, const uint32_t* w, uint32_t n,
                                                         uint32_t* out) {
         const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -225,9 +250,9 @@ struct ntt_kernels {
         if constexpr (F::SHOUP) {
             F wp, ws;
             wm.shoup_pair(wp, ws);
-            y.mul_shoup(wp, ws).store(out + (uint64_t)i * F::N);
+            shoup(y, wp, ws).store(out + (uint64_t)i * F::N);
         } else {
-            (y * wm).store(out + (uint64_t)i * F::N);
+            mul(y, wm).store(out + (uint64_t)i * F::N);
         }
     }
 

@@ -1,6 +1,15 @@
-"""GPU NTT benchmark, 2^16 .. 2^24 (and beyond with --sizes), both curves' Fr.
+"""GPU NTT benchmark, 2^16 .. 2^26, both curves' Fr.
 
-    python perf/ntt.py [--sizes 16,18,20,22,24] [--curves bn128,bls12381] [--per-pass]
+    python perf/ntt.py [--sizes 16,18,20,22,24,26] [--curves bn128,bls12381] [--per-pass]
+
+Each transform is timed three ways, medians of --repeats after warm-up: CUDA events around
+the enqueued passes ("ms"); wall clock from the first launch until the host sees an event
+recorded after the last pass complete, polled ("wall ms": launch overhead included, as a
+runtime that spins on completion, the CUDA runtime's default, would wait); and the same ended
+by a stream synchronize ("sync wall ms": the engine's blocking-sync context puts the thread to
+sleep, and the wake-up adds up to a few hundred microseconds at the larger sizes).  "sppark
+wall ms" is sppark's best ordering of the same forward transform on an H200, from issue 15
+(another run, BN254 only, at the sizes it gives); "x sppark" = that over our wall ms.
 
 Times the forward NTT (DIT, bit-reversed -> natural), the inverse (DIF,
 natural -> bit-reversed) and the inverse as the prover runs it on each of its
@@ -15,12 +24,39 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 
 from gpu_common import Device, Event, imads_per_mul, imads_per_shoup, measure_rates, random_scalars, report, time_ms
 
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import GpuBackend
+
+
+# sppark's best ordering of the forward BN254 NTT on an H200, wall ms (issue 15's table; another run)
+SPPARK_WALL_MS = {("bn128", 20): 0.258, ("bn128", 22): 1.023, ("bn128", 24): 4.357}
+
+
+def wall_ms(stream, fn, repeats: int, warmup: int = 2, poll: bool = True) -> float:
+    """Median wall milliseconds of fn() until the host sees it done: an event after it polled
+    (poll) or a stream synchronize."""
+    for _ in range(warmup):
+        fn()
+    stream.synchronize()
+    times = []
+    done = Event()
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        if poll:
+            done.record(stream)
+            while not done.query():
+                pass
+        else:
+            stream.synchronize()
+        times.append((time.perf_counter() - t0) * 1000)
+    done.destroy()
+    return statistics.median(times)
 
 
 def pass_ms(stream, run, passes: int, repeats: int) -> str:
@@ -48,7 +84,11 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates, per_pass: boo
     Device.upload(buf, host, stream)
     inv_ms = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True), repeats)
     coset_ms = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset), repeats)
-    fwd_ms = time_ms(stream, lambda: gntt.dit(mod, buf, tables, stream, inverse=False), repeats)
+    fwd = lambda: gntt.dit(mod, buf, tables, stream, inverse=False)  # noqa: E731
+    fwd_ms = time_ms(stream, fwd, repeats)
+    fwd_wall = wall_ms(stream, fwd, repeats)
+    fwd_sync = wall_ms(stream, fwd, repeats, poll=False)
+    inv_wall = wall_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset), repeats)
     passes = len(gntt.pass_sizes(k))
     extra = {}
     if per_pass:
@@ -64,14 +104,17 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates, per_pass: boo
     ops = (n // 2) * k * per_product
     nbytes = passes * 2 * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
+    sp = SPPARK_WALL_MS.get((curve.name, k))
     return {"curve": curve.name, "log2 n": k, "passes": passes, "iNTT ms": round(inv_ms, 3),
-            "iNTT+coset ms": round(coset_ms, 3),
-            "NTT ms": round(fwd_ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(fwd_ms / floor_ms, 2), **extra}
+            "iNTT+coset ms": round(coset_ms, 3), "iNTT+coset wall ms": round(inv_wall, 3),
+            "NTT ms": round(fwd_ms, 3), "NTT wall ms": round(fwd_wall, 3), "NTT sync wall ms": round(fwd_sync, 3), "floor ms": round(floor_ms, 3),
+            "ratio": round(fwd_ms / floor_ms, 2), "sppark wall ms": sp if sp else "-",
+            "x sppark": round(sp / fwd_wall, 2) if sp else "-", **extra}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="16,18,20,22,24")
+    ap.add_argument("--sizes", default="16,18,20,22,24,26")
     ap.add_argument("--curves", default="bn128,bls12381")
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--per-pass", action="store_true", help="also each pass's time (events between passes)")
@@ -86,7 +129,8 @@ def main() -> None:
         for s in args.sizes.split(","):
             rows.append(bench(backend, curve, int(s), args.repeats, rates, args.per_pass))
             print(rows[-1], flush=True)
-    cols = ["curve", "log2 n", "passes", "NTT ms", "iNTT ms", "iNTT+coset ms", "floor ms", "ratio"]
+    cols = ["curve", "log2 n", "passes", "NTT ms", "NTT wall ms", "NTT sync wall ms", "iNTT ms", "iNTT+coset ms", "iNTT+coset wall ms",
+            "floor ms", "ratio", "sppark wall ms", "x sppark"]
     if args.per_pass:
         cols += ["NTT passes ms", "iNTT+coset passes ms"]
     report(dev, rates, rows, cols, args.json)

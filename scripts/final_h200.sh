@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# A session's closing device call, from the checkout root with carry [".whl", ".kcache"] (kernels built
+# A session's closing device call, from the checkout root with carry [".whl", ".kcache", ".cw"] (kernels built
 # here by `python scripts/carry_kernels.py build .kcache main=$PWD`): every GPU test in four parallel
 # groups with GPU proofs for snarkjs beside them, the 2^24 key under a 16 GiB budget and the whole H200
 # (issue 18), warm proofs (13), the service (16), the CLI's cold start, throughput, key load.
 # Everything comes back as $OUT/log and $OUT/all.tgz (the tool returns 8 files at most).
-#   OUT=/tmp/out bash scripts/final_h200.sh          (STEPS="tests big prove serve cli sweep keyload")
+#   OUT=/tmp/out bash scripts/final_h200.sh          (STEPS="tests big prove serve cli sweep helpers keyload")
 set -u
 W=${W:-/tmp/fin}
 LOG=$OUT/log
 R=$OUT/r
 mkdir -p "$W" "$R/proofs"
-STEPS=${STEPS:-tests big prove serve cli sweep keyload}
+STEPS=${STEPS:-tests big prove serve cli sweep helpers keyload}
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
 finish() { tar czf "$OUT/all.tgz" -C "$R" . 2>/dev/null; }
@@ -99,8 +99,11 @@ if has prove; then
 fi
 if has serve; then
   step "service"
-  timeout 80 python3 perf/serve.py --backend gpu --log-constraints 14,16 --repeats 15 --clients 8 \
-    --workdir "$W/sv" >"$R/serve.log" 2>&1
+  venv=""  # the CLI client as the README installs it: a venv and the engine's wheel (made here, in .cw/)
+  wheel=$(ls .cw/*.whl 2>/dev/null | head -1)
+  [ -n "$wheel" ] && venv="--client-venv $W/cv --client-wheel $wheel"
+  timeout 80 python3 perf/serve.py --backend gpu --log-constraints ${SERVE_SIZES:-14,16} --repeats 15 --clients 8 \
+    --instant-delay-ms 0,15 --workdir "$W/sv" $venv >"$R/serve.log" 2>&1
   tail -25 "$R/serve.log" | tee -a "$LOG"
 fi
 if has cli; then
@@ -110,8 +113,16 @@ fi
 if has sweep; then
   step "throughput, 2^14 domain"
   d="$W/pp/bn128_2^13"
-  timeout 30 python3 perf/sweep.py --backend gpu --zkey "$d/bench.zkey" --wtns "$d/bench.wtns" --proofs 96 \
-    --concurrency 32 --slots 2,4 --modes split --out "$R/sweep" 2>&1 | tail -6 | tee -a "$LOG"
+  timeout 40 python3 perf/sweep.py --backend gpu --zkey "$d/bench.zkey" --wtns "$d/bench.wtns" --proofs 96 \
+    --concurrency 8,32 --slots 1,4 --modes split --out "$R/sweep" 2>&1 | tail -8 | tee -a "$LOG"
+fi
+if has helpers; then  # each helper branch's own closing figures (perf/<branch>_final.sh, 60 s at most each)
+  for f in perf/*_final.sh; do
+    [ -e "$f" ] || continue
+    step "$f"
+    OUT="$R" timeout 75 bash "$f" >"$R/$(basename "$f" .sh).log" 2>&1
+    tail -15 "$R/$(basename "$f" .sh).log" | tee -a "$LOG"
+  done
 fi
 if has keyload; then
   step "key load 2^20 (synthetic key), the fold tables' kernel"

@@ -285,6 +285,18 @@ def test_fixed_base_matches_scalar_multiplication(backend, curve, g2):
     ops.close()
 
 
+def test_even_odd_montgomery_product_matches_python(backend, curve):
+    """The NTT's Montgomery product (even/odd chains, cuda_kernels/gen_mont_eo.py) on the device."""
+    rng = random.Random()
+    r, R = curve.r, 1 << 256
+    edge = [0, 1, 2, r - 1, r - 2, R % r, (R - 1) % r, (r - 1) // 2]
+    a = [rng.randrange(r) for _ in range(3000)] + [x for x in edge for _ in edge]
+    b = [rng.randrange(r) for _ in range(3000)] + [y for _ in edge for y in edge]
+    out = _launch_fr_pairs(backend, curve, "fr_mul_eo_test", from_ints(a, 4), from_ints(b, 4))
+    rinv = pow(R, -1, r)
+    assert to_ints(out) == [x * y * rinv % r for x, y in zip(a, b)]
+
+
 def test_c64_montgomery_product_matches_python(backend, curve):
     """The plain-C++ product (an alternative to the PTX chains) is exact too."""
     rng = random.Random()
