@@ -384,8 +384,15 @@ class Device:
                                        0))
         return pool
 
-    def stream(self) -> Stream:
-        return Stream(_call("cuStreamCreate", cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value)))
+    def stream(self, urgent: bool = False) -> Stream:
+        """A non-blocking stream; `urgent`: at the context's highest priority, so that its kernels'
+        blocks are scheduled before those of default-priority streams (a proof's kernels beside a
+        key's fold tables, which build on a default stream: engine/backends/gpu/key.py)."""
+        flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value
+        if not urgent:
+            return Stream(_call("cuStreamCreate", cu.cuStreamCreate(flags)))
+        _least, greatest = _call("cuCtxGetStreamPriorityRange", cu.cuCtxGetStreamPriorityRange())
+        return Stream(_call("cuStreamCreateWithPriority", cu.cuStreamCreateWithPriority(flags, int(greatest))))
 
     def alloc(self, nbytes: int, stream: Stream) -> DeviceBuffer:
         """Stream-ordered allocation from the device's pool (never a synchronous cuMemAlloc)."""

@@ -1,7 +1,8 @@
 """Key load onto the GPU: first load (cache miss), load from the key cache, the load before the cache.
 
     python perf/keyload.py --log-constraints 22,24 [--curve bn128] [--workdir DIR] [--repeats 3]
-                           [--zkey FILE] [--legacy 22] [--cold 22] [--json FILE]
+                           [--zkey FILE] [--legacy 22] [--cold 22] [--tables-rerun 22] [--proofs 3]
+                           [--json FILE]
 
 For each size a zkey with the shapes of `bench-circuit` + `setup` at 2^k
 constraints (nVars = 2^k + 2^k/100 + 3, domain 2^(k+1), 3 coeffs a constraint:
@@ -10,9 +11,15 @@ limbs: a load moves and transforms bytes whatever they are, and a real 2^24
 setup takes minutes (--zkey times a real key instead).  Reported, each the
 median of --repeats after the first: the time to read the file (sequential
 4 MiB reads, one thread: the reference of "first load <= 2x the read"), the
-first load (read_zkey + load_key + ready, the cache empty), the load from the
-cache, the load with the cache off, the device's own part (the window tables'
-kernels, by CUDA events), and with --legacy the load as it was before the cache
+first load (read_zkey + load_key + `ready`: the key usable, its fold tables
+still building behind it), the load from the cache, the load with the cache
+off, each also until its fold tables are done ("... tables done s"); with
+--tables-rerun the device's own part (the window tables' kernels re-run alone,
+by CUDA events); with --proofs N the latency of a proof (stage + compute + wait,
+a random witness: the synthetic key's proofs do not verify, the work is the
+same) started right after load_key returns (it runs the fold-1 plans beside
+the tables) and the median of N after the tables are done (the full fold);
+and with --legacy the load as it was before the cache
 (fd596b2: CSR by argsort, pageable copies from the mapping, tables on the
 upload stream).  --cold evicts the zkey and the cache entry from the page
 cache (posix_fadvise DONTNEED on those files only) before a first and a cached
@@ -90,15 +97,67 @@ def evict(*paths) -> None:
             os.close(fd)
 
 
-def timed_load(backend: GpuBackend, path: Path) -> tuple[float, object]:
+def timed_load(backend: GpuBackend, path: Path, row: dict | None = None, name: str = "") -> tuple[float, object]:
+    """Seconds until the key is usable (read_zkey + load_key + `ready`); with `row`, also the
+    seconds until its fold tables are done, as row[name + " tables done s"]."""
     t = time.perf_counter()
     zkey = read_zkey(path)
+    read = time.perf_counter() - t
     backend.prepare_key(zkey)
-    if backend.maintenance_due():  # the staging buffers, pinned once (as the CLI does)
+    maintained = 0.0
+    if backend.maintenance_due():  # the staging buffers, pinned once (as the CLI does: a first load's cost)
+        t0 = time.perf_counter()
         backend.maintain()
+        maintained = time.perf_counter() - t0
+    t1 = time.perf_counter()
     key = backend.load_key(zkey)
+    returned = time.perf_counter() - t1
     key.ready.synchronize()
-    return time.perf_counter() - t, key
+    usable = time.perf_counter() - t
+    key.synchronize()
+    if row is not None:
+        row[f"{name} tables done s"] = round(time.perf_counter() - t, 3)
+        row[f"{name}: read_zkey s, maintain s, load_key returned s"] = (round(read, 3), round(maintained, 3),
+                                                                        round(returned, 3))
+        stats = key.upload_stats
+        row[f"{name}: upload GB, s, reader s (summed), chunks"] = (round(stats.nbytes / 1e9, 2), round(stats.seconds, 3),
+                                                                round(stats.read_seconds, 3), stats.chunks)
+    return usable, key
+
+
+def random_witness(key, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, 2**63, size=(key.n_wires, 4), dtype=np.uint64)
+    w[:, 3] &= np.uint64((1 << 60) - 1)  # below r
+    return w
+
+
+def proof_s(backend: GpuBackend, key, witness: np.ndarray) -> tuple[float, int]:
+    """Wall seconds of one proof of `key` (memory and compute phases, the wait), and its fold."""
+    t = time.perf_counter()
+    core = backend.compute(backend.stage(key, witness)).wait()
+    return time.perf_counter() - t, int(core.timings["gpu_fold"])
+
+
+def proofs_around_load(backend: GpuBackend, path: Path, row: dict, proofs: int) -> None:
+    """A proof right after load_key returns (beside the tables), then proofs on the built key."""
+    zkey = read_zkey(path)
+    backend.prepare_key(zkey)
+    t = time.perf_counter()
+    key = backend.load_key(zkey)
+    returned = time.perf_counter() - t
+    witness = random_witness(key)
+    s, fold = proof_s(backend, key, witness)
+    row["proof right after load_key (load_key s, proof s, fold, tables built after it)"] = (
+        round(returned, 3), round(s, 3), fold, key.tables_built())
+    key.synchronize()
+    row["proof load->tables done s"] = round(time.perf_counter() - t, 3)
+    if backend.maintenance_due():  # the proofs' pinned buffers (device-global: only now, the device idle)
+        backend.maintain()
+    times = [proof_s(backend, key, witness) for _ in range(proofs + 1)]
+    row["proof after the tables s (median, fold)"] = (round(statistics.median(s for s, _ in times[1:]), 3),
+                                                      times[-1][1])
+    backend.unload_key(key)
 
 
 def legacy_csr(coeffs, matrix: int, domain: int):
@@ -170,7 +229,10 @@ class _Row(dict):
         print(f"  {self.get('key', '?')}: {key} = {value}", flush=True)
 
 
-def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bool, cold: bool) -> dict:
+def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bool, cold: bool,
+             tables_rerun: bool = True, proofs: int = 0, cache_off: bool = True) -> dict:
+    """One size's figures (keys are unloaded as an Engine does: backend.unload_key, so no load
+    pins buffers that an earlier key's proofs wanted)."""
     size = path.stat().st_size
     row = _Row(key=label)
     row["zkey GB"] = round(size / 1e9, 3)
@@ -182,30 +244,41 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
     nocache.__dict__.update(backend.__dict__)
     nocache.key_cache = None
     try:
-        first, key = timed_load(backend, path)
+        first, key = timed_load(backend, path, row, "first")
         assert key.cache_hit is False, key.cache_hit
         row["first load s"] = round(first, 3)
-        row["first / read"] = round(first / row["read file s"], 2)
+        row["first / read"] = round(first / max(row["read file s"], 1e-3), 2)
         row["first: host"] = {k: round(v, 3) for k, v in key.timings.items()}
         row["resident GB"] = round(key.nbytes / 1e9, 2)
         row["fold"] = key.plan_w.fold
-        row["device tables ms"] = round(device_tables_ms(backend, key), 1)
-        key.close()
+        row["fold-1 plans while the tables build (c witness, c H)"] = (
+            (key.footprint.early_w.c, key.footprint.early_h.c) if key.footprint.early_w is not None else None)
+        if tables_rerun:
+            row["device tables ms"] = round(device_tables_ms(backend, key), 1)
+        t = time.perf_counter()
+        key.cache_stored()
+        row["first: cache entry written after the load (s, waited s)"] = (
+            round(key.timings.get("key cache write (after the load)", -1.0), 3), round(time.perf_counter() - t, 3))
+        backend.unload_key(key)
         cached = []
-        for _ in range(repeats + 1):
-            s, key = timed_load(backend, path)
+        for i in range(repeats + 1):
+            s, key = timed_load(backend, path, row if i == repeats else None, "cached")
             assert key.cache_hit is True
             cached.append(s)
             last = {k: round(v, 3) for k, v in key.timings.items()}
             up = key.upload_stats
-            key.close()
+            backend.unload_key(key)
         row["staging buffers pinned"] = up.pinned_buffers
-        row["cached load s"] = round(statistics.median(cached[1:]), 3)
+        row["cached load s"] = round(statistics.median(cached[1:] or cached), 3)
+        row["cached loads s"] = [round(x, 3) for x in cached]
         row["cached: host"] = last
         row["upload GB/s"] = round(up.nbytes / up.seconds / 1e9, 1)
-        s, key = timed_load(nocache, path)
-        row["cache off s"] = round(s, 3)
-        key.close()
+        if cache_off:
+            s, key = timed_load(nocache, path)
+            row["cache off s"] = round(s, 3)
+            backend.unload_key(key)
+        if proofs:
+            proofs_around_load(backend, path, row, proofs)
         if legacy:  # after the others: the module and the page cache are as warm for it
             row["before (fd596b2) s"] = round(legacy_load(backend, path), 3)
         if cold:
@@ -216,12 +289,13 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
             evict(path, *entry)
             s, key = timed_load(backend, path)
             row["cold: cached load s"] = round(s, 3)
-            key.close()
+            backend.unload_key(key)
             shutil.rmtree(cache_dir, ignore_errors=True)
             evict(path)
             s, key = timed_load(backend, path)
             row["cold: first load s"] = round(s, 3)
-            key.close()
+            key.cache_stored()
+            backend.unload_key(key)
     finally:
         backend.close()
     return row
@@ -236,6 +310,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--legacy", default="", help="sizes (log constraints) to also time the pre-cache load at")
     ap.add_argument("--cold", default="", help="sizes to also time with the files evicted from the page cache")
+    ap.add_argument("--tables-rerun", default="all",
+                    help="sizes to re-run the tables' kernels alone at (device tables ms); 'all' or a list")
+    ap.add_argument("--proofs", type=int, default=0, help="proof latencies around a load (0: none)")
+    ap.add_argument("--no-cache-off", action="store_true", help="skip the load with the cache off")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic zkeys")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -250,7 +328,9 @@ def main() -> None:
             synthetic_zkey(path, args.curve, int(k))
             print(f"wrote {path} in {time.perf_counter() - t:.1f} s", flush=True)
         rows.append(run_size(label, path, work, args.repeats, str(k) in args.legacy.split(","),
-                             str(k) in args.cold.split(",")))
+                             str(k) in args.cold.split(","),
+                             args.tables_rerun == "all" or str(k) in args.tables_rerun.split(","), args.proofs,
+                             not args.no_cache_off))
         print(json.dumps(rows[-1]), flush=True)
         if not args.keep and not args.zkey:
             path.unlink()

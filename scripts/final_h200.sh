@@ -117,7 +117,7 @@ if has sweep; then
     --concurrency 8,32 --slots 1,4 --modes split --out "$R/sweep" 2>&1 | tail -8 | tee -a "$LOG"
 fi
 if has helpers; then  # each helper branch's own closing figures (perf/<branch>_final.sh, 60 s at most each)
-  for f in perf/*_final.sh; do
+  for f in ${FINALS:-perf/*_final.sh}; do
     [ -e "$f" ] || continue
     step "$f"
     OUT="$R" timeout 75 bash "$f" >"$R/$(basename "$f" .sh).log" 2>&1

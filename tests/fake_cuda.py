@@ -82,6 +82,7 @@ class FakeDriver:
         self.live_pinned: dict[int, ctypes.Array] = {}
         self.pinned_allocs = 0
         self.total_memory = 80 << 30
+        self.events_pending = False  # True: cuEventQuery says NOT_READY (work still running)
         self.pool_attributes: dict[str, int] = {}  # what cuMemPoolSetAttribute set, by attribute name
 
     def __getattr__(self, name: str):
@@ -156,6 +157,15 @@ class FakeDriver:
         self.live_streams.add(h)
         return OK, h
 
+    def cuStreamCreateWithPriority(self, flags, priority):
+        self._note("cuStreamCreateWithPriority")
+        h = self._new()
+        self.live_streams.add(h)
+        return OK, h
+
+    def cuCtxGetStreamPriorityRange(self):
+        return OK, 0, -5  # least, greatest (an H200's)
+
     def cuStreamDestroy(self, h):
         self.live_streams.discard(h)
         return (OK,)
@@ -184,7 +194,8 @@ class FakeDriver:
         return (OK,)
 
     def cuEventQuery(self, h):
-        return (OK,)
+        self._note("cuEventQuery")
+        return (CUresult.CUDA_ERROR_NOT_READY if self.events_pending else OK,)
 
     def cuEventElapsedTime(self, a, b):
         return OK, 1.0

@@ -14,6 +14,7 @@ import pytest
 from engine.backends.gpu import staging
 from engine.backends.gpu.key import cache_layout, csr_from_coeffs
 from engine.formats import key_cache as kc
+from engine.formats.wtns import read_wtns
 from engine.formats.zkey import COEFF_DTYPE, read_zkey
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -405,7 +406,7 @@ def test_key_from_the_cache_is_the_key_without_it(tmp_path, curve):
         stream = backend.ctx.upload_stream
 
         def image(key):
-            key.ready.synchronize()
+            key.synchronize()  # the fold tables too
             out = []
             for b in key.buffers:
                 host = np.empty(b.nbytes, dtype=np.uint8)
@@ -416,7 +417,8 @@ def test_key_from_the_cache_is_the_key_without_it(tmp_path, curve):
 
         z = read_zkey(path)
         first = backend.load_key(z)
-        assert first.cache_hit is False and len(kc.KeyCache(tmp_path / "cache").entries()) == 1
+        assert first.cache_hit is False and first.cache_stored()  # written after the load returned
+        assert len(kc.KeyCache(tmp_path / "cache").entries()) == 1
         second = backend.load_key(read_zkey(path))
         assert second.cache_hit is True
         in_memory = read_zkey(path)
@@ -521,6 +523,7 @@ def test_key_load_miss_hit_and_in_memory_upload_the_same_bytes_and_pin_nothing(r
             key = backend.load_key(zk)
             keys.append(key)
             assert key.cache_hit is {"miss": False, "hit": True, "memory": None}[source]
+            backend.wait_cache_writes()  # the miss's entry is written after its load returns
             if staged:
                 assert key.upload_stats.pinned_buffers == 2
             images.append(_image(recorded, key, start))
@@ -569,3 +572,72 @@ def test_key_load_failure_leaves_nothing_on_the_device(tmp_path, monkeypatch, ca
         finally:
             backend.close()
         assert not fake.live_device and not fake.live_events and not fake.live_streams
+
+
+def test_a_first_load_returns_before_its_cache_entry_is_written_and_close_waits_for_it(tmp_path, monkeypatch):
+    """The entry is written on a thread after the upload (not beside it, where it slowed the reads);
+    the key is usable meanwhile, a load before the write ends is a miss, and closing the backend
+    waits for the write (the CLI leaves with os._exit after it)."""
+    import threading
+
+    from engine.backends.gpu import GpuBackend
+    from fake_cuda import fake_driver
+
+    path = tmp_path / "k.zkey"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "tiny" / "bn128" / "tiny.zkey", path)
+    release, writing = threading.Event(), threading.Event()
+    real = kc.KeyCache.store
+
+    def slow_store(self, *args, **kwargs):
+        writing.set()
+        assert release.wait(10)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(kc.KeyCache, "store", slow_store)
+    cache = kc.KeyCache(tmp_path / "cache")
+    with fake_driver() as fake:
+        backend = GpuBackend(0, key_cache_dir=str(tmp_path / "cache"))
+        backend.ctx.prepare = lambda curve: b"fake cubin"
+        try:
+            z = read_zkey(path)
+            key = backend.load_key(z)
+            assert key.cache_hit is False and writing.wait(10) and not key.cache_stored(timeout=0.01)
+            assert cache.entries() == []
+            witness = np.asarray(read_wtns(ROOT / "tests" / "fixtures" / "tiny" / "bn128" / "tiny.wtns").values)
+            assert backend.prove_core(key, witness).proof is not None  # usable while the entry is written
+            other = backend.load_key(read_zkey(path))
+            assert other.cache_hit is False  # no entry yet: a miss (its own write follows)
+            closer = threading.Thread(target=backend.close)
+            closer.start()
+            closer.join(0.2)
+            assert closer.is_alive()  # close waits for the writes
+            release.set()
+            closer.join(10)
+            assert not closer.is_alive() and len(cache.entries()) == 1
+            assert "key cache write (after the load)" in key.timings
+        finally:
+            release.set()
+            backend.close()
+    assert not fake.live_streams
+
+
+def test_a_failed_load_writes_no_cache_entry(tmp_path, monkeypatch):
+    from cuda_kernels import driver
+    from engine.backends.gpu import GpuBackend
+    from engine.errors import DeviceError
+    from fake_cuda import fake_driver
+
+    path = tmp_path / "k.zkey"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "tiny" / "bn128" / "tiny.zkey", path)
+    with fake_driver():
+        backend = GpuBackend(0, key_cache_dir=str(tmp_path / "cache"))
+        backend.ctx.prepare = lambda curve: b"fake cubin"
+        try:
+            z = read_zkey(path)
+            backend.ctx.module(z.curve)
+            with driver.inject_fault("cuMemcpyHtoDAsync", nth=2), pytest.raises(DeviceError):
+                backend.load_key(z)
+            backend.wait_cache_writes()
+            assert kc.KeyCache(tmp_path / "cache").entries() == []
+        finally:
+            backend.close()

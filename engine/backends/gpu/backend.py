@@ -64,6 +64,7 @@ class GpuBackend(Backend):
         # before the tail reads it (the check must then fail)
         self.fault_hook = None
         self.side_streams = gepi.SideStreams(self.ctx)
+        self._cache_writes: list[GpuKey] = []  # first loads whose key-cache entry is still being written
 
     def set_guard_owner(self, owner: object) -> None:
         """Device-global calls of this backend are checked against `owner`'s proof reservations
@@ -100,6 +101,9 @@ class GpuBackend(Backend):
         """Make the key resident as `footprint` says (planned here against the budget when not given).
         A host-tier key pins its bases here: the engine loads it while it holds the whole pool."""
         key = GpuKey(self, zkey, footprint if footprint is not None else self.plan_key(zkey), cache=self.key_cache)
+        self._cache_writes = [k for k in self._cache_writes if k.cache_writer is not None and k.cache_writer.is_alive()]
+        if key.cache_writer is not None:
+            self._cache_writes.append(key)
         nbytes = pipeline.pinned_bytes(key)
         self.ctx.pinned.want(key, nbytes, self.pinned_count(key, nbytes))
         return key
@@ -135,7 +139,8 @@ class GpuBackend(Backend):
         the bucket sort's range."""
         if key.domain > BATCH_MAX_DOMAIN or getattr(key, "host", None) is not None:
             return 1  # (a host-tier key streams its bases per proof: no batch pass over them)
-        return max(1, min(BATCH_MAX_PROOFS, gmsm.max_batch(key.plan_h), gmsm.max_batch(key.plan_w)))
+        plans = [p for pair in key.footprint.all_plans() for p in pair]  # fold 1 while the tables build
+        return max(1, min(BATCH_MAX_PROOFS, *(gmsm.max_batch(p) for p in plans)))
 
     def prove_core(self, key: ResidentKey, witness: np.ndarray) -> CoreResult:
         return self.compute(self.stage(key, witness)).wait()
@@ -334,7 +339,15 @@ class GpuBackend(Backend):
     def msm_g2(self, curve: Curve, bases: np.ndarray, scalars: np.ndarray):
         return self._msm(curve, bases, scalars, True)
 
+    def wait_cache_writes(self) -> None:
+        """Block until the key-cache entries of this backend's first loads are written (they are
+        written after each load returns: close() waits, so a process ending after it keeps them)."""
+        for key in self._cache_writes:
+            key.cache_stored()
+        self._cache_writes = []
+
     def close(self) -> None:
+        self.wait_cache_writes()
         self.ctx.bind_thread()
         self.side_streams.close()
         self.ctx.close()

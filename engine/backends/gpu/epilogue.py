@@ -194,7 +194,7 @@ class SideStreams:
         with self._lock:
             s = self._streams.get((slot, lane))
             if s is None:
-                s = self._streams[(slot, lane)] = self.ctx.device.stream()
+                s = self._streams[(slot, lane)] = self.ctx.device.stream(urgent=True)  # as the compute streams
             return s
 
     def close(self) -> None:

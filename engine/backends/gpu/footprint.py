@@ -135,10 +135,19 @@ class KeyFootprint:
     chunk_h: int = 0  # host tier: H rows per streamed chunk
     chunks: int = 0  # host tier: chunks streamed per proof (H's and the witness's)
     table_seconds: float = 0.0  # estimated device time of building the fold tables at each load
+    # resident keys with fold tables: the fold-1 plans of proofs that start while the tables still
+    # build (key.py: a key is usable as soon as its points are on the device); None: no tables
+    early_w: gmsm.MsmPlan | None = None
+    early_h: gmsm.MsmPlan | None = None
 
     @property
     def fold(self) -> int:
         return self.plan_w.fold
+
+    def all_plans(self) -> list[tuple[gmsm.MsmPlan, gmsm.MsmPlan]]:
+        """(witness plan, H plan) pairs a proof of this key may take: the full fold's, and the
+        fold-1 pair while the tables build (a proof's scratch covers both)."""
+        return [(self.plan_w, self.plan_h)] + ([(self.early_w, self.early_h)] if self.early_w is not None else [])
 
     @property
     def streamed_bytes(self) -> int:
@@ -225,14 +234,24 @@ def layouts(plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan, sm_count: int):
             (plan_w, gmsm.AccumulateLayout.for_plan(plan_w, sm_count))]
 
 
+def scratch_shapes(pairs: list[tuple[gmsm.MsmPlan, gmsm.MsmPlan]], sm_count: int):
+    """The sort's plans and the buckets' (plan, layout) shapes that serve every (witness, H) pair."""
+    plans = [p for pair in pairs for p in pair]
+    shapes = [s for pw, ph in pairs for s in layouts(pw, ph, sm_count)]
+    return plans, shapes
+
+
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
-                      sm_count: int, tail: bool = True) -> int:
+                      sm_count: int, tail: bool = True,
+                      early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None) -> int:
     """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets,
     and with `tail` the device tail's r, s, rs, proof area and scratch (inside the witness and results
-    allocations)."""
+    allocations).  `early`: the fold-1 (witness, H) plans a proof may take instead while the key's
+    tables build: the sort and bucket scratch is sized for either."""
     total = n_wires * FR + 3 * domain * FR + (gepi.proof_device_bytes(curve) if tail else 0)
-    total += gmsm.SortScratch.nbytes([plan_w, plan_h])
-    total += gmsm.BucketScratch.nbytes(layouts(plan_w, plan_h, sm_count), acc_bytes(curve, True))
+    plans, shapes = scratch_shapes([(plan_w, plan_h)] + ([early] if early is not None else []), sm_count)
+    total += gmsm.SortScratch.nbytes(plans)
+    total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
     total += 5 * acc_bytes(curve, True)
     return total + 64 * 20  # allocation rounding
 
@@ -283,13 +302,24 @@ def resident_footprint(shape: KeyShape, fold: str | int, budget: int, proofs: in
     points = (_alloc(pw.fold * shape.n_wires * g1_bytes(curve)) * 3
               + _alloc(pw.fold * shape.n_wires * g2_bytes(curve)) + _alloc(ph.fold * shape.domain * g1_bytes(curve)))
     seconds, ops, serial = estimate(curve, _proof_msms(pw, ph))
+    early = early_plans(shape, pw, ph)
     return KeyFootprint(
         tier="resident", plan_w=pw, plan_h=ph, device_bytes=shape.fixed_device_bytes() + points + shape.epilogue_device_bytes(),
         host_bytes=0,
-        working_set_bytes=proof_working_set(curve, shape.n_wires, shape.domain, pw, ph, sm_count),
+        working_set_bytes=proof_working_set(curve, shape.n_wires, shape.domain, pw, ph, sm_count, early=early),
         proofs_in_flight=proofs, budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape),
         msm_ops=ops, serial_doublings=serial, table_seconds=table_seconds(shape, pw, ph),
+        early_w=early[0] if early else None, early_h=early[1] if early else None,
     )
+
+
+def early_plans(shape: KeyShape, pw: gmsm.MsmPlan, ph: gmsm.MsmPlan) -> tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None:
+    """The fold-1 (witness, H) plans for proofs before a resident key's tables are built (each its own
+    best window over table 0, the points as the zkey holds them); None when neither plan folds."""
+    if pw.fold == 1 and ph.fold == 1:
+        return None
+    bits = shape.scalar_bits
+    return gmsm.plan_msm(shape.n_wires, bits, 1), gmsm.plan_msm(shape.domain, bits, 1)
 
 
 def host_footprint(shape: KeyShape, chunk_w: int, budget: int, proofs: int, sm_count: int,

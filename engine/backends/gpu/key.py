@@ -8,11 +8,14 @@ and C MSMs all take the same scalars (the whole witness) and share one sort.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from cuda_kernels.driver import Device, DeviceBuffer, Event
+from engine.errors import DeviceError
 
 from engine.backends.base import ResidentKey
 from engine.backends.gpu import msm as gmsm
@@ -81,6 +84,16 @@ def cache_layout() -> str:
     return f"gpu-csr-v{LAYOUT_VERSION}"
 
 
+@dataclass(frozen=True)
+class ProofPlans:
+    """The MSM plans one proof runs under, fixed when its compute phase starts: `full` the
+    footprint's fold (its tables built), else the fold-1 plans over table 0."""
+
+    w: gmsm.MsmPlan
+    h: gmsm.MsmPlan
+    full: bool
+
+
 class GpuKey(ResidentKey):
     """`footprint` (footprint.plan_key, chosen from the VRAM budget) fixes the tier and the MSM plans:
     resident keys hold their points and shifted copies here and the epilogue's tables (`epilogue`),
@@ -90,7 +103,14 @@ class GpuKey(ResidentKey):
     cache, or built on the host and then cached), a resident key's points straight from the zkey's
     sections.  Uploads go through staging.py; each point array's window tables are computed on a
     side stream as soon as its copies are enqueued, overlapping the next reads.  `ready` fires when
-    all of it is on the device; `timings` says where the host's time went."""
+    all of it is on the device but the fold tables, `tables_done` (None: the key has none) when
+    they are built too; `timings` says where the host's time went.
+
+    Proofs need not wait for the tables: one whose compute starts before they are done
+    (`plans_now`, an event query) runs the fold-1 plans (`footprint.early_w`, `early_h`) over
+    table 0, which the tables' kernels only read, and waits on `ready` alone; later ones take
+    the full fold and also wait on `tables_done`.  A proof's scratch covers both plans
+    (footprint.proof_working_set), so a proof's plan is chosen once, at its compute, and kept."""
 
     def __init__(self, backend, zkey, footprint: KeyFootprint, *, cache=None):
         super().__init__(zkey)
@@ -100,6 +120,7 @@ class GpuKey(ResidentKey):
         curve = zkey.curve
         self.timings: dict[str, float] = {}
         self.cache_hit: bool | None = None  # None: no cache for this key
+        self.cache_writer: threading.Thread | None = None  # a first load's cache write, after its upload
         t = time.perf_counter()
         self.module = ctx.module(curve)
         self.timings["kernel module"] = time.perf_counter() - t
@@ -111,6 +132,8 @@ class GpuKey(ResidentKey):
         self.tables = None
         self.epilogue: KeyEpilogue | None = None
         self._events: list[Event] = []
+        self.tables_done: Event | None = None
+        self._tables_built = footprint.early_w is None  # nothing to build
         with Device.recording() as made:
             try:
                 self._load(zkey, cache)
@@ -129,7 +152,7 @@ class GpuKey(ResidentKey):
         dev, stream = ctx.device, ctx.upload_stream
         self.tables = build_tables(dev, self.module, curve, self.k, stream, coset=True)
         t = time.perf_counter()
-        csr, entry, writer = self._csr_sources(zkey, cache)
+        csr, entry, store = self._csr_sources(zkey, cache)
         self.timings["csr"] = time.perf_counter() - t
         zkey_fd = _open_unchanged(zkey)
         side = dev.stream()  # the window tables' kernels, beside the copies
@@ -162,27 +185,70 @@ class GpuKey(ResidentKey):
             t = time.perf_counter()
             self.upload_stats = staging.upload(ctx, stream, jobs)
             self.timings["read + upload"] = time.perf_counter() - t
-            stream.wait_event(self._event(side))  # proofs wait on `ready`, which follows the tables
+            if not self._tables_built:  # the tables build on behind `ready`; full-fold proofs wait on this
+                self.tables_done = Event()  # held before its record: close() destroys it whatever happens
+                self.tables_done.record(side)
+            if store is not None:  # after the upload, not beside it (measured: it slowed the reads)
+                self.cache_writer = threading.Thread(target=store, name="key-cache-write")
+                self.cache_writer.start()
+        except BaseException:
+            try:  # the tables' kernels queued so far finish before close() frees their buffers
+                side.synchronize()
+            except DeviceError:
+                pass
+            raise
         finally:
             side.destroy()  # returns at once; its queued kernels still run
             if zkey_fd is not None:
                 os.close(zkey_fd)
             if entry is not None:
                 entry.close()
-            if writer is not None:
-                t = time.perf_counter()
-                writer.join()
-                self.timings["key cache write (wait)"] = time.perf_counter() - t
             for e in self._events:
                 e.destroy()
             self._events = []
         self.ready = Event().record(stream)
 
+    def tables_built(self) -> bool:
+        """Whether the fold tables are complete: a query of their event, no wait (design.md
+        section 5); once True it stays True."""
+        if not self._tables_built and (self.tables_done is None or self.tables_done.query()):
+            self._tables_built = True
+        return self._tables_built
+
+    def plans_now(self) -> ProofPlans:
+        """The plans of a proof whose compute starts now (see the class docstring)."""
+        if self.tables_built():
+            return ProofPlans(self.plan_w, self.plan_h, True)
+        return ProofPlans(self.footprint.early_w, self.footprint.early_h, False)
+
+    def wait(self, plans: ProofPlans, stream) -> None:
+        """Make `stream` wait for what a proof under `plans` reads: the key, and its tables for
+        the full fold."""
+        stream.wait_event(self.ready)
+        if plans.full and self.tables_done is not None:
+            stream.wait_event(self.tables_done)
+
+    def synchronize(self) -> None:
+        """Block until the whole key, tables included, is on the device (tests, benchmarks)."""
+        self.ready.synchronize()
+        if self.tables_done is not None:
+            self.tables_done.synchronize()
+            self._tables_built = True
+
+    def cache_stored(self, timeout: float | None = None) -> bool:
+        """Wait (at most `timeout` s) for this load's key-cache write; True when none is running.
+        A first load writes its entry on a thread after its upload and returns without waiting
+        (the key is usable meanwhile; a load of the same zkey before the write ends is a miss)."""
+        if self.cache_writer is not None:
+            self.cache_writer.join(timeout)
+            if self.cache_writer.is_alive():
+                return False
+            self.cache_writer = None
+        return True
+
     def _csr_sources(self, zkey, cache) -> tuple[dict, object, object]:
         """The CSR arrays by name: file ranges of a cache entry, or arrays built now; then also the
-        thread writing them to the cache, beside the upload."""
-        import threading  # noqa: PLC0415
-
+        entry (to close after the upload) and the call that writes a missing entry (None: none)."""
         from engine.formats.key_cache import identity_of  # noqa: PLC0415
 
         identity = identity_of(zkey, cache_layout()) if cache is not None else None
@@ -199,12 +265,15 @@ class GpuKey(ResidentKey):
         for matrix, tag in ((0, "a"), (1, "b")):
             for part, arr in zip(CSR_PARTS, csr_from_coeffs(zkey.coeffs, matrix, self.domain)):
                 arrays[f"{tag}.{part}"] = arr
-        writer = None
+        store = None
         if identity is not None:
             meta = {"n_vars": zkey.n_vars, "domain": zkey.domain_size}
-            writer = threading.Thread(target=cache.store, args=(identity, arrays, meta), name="key-cache-write")
-            writer.start()
-        return arrays, None, writer
+
+            def store() -> None:
+                t = time.perf_counter()
+                cache.store(identity, arrays, meta)
+                self.timings["key cache write (after the load)"] = time.perf_counter() - t
+        return arrays, None, store
 
     def _upload(self, host: np.ndarray, reserve: int | None = None) -> DeviceBuffer:
         """A small array copied as it is (the epilogue's tables): `reserve` bytes at least."""
@@ -251,6 +320,14 @@ class GpuKey(ResidentKey):
         if self.buffers or self.tables is not None:
             self.ctx.bind_thread()
             stream = self.ctx.upload_stream
+            if self.tables_done is not None:  # the frees come after the tables' kernels
+                try:
+                    stream.wait_event(self.tables_done)
+                except DeviceError:
+                    try:
+                        self.tables_done.synchronize()
+                    except DeviceError:
+                        pass
             if self.tables is not None:
                 self.tables.free(stream)
                 self.tables = None
@@ -260,7 +337,8 @@ class GpuKey(ResidentKey):
         if self.host is not None:
             self.host.close()
             self.host = None
-        ready = getattr(self, "ready", None)
-        if ready is not None:
-            ready.destroy()  # after the frees were enqueued: destroying a recorded event is allowed
-            self.ready = None
+        for name in ("ready", "tables_done"):
+            event = getattr(self, name, None)
+            if event is not None:
+                event.destroy()  # after the frees were enqueued: destroying a recorded event is allowed
+                setattr(self, name, None)

@@ -45,23 +45,31 @@ from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.footprint import acc_bytes
-from engine.backends.gpu.key import GpuKey
+from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
 FR = 32
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")  # "check": the device tail only
 
 
-def _layouts(key: GpuKey, sm_count: int):
-    return footprint.layouts(key.plan_w, key.plan_h, sm_count)
+def _layouts(plans: ProofPlans, sm_count: int):
+    return footprint.layouts(plans.w, plans.h, sm_count)
+
+
+def _scratch_shapes(key: GpuKey, sm_count: int):
+    """The sort's plans and the buckets' shapes of a proof of `key`: every plan it may run under
+    (the fold-1 plans too while the key's tables may still be building: chosen at compute)."""
+    return footprint.scratch_shapes(key.footprint.all_plans(), sm_count)
 
 
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     """Device bytes one proof allocates beyond the resident key (what the VRAM budget reserves)."""
     if key.host is not None:
         return footprint.host_working_set(key.host.shape, key.plan_w, key.plan_h, sm_count)
+    fp = key.footprint
+    early = (fp.early_w, fp.early_h) if fp.early_w is not None else None
     return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count,
-                                       tail=has_tail(key))
+                                       tail=has_tail(key), early=early)
 
 
 def has_tail(key: GpuKey) -> bool:
@@ -218,7 +226,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     up_bytes = wit.nbytes + scalars.nbytes
     results_offset = _results_offset(up_bytes)
     host = ctx.pinned.take(results_offset + result_bytes(key), tag=key)
-    shapes = _layouts(key, dev.sm_count)
+    sort_plans, shapes = _scratch_shapes(key, dev.sm_count)
     events: list[Event] = []
     with Device.recording() as allocated:
         try:
@@ -231,7 +239,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 a=dev.alloc(n * FR, stream),
                 b=dev.alloc(n * FR, stream),
                 c=dev.alloc(n * FR, stream),
-                sort=gmsm.SortScratch(dev, [key.plan_w, key.plan_h], stream),
+                sort=gmsm.SortScratch(dev, sort_plans, stream),
                 buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
                 results=dev.alloc(results_alloc_bytes(key), stream),
                 device_buffers=allocated,
@@ -308,11 +316,13 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     late = st.results if raw is None else None  # no pinned buffer: fetched by wait() (_fetch_late)
     error: BaseException | None = None
     ordered = False  # the compute stream waits on the upload: frees may go on it
+    plans: ProofPlans | None = None
     try:
         stream.wait_event(st.uploaded)
         ordered = True
-        stream.wait_event(key.ready)
-        _launch_proof(backend, key, st, stream, side, marks, side_marks, side_events, timing)
+        plans = key.plans_now()  # fixed for this proof: fold 1 while the key's tables still build
+        key.wait(plans, stream)
+        _launch_proof(backend, key, st, plans, stream, side, marks, side_marks, side_events, timing)
         if late is None:
             Device.download(raw, st.results, stream)
     except Exception as exc:  # handed to the Pending: raised after the done event
@@ -336,6 +346,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
             out = raw.copy()
             timings = dict(staged.timings)
             timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
+            timings["gpu_fold"] = plans.w.fold
             for name, (e0, e1) in zip(STAGES if tail else STAGES[:-1], zip(marks, marks[1:])):
                 timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
             if len(side_marks) == 4:  # the overlapped phases, beside the stages above (not in their sum)
@@ -360,8 +371,8 @@ def _join_side(stream, side, side_events: list[Event]) -> None:
         side.synchronize()
 
 
-def _launch_proof(backend, key: GpuKey, st: ProofState, stream, side, marks: list[Event], side_marks: list[Event],
-                  side_events: list[Event], timing: bool) -> None:
+def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, stream, side, marks: list[Event],
+                  side_marks: list[Event], side_events: list[Event], timing: bool) -> None:
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
     a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
     `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both."""
@@ -380,7 +391,7 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, stream, side, marks: lis
 
     mark()
     g2_acc = acc_bytes(key.curve, True)
-    (plan_h, lay_h), (plan_w, lay_w) = _layouts(key, sm)
+    (plan_h, lay_h), (plan_w, lay_w) = _layouts(plans, sm)
     if key.host is not None:  # bases streamed from pinned host memory, chunk by chunk; no device tail
         _front(key, st, stream, mark)
         key.host.enqueue(key.module, st, {"h": (plan_h, lay_h), "w": (plan_w, lay_w)}, stream, mark)
@@ -458,14 +469,16 @@ def _core(curve, raw: np.ndarray, timings: dict) -> CoreResult:
                       pi_h=g1[3], timings=timings, proof=proof, verified=verified)
 
 
-def batch_plans(key: GpuKey, k: int):
-    """The H and witness plans (and layouts) of k proofs of `key` in one MSM pass each."""
+def batch_plans(key: GpuKey, k: int, plans: ProofPlans | None = None):
+    """The H and witness plans (and layouts) of k proofs of `key` in one MSM pass each, under
+    `plans` (default: the full fold's)."""
     sm_count = key.ctx.device.sm_count
-    plans = []
-    for plan in (key.plan_h, key.plan_w):
+    plans = plans or ProofPlans(key.plan_w, key.plan_h, True)
+    out = []
+    for plan in (plans.h, plans.w):
         p = gmsm.plan_for_batch(plan, k)
-        plans.append((p, gmsm.AccumulateLayout.for_plan(p, sm_count)))
-    return plans
+        out.append((p, gmsm.AccumulateLayout.for_plan(p, sm_count)))
+    return out
 
 
 def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]:
@@ -496,7 +509,8 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
     dev = ctx.device
     curve, mod, k = key.curve, key.module, len(staged)
     stream = ctx.compute_stream(slot)
-    (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k)
+    plans = key.plans_now()  # one choice for the whole batch, kept to its end
+    (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k, plans)
     n_h, n_w = key.domain * FR, key.n_wires * FR
     g2_acc = acc_bytes(curve, True)
     sums = 5 * g2_acc
@@ -517,7 +531,7 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
     error: BaseException | None = None
     ordered = False
     try:
-        stream.wait_event(key.ready)
+        key.wait(plans, stream)
         for st in states:
             stream.wait_event(st.uploaded)
         ordered = True
@@ -575,6 +589,7 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
                             timings = dict(s.timings)
                             timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
                             timings["gpu_batch"] = k
+                            timings["gpu_fold"] = plan_w.fold
                             timings["gpu_check"] = check  # the k tails side by side, after the batched MSMs
                             results.append(_core(curve, raw.copy(), timings))
                 except BaseException as exc:  # noqa: BLE001 - every proof of the batch gets it

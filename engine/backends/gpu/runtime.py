@@ -156,7 +156,7 @@ class GpuContext:
     def compute_stream(self, slot: int = 0) -> Stream:
         with self._lock:
             while len(self._compute_streams) <= slot:
-                self._compute_streams.append(self.device.stream())
+                self._compute_streams.append(self.device.stream(urgent=True))  # ahead of key tables
             return self._compute_streams[slot]
 
     def prepare(self, curve: Curve) -> bytes:
