@@ -259,6 +259,7 @@ class Module:
     def __init__(self, cubin: bytes):
         self.handle = _call("cuModuleLoadData", cu.cuModuleLoadData(cubin))
         self._functions: dict[str, object] = {}
+        self._resident: dict[tuple[str, int, int], int | None] = {}
 
     def function(self, name: str):
         f = self._functions.get(name)
@@ -266,6 +267,17 @@ class Module:
             f = _call(f"cuModuleGetFunction({name})", cu.cuModuleGetFunction(self.handle, name.encode()))
             self._functions[name] = f
         return f
+
+    def resident_blocks(self, name: str, threads: int, shared: int = 0) -> int | None:
+        """Blocks of `threads` of kernel `name` one SM holds at once (the driver's occupancy for
+        its registers and shared memory); None where the driver answers nothing (a fake)."""
+        key = (name, threads, shared)
+        cache = self._resident
+        if key not in cache:
+            got = _call("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                        cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(self.function(name), threads, shared))
+            cache[key] = int(got) if got is not None else None
+        return cache[key]
 
     def allow_shared(self, name: str, nbytes: int) -> None:
         """Let `name` use more than 48 KiB of dynamic shared memory."""

@@ -17,6 +17,32 @@ typedef int int32_t;
 #define FIELD_MUL_VARIANT 2
 #endif
 
+// product_form<P, VALUE, EVEN_ODD>: the field of P with its out-of-line product's operands by
+// value (VALUE) and the product as even/odd chains (EVEN_ODD: mont_ptx mul_eo, gen_mont_eo.py, one
+// IMAD.WIDE.U32.X a 32x32 product, ~63 other instructions against ~385; 8 limbs only, a 12-limb P
+// keeps its product).  The plain field takes the operands by reference, which gives them an
+// address: the caller stores them to its stack frame and the product loads them back (BN254 G1's
+// accumulation: a 512-byte frame a thread, 16 LDL a product); by value they travel in registers
+// (no frame, more registers: 130 against 94).  Fq2's products over any of them stay by reference
+// (by value too, G2's accumulation took 255 registers and spilled).  The MSM's XYZZ pass is built
+// in these forms (kernels.cu: by_value suffix v, by_value_eo e, by_reference_eo r).
+template <class P, bool VALUE, bool EVEN_ODD>
+struct product_form : P {};
+template <class P>
+using by_value = product_form<P, true, false>;
+template <class P>
+using by_value_eo = product_form<P, true, true>;
+template <class P>
+using by_reference_eo = product_form<P, false, true>;
+template <class P>
+struct product_traits {
+    static constexpr bool by_value = false, even_odd = false;
+};
+template <class P, bool VALUE, bool EVEN_ODD>
+struct product_traits<product_form<P, VALUE, EVEN_ODD>> {
+    static constexpr bool by_value = VALUE, even_odd = EVEN_ODD;
+};
+
 template <class P>
 struct fp {
     static constexpr int N = P::N;
@@ -68,7 +94,7 @@ struct fp {
     // experiment switch for the MSM (GROTH16_FIELD_MUL=eo): the NTT uses mul_eo either way.
     static __device__ __forceinline__ fp mul_inline(const fp& a, const fp& b) {
         fp r;
-        if constexpr (FIELD_MUL_VARIANT == 3 && N == 8)
+        if constexpr ((FIELD_MUL_VARIANT == 3 || product_traits<P>::even_odd) && N == 8)
             mont_ptx<N>::template mul_eo<P>(r.v, a.v, b.v);
         else if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
             mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);
@@ -77,8 +103,11 @@ struct fp {
         return r;
     }
     static __device__ __noinline__ fp mul_out_of_line(const fp& a, const fp& b) { return mul_inline(a, b); }
+    static __device__ __noinline__ fp mul_by_value(fp a, fp b) { return mul_inline(a, b); }
     friend __device__ __forceinline__ fp operator*(const fp& a, const fp& b) {
-        if constexpr (P::MUL_OUT_OF_LINE)
+        if constexpr (P::MUL_OUT_OF_LINE && product_traits<P>::by_value)
+            return mul_by_value(a, b);
+        else if constexpr (P::MUL_OUT_OF_LINE)
             return mul_out_of_line(a, b);
         else
             return mul_inline(a, b);

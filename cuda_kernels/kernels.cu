@@ -82,6 +82,20 @@ extern "C" __global__ void __launch_bounds__(256) msm_scatter(const uint32_t* sc
                                                                uint32_t* cursor, uint32_t* sorted) {
     msm_digits<true>(scalars, n, c, windows, fold, batch_keys, cursor, sorted);
 }
+// binned placement (msm.cuh): blocks of MSM_BINS threads, dynamic shared memory for the stage
+extern "C" __global__ void __launch_bounds__(MSM_BINS) msm_bin(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                               uint32_t windows, uint32_t fold, uint32_t batch_keys,
+                                                               uint32_t shift, const uint32_t* offsets,
+                                                               uint32_t* bin_fill, uint32_t* bin_keys,
+                                                               uint32_t* bin_entries) {
+    extern __shared__ uint32_t shm[];
+    msm_bin_pass(scalars, n, c, windows, fold, batch_keys, shift, offsets, bin_fill, bin_keys, bin_entries, shm);
+}
+extern "C" __global__ void __launch_bounds__(256) msm_place(const uint32_t* bin_keys, const uint32_t* bin_entries,
+                                                             const uint32_t* offsets, uint32_t K, uint32_t* cursor,
+                                                             uint32_t* sorted) {
+    msm_place_pass(bin_keys, bin_entries, offsets, K, cursor, sorted);
+}
 extern "C" __global__ void __launch_bounds__(256) msm_halve(const uint32_t* in_off, uint32_t K, uint32_t* counts) {
     msm_halve_counts(in_off, K, counts);
 }
@@ -115,9 +129,12 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
     }
 }
 
+// The XYZZ pass's kernels of a group G (names msm_*_G); the MSM planner picks the build of the
+// base field's product for each (engine/backends/gpu/msm.py PRODUCT_ABI): G = g1/g2 by reference,
+// g1v/g2v by value (field.cuh by_value), g1e/g2e by value with the even/odd product (by_value_eo).
 // msm_accumulate's explicit minimum of one block lets NVRTC give it more registers (BN254 G1:
 // 94 against 80 with the bare bound): 75.7 against 80.2 ms at 2^24 (perf/RESULTS.md).
-#define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                                  \
+#define MSM_XYZZ_KERNELS(G, MSM)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_##G(                                        \
         const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
         uint32_t* buckets, uint32_t* partials) {                                                                    \
@@ -156,7 +173,10 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
                                                uint32_t* r0, uint32_t* r1, uint32_t* r2, uint32_t batch,            \
                                                uint32_t stride) {                                                   \
         MSM::combine(group_out, groups, shift, r0, r1, r2, batch, stride);                                          \
-    }                                                                                                               \
+    }
+
+#define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                                  \
+    MSM_XYZZ_KERNELS(G, MSM)                                                                                        \
     extern "C" __global__ void __launch_bounds__(256) msm_affine_forward_##G(                                       \
         const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \
         uint32_t m, uint32_t* prefix, uint32_t* leaves, uint32_t* totals) {                                         \
@@ -179,6 +199,31 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
 
 MSM_GROUP_KERNELS(g1, MSM1, AFF1)
 MSM_GROUP_KERNELS(g2, MSM2, AFF2)
+typedef fp<by_value<FQ_P>> fqv_t;
+typedef msm_kernels<affine<fqv_t>, xyzz<fqv_t>> MSM1V;
+typedef msm_kernels<affine<fp2<fqv_t>>, xyzz<fp2<fqv_t>>> MSM2V;
+MSM_XYZZ_KERNELS(g1v, MSM1V)
+MSM_XYZZ_KERNELS(g2v, MSM2V)
+typedef fp<by_value_eo<FQ_P>> fqe_t;
+typedef msm_kernels<affine<fqe_t>, xyzz<fqe_t>> MSM1E;
+typedef msm_kernels<affine<fp2<fqe_t>>, xyzz<fp2<fqe_t>>> MSM2E;
+MSM_XYZZ_KERNELS(g1e, MSM1E)
+MSM_XYZZ_KERNELS(g2e, MSM2E)
+// G1's accumulation with the even/odd product by reference (88 registers, 5 blocks of 128 an SM,
+// against 124 and 4 by value): msm.PRODUCT_ABI "mixed_eo".
+typedef fp<by_reference_eo<FQ_P>> fqr_t;
+typedef msm_kernels<affine<fqr_t>, xyzz<fqr_t>> MSM1R;
+extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g1r(
+    const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,
+    uint32_t* buckets, uint32_t* partials) {
+    MSM1R::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_sets_g1r(
+    const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,
+    const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {
+    MSM1R::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,
+                                     partial_words);
+}
 
 // ---- development setup: k_i * G for a table of the generator's byte multiples
 extern "C" __global__ void __launch_bounds__(128) fixed_base_g1(const uint32_t* table, const uint32_t* scalars,

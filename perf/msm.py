@@ -4,6 +4,8 @@
                        [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
                        [--affine THREADSxM,...] [--breakdown] [--sets 3] [--window C,...]
                        [--fix SERIAL:WARPMAX:PERLANE,...] [--min-segment L,...]
+                       [--product ref,value,mixed] [--sort direct,binned]
+                       [--reduce-threads 128,256] [--combos ref:direct,mixed:binned]
 
 Times the whole MSM as the prover runs it (bucket sort of the scalars, bucket
 accumulation, reduction, the final point), with the points resident and
@@ -24,6 +26,15 @@ kernel launches and the planner's serial chain (`depth`, dependent point operati
 set against three after one another.  `--window 9,11` times those windows beside the
 planner's; `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
 FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
+`--product ref,value,mixed` times the XYZZ pass's builds of the base field's product
+(msm.PRODUCT_ABI: operands through the stack frame, in registers, or the accumulation by
+reference and the rest by value; eo, mixed_eo: the same with the even/odd product) and `--sort direct,binned` the bucket sort's placement
+(msm.SORT), each combination over the same data, its result compared with the first's
+(column `result`); `--combos ref:direct,mixed:binned` lists ABI:SORT pairs instead of the
+cross product ("default": the module's own, per group).  Rows carry `abi`, `sort`, `T` (entries
+an accumulating thread), `resident` (accumulation blocks an SM holds, the driver's occupancy)
+and `x first` (time over the first combination's).  `--reduce-threads 128,256` sweeps
+msm_reduce_segments' block (both groups' msm.REDUCE_THREADS, column `RT`).
 """
 from __future__ import annotations
 
@@ -31,6 +42,7 @@ import argparse
 import dataclasses
 import functools
 import statistics
+import time
 
 import numpy as np
 from gpu_common import (Device, Event, imads_per_mul, measure_rates, random_points, random_scalars, report, table,
@@ -105,9 +117,34 @@ def breakdown(stream, run, repeats: int) -> dict:
     return {name: round(statistics.median(v), 4) for name, v in per_phase.items()}
 
 
+def time_both(stream, fn, repeats: int, warmup: int = 2) -> tuple[float, float]:
+    """Median milliseconds of fn() by CUDA events around it and by the wall clock from its first
+    enqueue to the end event's completion (gpu_common.time_ms's loop, both clocks in one run)."""
+    for _ in range(warmup):
+        fn()
+    stream.synchronize()
+    events, walls = [], []
+    for _ in range(repeats):
+        e0, e1 = Event(timing=True), Event(timing=True)
+        t0 = time.perf_counter()
+        e0.record(stream)
+        fn()
+        e1.record(stream)
+        e1.synchronize()
+        walls.append((time.perf_counter() - t0) * 1000)
+        events.append(e0.elapsed_ms(e1))
+        e0.destroy()
+        e1.destroy()
+    return statistics.median(events), statistics.median(walls)
+
+
 def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, rates, accumulation: str,
-          scalars: str, batch: int = 1, window: int | None = None, phases: dict | None = None,
-          sets: int = 1) -> dict:
+          scalars: str, batch: int = 1, window: int | None = None, phases: list | None = None,
+          sets: int = 1, kernels: list | None = None) -> list[dict]:
+    """A row for each (product ABI, sort) of `kernels` (None: the module's own), all
+    over the same points, tables and scalars (a 2^26 key's tables take seconds to build), each
+    result compared with the first's (column `result`); with `phases`, each one's phase times
+    appended there."""
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     mod = backend.ctx.module(curve)
     n = 1 << log_n
@@ -128,52 +165,97 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         sc_host = np.concatenate([witness_scalars(curve, n, z, o, seed=7 + j) for j in range(batch)])
     sc = dev.alloc(sc_host.nbytes, stream)
     Device.upload(sc, sc_host, stream)
-    sort = gmsm.SortScratch(dev, [plan], stream)
+    binned = any(k[1] in ("binned", "auto") for k in kernels or []) or gmsm.binned_sort(plan)
+    sort = gmsm.SortScratch(dev, [plan], stream, binned=binned or None)
     bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
     res = dev.alloc(max(sets, 1) * batch * acc, stream)
 
     def run(mark=None):
         gmsm.run_msm(mod, group, plan, layout, pts, sc, sort, bs, acc, res.ptr, stream, mark=mark)
 
-    ms = time_ms(stream, run, repeats=repeats)
-    with Launches() as counted:
-        run()
-    stream.synchronize()
-    extra = {}
-    if phases is not None:
-        phases.update(breakdown(stream, run, repeats))
-        phases["launches"] = counted.count
-    if sets > 1 and gmsm.fused_sets(plan) >= sets:
-        msms = [(pts, res.ptr + j * batch * acc) for j in range(sets)]
-
-        def run_sets(fuse: bool):
-            gmsm.sort_scalars(mod, plan, sc, sort, stream)
-            if fuse:
-                gmsm.accumulate_sets(mod, group, plan, layout, msms, sort, bs, acc, stream)
-            else:
-                for m in msms:
-                    gmsm.accumulate_sets(mod, group, plan, layout, [m], sort, bs, acc, stream)
-
-        extra[f"{sets} fused ms"] = round(time_ms(stream, lambda: run_sets(True), repeats=repeats), 3)
-        extra[f"{sets} apart ms"] = round(time_ms(stream, lambda: run_sets(False), repeats=repeats), 3)
-    sort.free(stream)
-    bs.free(stream)
-    for b in (pts, sc, res):
-        Device.free(b, stream)
-    stream.synchronize()
     limbs = curve.n8q // 4
     bounds = plan.entry_bounds()
     products = (PRODUCTS["affine"] * (bounds[0] - bounds[-1]) + PRODUCTS["xyzz"] * (bounds[-1] + 3 * plan.keys))
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    return {"curve": curve.name, "group": group.upper(), "log2 n": log_n, "batch": batch, "scalars": scalars,
+    own_abi, own_sort = dict(gmsm.PRODUCT_ABI), gmsm.SORT
+    rows, first = [], None
+    for abi, sort_kind in kernels or [(None, None)]:
+        gmsm.PRODUCT_ABI = {g: abi or a for g, a in own_abi.items()}
+        gmsm.SORT = sort_kind or own_sort
+        ms, wall = time_both(stream, run, repeats)
+        with Launches() as counted:
+            run()
+        stream.synchronize()
+        point = res_point(res, curve, g2, stream)
+        if first is None:
+            first = (point, ms)
+        check = "same" if point == first[0] else "DIFFERS"  # a wrong result is reported, the sweep goes on
+        if check != "same":
+            print(f"{curve.name} {group} 2^{log_n}: product {abi}, sort {sort_kind}: the result "
+                  "differs from the first combination's", flush=True)
+        kernel = gmsm.xyzz_kernel("accumulate", group)
+        extra = {}
+        if phases is not None:
+            split = breakdown(stream, run, repeats)
+            split["launches"] = counted.count
+            phases.append(split)
+        if sets > 1 and gmsm.fused_sets(plan) >= sets:
+            msms = [(pts, res.ptr + j * batch * acc) for j in range(sets)]
+
+            def run_sets(fuse: bool):
+                gmsm.sort_scalars(mod, plan, sc, sort, stream)
+                if fuse:
+                    gmsm.accumulate_sets(mod, group, plan, layout, msms, sort, bs, acc, stream)
+                else:
+                    for m in msms:
+                        gmsm.accumulate_sets(mod, group, plan, layout, [m], sort, bs, acc, stream)
+
+            extra[f"{sets} fused ms"] = round(time_ms(stream, lambda: run_sets(True), repeats=repeats), 3)
+            extra[f"{sets} apart ms"] = round(time_ms(stream, lambda: run_sets(False), repeats=repeats), 3)
+        rows.append({
+            "curve": curve.name, "group": group.upper(), "log2 n": log_n, "batch": batch, "scalars": scalars,
             "acc": accumulation, "aff": "x".join(map(str, gmsm.affine_shape())) if plan.affine_rounds else "",
-            "c": plan.c,
-            "fold": plan.fold, "rounds": plan.affine_rounds, "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
-            "ms": round(ms, 3), "floor ms": round(floor_ms, 3), "ratio": round(ms / floor_ms, 2),
-            "launches": counted.count, "depth": gmsm.critical_depth(plan, dev.sm_count),
-            "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len, **extra}
+            "c": plan.c, "fold": plan.fold, "rounds": plan.affine_rounds,
+            "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
+            "ms": round(ms, 3), "wall ms": round(wall, 3), "floor ms": round(floor_ms, 3),
+            "ratio": round(ms / floor_ms, 2), "launches": counted.count,
+            "depth": gmsm.critical_depth(plan, dev.sm_count),
+            "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
+            "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.PRODUCT_ABI[group], "T": layout.chunk,
+            "sort": "binned" if gmsm.binned_sort(plan) else "direct",
+            "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
+            "result": check,
+            **extra})
+    gmsm.PRODUCT_ABI, gmsm.SORT = own_abi, own_sort
+    sort.free(stream)
+    bs.free(stream)
+    for b in (pts, sc, res):
+        Device.free(b, stream)
+    stream.synchronize()
+    return rows
+
+
+def res_point(res, curve, g2: bool, stream) -> tuple | None:
+    """The first result as an affine point (plain integers; None for infinity): each variant adds
+    in its own order, so its XYZZ form differs while x = X/ZZ, y = Y/ZZZ agree (Montgomery's R
+    cancels in the quotients)."""
+    q, limbs = curve.q, curve.n8q // 4
+    host = np.zeros((8 if g2 else 4) * limbs, dtype=np.uint32)
+    Device.download(host, res, stream)
+    stream.synchronize()
+    words = [int.from_bytes(host[i * limbs:(i + 1) * limbs].tobytes(), "little") for i in range(len(host) // limbs)]
+    if not g2:
+        x, y, zz, zzz = words
+        return None if zz == 0 else (x * pow(zz, -1, q) % q, y * pow(zzz, -1, q) % q)
+
+    def div(a, b):  # in Fq2 = Fq[u]/(u^2 + 1)
+        inv = pow(b[0] * b[0] + b[1] * b[1], -1, q)
+        return ((a[0] * b[0] + a[1] * b[1]) * inv % q, (a[1] * b[0] - a[0] * b[1]) * inv % q)
+
+    x, y, zz, zzz = (tuple(words[2 * i:2 * i + 2]) for i in range(4))
+    return None if zz == (0, 0) else (div(x, zz), div(y, zzz))
 
 
 def main() -> None:
@@ -192,6 +274,10 @@ def main() -> None:
     ap.add_argument("--window", default="", help="comma list of window bits to time beside the planner's")
     ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
     ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
+    ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
+    ap.add_argument("--reduce-threads", default="", help="comma list of msm_reduce_segments block sizes")
+    ap.add_argument("--combos", default="", help="comma list of ABI:SORT, e.g. ref:direct,mixed:binned")
+    ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
     args = ap.parse_args()
@@ -211,7 +297,14 @@ def main() -> None:
         (gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE)]
     segs = [int(v) for v in args.min_segment.split(",") if v] or [gmsm.MIN_SEGMENT]
     windows = [None] + [int(c) for c in args.window.split(",") if c]
-    variants = [(w, f, m) for w in windows for f in fixes for m in segs]
+    reduce_threads = [{"g1": int(v), "g2": int(v)} for v in args.reduce_threads.split(",") if v] or [
+        dict(gmsm.REDUCE_THREADS)]
+    variants = [(w, f, m, t) for w in windows for f in fixes for m in segs for t in reduce_threads]
+    abis = [a for a in args.product.split(",") if a] or [None]
+    sorts = [v for v in args.sort.split(",") if v] or [None]
+    kernels = [(a, v) for a in abis for v in sorts]
+    if args.combos:  # ABI:SORT pairs instead of the cross product
+        kernels = [tuple(None if v == "default" else v for v in c.split(":")) for c in args.combos.split(",")]
     rows, split = [], []
     for curve, g2 in groups:
         for s in args.sizes.split(","):
@@ -221,24 +314,28 @@ def main() -> None:
                     base = None
                     for kind in scalar_kinds:
                         for batch in sorted({1, args.batch}):
-                            for window, fix, seg in variants:
+                            for window, fix, seg, threads_r in variants:
                                 gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE = fix
                                 gmsm.MIN_SEGMENT = seg
-                                phases = {} if args.breakdown else None
-                                row = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation,
-                                            kind, batch, window, phases, args.sets)
-                                if kind == "random" and batch == 1 and window is None:
-                                    base = row["ms"]
-                                if base:
-                                    row["x random"] = round(row["ms"] / base, 3)
-                                rows.append(row)
-                                print(row, flush=True)
-                                if phases is not None:
-                                    keys = ("curve", "group", "log2 n", "c", "fix", "L", "ms")
-                                    split.append({k: row[k] for k in keys} | phases)
-                                    print(split[-1], flush=True)
+                                gmsm.REDUCE_THREADS = threads_r
+                                phases = [] if args.breakdown else None
+                                got = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation,
+                                            kind, batch, window, phases, args.sets, kernels)
+                                for j, row in enumerate(got):
+                                    if kind == "random" and batch == 1 and window is None and j == 0:
+                                        base = row["ms"]
+                                    if base:
+                                        row["x random"] = round(row["ms"] / base, 3)
+                                    rows.append(row)
+                                    print(row, flush=True)
+                                    if phases is not None:
+                                        keys = ("curve", "group", "log2 n", "c", "L", "RT", "abi", "T", "sort",
+                                                "ms")
+                                        split.append({k: row[k] for k in keys} | phases[j])
+                                        print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
-            "floor ms", "ratio", "x random", "launches", "depth", "fix", "L"]
+            "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "T",
+            "resident", "sort", "RT", "result"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:

@@ -6,6 +6,7 @@ accumulations and compares each with engine.algebra.msm.
 """
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -291,3 +292,105 @@ def test_one_point_every_edge_scalar(backend, curve):
         assert g1(backend, curve, [None], [s]) is None
         got = backend._msm(curve, g2_to_mont(curve, [q]), from_ints([s], 4), True)
         assert got == cpu_msm_g2(curve, [q], [s])
+
+
+@functools.lru_cache(maxsize=4)
+def _abi_case(curve):
+    """Points, scalars and the CPU reference of test_product_builds_match_cpu (one per curve,
+    shared by its builds): G1 4099 points with infinity, a repeated point, P and -P; G2 700 points
+    with infinity and a repeat; zero, one, r-1 and 2 first."""
+    rng = random.Random(151)
+    n = 4099
+    pts = points(curve, n, rng)
+    pts[5], pts[6], pts[9] = None, pts[7], ec.g1_neg(curve, pts[8])
+    scalars = rand_fr(curve, n, rng)
+    q = points(curve, 700, rng, g2=True)
+    q[3], q[4] = None, q[2]
+    sq = rand_fr(curve, 700, rng)
+    return pts, scalars, cpu_msm_g1(curve, pts, scalars), q, sq, cpu_msm_g2(curve, q, sq)
+
+
+@pytest.mark.parametrize("abi", ["ref", "value", "mixed", "eo", "mixed_eo"])
+def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
+    """Each build of the XYZZ pass's base-field product (msm.PRODUCT_ABI), G1 and G2 (with G2's
+    segments in blocks of 128 and of 256), the full fold and fold 1, three MSMs of one sorted
+    vector in one launch set, n not a power of two, infinity, a repeated point, P and -P, zero,
+    one, r-1."""
+    from cuda_kernels.driver import Device
+    from engine.backends.gpu import msm as gmsm
+    from engine.backends.gpu.points import decode_xyzz_g1
+
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": abi, "g2": abi})
+    pts, scalars, expect, q, sq, expect_g2 = _abi_case(curve)
+    n, bits = len(pts), curve.r.bit_length()
+    for c, fold in ((5, "full"), (9, 1), (13, "full")):
+        w = gmsm.windows_for(c, bits)
+        plan = gmsm.MsmPlan(n, c, w, w if fold == "full" else fold, bits)
+        assert g1(backend, curve, pts, scalars, plan=plan) == expect
+    assert g1(backend, curve, pts, scalars) == expect  # the planner's window
+    mod, stream = backend._run(curve)
+    dev = backend.device
+    plan = gmsm.plan_msm(n, bits, "full", accumulation="xyzz")
+    assert gmsm.fused_sets(plan) == 3
+    layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
+    acc = 4 * curve.n8q
+    host = g1_to_mont(curve, pts)
+    bases = dev.alloc(plan.fold * host.nbytes, stream)
+    Device.upload(bases, host, stream)
+    gmsm.precompute(mod, "g1", plan, bases, stream)
+    sc = backend._upload_fr(from_ints(scalars, 4), stream)
+    sort, bs = gmsm.SortScratch(dev, [plan], stream), gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
+    res = dev.alloc(3 * acc, stream)
+    gmsm.sort_scalars(mod, plan, sc, sort, stream)
+    gmsm.accumulate_sets(mod, "g1", plan, layout, [(bases, res.ptr + j * acc) for j in range(3)], sort, bs, acc,
+                         stream)
+    raw = np.empty(3 * acc, dtype=np.uint8)
+    Device.download(raw, res, stream)
+    stream.synchronize()
+    for buf in (bases, sc, res):
+        Device.free(buf, stream)
+    sort.free(stream)
+    bs.free(stream)
+    assert [decode_xyzz_g1(curve, raw[j * acc:(j + 1) * acc]) for j in range(3)] == [expect] * 3
+    wq = gmsm.windows_for(5, bits)
+    for threads in (128, 256):
+        monkeypatch.setitem(gmsm.REDUCE_THREADS, "g2", threads)
+        got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True,
+                           plan=gmsm.MsmPlan(len(q), 5, wq, wq, bits))
+        assert got == expect_g2
+        assert backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True) == expect_g2
+
+
+@pytest.mark.parametrize("sort", ["direct", "binned"])
+def test_binned_sort_matches_cpu(backend, curve, sort, monkeypatch):
+    """The two-pass placement through coarse bins (msm.SORT = "binned") against the CPU reference:
+    keys over fewer and more than the 256 bins (c = 7 and 12), the full fold and fold 1, a batch of
+    vectors (one all zero, one mostly 0/1: a bin holding most entries), G2, n not a power of two,
+    infinity, repeated points, P and -P, zero, one and r-1."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(gmsm, "SORT", sort)
+    rng = random.Random(152)
+    n = 1501
+    pts = points(curve, n, rng)
+    pts[5], pts[6], pts[9] = None, pts[7], ec.g1_neg(curve, pts[8])
+    scalars = rand_fr(curve, n, rng)  # 0, 1, r-1, 2 first
+    bits = curve.r.bit_length()
+    expect = cpu_msm_g1(curve, pts, scalars)
+    for c in (7, 12):  # 37 windows (at most BIN_MAX_WINDOWS) and 22
+        w = gmsm.windows_for(c, bits)
+        plan = gmsm.MsmPlan(n, c, w, w, bits)
+        assert gmsm.binned_sort(plan) == (sort == "binned")
+        assert g1(backend, curve, pts, scalars, plan=plan) == expect
+        assert g1(backend, curve, pts, scalars, plan=gmsm.MsmPlan(n, c, w, 1, bits)) == expect
+    skewed = [rng.choice([0, 0, 1, 1, 1, 1, 2, curve.r - 1, rng.randrange(curve.r)]) for _ in range(n)]
+    vectors = [scalars, [0] * n, skewed]
+    got = backend._msm(curve, g1_to_mont(curve, pts), np.stack([from_ints(v, 4) for v in vectors]), False)
+    assert got == [cpu_msm_g1(curve, pts, v) for v in vectors]
+    m = 400
+    q = points(curve, m, rng, g2=True)
+    q[3], q[4] = None, q[2]
+    sq = rand_fr(curve, m, rng)
+    wq = gmsm.windows_for(8, bits)
+    got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True, plan=gmsm.MsmPlan(m, 8, wq, wq, bits))
+    assert got == cpu_msm_g2(curve, q, sq)

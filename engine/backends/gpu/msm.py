@@ -37,7 +37,9 @@ FIX_SERIAL, FIX_WARP_MAX, FIX_PER_LANE = 16, 256, 8
 # (9 bits up to 2^14) fastest, the group's (11 bits) slowest.
 HEAVY_FIX_COST = 3
 FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists)
-REDUCE_THREADS = 256  # segments a block of msm_reduce_segments (its block sum: the tree's first pass)
+# segments a block of msm_reduce_segments (its block sum: the tree's first pass), per group: G2's
+# 64-word accumulators in 256-thread blocks cost BN254 G2 14% at 2^15-2^16 against 128 (h15acc).
+REDUCE_THREADS = {"g1": 256, "g2": 128}
 MIN_SEGMENT = 2  # buckets a thread of msm_reduce_segments reduces at least (2 measured 1-7% faster than 4)
 TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds up to 1024 points into one
 # The planner's latency term.  One dependent point operation on one thread costs about as
@@ -59,6 +61,25 @@ AFFINE_THREADS = 128
 AFFINE_PER_THREAD = 8
 AFFINE_LEFT = 3  # rounds stop when a random-scalar bucket would keep about this many points
 ACCUMULATIONS = ("affine", "xyzz")
+# How the XYZZ pass's kernels call the base field's out-of-line product, per group: two builds of
+# the same kernels (cuda_kernels/kernels.cu; field.cuh by_value):
+#   ref    msm_*_g1, msm_*_g2    operands by reference: stored to the thread's stack frame and
+#                                loaded back by the product (BN254 G1's accumulation: 512 bytes, 94 registers)
+#   value  msm_*_g1v, msm_*_g2v  by value, in registers (no frame; 130 registers; Fq2's products stay by reference)
+#   mixed  the accumulation by reference, the fix-up, segment, tree and combine kernels by value
+#   eo     msm_*_g1e, msm_*_g2e  by value with the even/odd product (field.cuh by_value_eo; BN254's
+#                                Fq: 124 registers against 130; BLS12-381 keeps its product)
+#   mixed_eo  G1's accumulation with the even/odd product by reference (msm_accumulate*_g1r: 88
+#             registers, 5 blocks), everything else as eo.  Not measured on a device yet
+#             (perf/h15acc_final.sh does): the even/odd product is 121 wide products and ~63 other
+#             instructions against ~385 others (perf/RESULTS.md, h15ntt).
+# Measured on the H200 (perf/RESULTS.md, h15acc): the throughput-bound accumulation runs fastest by
+# reference (5 resident blocks of 128 against 3 by value: BN254 G1 2^24 59.6 against 62.0 ms), the
+# latency-bound kernels after it by value (segments 2.81 -> 2.43 ms at 2^24, 0.54 -> 0.44 at 2^16);
+# BN254 G2 by value throughout (2^24 208.4 against 216.0 ms, 2^14-2^16 12-23% faster).
+PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo")
+PRODUCT_ABI = {"g1": "mixed", "g2": "value"}
+ACCUMULATE_THREADS = 128  # a block of msm_accumulate (perf/msm.py reports how many an SM holds)
 # relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
 ENTRY_COST = {"affine": 0.65, "xyzz": 1.0}
 
@@ -244,10 +265,46 @@ def scan(mod: Module, counts: int, k: int, offsets: int, cursor: int, block_sums
     launch(mod, "scan_add", -(-k // 1024), 1024, stream, offsets, cursor, U32(k), block_prefix, U32(nblocks))
 
 
-class SortScratch:
-    """Device buffers for sorting one scalar vector into buckets (plan-sized)."""
+# The bucket sort places entries directly (a random 4-byte write each into `sorted`) or in two
+# passes through coarse bins (cuda_kernels/msm.cuh msm_bin / msm_place: writes that the L2
+# merges), which takes 8 bytes an entry more scratch (BN254 2^24: 1.6 GB): counted in a proof's
+# working set, that moves tight budgets to smaller folds or the host tier (footprint.plan_key:
+# 2^24 under 16 GiB went from resident to host), so it is not the default until the scratch can
+# share the a/b/c buffers that are dead by the witness MSMs.  SORT: "direct" (the default),
+# "binned", or "auto" (binned from SORT_BINNED_ENTRIES entries: on the H200 binned placed BN254
+# G1's 2e8 entries at 2^24 in 9.0 against 12.2 ms and 8e8 at 2^26 in 36.7 against 49.5, but 5.5e7
+# at 2^22 in 3.2 against 2.4); perf/msm.py --sort compares them.
+SORTS = ("auto", "direct", "binned")
+SORT = "direct"
+SORT_BINNED_ENTRIES = 1 << 27
+MSM_BINS = 256  # cuda_kernels/msm.cuh's MSM_BINS: bins, and the threads of a msm_bin block
+BIN_MAX_WINDOWS = 40  # a msm_bin block stages MSM_BINS * windows pairs in shared memory
 
-    def __init__(self, dev: Device, plans: list[MsmPlan], stream: Stream):
+
+def binned_sort(plan: MsmPlan) -> bool:
+    """Whether sort_scalars places `plan`'s entries through coarse bins (SORT)."""
+    if SORT not in SORTS:
+        raise ValueError(f"msm sort {SORT!r} is not one of {SORTS}")
+    if plan.windows > BIN_MAX_WINDOWS or SORT == "direct":
+        return False
+    return SORT == "binned" or plan.max_entries >= SORT_BINNED_ENTRIES
+
+
+def bin_shift(keys: int) -> int:
+    """Key bits below the coarse bin: at most MSM_BINS bins over `keys` keys."""
+    return max(0, (keys - 1).bit_length() - (MSM_BINS.bit_length() - 1))
+
+
+def bin_shared_bytes(plan: MsmPlan) -> int:
+    """msm_bin's shared memory: four MSM_BINS-word tables, the scan's 32 words, the stage."""
+    return 4 * (4 * MSM_BINS + 32) + 8 * MSM_BINS * plan.windows
+
+
+class SortScratch:
+    """Device buffers for sorting one scalar vector into buckets (plan-sized); `binned` (default:
+    whether any plan sorts through bins) adds the binned order's keys and entries."""
+
+    def __init__(self, dev: Device, plans: list[MsmPlan], stream: Stream, binned: bool | None = None):
         k = max(p.keys for p in plans)
         entries = max(max(p.max_entries for p in plans), 1)
         self.counts = dev.alloc(4 * (k + 1), stream)
@@ -257,15 +314,20 @@ class SortScratch:
         nblocks = -(-k // SCAN_BLOCK)
         self.block_sums = dev.alloc(4 * (nblocks + 1), stream)
         self.block_prefix = dev.alloc(4 * (nblocks + 1), stream)
+        self.binned = any(binned_sort(p) for p in plans) if binned is None else binned
+        self.bin_bufs = [dev.alloc(4 * entries, stream), dev.alloc(4 * entries, stream),
+                         dev.alloc(4 * MSM_BINS, stream)] if self.binned else []
 
     @staticmethod
     def nbytes(plans: list[MsmPlan]) -> int:
         k = max(p.keys for p in plans)
         entries = max(max(p.max_entries for p in plans), 1)
-        return 12 * (k + 1) + 4 * entries + 8 * (-(-k // SCAN_BLOCK) + 1)
+        binned = 8 * entries + 4 * MSM_BINS if any(binned_sort(p) for p in plans) else 0
+        return 12 * (k + 1) + 4 * entries + 8 * (-(-k // SCAN_BLOCK) + 1) + binned
 
     def free(self, stream: Stream) -> None:
-        for b in (self.counts, self.offsets, self.cursor, self.sorted, self.block_sums, self.block_prefix):
+        for b in (self.counts, self.offsets, self.cursor, self.sorted, self.block_sums, self.block_prefix,
+                  *self.bin_bufs):
             Device.free(b, stream)
 
 
@@ -291,6 +353,22 @@ def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: Sor
     _mark(mark, "count")
     scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
     _mark(mark, "scan")
+    if binned_sort(plan):
+        if not s.binned:
+            raise ValueError("msm: a binned sort needs a SortScratch made with binned buffers")
+        bin_keys, bin_entries, bin_fill = s.bin_bufs
+        Device.memset32(bin_fill, 0, MSM_BINS, stream)
+        shared = bin_shared_bytes(plan)
+        if shared > 48 * 1024:
+            mod.allow_shared("msm_bin", shared)
+        launch(mod, "msm_bin", (-(-plan.n // MSM_BINS), plan.batch, 1), MSM_BINS, stream, scalars, U32(plan.n),
+               U32(plan.c), U32(plan.windows), U32(plan.fold), U32(per_vector), U32(bin_shift(k)), s.offsets,
+               bin_fill, bin_keys, bin_entries, shared=shared)
+        _mark(mark, "bin")
+        launch(mod, "msm_place", -(-plan.max_entries // 256), 256, stream, bin_keys, bin_entries, s.offsets,
+               U32(k), s.cursor, s.sorted)
+        _mark(mark, "place")
+        return
     launch(mod, "msm_scatter", grid, 256, stream, scalars, U32(plan.n), U32(plan.c), U32(plan.windows),
            U32(plan.fold), U32(per_vector), s.cursor, s.sorted)
     _mark(mark, "scatter")
@@ -321,10 +399,10 @@ class AccumulateLayout:
         segs = -(-B // seg_len)
         return AccumulateLayout(chunk, chunks, seg_len, segs)
 
-    def tree_levels(self) -> list[int]:
-        """Points per group out of msm_reduce_segments (a block sum over REDUCE_THREADS
-        segments) and before each later tree-sum pass; the last entry is 1."""
-        levels, count = [], -(-self.segs // REDUCE_THREADS)
+    def tree_levels(self, threads: int | None = None) -> list[int]:
+        """Points per group out of msm_reduce_segments (a block sum over `threads` segments, G1's
+        REDUCE_THREADS when not given) and before each later tree-sum pass; the last entry is 1."""
+        levels, count = [], -(-self.segs // (threads or REDUCE_THREADS["g1"]))
         while True:
             levels.append(count)
             if count == 1:
@@ -387,9 +465,13 @@ class BucketScratch:
             return max([b[r + 1] for r in range(p.affine_rounds) if r % 2 == parity], default=0)
 
         aff = [AffineScratchSize.for_plan(p) for p, _ in shapes]
+
+        def levels(l: AccumulateLayout) -> list[list[int]]:  # under each group's block size
+            return [l.tree_levels(t) for t in sorted(set(REDUCE_THREADS.values()))]
+
         return (max(fused_sets(p) * p.keys for p, _ in shapes), max(fused_sets(p) * l.chunks for p, l in shapes),
-                max(fused_sets(p) * p.sets * l.tree_levels()[0] for p, l in shapes),
-                max(fused_sets(p) * p.sets * sum(l.tree_levels()[1:]) for p, l in shapes),
+                max(fused_sets(p) * p.sets * v[0] for p, l in shapes for v in levels(l)),
+                max(fused_sets(p) * p.sets * sum(v[1:]) for p, l in shapes for v in levels(l)),
                 max(affine(p, 0) for p, _ in shapes), max(affine(p, 1) for p, _ in shapes),
                 AffineScratchSize(max(a.prefix for a in aff), max(a.leaves for a in aff), max(a.totals for a in aff)))
 
@@ -456,11 +538,23 @@ def accumulate_sets(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLa
         _accumulate(mod, group, plan, layout, msms[i:i + step], sort, b, acc_bytes, stream, result_stride, mark)
 
 
+def xyzz_kernel(name: str, group: str) -> str:
+    """The XYZZ pass's kernel `name` ("accumulate", "fix", ...) for `group` in the build of
+    the product PRODUCT_ABI picks for it."""
+    abi = PRODUCT_ABI.get(group, "ref")
+    if abi not in PRODUCT_ABIS:
+        raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
+    accumulation = name.startswith("accumulate")
+    if abi in ("eo", "mixed_eo"):
+        return f"msm_{name}_{group}{'r' if abi == 'mixed_eo' and accumulation and group == 'g1' else 'e'}"
+    by_reference = abi == "ref" or (abi == "mixed" and accumulation)
+    return f"msm_{name}_{group}{'' if by_reference else 'v'}"
+
+
 def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,
                 msms: list[tuple[DeviceBuffer | int, int]], sort: SortScratch, b: BucketScratch, acc_bytes: int,
                 stream: Stream, result_stride: int | None, mark: Mark) -> None:
     K = plan.keys
-    T = layout.chunk
     nsets = len(msms)
     if not 1 <= nsets <= MSM_SETS or (nsets > 1 and plan.affine_rounds):
         raise ValueError(f"{nsets} MSMs in one XYZZ pass (1..{MSM_SETS}, none with affine rounds)")
@@ -471,33 +565,36 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
         bases = [pts]
     bases += [bases[-1]] * (MSM_SETS - nsets)
     partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots
-    blocks = -(-layout.chunks // 128)
+    kernel = xyzz_kernel("accumulate" if nsets == 1 else "accumulate_sets", group)
+    T = layout.chunk
+    blocks = -(-layout.chunks // ACCUMULATE_THREADS)
     if nsets == 1:  # the single MSM's own kernel (the large sizes' hot loop, as measured before the sets)
-        launch(mod, f"msm_accumulate_{group}", blocks, 128, stream, sorted_ptr, offsets, U32(K), bases[0], U32(T),
+        launch(mod, kernel, blocks, ACCUMULATE_THREADS, stream, sorted_ptr, offsets, U32(K), bases[0], U32(T),
                b.buckets, b.partials)
     else:
-        launch(mod, f"msm_accumulate_sets_{group}", (blocks, nsets, 1), 128, stream, sorted_ptr, offsets, U32(K),
+        launch(mod, kernel, (blocks, nsets, 1), ACCUMULATE_THREADS, stream, sorted_ptr, offsets, U32(K),
                *bases, U32(T), b.buckets, b.partials, U32(partial_words))
     _mark(mark, "accumulate")
     heavy_count = b.heavy.ptr + 4 * nsets * K
     Device.memset32(heavy_count, 0, 2 * nsets, stream)
-    launch(mod, f"msm_fix_{group}", (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T), b.partials,
-           b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
+    launch(mod, xyzz_kernel("fix", group), (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T),
+           b.partials, b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
     _mark(mark, "fix")
     lanes = fix_lanes(mean_chunks_per_bucket(plan, layout))
-    launch(mod, f"msm_fix_heavy_{group}", (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
+    launch(mod, xyzz_kernel("fix_heavy", group), (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
            b.heavy, heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words), U32(lanes),
            shared=8 * acc_bytes)
     _mark(mark, "fix heavy")
     B = plan.buckets_per_group
     sets = nsets * plan.sets  # every set's bucket groups, one after another
-    levels = layout.tree_levels()
-    launch(mod, f"msm_reduce_segments_{group}", (levels[0], sets, 1), REDUCE_THREADS, stream, b.buckets,
-           U32(B), U32(layout.seg_len), b.segments, shared=(REDUCE_THREADS // 32) * acc_bytes)
+    threads = REDUCE_THREADS[group]
+    levels = layout.tree_levels(threads)
+    launch(mod, xyzz_kernel("reduce_segments", group), (levels[0], sets, 1), threads, stream, b.buckets,
+           U32(B), U32(layout.seg_len), b.segments, shared=(threads // 32) * acc_bytes)
     _mark(mark, "segments")
     src, dst = b.segments.ptr, b.tree.ptr
     for count, nxt in zip(levels, levels[1:]):
-        launch(mod, f"msm_tree_sum_{group}", (nxt, sets, 1), TREE_THREADS, stream, src, U32(count),
+        launch(mod, xyzz_kernel("tree_sum", group), (nxt, sets, 1), TREE_THREADS, stream, src, U32(count),
                U32(tree_pass_per_thread(count)), dst, shared=(TREE_THREADS // 32) * acc_bytes)
         src, dst = dst, dst + sets * nxt * acc_bytes
     if len(levels) > 1:
@@ -505,7 +602,7 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     stride = acc_bytes if result_stride is None else result_stride
     results = [r for _, r in msms]
     results += [results[-1]] * (MSM_SETS - nsets)
-    launch(mod, f"msm_combine_{group}", nsets * plan.batch, 1, stream, src, U32(plan.groups),
+    launch(mod, xyzz_kernel("combine", group), nsets * plan.batch, 1, stream, src, U32(plan.groups),
            U32(plan.c * plan.fold), *[Ptr(r) for r in results], U32(plan.batch), U32(stride // 4))
     _mark(mark, "combine")
 

@@ -1,0 +1,67 @@
+"""CPU checks of the MSM's kernel picks (engine/backends/gpu/msm.py): the builds of the base field's
+product each group's XYZZ pass uses, the reduction's block size a group and the scratch sized for
+both, and the sort's choice of placement and its scratch."""
+from __future__ import annotations
+
+import pytest
+
+from engine.backends.gpu import msm as gmsm
+
+
+def test_kernel_names_of_the_product_builds(monkeypatch):
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "mixed", "g2": "value"})
+    assert [gmsm.xyzz_kernel(k, "g1") for k in ("accumulate", "accumulate_sets", "fix", "reduce_segments")] == [
+        "msm_accumulate_g1", "msm_accumulate_sets_g1", "msm_fix_g1v", "msm_reduce_segments_g1v"]
+    assert [gmsm.xyzz_kernel(k, "g2") for k in ("accumulate", "tree_sum", "combine")] == [
+        "msm_accumulate_g2v", "msm_tree_sum_g2v", "msm_combine_g2v"]
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "ref", "g2": "mixed"})
+    assert (gmsm.xyzz_kernel("fix_heavy", "g1"), gmsm.xyzz_kernel("accumulate", "g2"),
+            gmsm.xyzz_kernel("fix", "g2")) == ("msm_fix_heavy_g1", "msm_accumulate_g2", "msm_fix_g2v")
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "mixed_eo", "g2": "mixed_eo"})
+    assert [gmsm.xyzz_kernel(k, g) for g in ("g1", "g2") for k in ("accumulate_sets", "fix")] == [
+        "msm_accumulate_sets_g1r", "msm_fix_g1e", "msm_accumulate_sets_g2e", "msm_fix_g2e"]
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
+    assert (gmsm.xyzz_kernel("accumulate", "g1"), gmsm.xyzz_kernel("combine", "g2")) == (
+        "msm_accumulate_g1e", "msm_combine_g2e")
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "stack", "g2": "ref"})
+    with pytest.raises(ValueError, match="'stack' for g1"):
+        gmsm.xyzz_kernel("accumulate", "g1")
+
+
+@pytest.mark.parametrize("log_n", [12, 16, 20, 24])
+def test_bucket_scratch_holds_the_segment_sums_of_either_block_size(log_n):
+    """G2 reduces its segments in blocks of 128 and G1 in 256 (REDUCE_THREADS): one scratch serves
+    both, so its segment and tree space is the larger of the two levels' counts."""
+    plan = gmsm.plan_msm(1 << log_n, 254, "full", accumulation="xyzz")
+    layout = gmsm.AccumulateLayout.for_plan(plan, 132)
+    _, _, segs, tree, *_ = gmsm.BucketScratch.sizes([(plan, layout)])
+    for threads in (128, 256):
+        levels = layout.tree_levels(threads)
+        assert levels[-1] == 1 and levels[0] == -(-layout.segs // threads)
+        assert segs >= plan.sets * levels[0] and tree >= plan.sets * sum(levels[1:])
+    assert layout.tree_levels() == layout.tree_levels(gmsm.REDUCE_THREADS["g1"])
+
+
+def test_sort_placement_and_its_scratch(monkeypatch):
+    small = gmsm.plan_msm(1 << 16, 254, "full", accumulation="xyzz")
+    big = gmsm.plan_msm(1 << 24, 254, "full", accumulation="xyzz")
+    wide = gmsm.MsmPlan(1000, 6, gmsm.windows_for(6, 254), gmsm.windows_for(6, 254), 254)  # 43 windows
+    assert gmsm.SORT == "direct" and not any(gmsm.binned_sort(p) for p in (small, big))
+    monkeypatch.setattr(gmsm, "SORT", "auto")
+    assert not gmsm.binned_sort(small) and gmsm.binned_sort(big)
+    monkeypatch.setattr(gmsm, "SORT", "binned")
+    assert gmsm.binned_sort(small) and not gmsm.binned_sort(wide)  # a block stages MSM_BINS x windows pairs
+    entries = big.max_entries
+    base = 12 * (big.keys + 1) + 4 * entries + 8 * (-(-big.keys // gmsm.SCAN_BLOCK) + 1)
+    assert gmsm.SortScratch.nbytes([big]) == base + 8 * entries + 4 * gmsm.MSM_BINS
+    monkeypatch.setattr(gmsm, "SORT", "direct")
+    assert gmsm.SortScratch.nbytes([big]) == base
+    monkeypatch.setattr(gmsm, "SORT", "merge")
+    with pytest.raises(ValueError, match="'merge'"):
+        gmsm.binned_sort(big)
+
+
+@pytest.mark.parametrize("keys,shift", [(1, 0), (256, 0), (257, 1), (1 << 21, 13), ((1 << 24) - 5, 16)])
+def test_bins_cover_every_key(keys, shift):
+    assert gmsm.bin_shift(keys) == shift
+    assert (keys - 1) >> shift < gmsm.MSM_BINS
