@@ -113,12 +113,22 @@ def process_age() -> float | None:
         return None
 
 
+# A proof's timings that are counts, not seconds (the GPU pipeline's batch size and the fold its MSMs ran at)
+COUNTS = frozenset({"gpu_batch", "gpu_fold"})
+
+
+def stage_seconds(timings: dict[str, float]) -> dict[str, float]:
+    """The timings that are durations (what a sum of stages may add up)."""
+    return {k: v for k, v in timings.items() if k.strip() not in COUNTS}
+
+
 def format_timings(timings: dict[str, float]) -> str:
-    """The `--verbose` table: one stage per line with milliseconds."""
+    """The `--verbose` table: one stage per line with milliseconds (a count as it is)."""
     if not timings:
         return ""
     width = max(len(k) for k in timings)
-    lines = [f"  {k:<{width}}  {v * 1000:10.2f} ms" for k, v in timings.items()]
+    lines = [f"  {k:<{width}}  {int(v):10d}" if k.strip() in COUNTS else f"  {k:<{width}}  {v * 1000:10.2f} ms"
+             for k, v in timings.items()]
     return "stage timings:\n" + "\n".join(lines)
 
 

@@ -40,6 +40,7 @@ from engine.formats.json import write_proof, write_public, write_vkey  # noqa: E
 from engine.groth16.prover import prove  # noqa: E402
 from engine.groth16.setup import select_setup_ops, setup_file  # noqa: E402
 from engine.groth16.verifier import vk_from_zkey  # noqa: E402
+from engine.progress import stage_seconds  # noqa: E402
 
 STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2", "gpu_check",
                "side_early", "side_mid", "evaluate", "quotient", "msm_h", "msm_a", "msm_b1", "msm_b2", "msm_c", "epilogue", "verify"]
@@ -92,7 +93,7 @@ def run_files(zkey_path: Path, wtns: str, backend_name: str, repeats: int, d: Pa
     for k in STAGE_ORDER:
         if k in med:
             row[k] = round(med[k] * 1000, 2)
-    gpu = [statistics.median(sum(v for k, v in r.items() if k.startswith("gpu_")) for r in runs)]
+    gpu = [statistics.median(sum(v for k, v in stage_seconds(r).items() if k.startswith("gpu_")) for r in runs)]
     if gpu[0]:  # the device's own time for the whole proof, and how much the host adds to it
         row["gpu sum ms"] = round(gpu[0] * 1000, 2)
         row["proof/gpu"] = round(med["total"] / gpu[0], 3)

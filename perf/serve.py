@@ -52,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.client import Client  # noqa: E402
+from engine.progress import stage_seconds  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "bn128" / "sudoku"
 
@@ -344,7 +345,7 @@ def main() -> None:
                         local = run_loop(lambda: in_process(zkey, wtns, args.backend, args.repeats, args.clients))
                         cli_rows[f"bench {label}"] = cli_breakdown(url, zkey, wtns, cli_n, work)
                         p50_l, p50_h = statistics.median(local["lat"]), statistics.median(h["lat"])
-                        names = [n for n in local["stages"][0] if all(n in st for st in h["stages"])] if (
+                        names = [n for n in stage_seconds(local["stages"][0]) if all(n in st for st in h["stages"])] if (
                             local["stages"] and h["stages"]) else []
                         stage_rows.extend({"size": label, "stage": n,
                                            "in-process p50 ms": statistics.median(st[n] for st in local["stages"]) * 1e3,

@@ -179,9 +179,11 @@ def test_a_result_without_a_pinned_buffer_is_fetched_by_the_waiter_not_the_devic
         launched = fake.calls[mark:]
         assert launched.count("cuMemcpyDtoHAsync") == (k if pinned else 0)
         mark = len(fake.calls)
-        cores = [p.wait() for p in pendings]
+        cores = [p.wait() for p in pendings]  # the first proof's caller waits for (and decodes) the batch
         assert fake.calls[mark:].count("cuMemcpyDtoHAsync") == (0 if pinned else k)
         assert all(c.proof is not None for c in cores)
+        # each Pending its own proof's result (the batch's waiting caller once got another proof's)
+        assert len({id(c) for c in cores}) == k
         assert sum(fake.live_device.values()) == before  # every result buffer freed too
         backend.unload_key(key)
         backend.close()

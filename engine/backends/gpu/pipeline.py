@@ -581,8 +581,8 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
                     try:
                         _await_frees(done, failed, stream)
                     finally:
-                        for j, buf in late.items():  # the kernels are done (or failed): fetch, or only free
-                            raws[j] = _fetch_late(ctx, buf, nbytes, fetch=error is None)
+                        for i, buf in late.items():  # the kernels are done (or failed): fetch, or only free
+                            raws[i] = _fetch_late(ctx, buf, nbytes, fetch=error is None)
                     if error is None:
                         check = check_start.elapsed_ms(check_end) / 1000.0
                         for s, st, raw in zip(staged, states, raws):
