@@ -65,11 +65,13 @@ def _core(result) -> tuple:
     return (result.pi_a0, result.pi_b1_0, result.pi_b2_0, result.pi_c0, result.pi_h)
 
 
-def _check_every_fault(backend, curve: str, fake: FakeDriver | None):
+def _check_every_fault(backend, curve: str, fake: FakeDriver | None, pinned: bool = True):
+    """pinned=False: no pinned buffers, so every result is fetched after the done event (pipeline._fetch_late)."""
     d = TINY / curve
     key = backend.load_key(read_zkey(d / "tiny.zkey"))
     try:
-        backend.maintain()  # pin the key's buffers (off the proof path)
+        if pinned:
+            backend.maintain()  # pin the key's buffers (off the proof path)
         witness = np.asarray(read_wtns(d / "tiny.wtns").values)
         failed, good = _run(backend, key, witness)
         assert failed is None
@@ -116,12 +118,13 @@ def _check_every_fault(backend, curve: str, fake: FakeDriver | None):
         backend.unload_key(key)
 
 
+@pytest.mark.parametrize("pinned", [True, False])
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
-def test_every_failure_path_frees_everything_on_a_fake_driver(curve):
+def test_every_failure_path_frees_everything_on_a_fake_driver(curve, pinned):
     with fake_driver() as fake:
         backend = _backend(fake=True)
         events_before = len(fake.live_events)
-        _check_every_fault(backend, curve, fake)
+        _check_every_fault(backend, curve, fake, pinned)
         assert len(fake.live_events) == events_before  # every proof's went, and the unloaded key's ready event
         backend.close()
         assert not fake.live_device and not fake.live_pinned
