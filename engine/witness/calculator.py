@@ -16,7 +16,6 @@ Typical use (the prove command, the synthesis pool):
 """
 from __future__ import annotations
 
-import atexit
 import os
 import threading
 from pathlib import Path
@@ -225,8 +224,3 @@ def _read_wasm(path: str) -> bytes:
             path, "not a WebAssembly file (no \\0asm magic); give circom's <circuit>_js/<circuit>.wasm"
         )
     return data
-
-
-# the cached circuits (their wasmtime modules and stores) go before the runtime's engines (atexit runs
-# last-registered first; runtime.py registered when this module imported it)
-atexit.register(WasmCircuit._cache.clear)

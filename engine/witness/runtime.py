@@ -15,7 +15,6 @@ copy out with one memmove.
 """
 from __future__ import annotations
 
-import atexit
 import ctypes
 import logging
 import re
@@ -123,9 +122,6 @@ SETTINGS = {"cranelift": "cranelift_opt_level=speed", "winch": "strategy=winch"}
 
 _PROCESS_LOCK = threading.Lock()
 _PROCESS: dict[str, tuple[wasmtime.Engine, wasmtime.Module]] = {}
-# wasmtime's finalizers call into its module's globals: drop the engines at exit, before the
-# interpreter's teardown clears those globals (which printed "Exception ignored in Managed.__del__")
-atexit.register(_PROCESS.clear)
 
 
 def wasm_engine(compiler: str = "cranelift") -> tuple[wasmtime.Engine, wasmtime.Module]:
