@@ -374,11 +374,13 @@ class Device:
               cu.cuMemPoolSetAttribute(pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, threshold))
         # No allocation may wait on another stream's pending free.  The pool's default lets an
         # allocation on stream Y reuse memory freed on stream X before X has run the free, by making Y
-        # wait for X: every proof's memory phase allocates on the upload stream, so each waited for the
-        # previous proof's compute stream (and a pageable upload, which syncs its stream, held the
-        # device thread for that long): proofs of one key never overlapped on the device.  Reuse of
-        # frees that have run, and of frees ordered by an event, stays on; a proof's VRAM reservation
-        # ends after its done event, when its frees have run, so the budget still bounds the pool.
+        # wait for X: a proof's memory phase allocates on the upload stream, so its upload could wait
+        # for the previous proof's compute stream (and a pageable upload, which syncs its stream, the
+        # device thread with it).  Measured alone at 2^14 (perf/RESULTS.md, throughput): the memory
+        # phase 13.1 -> 3.5 ms at one slot and 32 in flight; most of the gain came with
+        # pipeline._fetch_late.  Reuse of frees that have run, and of frees ordered by an event, stays
+        # on; a proof's VRAM reservation ends after its done event, when its frees have run, so the
+        # budget still bounds the pool.
         _call("cuMemPoolSetAttribute",
               cu.cuMemPoolSetAttribute(pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
                                        0))

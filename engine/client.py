@@ -450,7 +450,7 @@ def add_server_arguments(parser) -> None:
                    help="with --server: cancel the proof if it has not finished after S seconds")
 
 
-_LOCAL_ONLY = ("r1cs", "timeline", "config", "backend", "devices", "synthesis_workers", "compute_slots",
+LOCAL_ONLY = ("r1cs", "timeline", "config", "backend", "devices", "synthesis_workers", "compute_slots",
                "vram_budget", "host_budget", "lock_mode", "verify")
 
 
@@ -459,7 +459,7 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
     import sys
     import time
 
-    given = [name for name in _LOCAL_ONLY if getattr(args, name, None) is not None]
+    given = [name for name in LOCAL_ONLY if getattr(args, name, None) is not None]
     if given:
         flag = "--" + given[0].replace("_", "-")
         raise EngineError(f"{flag} configures a local proof; with --server the server's configuration applies")

@@ -10,14 +10,15 @@ own messages.  tests/test_client_argv.py checks that both read every plain line 
 """
 from __future__ import annotations
 
+from engine.client import LOCAL_ONLY
+
 # flag -> attribute of the parsed arguments, as prove's parser names them
 VALUED = {"--server": "server", "--token-file": "token_file", "--priority": "priority", "--deadline": "deadline",
           "--wasm": "wasm", "--input": "input"}
 SWITCHES = {"--json": "json", "--quiet": "quiet", "--verbose": "verbose"}
 PRIORITIES = ("high", "normal", "low")
 # prove's other flags, at their defaults (prove_command refuses the local-only ones when given)
-UNSET = ("r1cs", "timeline", "config", "backend", "devices", "synthesis_workers", "compute_slots", "vram_budget",
-         "host_budget", "lock_mode", "verify", "key_cache_dir", "ray")
+UNSET = (*LOCAL_ONLY, "key_cache_dir", "ray")
 
 
 class ServerArgs:
@@ -35,7 +36,7 @@ class ServerArgs:
 
     @staticmethod
     def func(args) -> int:
-        from engine.client import prove_command  # noqa: PLC0415
+        from engine.client import prove_command  # noqa: PLC0415 - (already loaded: LOCAL_ONLY above)
 
         wtns = None if args.wasm else args.files[0]
         return prove_command(args, wtns, args.files[-2], args.files[-1])

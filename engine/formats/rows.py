@@ -43,7 +43,8 @@ def _executor() -> ThreadPoolExecutor:
 def over_rows(n: int, row_bytes: int, fn: Callable[[int, int], T]) -> list[T]:
     """[fn(lo, hi) for consecutive row ranges covering 0..n], in order; on threads when the rows
     add up to more than one part's worth, else one call on this thread."""
-    parts = min(_threads(), max(1, (n * row_bytes) // PART_BYTES))
+    wanted = (n * row_bytes) // PART_BYTES
+    parts = min(_threads(), wanted) if wanted > 1 else 1  # a small array (most proofs') asks nothing of the OS
     if parts <= 1:
         return [fn(0, n)]
     step = -(-n // parts)
