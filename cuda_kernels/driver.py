@@ -256,8 +256,9 @@ class PinnedBuffer:
 
 
 class Module:
-    def __init__(self, cubin: bytes):
+    def __init__(self, cubin: bytes, curve: str | None = None):
         self.handle = _call("cuModuleLoadData", cu.cuModuleLoadData(cubin))
+        self.curve = curve  # the curve whose params it was built for (kernel picks read it)
         self._functions: dict[str, object] = {}
         self._resident: dict[tuple[str, int, int], int | None] = {}
 

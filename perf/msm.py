@@ -179,10 +179,10 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    own_abi, own_sort = dict(gmsm.PRODUCT_ABI), gmsm.SORT
+    own_abi, own_sort = gmsm.PRODUCT_ABI, gmsm.SORT
     rows, first = [], None
     for abi, sort_kind in kernels or [(None, None)]:
-        gmsm.PRODUCT_ABI = {g: abi or a for g, a in own_abi.items()}
+        gmsm.PRODUCT_ABI = own_abi if not abi else {g: abi for g in ("g1", "g2")}  # else the curve's default
         gmsm.SORT = sort_kind or own_sort
         ms, wall = time_both(stream, run, repeats)
         with Launches() as counted:
@@ -195,7 +195,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         if check != "same":
             print(f"{curve.name} {group} 2^{log_n}: product {abi}, sort {sort_kind}: the result "
                   "differs from the first combination's", flush=True)
-        kernel = gmsm.xyzz_kernel("accumulate", group)
+        kernel = gmsm.xyzz_kernel("accumulate", group, curve.name)
         extra = {}
         if phases is not None:
             split = breakdown(stream, run, repeats)
@@ -223,7 +223,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "ratio": round(ms / floor_ms, 2), "launches": counted.count,
             "depth": gmsm.critical_depth(plan, dev.sm_count),
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
-            "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.PRODUCT_ABI[group], "T": layout.chunk,
+            "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.product_abi(group, curve.name), "T": layout.chunk,
             "sort": "binned" if gmsm.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
             "result": check,

@@ -82,6 +82,7 @@ class FakeDriver:
         self.live_pinned: dict[int, ctypes.Array] = {}
         self.pinned_allocs = 0
         self.total_memory = 80 << 30
+        self.functions: list[str] = []  # every kernel name looked up, in order
         self.events_pending = False  # True: cuEventQuery says NOT_READY (work still running)
         self.pool_attributes: dict[str, int] = {}  # what cuMemPoolSetAttribute set, by attribute name
 
@@ -232,6 +233,7 @@ class FakeDriver:
         return OK, self._new()
 
     def cuModuleGetFunction(self, mod, name):
+        self.functions.append(name.decode() if isinstance(name, bytes) else str(name))
         return OK, self._new()
 
     def cuLaunchKernel(self, *args):

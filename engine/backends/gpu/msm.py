@@ -78,7 +78,21 @@ ACCUMULATIONS = ("affine", "xyzz")
 # latency-bound kernels after it by value (segments 2.81 -> 2.43 ms at 2^24, 0.54 -> 0.44 at 2^16);
 # BN254 G2 by value throughout (2^24 208.4 against 216.0 ms, 2^14-2^16 12-23% faster).
 PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo")
-PRODUCT_ABI = {"g1": "mixed", "g2": "value"}
+# The default build per curve (perf/RESULTS.md, the evening session's closing call, CUDA events, every
+# build's result equal): BN254's G1 and G2 with the even/odd product (G1 2^24 77.6 -> 60.2 ms, G2 2^24
+# 208.1 -> 162.6); BLS12-381's G1 keeps "mixed" (eo 162.7 against 153.4 ms at 2^24; its eo build keeps
+# the plain product, so G2's eo would be its value build).  A curve not listed takes FALLBACK_ABI.
+PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "eo", "g2": "eo"}, "bls12381": {"g1": "mixed", "g2": "value"}}
+FALLBACK_ABI = {"g1": "mixed", "g2": "value"}
+PRODUCT_ABI: dict[str, str] | None = None  # one choice for every curve (tests, perf/msm.py --product)
+
+
+def product_abi(group: str, curve: str | None) -> str:
+    """The build of `group`'s XYZZ pass for `curve` (a module's `curve` name): PRODUCT_ABI when set."""
+    table = PRODUCT_ABI if PRODUCT_ABI is not None else PRODUCT_ABI_BY_CURVE.get(curve or "", FALLBACK_ABI)
+    return table.get(group, "ref")
+
+
 ACCUMULATE_THREADS = 128  # a block of msm_accumulate (perf/msm.py reports how many an SM holds)
 # relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
 ENTRY_COST = {"affine": 0.65, "xyzz": 1.0}
@@ -538,10 +552,10 @@ def accumulate_sets(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLa
         _accumulate(mod, group, plan, layout, msms[i:i + step], sort, b, acc_bytes, stream, result_stride, mark)
 
 
-def xyzz_kernel(name: str, group: str) -> str:
+def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
     """The XYZZ pass's kernel `name` ("accumulate", "fix", ...) for `group` in the build of
-    the product PRODUCT_ABI picks for it."""
-    abi = PRODUCT_ABI.get(group, "ref")
+    the product product_abi picks for it and `curve`."""
+    abi = product_abi(group, curve)
     if abi not in PRODUCT_ABIS:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
     accumulation = name.startswith("accumulate")
@@ -556,6 +570,7 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
                 stream: Stream, result_stride: int | None, mark: Mark) -> None:
     K = plan.keys
     nsets = len(msms)
+    cv = getattr(mod, "curve", None)  # the loaded module's curve picks the product's build
     if not 1 <= nsets <= MSM_SETS or (nsets > 1 and plan.affine_rounds):
         raise ValueError(f"{nsets} MSMs in one XYZZ pass (1..{MSM_SETS}, none with affine rounds)")
     bases = [_ptr(x) for x, _ in msms]
@@ -565,7 +580,7 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
         bases = [pts]
     bases += [bases[-1]] * (MSM_SETS - nsets)
     partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots
-    kernel = xyzz_kernel("accumulate" if nsets == 1 else "accumulate_sets", group)
+    kernel = xyzz_kernel("accumulate" if nsets == 1 else "accumulate_sets", group, cv)
     T = layout.chunk
     blocks = -(-layout.chunks // ACCUMULATE_THREADS)
     if nsets == 1:  # the single MSM's own kernel (the large sizes' hot loop, as measured before the sets)
@@ -577,11 +592,11 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     _mark(mark, "accumulate")
     heavy_count = b.heavy.ptr + 4 * nsets * K
     Device.memset32(heavy_count, 0, 2 * nsets, stream)
-    launch(mod, xyzz_kernel("fix", group), (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T),
+    launch(mod, xyzz_kernel("fix", group, cv), (-(-K // 128), nsets, 1), 128, stream, offsets, U32(K), U32(T),
            b.partials, b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
     _mark(mark, "fix")
     lanes = fix_lanes(mean_chunks_per_bucket(plan, layout))
-    launch(mod, xyzz_kernel("fix_heavy", group), (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
+    launch(mod, xyzz_kernel("fix_heavy", group, cv), (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
            b.heavy, heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words), U32(lanes),
            shared=8 * acc_bytes)
     _mark(mark, "fix heavy")
@@ -589,12 +604,12 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     sets = nsets * plan.sets  # every set's bucket groups, one after another
     threads = REDUCE_THREADS[group]
     levels = layout.tree_levels(threads)
-    launch(mod, xyzz_kernel("reduce_segments", group), (levels[0], sets, 1), threads, stream, b.buckets,
+    launch(mod, xyzz_kernel("reduce_segments", group, cv), (levels[0], sets, 1), threads, stream, b.buckets,
            U32(B), U32(layout.seg_len), b.segments, shared=(threads // 32) * acc_bytes)
     _mark(mark, "segments")
     src, dst = b.segments.ptr, b.tree.ptr
     for count, nxt in zip(levels, levels[1:]):
-        launch(mod, xyzz_kernel("tree_sum", group), (nxt, sets, 1), TREE_THREADS, stream, src, U32(count),
+        launch(mod, xyzz_kernel("tree_sum", group, cv), (nxt, sets, 1), TREE_THREADS, stream, src, U32(count),
                U32(tree_pass_per_thread(count)), dst, shared=(TREE_THREADS // 32) * acc_bytes)
         src, dst = dst, dst + sets * nxt * acc_bytes
     if len(levels) > 1:
@@ -602,7 +617,7 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     stride = acc_bytes if result_stride is None else result_stride
     results = [r for _, r in msms]
     results += [results[-1]] * (MSM_SETS - nsets)
-    launch(mod, xyzz_kernel("combine", group), nsets * plan.batch, 1, stream, src, U32(plan.groups),
+    launch(mod, xyzz_kernel("combine", group, cv), nsets * plan.batch, 1, stream, src, U32(plan.groups),
            U32(plan.c * plan.fold), *[Ptr(r) for r in results], U32(plan.batch), U32(stride // 4))
     _mark(mark, "combine")
 

@@ -189,7 +189,7 @@ class GpuContext:
         with self._lock:
             mod = self._modules.get(curve.name)
             if mod is None:
-                mod = Module(cubin)
+                mod = Module(cubin, curve.name)
                 for name in ("ntt_dif_pass", "ntt_dit_pass"):
                     mod.allow_shared(name, 64 * 1024)
                 self._modules[curve.name] = mod
