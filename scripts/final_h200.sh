@@ -94,8 +94,10 @@ if has big; then
 fi
 if has prove; then
   step "warm proofs"
-  timeout 60 python3 perf/prove.py --log-constraints 13,16,20 --curves bn128 --backend gpu --repeats 5 \
-    --workdir "$W/pp" --json "$R/prove_bn.json" 2>&1 | tail -5 | tee -a "$LOG"
+  timeout 150 python3 perf/prove.py --log-constraints ${PROVE_SIZES:-13,16,20,22} --curves bn128 --backend gpu \
+    --repeats 5 --workdir "$W/pp" --json "$R/prove_bn.json" 2>&1 | tail -6 | tee -a "$LOG"
+  timeout 60 python3 perf/prove.py --log-constraints 20 --curves bls12381 --backend gpu --repeats 5 \
+    --workdir "$W/pp" --json "$R/prove_bls.json" 2>&1 | tail -3 | tee -a "$LOG"
 fi
 if has serve; then
   step "service"
