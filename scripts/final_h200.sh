@@ -98,6 +98,10 @@ if has prove; then
     --repeats 5 --workdir "$W/pp" --json "$R/prove_bn.json" 2>&1 | tail -6 | tee -a "$LOG"
   timeout 60 python3 perf/prove.py --log-constraints 20 --curves bls12381 --backend gpu --repeats 5 \
     --workdir "$W/pp" --json "$R/prove_bls.json" 2>&1 | tail -3 | tee -a "$LOG"
+  for k in 16 20; do  # the host's part of a warm proof, step by step (perf/host_split.py)
+    d="$W/pp/bn128_2^$k"
+    timeout 40 python3 perf/host_split.py --zkey "$d/bench.zkey" --wtns "$d/bench.wtns" 2>&1 | tail -4 | tee -a "$LOG"
+  done
 fi
 if has serve; then
   step "service"

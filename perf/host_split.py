@@ -1,0 +1,71 @@
+"""Where a warm GPU proof's time outside the device stages goes: the host steps of `prove` one by one.
+
+    python perf/host_split.py --zkey bench.zkey --wtns bench.wtns [--repeats 7]
+
+For a key loaded once (as perf/prove.py does: the pinned buffers maintained while idle), each of
+--repeats proofs after a warm-up is taken apart into the calls `engine.groth16.prover.prove` makes:
+the witness checks (`check_witness_for_key`), the memory phase (`backend.stage`: the copy into the
+pinned buffer and the upload's enqueue), the compute phase's enqueue (`backend.compute`), the wait
+for the device (`Pending.wait`: decode included) and `finish` (public signals, the Proof).  Prints
+the medians (ms) beside the whole proof and the device's stage sum (engine.progress.stage_seconds),
+so that a proof/gpu ratio above 1 is split into host work and waiting.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.backends.select import select_backend  # noqa: E402
+from engine.formats import read_wtns, read_zkey  # noqa: E402
+from engine.groth16.prover import check_witness_for_key, finish  # noqa: E402
+from engine.groth16.verifier import vk_from_zkey  # noqa: E402
+from engine.progress import stage_seconds  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", required=True)
+    ap.add_argument("--wtns", required=True)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--backend", default="gpu")
+    args = ap.parse_args()
+    zkey, wit = read_zkey(args.zkey), read_wtns(args.wtns)
+    backend = select_backend(args.backend)
+    key = backend.load_key(zkey)
+    vk = vk_from_zkey(zkey)
+    rows = []
+    for i in range(args.repeats + 1):
+        if getattr(backend, "maintenance_due", lambda: False)():
+            backend.maintain()
+        t0 = time.perf_counter()
+        check_witness_for_key(zkey, zkey.curve.r, wit.values)
+        t1 = time.perf_counter()
+        staged = backend.stage(key, wit.values)
+        t2 = time.perf_counter()
+        pending = backend.compute(staged)
+        t3 = time.perf_counter()
+        core = pending.wait()
+        t4 = time.perf_counter()
+        proof = finish(zkey, core, wit.values, vk=vk)
+        t5 = time.perf_counter()
+        if i:
+            gpu = sum(v for k, v in stage_seconds(proof.timings).items() if k.startswith("gpu_"))
+            rows.append({"check": t1 - t0, "stage": t2 - t1, "compute enqueue": t3 - t2, "wait": t4 - t3,
+                         "finish": t5 - t4, "whole": t5 - t0, "gpu sum": gpu})
+    key.close()
+    backend.close()
+    med = {k: statistics.median(r[k] for r in rows) * 1e3 for k in rows[0]}
+    print(f"{zkey.curve.name} domain 2^{zkey.log_domain}, {zkey.n_vars} wires, medians of {len(rows)} (ms):")
+    print("| " + " | ".join(med) + " |")
+    print("|" + "---|" * len(med))
+    print("| " + " | ".join(f"{v:.2f}" for v in med.values()) + " |")
+
+
+if __name__ == "__main__":
+    main()
