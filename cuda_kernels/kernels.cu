@@ -62,6 +62,9 @@ extern "C" __global__ void __launch_bounds__(256) quotient_h(const uint32_t* a, 
                                                               const uint32_t* c, uint32_t n, uint32_t* h) {
     EVAL::quotient(a, b, c, n, h);
 }
+extern "C" __global__ void __launch_bounds__(256) witness_range_check(const uint32_t* w, uint32_t n, uint32_t* found) {
+    first_unreduced<FR_P>(w, n, found);
+}
 
 // ---- NTT
 #include "ntt_entry.cuh"

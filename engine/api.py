@@ -131,11 +131,12 @@ class Groth16Kit:
             return Partition(index, f"witness {index}", values=item, meta={"prime": None})
         raise TypeError(f"cannot prove {type(item).__name__}: give a .wtns path, an inputs dict, a Witness or values")
 
-    def check(self, key: Groth16Key, meta: Any, values: np.ndarray, label: str) -> None:
+    def check(self, key: Groth16Key, meta: Any, values: np.ndarray, label: str, range_check: bool = True) -> None:
+        """range_check False: the devices check the values after the upload (scheduler/pipeline.py)."""
         from engine.groth16.prover import check_witness_for_key  # noqa: PLC0415
 
         prime = (meta or {}).get("prime") or key.zkey.curve.r
-        check_witness_for_key(key.zkey, prime, values, label)
+        check_witness_for_key(key.zkey, prime, values, label, range_check=range_check)
 
     def public(self, key: Groth16Key, values: np.ndarray) -> np.ndarray:
         # The epilogue reads only w_0..w_nPublic (prover.public_signals); copying them lets the

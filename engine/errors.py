@@ -57,6 +57,22 @@ class CurveMismatchError(MismatchError):
     """Inputs of different curves, or a curve an operation does not support."""
 
 
+class UnreducedWitnessError(MismatchError):
+    """A witness value not below the scalar field's modulus: the host's check, or the device's check
+    of the upload (a GPU backend's; the host then skips its own pass), which knows only the row:
+    `named` puts in the input's name once the caller has it."""
+
+    def __init__(self, row: int, name: str = "witness"):
+        self.row, self.name = int(row), name
+        super().__init__(f"{name}: value {self.row} is not reduced modulo r")
+
+    def named(self, name: str) -> "UnreducedWitnessError":
+        return UnreducedWitnessError(self.row, name)
+
+    def __reduce__(self):  # across processes (pools, Ray) with its fields, not its message as the row
+        return UnreducedWitnessError, (self.row, self.name)
+
+
 class UnsatisfiedWitnessError(EngineError):
     """The witness does not satisfy the circuit's constraints."""
 

@@ -43,7 +43,7 @@ from typing import Any, Callable, Protocol, Sequence
 import anyio
 import numpy as np
 
-from engine.errors import BudgetError, MismatchError
+from engine.errors import BudgetError, MismatchError, UnreducedWitnessError
 
 from scheduler.budget import Budget, fmt_bytes
 from scheduler.device_worker import DeviceWorker
@@ -115,6 +115,7 @@ class Pipeline:
         self.cpu_limiter = anyio.CapacityLimiter(cpu_threads)
         self._slot_kw = {d.index: _accepts(d.backend.compute, "slot") for d in self.devices}
         self._stop_kw = {d.index: _accepts(d.backend.compute, "stop") for d in self.devices}
+        self._range_kw = _accepts(self.kit.check, "range_check")  # the kit can leave the range to the devices
         self._verify_label = _accepts(kit.verify, "label")  # a kit that names the witness when a proof fails
         self._waiting: dict[tuple[int, int], list[_Waiter]] = {}  # staged partitions awaiting a slot, per key
 
@@ -167,6 +168,17 @@ class Pipeline:
         tl.emit(Stage.JOB_DONE, job, key=key.label)
         return results
 
+    def _check(self, key: KeyRecord, meta: Any, values: np.ndarray, label: str) -> None:
+        """The kit's witness checks; the range of the values is left to the devices when every one
+        the key is on checks it after the upload (backend.checks_witness_range: a pass over the
+        witness less on the host, 2.8 ms at 2^20)."""
+        on_device = bool(key.resident) and all(getattr(d.backend, "checks_witness_range", False)
+                                               for d in self.devices if d.index in key.resident)
+        if on_device and self._range_kw:
+            self.kit.check(key.data, meta, values, label, range_check=False)
+        else:
+            self.kit.check(key.data, meta, values, label)
+
     # ------------------------------------------------------------ one partition
     async def run_partition(self, job: int, key: KeyRecord, part: Partition) -> Any:
         tl, p = self.timeline, part.index
@@ -181,11 +193,13 @@ class Pipeline:
                 synth = await self._synthesise(job, key, part)
                 values, meta = synth.values, synth.meta
             tl.emit(Stage.CHECK_START, job, p)
-            await anyio.to_thread.run_sync(self.kit.check, key.data, meta, values, part.label,
-                                           limiter=self.cpu_limiter)
+            await anyio.to_thread.run_sync(self._check, key, meta, values, part.label, limiter=self.cpu_limiter)
             public = self.kit.public(key.data, values)
             tl.emit(Stage.CHECK_END, job, p)
-            core = await self._on_device(job, key, p, values)
+            try:
+                core = await self._on_device(job, key, p, values)
+            except UnreducedWitnessError as exc:  # the device's range check knows the row, not the input
+                raise exc.named(part.label) from None
             values = None
             if synth is not None:  # the witness is no longer needed: give the host memory back
                 synth.release()

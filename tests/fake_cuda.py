@@ -83,6 +83,7 @@ class FakeDriver:
         self.pinned_allocs = 0
         self.total_memory = 80 << 30
         self.functions: list[str] = []  # every kernel name looked up, in order
+        self.download_hook = None  # called (dst address, nbytes) after each device-to-host copy
         self.events_pending = False  # True: cuEventQuery says NOT_READY (work still running)
         self.pool_attributes: dict[str, int] = {}  # what cuMemPoolSetAttribute set, by attribute name
 
@@ -243,6 +244,8 @@ class FakeDriver:
     def cuMemcpyDtoHAsync(self, dst, src, nbytes, stream):
         self._note("cuMemcpyDtoHAsync")
         ctypes.memset(dst, 0, nbytes)  # results read as all-zero (points at infinity)
+        if self.download_hook is not None:  # a test's bytes instead (e.g. a device check's answer)
+            self.download_hook(int(dst), int(nbytes))
         return (OK,)
 
 

@@ -101,6 +101,9 @@ class Backend(ABC):
     """One way of running the heavy stages of a proof."""
 
     name: str = "abstract"
+    # True: the backend checks that a witness's values are reduced (UnreducedWitnessError from its
+    # prove_core or Pending) so its callers skip the host's own pass over the witness
+    checks_witness_range: bool = False
 
     # ---- keys
     @abstractmethod

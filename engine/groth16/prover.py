@@ -20,7 +20,7 @@ import numpy as np
 from engine.algebra import ec
 from engine.backends.base import Backend, CoreResult, ResidentKey
 from engine.algebra.curves import curve_by_scalar_prime
-from engine.errors import CurveMismatchError, MismatchError, VerificationError
+from engine.errors import CurveMismatchError, MismatchError, UnreducedWitnessError, VerificationError
 from engine.formats.binfile import first_row_ge
 from engine.algebra.limbs import g1_from_mont, g2_from_mont
 from engine.groth16.proof import Proof, VerificationKey
@@ -52,8 +52,11 @@ class KeyHeader:
                    own(zkey.beta2), own(zkey.delta2))
 
 
-def check_witness_for_key(zkey, prime: int, values: np.ndarray, witness_name: str = "witness") -> None:
-    """The two checks snarkjs makes (spec §3), plus reduced values, as clear errors."""
+def check_witness_for_key(zkey, prime: int, values: np.ndarray, witness_name: str = "witness",
+                          range_check: bool = True) -> None:
+    """The two checks snarkjs makes (spec §3), plus reduced values, as clear errors.  range_check
+    False leaves the values to the backend (a GPU checks them on the device after the upload and
+    raises UnreducedWitnessError: `backend.checks_witness_range`)."""
     key_name = zkey.path or "proving key"
     if prime != zkey.curve.r:
         other = curve_by_scalar_prime(prime)
@@ -64,9 +67,11 @@ def check_witness_for_key(zkey, prime: int, values: np.ndarray, witness_name: st
             f"{witness_name}: has {values.shape[0]} values but {key_name} expects {zkey.n_vars} "
             "(a witness of another circuit?)"
         )
+    if not range_check:
+        return
     bad = first_row_ge(values, zkey.curve.r)
     if bad >= 0:
-        raise MismatchError(f"{witness_name}: value {bad} is not reduced modulo r")
+        raise UnreducedWitnessError(bad, witness_name)
 
 
 def public_signals(zkey, values: np.ndarray) -> list[int]:
@@ -170,13 +175,18 @@ def prove(
     scalars: ScalarSource | None = None,
 ) -> Proof:
     """Prove one witness (plain (m, 4) uint64) with a parsed zkey on a backend."""
-    check_witness_for_key(zkey, zkey.curve.r if prime is None else prime, values, witness_name)
+    on_device = bool(getattr(backend, "checks_witness_range", False))
+    check_witness_for_key(zkey, zkey.curve.r if prime is None else prime, values, witness_name,
+                          range_check=not on_device)
     timings: dict[str, float] = {}
     if key is None:
         t = time.perf_counter()
         key = backend.load_key(zkey)
         timings["load_key"] = time.perf_counter() - t
-    core = backend.prove_core(key, values)
+    try:
+        core = backend.prove_core(key, values)
+    except UnreducedWitnessError as exc:  # the device's check knows the row, not the input's name
+        raise exc.named(witness_name) from None
     core.timings = {**timings, **core.timings}
     return finish(zkey, core, values, vk=vk, verify=verify, scalars=scalars, witness_name=witness_name)
 

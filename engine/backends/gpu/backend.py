@@ -37,6 +37,9 @@ SMALL_PROOF_PINNED_BYTES = 64 << 20
 
 class GpuBackend(Backend):
     name = "gpu"
+    # A proof's witness is range-checked on the device after its upload (pipeline.stage; raised as
+    # UnreducedWitnessError by the Pending): callers skip the host's pass over it.
+    checks_witness_range = True
 
     def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
                  pinned_per_key: int = 2, tier: str = "auto", host_chunk: int | None = None,

@@ -38,7 +38,8 @@ import numpy as np
 from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, launch
 
 from engine.backends.base import CoreResult, Pending, Staged
-from engine.errors import DeviceError
+from engine.errors import DeviceError, UnreducedWitnessError
+from engine.formats.binfile import first_row_ge
 from engine.formats.rows import copy_rows
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
@@ -103,9 +104,17 @@ def _results_offset(witness_bytes: int) -> int:
     return -(-witness_bytes // RESULT_ALIGN) * RESULT_ALIGN
 
 
+RANGE_BYTES = 16  # the device's range check's answer (a u32, padded), after the results
+
+
+def _range_offset(results_offset: int, key: GpuKey) -> int:
+    return results_offset + -(-result_bytes(key) // RANGE_BYTES) * RANGE_BYTES
+
+
 def pinned_bytes(key: GpuKey) -> int:
-    """The pinned host buffer one proof of `key` uses: its witness (and r, s, rs), then what comes back."""
-    return _results_offset(upload_bytes(key)) + result_bytes(key)
+    """The pinned host buffer one proof of `key` uses: its witness (and r, s, rs), then what comes
+    back, then the range check's answer."""
+    return _range_offset(_results_offset(upload_bytes(key)), key) + RANGE_BYTES
 
 
 @dataclass
@@ -123,9 +132,17 @@ class ProofState:
     uploaded: Event
     upload_start: Event | None = None  # timing events around the witness upload
     streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
+    range_offset: int | None = None  # where the device's range check answers in `host` (None: checked here)
 
     def results_view(self, nbytes: int) -> np.ndarray | None:
         return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
+
+    def unreduced_row(self) -> int | None:
+        """After the done event: the first witness row the device found not reduced, or None."""
+        if self.host is None or self.range_offset is None:
+            return None
+        found = int(self.host.array[self.range_offset:self.range_offset + 4].view(np.uint32)[0])
+        return None if found == 0 else 0xFFFFFFFF - found
 
     def release_host(self, ctx) -> None:
         """After the done event: the pinned buffer back to the pool, events destroyed."""
@@ -225,7 +242,8 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     scalars = gepi.blinding_scalars(curve).reshape(-1) if has_tail(key) else np.zeros(0, np.uint64)
     up_bytes = wit.nbytes + scalars.nbytes
     results_offset = _results_offset(up_bytes)
-    host = ctx.pinned.take(results_offset + result_bytes(key), tag=key)
+    range_offset = _range_offset(results_offset, key)
+    host = ctx.pinned.take(range_offset + RANGE_BYTES, tag=key)
     sort_plans, shapes = _scratch_shapes(key, dev.sm_count)
     events: list[Event] = []
     with Device.recording() as allocated:
@@ -234,6 +252,11 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 words = host.view(np.uint64, wit.size + scalars.size)
                 copy_rows(words[:wit.size].reshape(wit.shape), wit)  # in parts on threads when large
                 words[wit.size:] = scalars
+            else:  # pageable (no pinned buffer free): no answer to fetch early, so the range is checked here
+                bad = first_row_ge(wit, curve.r)
+                if bad >= 0:
+                    raise UnreducedWitnessError(bad)
+            found = dev.alloc(RANGE_BYTES, stream) if host is not None else None
             state = ProofState(
                 witness=dev.alloc(up_bytes, stream),
                 a=dev.alloc(n * FR, stream),
@@ -245,6 +268,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 device_buffers=allocated,
                 host=host,
                 results_offset=results_offset,
+                range_offset=range_offset if host is not None else None,
                 uploaded=_track(events, Event(timing=True)),
                 upload_start=_track(events, Event(timing=True)),
             )
@@ -259,6 +283,11 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
             else:
                 up = np.concatenate([wit.reshape(-1), scalars]) if scalars.size else wit
             Device.upload(state.witness, up, stream)
+            if found is not None:  # the range check: a few microseconds of kernel, one word back
+                Device.memset32(found, 0, RANGE_BYTES // 4, stream)
+                launch(key.module, "witness_range_check", -(-key.n_wires // 256), 256, stream, state.witness,
+                       U32(key.n_wires), found)
+                Device.download(host.array[range_offset:range_offset + RANGE_BYTES], found, stream)
             state.uploaded.record(stream)
         except BaseException:
             try:
@@ -343,6 +372,9 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
                     raw = _fetch_late(ctx, late, nbytes, fetch=error is None)
             if error is not None:
                 raise error
+            bad = st.unreduced_row()
+            if bad is not None:
+                raise UnreducedWitnessError(bad)
             out = raw.copy()
             timings = dict(staged.timings)
             timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
@@ -569,6 +601,7 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
     failed = _free_all([b for st in states for b in st.device_buffers if id(b) not in kept] + batch_bufs, stream)
     done = _fence(stream)
     results: list[CoreResult] = []
+    unreduced: list[int | None] = [None] * k  # each proof's range check (read before the buffers go back)
     outcome: dict = {"waited": False, "exc": None}
     lock = threading.Lock()
 
@@ -584,6 +617,7 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
                         for i, buf in late.items():  # the kernels are done (or failed): fetch, or only free
                             raws[i] = _fetch_late(ctx, buf, nbytes, fetch=error is None)
                     if error is None:
+                        unreduced[:] = [st.unreduced_row() for st in states]
                         check = check_start.elapsed_ms(check_end) / 1000.0
                         for s, st, raw in zip(staged, states, raws):
                             timings = dict(s.timings)
@@ -602,6 +636,8 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
             raise outcome["exc"]
         if error is not None:
             raise error
+        if unreduced[j] is not None:  # this proof's witness only: the others of the batch are proofs
+            raise UnreducedWitnessError(unreduced[j])
         return results[j]
 
     return [Pending(lambda j=j: wait_one(j)) for j in range(k)]
