@@ -50,6 +50,16 @@ from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
 FR = 32
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")  # "check": the device tail only
+# a batch's phases on its compute stream (timings gpu_batch_<name>, seconds; gpu_check after them):
+# the k fronts (evaluate, 6 NTTs, quotient each), the copies into the batch's vectors, the batched H
+# MSM, the witness sort with the A, B1, C sets, the B2 MSM
+BATCH_PHASES = ("front", "gather", "msm_h", "sort_g1", "msm_b2")
+# A batch's k fronts run side by side, proof j's on side-stream lane FRONT_LANE0 + j of the slot
+# (the tails use lanes 0 .. k-1): one front is a chain of 14 launches of n/256 blocks or fewer
+# (32 blocks at the 2^13 domain on 132 SMs), so k of them one after another leave most of the
+# device idle.  False: one after another on the compute stream (perf/batch_phases.py --front both).
+FRONT_LANES = True
+FRONT_LANE0 = 64
 
 
 def _layouts(plans: ProofPlans, sm_count: int):
@@ -424,8 +434,8 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     mark()
 
 
-def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
-    """evaluate -> 3 iNTT (coset) -> 3 NTT -> h (into st.c), on `stream`."""
+def _front(key: GpuKey, st: ProofState, stream, mark, out: int | None = None) -> None:
+    """evaluate -> 3 iNTT (coset) -> 3 NTT -> h (into st.c, or the device address `out`), on `stream`."""
     mod, n = key.module, key.domain
     (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
     launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
@@ -434,7 +444,7 @@ def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
     for buf in (st.a, st.b, st.c):
         gntt.dif(mod, buf, key.tables, stream, inverse=True, scale=key.tables.coset)
         gntt.dit(mod, buf, key.tables, stream, inverse=False)
-    launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c)
+    launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c if out is None else out)
     mark()
 
 
@@ -481,7 +491,7 @@ def batch_plans(key: GpuKey, k: int, plans: ProofPlans | None = None):
     return out
 
 
-def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]:
+def compute_batch(backend, staged: list[Staged], slot: int = 0, timing: bool = True) -> list[Pending]:
     """Several staged proofs of one key in one compute phase: each proof's evaluate and NTTs,
     then the H MSMs of all of them in one pass over the H bases and the four witness MSMs in
     one pass each (plan.batch = k: k bucket sets, the bases read once for all k), then each
@@ -528,8 +538,14 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
     lanes = [backend.side_streams.get(slot, j) for j in range(k)]
     used: list = []  # the lanes that got work (joined before the frees on a failure)
     events: list[Event] = []  # cross-stream and timing events (destroyed after the done event)
+    marks: list[Event] = []  # BATCH_PHASES' boundaries on the compute stream (timing)
     error: BaseException | None = None
     ordered = False
+
+    def mark() -> None:
+        if timing:
+            marks.append(_track(events, Event(timing=True)).record(stream))
+
     try:
         key.wait(plans, stream)
         for st in states:
@@ -541,13 +557,26 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
             lane.wait_event(st.uploaded)
             lane.wait_event(key.ready)
             gepi.launch_early(mod, args, lane)
-        for st in states:
-            _front(key, st, stream, lambda: None)
-        for j, st in enumerate(states):
-            Device.copy(h_all.ptr + j * n_h, st.c, n_h, stream)
-            Device.copy(w_all.ptr + j * n_w, st.witness, n_w, stream)
-        _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, sums, stream,
-              lambda: None)
+        mark()
+        if FRONT_LANES:  # proof j's front on its own lane, h and witness straight into the batch's vectors
+            go = _track(events, Event()).record(stream)  # after the key's wait and every upload
+            for j, st in enumerate(states):
+                lane = backend.side_streams.get(slot, FRONT_LANE0 + j)
+                used.append(lane)
+                lane.wait_event(go)
+                Device.copy(w_all.ptr + j * n_w, st.witness, n_w, lane)
+                _front(key, st, lane, lambda: None, out=h_all.ptr + j * n_h)
+                stream.wait_event(_track(events, Event()).record(lane))
+            mark()
+        else:  # the k fronts one after another on the compute stream, then the copies
+            for st in states:
+                _front(key, st, stream, lambda: None)
+            mark()
+            for j, st in enumerate(states):
+                Device.copy(h_all.ptr + j * n_h, st.c, n_h, stream)
+                Device.copy(w_all.ptr + j * n_w, st.witness, n_w, stream)
+        mark()
+        _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, sums, stream, mark)
         check_start = _track(events, Event(timing=True)).record(stream)
         for j, (lane, st, args) in enumerate(zip(lanes, states, tails)):
             lane.wait_event(check_start)
@@ -585,12 +614,15 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0) -> list[Pending]
                             raws[i] = _fetch_late(ctx, buf, nbytes, fetch=error is None)
                     if error is None:
                         check = check_start.elapsed_ms(check_end) / 1000.0
+                        phases = {f"gpu_batch_{name}": e0.elapsed_ms(e1) / 1000.0
+                                  for name, (e0, e1) in zip(BATCH_PHASES, zip(marks, marks[1:]))}
                         for s, st, raw in zip(staged, states, raws):
                             timings = dict(s.timings)
                             timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
                             timings["gpu_batch"] = k
                             timings["gpu_fold"] = plan_w.fold
                             timings["gpu_check"] = check  # the k tails side by side, after the batched MSMs
+                            timings.update(phases)
                             results.append(_core(curve, raw.copy(), timings))
                 except BaseException as exc:  # noqa: BLE001 - every proof of the batch gets it
                     outcome["exc"] = exc
