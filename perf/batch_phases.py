@@ -6,8 +6,8 @@ Issue 13 item 5 (>= 500 proofs/s at the 2^14 domain): the scheduler hands GpuBac
 up to max_batch staged proofs of one key, and nobody had measured where such a batch's ~57 ms go.
 For each k this stages k copies of the bench circuit's witness, runs them as one compute_batch
 (compute for k = 1) back to back on an idle device, and reports the CUDA-event phases that
-pipeline.compute_batch records on its compute stream (pipeline.BATCH_PHASES, then gpu_check: the
-k tails side by side), the host's own time (stage() per proof, the compute_batch call that only
+batch.compute_batch records on its compute stream (engine/backends/gpu/batch.BATCH_PHASES, then
+gpu_check: the tails' final phase), the host's own time (stage() per proof, the compute_batch call that only
 enqueues), the wall time of the whole round and proofs/s of batches run one after another (no
 overlap between batches: the scheduler's slots add that).  Every proof's device check must pass.
 Medians over --repeats rounds after one warm-up round.
@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 from engine.formats import read_wtns, read_zkey  # noqa: E402
 
-COLS = ["front lanes", "k", "stage ms/proof", "enqueue ms", "front", "gather", "msm_h", "sort_g1", "msm_b2", "check",
+COLS = ["k", "stage ms/proof", "enqueue ms", "gather", "front", "msm_h", "sort_g1", "msm_b2", "check",
         "device ms", "wall ms", "ms/proof", "proofs/s"]
 
 
@@ -60,7 +60,7 @@ def one_round(backend, key, witness: np.ndarray, k: int) -> dict:
         ph = {"front": tm["gpu_evaluate"] + tm["gpu_ntt"], "gather": 0.0, "msm_h": tm["gpu_msm_h"],
               "sort_g1": tm["gpu_msm_a_b1_c"], "msm_b2": tm["gpu_msm_b2"], "check": tm["gpu_check"]}
     else:
-        ph = {name: tm[f"gpu_batch_{name}"] for name in ("front", "gather", "msm_h", "sort_g1", "msm_b2")}
+        ph = {name: tm[f"gpu_batch_{name}"] for name in ("gather", "front", "msm_h", "sort_g1", "msm_b2")}
         ph["check"] = tm["gpu_check"]
     row = {name: v * 1000 for name, v in ph.items()}
     row["device ms"] = sum(row.values())
@@ -75,12 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", default="1,4,8,16")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--workdir", default="/tmp/batch_phases")
-    p.add_argument("--front", default="lanes", choices=("lanes", "serial", "both"),
-                   help="the k fronts side by side on lanes (pipeline.FRONT_LANES, the default) or one after another")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     from engine.backends.gpu import GpuBackend  # noqa: PLC0415 - needs the driver
-    from engine.backends.gpu import pipeline  # noqa: PLC0415
 
     zkey_path, wtns_path = bench_key(Path(args.workdir), args.constraints, args.curve)
     backend = GpuBackend(0)
@@ -89,11 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.curve}, {args.constraints} constraints, domain 2^{key.domain.bit_length() - 1}, "
           f"max_batch {backend.max_batch(key)}", flush=True)
     rows = []
-    fronts = {"lanes": [True], "serial": [False], "both": [False, True]}[args.front]
-    for lanes, k in [(f, int(x)) for f in fronts for x in args.batches.split(",")]:
-        if k == 1 and lanes != fronts[0]:
-            continue  # one proof runs compute(): no lanes to compare
-        pipeline.FRONT_LANES = lanes
+    for k in [int(x) for x in args.batches.split(",")]:
         runs = []
         for i in range(args.repeats + 1):
             if backend.maintenance_due():  # pin the proofs' host buffers, as the device worker does when idle
@@ -105,12 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         med["ms/proof"] = med["wall ms"] / k
         med["proofs/s"] = 1000 * k / med["wall ms"]
         med["k"] = k
-        med["front lanes"] = "yes" if lanes else "no"
         rows.append(med)
-        print(f"  k={k} lanes={lanes}: device {med['device ms']:.2f} ms, wall {med['wall ms']:.2f} ms", flush=True)
+        print(f"  k={k}: device {med['device ms']:.2f} ms, wall {med['wall ms']:.2f} ms", flush=True)
     key.close()
     backend.close()
-    fmt = {c: (lambda v: str(v)) if c in ("k", "front lanes") else (lambda v: f"{v:.2f}") for c in COLS}
+    fmt = {c: (lambda v: str(v)) if c == "k" else (lambda v: f"{v:.2f}") for c in COLS}
     print("| " + " | ".join(COLS) + " |\n|" + "---|" * len(COLS))
     for r in rows:
         print("| " + " | ".join(fmt[c](r[c]) for c in COLS) + " |")

@@ -56,9 +56,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--vram-budget", default=None)
     p.add_argument("--no-verify", action="store_true")
     p.add_argument("--out", default="perf/out", help="directory for PNGs, timelines and the table")
-    p.add_argument("--batch-front", choices=("lanes", "serial"), default=None,
-                   help="GPU batches: the k fronts side by side (engine/backends/gpu/pipeline.FRONT_LANES, the "
-                   "default) or one after another on the compute stream (the build before, for comparison)")
     p.add_argument("--gantt", default=None, metavar="MODE:SLOTS:CONC", help="which run to draw (default: the fastest)")
     sim = p.add_argument_group("simulated device (a model, not a measurement)")
     sim.add_argument("--sim-gpu-ms", type=float, default=60.0, help="kernel time of one proof alone")
@@ -177,10 +174,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def sweep(args: argparse.Namespace) -> int:
     os.makedirs(args.out, exist_ok=True)
-    if args.batch_front:  # the device worker runs in this process: the module's switch applies to it
-        from engine.backends.gpu import pipeline  # noqa: PLC0415 - only for a GPU sweep
-
-        pipeline.FRONT_LANES = args.batch_front == "lanes"
     what = "SIMULATED device" if args.simulate else f"{args.backend} backend, {os.path.basename(args.zkey)}"
     print(f"sweep on the {what}: {args.proofs} proofs per setting", flush=True)
     rows: list[dict] = []

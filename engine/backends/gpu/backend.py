@@ -14,6 +14,7 @@ from cuda_kernels.driver import Device, U32, launch
 from engine.backends.base import Backend, CoreResult, Pending, ResidentKey, Staged
 from engine.algebra.curves import Curve
 from engine.formats.binfile import first_row_ge
+from engine.backends.gpu import batch
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
@@ -130,7 +131,7 @@ class GpuBackend(Backend):
 
     def compute_batch(self, staged: list[Staged], slot: int = 0) -> list[Pending]:
         """Staged proofs of one key in one compute phase (their MSMs batched); one Pending each."""
-        return pipeline.compute_batch(self, staged, slot)
+        return batch.compute_batch(self, staged, slot)
 
     def max_batch(self, key: ResidentKey) -> int:
         """How many proofs of `key` the scheduler may hand compute_batch at once: 1 (no batching)

@@ -22,14 +22,11 @@ its stream and waits for those frees before raising; a failing `compute`
 frees on the stream and its Pending raises after the done event, so the
 scheduler returns the VRAM budget only when the memory is really free.
 
-`compute_batch` runs several staged proofs of one key as one compute phase:
-each proof's evaluate and NTTs, then its H MSMs and its four witness MSMs
-batched (k scalar vectors against the same resident bases in one pass each),
-then each proof's tail on its own side stream (the k tails side by side).
+engine/backends/gpu/batch.py runs several staged proofs of one key as one compute
+phase on the helpers here.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,16 +47,6 @@ from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 
 FR = 32
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")  # "check": the device tail only
-# a batch's phases on its compute stream (timings gpu_batch_<name>, seconds; gpu_check after them):
-# the k fronts (evaluate, 6 NTTs, quotient each), the copies into the batch's vectors, the batched H
-# MSM, the witness sort with the A, B1, C sets, the B2 MSM
-BATCH_PHASES = ("front", "gather", "msm_h", "sort_g1", "msm_b2")
-# A batch's k fronts run side by side, proof j's on side-stream lane FRONT_LANE0 + j of the slot
-# (the tails use lanes 0 .. k-1): one front is a chain of 14 launches of n/256 blocks or fewer
-# (32 blocks at the 2^13 domain on 132 SMs), so k of them one after another leave most of the
-# device idle.  False: one after another on the compute stream (perf/batch_phases.py --front both).
-FRONT_LANES = True
-FRONT_LANE0 = 64
 
 
 def _layouts(plans: ProofPlans, sm_count: int):
@@ -434,8 +421,8 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     mark()
 
 
-def _front(key: GpuKey, st: ProofState, stream, mark, out: int | None = None) -> None:
-    """evaluate -> 3 iNTT (coset) -> 3 NTT -> h (into st.c, or the device address `out`), on `stream`."""
+def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
+    """evaluate -> 3 iNTT (coset) -> 3 NTT -> h (into st.c), on `stream`."""
     mod, n = key.module, key.domain
     (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
     launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
@@ -444,7 +431,7 @@ def _front(key: GpuKey, st: ProofState, stream, mark, out: int | None = None) ->
     for buf in (st.a, st.b, st.c):
         gntt.dif(mod, buf, key.tables, stream, inverse=True, scale=key.tables.coset)
         gntt.dit(mod, buf, key.tables, stream, inverse=False)
-    launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c if out is None else out)
+    launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c)
     mark()
 
 
@@ -477,163 +464,3 @@ def _core(curve, raw: np.ndarray, timings: dict) -> CoreResult:
     proof, verified = gepi.decode_proof(curve, raw[5 * g2_acc:])
     return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
                       pi_h=g1[3], timings=timings, proof=proof, verified=verified)
-
-
-def batch_plans(key: GpuKey, k: int, plans: ProofPlans | None = None):
-    """The H and witness plans (and layouts) of k proofs of `key` in one MSM pass each, under
-    `plans` (default: the full fold's)."""
-    sm_count = key.ctx.device.sm_count
-    plans = plans or ProofPlans(key.plan_w, key.plan_h, True)
-    out = []
-    for plan in (plans.h, plans.w):
-        p = gmsm.plan_for_batch(plan, k)
-        out.append((p, gmsm.AccumulateLayout.for_plan(p, sm_count)))
-    return out
-
-
-def compute_batch(backend, staged: list[Staged], slot: int = 0, timing: bool = True) -> list[Pending]:
-    """Several staged proofs of one key in one compute phase: each proof's evaluate and NTTs,
-    then the H MSMs of all of them in one pass over the H bases and the four witness MSMs in
-    one pass each (plan.batch = k: k bucket sets, the bases read once for all k), then each
-    proof's tail: its early phase on side-stream lane j from the start (it needs only the witness
-    and r, s), then, once the batched sums exist, its five sums copied into its own results
-    buffer and its mid and final phases on the same lane; the k tails run side by side and the
-    compute stream joins them all before the downloads.
-
-    The batch's own buffers (the k h vectors and witnesses side by side, the batch-sized sort and
-    bucket scratch, the k results) are allocated before anything of the staged proofs is
-    touched: a failure there frees them, waits, and raises with the proofs still staged (the
-    scheduler discards them).  After that it fails like `compute`: the compute stream joins every
-    side lane, everything is freed on it, every Pending raises after the done event.  The
-    scheduler batches only small resident keys (GpuBackend.max_batch), where the extra scratch is
-    a few MB."""
-    if len(staged) == 1:
-        return [compute(backend, staged[0], slot)]
-    ctx = backend.ctx
-    ctx.bind_thread()
-    key: GpuKey = staged[0].key
-    if any(s.key is not key for s in staged):
-        raise ValueError("compute_batch: the staged proofs are of different keys")
-    if key.host is not None:
-        raise ValueError("compute_batch: a host-tier key streams its bases per proof (GpuBackend.max_batch is 1)")
-    dev = ctx.device
-    curve, mod, k = key.curve, key.module, len(staged)
-    stream = ctx.compute_stream(slot)
-    plans = key.plans_now()  # one choice for the whole batch, kept to its end
-    (plan_h, lay_h), (plan_w, lay_w) = batch_plans(key, k, plans)
-    n_h, n_w = key.domain * FR, key.n_wires * FR
-    g2_acc = acc_bytes(curve, True)
-    sums = 5 * g2_acc
-    with Device.recording() as batch_bufs:
-        try:
-            h_all, w_all, res = (dev.alloc(nbytes, stream) for nbytes in (k * n_h, k * n_w, k * sums))
-            sort = gmsm.SortScratch(dev, [plan_w, plan_h], stream)
-            buckets = gmsm.BucketScratch(dev, [(plan_h, lay_h), (plan_w, lay_w)], g2_acc, stream)
-        except BaseException:
-            _settle(stream, batch_bufs)
-            raise
-    states: list[ProofState] = [s.state for s in staged]
-    nbytes = result_bytes(key)
-    raws = [st.results_view(nbytes) for st in states]
-    lanes = [backend.side_streams.get(slot, j) for j in range(k)]
-    used: list = []  # the lanes that got work (joined before the frees on a failure)
-    events: list[Event] = []  # cross-stream and timing events (destroyed after the done event)
-    marks: list[Event] = []  # BATCH_PHASES' boundaries on the compute stream (timing)
-    error: BaseException | None = None
-    ordered = False
-
-    def mark() -> None:
-        if timing:
-            marks.append(_track(events, Event(timing=True)).record(stream))
-
-    try:
-        key.wait(plans, stream)
-        for st in states:
-            stream.wait_event(st.uploaded)
-        ordered = True
-        tails = [gepi.tail_args(key.epilogue, key.n_wires, st.results, g2_acc, st.witness) for st in states]
-        for lane, st, args in zip(lanes, states, tails):
-            used.append(lane)
-            lane.wait_event(st.uploaded)
-            lane.wait_event(key.ready)
-            gepi.launch_early(mod, args, lane)
-        mark()
-        if FRONT_LANES:  # proof j's front on its own lane, h and witness straight into the batch's vectors
-            go = _track(events, Event()).record(stream)  # after the key's wait and every upload
-            for j, st in enumerate(states):
-                lane = backend.side_streams.get(slot, FRONT_LANE0 + j)
-                used.append(lane)
-                lane.wait_event(go)
-                Device.copy(w_all.ptr + j * n_w, st.witness, n_w, lane)
-                _front(key, st, lane, lambda: None, out=h_all.ptr + j * n_h)
-                stream.wait_event(_track(events, Event()).record(lane))
-            mark()
-        else:  # the k fronts one after another on the compute stream, then the copies
-            for st in states:
-                _front(key, st, stream, lambda: None)
-            mark()
-            for j, st in enumerate(states):
-                Device.copy(h_all.ptr + j * n_h, st.c, n_h, stream)
-                Device.copy(w_all.ptr + j * n_w, st.witness, n_w, stream)
-        mark()
-        _msms(key, plan_h, lay_h, plan_w, lay_w, h_all, w_all, sort, buckets, res.ptr, sums, stream, mark)
-        check_start = _track(events, Event(timing=True)).record(stream)
-        for j, (lane, st, args) in enumerate(zip(lanes, states, tails)):
-            lane.wait_event(check_start)
-            Device.copy(st.results.ptr, res.ptr + j * sums, sums, lane)
-            gepi.launch_mid(mod, args, lane)
-            gepi.launch_final(mod, args, lane)
-            stream.wait_event(_track(events, Event()).record(lane))
-        check_end = _track(events, Event(timing=True)).record(stream)
-        for j, st in enumerate(states):
-            if raws[j] is not None:  # the others have no pinned buffer: wait_one fetches them (_fetch_late)
-                Device.download(raws[j], st.results, stream)
-    except Exception as exc:  # handed to the Pendings: raised after the done event
-        error = exc
-        if ordered:
-            for lane in used:  # whatever reached a side lane finishes before the frees below
-                _join_side(stream, lane, events)
-    late = {j: st.results for j, (st, raw) in enumerate(zip(states, raws)) if raw is None}
-    kept = {id(buf) for buf in late.values()}
-    failed = _free_all([b for st in states for b in st.device_buffers if id(b) not in kept] + batch_bufs, stream)
-    done = _fence(stream)
-    results: list[CoreResult] = []
-    outcome: dict = {"waited": False, "exc": None}
-    lock = threading.Lock()
-
-    def wait_one(j: int) -> CoreResult:
-        """The first caller waits for the done event and decodes all k; every caller gets its own."""
-        with lock:
-            if not outcome["waited"]:
-                outcome["waited"] = True
-                try:
-                    try:
-                        _await_frees(done, failed, stream)
-                    finally:
-                        for i, buf in late.items():  # the kernels are done (or failed): fetch, or only free
-                            raws[i] = _fetch_late(ctx, buf, nbytes, fetch=error is None)
-                    if error is None:
-                        check = check_start.elapsed_ms(check_end) / 1000.0
-                        phases = {f"gpu_batch_{name}": e0.elapsed_ms(e1) / 1000.0
-                                  for name, (e0, e1) in zip(BATCH_PHASES, zip(marks, marks[1:]))}
-                        for s, st, raw in zip(staged, states, raws):
-                            timings = dict(s.timings)
-                            timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
-                            timings["gpu_batch"] = k
-                            timings["gpu_fold"] = plan_w.fold
-                            timings["gpu_check"] = check  # the k tails side by side, after the batched MSMs
-                            timings.update(phases)
-                            results.append(_core(curve, raw.copy(), timings))
-                except BaseException as exc:  # noqa: BLE001 - every proof of the batch gets it
-                    outcome["exc"] = exc
-                finally:
-                    _destroy(*events)
-                    for st in states:
-                        st.release_host(ctx)
-        if outcome["exc"] is not None:
-            raise outcome["exc"]
-        if error is not None:
-            raise error
-        return results[j]
-
-    return [Pending(lambda j=j: wait_one(j)) for j in range(k)]
