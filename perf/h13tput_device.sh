@@ -27,11 +27,11 @@ if has tests; then
   step "GPU tests of the batch path, both curves (3 groups in parallel)"
   g1="tests/test_gpu_batch.py tests/test_gpu_msm_engine.py tests/test_gpu_epilogue.py tests/test_gpu_tail_fake.py tests/test_gpu_batch_failure_paths.py"
   g2="tests/test_gpu_msm.py::test_compute_batch_matches_proof_by_proof tests/test_gpu_pairing.py tests/test_gpu_failure_paths.py"
-  timeout 170 python3 -m pytest -q -p no:cacheprovider -m gpu $g1 >"$R/tests_1.log" 2>&1 &
+  timeout 120 python3 -m pytest -q -p no:cacheprovider -m gpu $g1 >"$R/tests_1.log" 2>&1 &
   t1=$!
-  timeout 170 python3 -m pytest -q -p no:cacheprovider -m gpu $g2 >"$R/tests_2.log" 2>&1 &
+  timeout 120 python3 -m pytest -q -p no:cacheprovider -m gpu $g2 >"$R/tests_2.log" 2>&1 &
   t2=$!
-  timeout 170 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_kernels.py -k "ntt or quotient or evaluate" \
+  timeout 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_kernels.py -k "ntt or quotient or evaluate" \
     >"$R/tests_3.log" 2>&1 &
   t3=$!
   for i in 1 2 3; do
@@ -54,7 +54,7 @@ fi
 if has sweep14; then
   step "sweep, 2^14 domain"
   timeout 80 python3 perf/sweep.py --backend gpu --zkey "$d14/bench.zkey" --wtns "$d14/bench.wtns" --proofs 96 \
-    --concurrency 8,32 --slots 1,2,4 --modes split --out "$R/sweep14" 2>&1 | tail -9 | tee -a "$LOG"
+    --concurrency 32 --slots 1,2,4 --modes split --out "$R/sweep14" 2>&1 | tail -9 | tee -a "$LOG"
 fi
 if has sweep16; then
   wait $bpid
@@ -63,7 +63,7 @@ if has sweep16; then
   timeout 60 python3 -m engine setup --backend gpu "$d16/bench.r1cs" "$d16/bench.zkey" --quiet 2>&1 | tail -1 | tee -a "$LOG"
   step "sweep, 2^16 domain"
   timeout 60 python3 perf/sweep.py --backend gpu --zkey "$d16/bench.zkey" --wtns "$d16/bench.wtns" --proofs 64 \
-    --concurrency 32 --slots 1,2,4 --modes split --out "$R/sweep16" 2>&1 | tail -6 | tee -a "$LOG"
+    --concurrency 32 --slots 2,4 --modes split --out "$R/sweep16" 2>&1 | tail -6 | tee -a "$LOG"
   timeout 40 python3 perf/batch_phases.py --constraints 32765 --batches 1,16 --repeats 3 --workdir "$W" \
     --json "$R/phases16.json" 2>&1 | tail -3 | tee -a "$LOG"
 fi
