@@ -26,8 +26,9 @@ the side stream, everything is freed on it, every Pending raises after the done 
 
 Beside the proofs' own working sets (which the VRAM budget reserves), a batch allocates the k
 h, a and b vectors, the k witnesses, the k results blocks and tail witnesses, and a batch-sized
-sort and bucket scratch: about 3.5 k n 32 bytes, ~8 MB at k = 16 and the 2^13 domain, ~120 MB at
-2^16 (GpuBackend batches keys up to BATCH_MAX_DOMAIN only).
+sort and bucket scratch, not counted in the budget: at k = 16 the vectors and witnesses are ~17 MB
+at the 2^13 domain and ~135 MB at 2^16 (GpuBackend batches keys up to BATCH_MAX_DOMAIN only); the
+a and b vectors (2 k n 32 bytes) are what the one-launch front added to the batch path before it.
 """
 from __future__ import annotations
 
