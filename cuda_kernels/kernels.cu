@@ -505,7 +505,7 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
 //     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs; a grid of k blocks runs
 //     the phase of k proofs, block j's results and witness at p1 + j u4 and p2 + j u5 words
-//     (pipeline.compute_batch; one block: u4 = u5 = 0);
+//     (engine/backends/gpu/batch.py; one block: u4 = u5 = 0);
 //   op 3: the batched check of u1 proofs (64 to 256 threads): p1 proofs, p2 rho, p3 IC points,
 //     p4 IC scalars, p5 alpha1's table, p6-p8 beta, gamma, delta lines, p9 work, p10 flag;
 //     u2 IC scalars;

@@ -319,7 +319,8 @@ class Pipeline:
     async def _compute_batched(self, dev: DeviceWorker, key: KeyRecord, job: int, p: int, owner: tuple,
                                state) -> Any:
         """Wait for a compute slot among the staged partitions of this key on this device; the one
-        that gets it computes every waiting one (FIFO, up to the batch limit) in one call."""
+        that gets it computes every waiting one (FIFO, up to the batch limit) in one call, after
+        waiting for a full batch while another batch of the key computes (`_fill_batch`)."""
         qkey = (dev.index, id(key))
         waiting = self._waiting.setdefault(qkey, [])
         me = _Waiter(job, p, state)
