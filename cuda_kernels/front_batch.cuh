@@ -1,4 +1,4 @@
-// A batch's front in one launch set (pipeline.compute_batch): k proofs of one key, their vectors side by
+// A batch's front in one launch set (engine/backends/gpu/batch.py): k proofs of one key, their vectors side by
 // side (proof y = blockIdx.y at y * n elements, its witness at y * w_stride words), each entry the
 // single proof's kernel on proof y's slice.  k fronts one after another were 14k launches of n/256
 // blocks or fewer (32 at the 2^13 domain on 132 SMs), bound by the host's launch rate
