@@ -68,6 +68,7 @@ extern "C" __global__ void __launch_bounds__(256) witness_range_check(const uint
 
 // ---- NTT
 #include "ntt_entry.cuh"
+#include "front_batch.cuh"
 extern "C" __global__ void fr_twiddle_test(const uint32_t* x, const uint32_t* w, uint32_t n, uint32_t* out) {
     NTT::twiddle_test(x, w, n, out);
 }
@@ -505,7 +506,9 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 // check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
 //   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (64), final (32)
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
-//     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs;
+//     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs; a grid of k blocks runs
+//     the phase of k proofs, block j's results and witness at p1 + j u4 and p2 + j u5 words
+//     (engine/backends/gpu/batch.py; one block: u4 = u5 = 0);
 //   op 3: the batched check of u1 proofs (64 to 256 threads): p1 proofs, p2 rho, p3 IC points,
 //     p4 IC scalars, p5 alpha1's table, p6-p8 beta, gamma, delta lines, p9 work, p10 flag;
 //     u2 IC scalars;
@@ -513,9 +516,10 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 extern "C" __global__ void __launch_bounds__(256) groth16_pairing(
     uint32_t op, const uint32_t* consts, const uint32_t* p1, const uint32_t* p2, const uint32_t* p3,
     const uint32_t* p4, const uint32_t* p5, const uint32_t* p6, const uint32_t* p7, const uint32_t* p8, uint32_t* p9,
-    uint32_t* p10, uint32_t u1, uint32_t u2, uint32_t u3) {
-    if (op <= 2) {
-        const tail_args a{consts, const_cast<uint32_t*>(p1), u1, p2, u2, u3, p3, p4, p5, p6, p7};
+    uint32_t* p10, uint32_t u1, uint32_t u2, uint32_t u3, uint32_t u4, uint32_t u5) {
+    if (op <= 2) {  // block j: proof j of a batch, its results at p1 + j u4 words, its witness at p2 + j u5
+        const uint64_t j = blockIdx.x;
+        const tail_args a{consts, const_cast<uint32_t*>(p1) + j * u4, u1, p2 + j * u5, u2, u3, p3, p4, p5, p6, p7};
         if (op == 0) CHECK::tail_early(a);
         else if (op == 1) CHECK::tail_mid(a);
         else CHECK::tail_final(a);

@@ -56,6 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--vram-budget", default=None)
     p.add_argument("--no-verify", action="store_true")
     p.add_argument("--out", default="perf/out", help="directory for PNGs, timelines and the table")
+    p.add_argument("--switch-interval", type=float, default=None, metavar="S",
+                   help="sys.setswitchinterval for the run (an experiment: how long a thread that wants the GIL "
+                   "waits for a busy one, 5 ms by default; the device thread's launches queue behind the others)")
     p.add_argument("--gantt", default=None, metavar="MODE:SLOTS:CONC", help="which run to draw (default: the fastest)")
     sim = p.add_argument_group("simulated device (a model, not a measurement)")
     sim.add_argument("--sim-gpu-ms", type=float, default=60.0, help="kernel time of one proof alone")
@@ -174,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def sweep(args: argparse.Namespace) -> int:
     os.makedirs(args.out, exist_ok=True)
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     what = "SIMULATED device" if args.simulate else f"{args.backend} backend, {os.path.basename(args.zkey)}"
     print(f"sweep on the {what}: {args.proofs} proofs per setting", flush=True)
     rows: list[dict] = []

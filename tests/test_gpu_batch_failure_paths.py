@@ -66,3 +66,28 @@ def test_every_batch_failure_frees_everything_on_a_fake_driver(curve):
         backend.unload_key(key)
         backend.close()
         assert not fake.live_device and not fake.live_pinned
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_full_batch_stages_beside_a_computing_one_in_pinned_memory(curve):
+    """A batch computing holds its proofs' pinned buffers until its done event; the next full batch
+    staged meanwhile gets pinned buffers too (with one batch's worth its proofs went through
+    pageable memory, their results fetched one by one after the done event)."""
+    from engine.backends.gpu import GpuBackend  # noqa: PLC0415
+
+    with fake_driver() as fake:
+        backend = GpuBackend(0)
+        backend.ctx.prepare = lambda c: b"fake cubin"
+        key = backend.load_key(read_zkey(TINY / curve / "tiny.zkey"))
+        backend.maintain()
+        witness = np.asarray(read_wtns(TINY / curve / "tiny.wtns").values)
+        k = backend.max_batch(key)
+        first = [backend.stage(key, witness) for _ in range(k)]
+        running = backend.compute_batch(first)
+        second = [backend.stage(key, witness) for _ in range(k)]
+        assert all(s.state.host is not None for s in first + second)
+        assert backend.ctx.pinned.misses == 0
+        assert len([p.wait() for p in running + backend.compute_batch(second)]) == 2 * k
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_device and not fake.live_pinned

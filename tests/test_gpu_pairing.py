@@ -210,7 +210,8 @@ def test_host_binary_inverse_and_affine_match_python(curve, host_tmp):
 
 def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     """engine/backends/gpu/epilogue.py's launches of groth16_pairing put each phase's and the
-    batched check's arguments where kernels.cu reads them (op, consts, p1 .. p10, u1 .. u3)."""
+    batched check's arguments where kernels.cu reads them (op, consts, p1 .. p10, u1 .. u5), a
+    batch's grid and strides (words) too."""
     import re
 
     from cuda_kernels.driver import U32
@@ -218,18 +219,23 @@ def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
 
     sig = (ROOT / "cuda_kernels/kernels.cu").read_text().split(" groth16_pairing(")[1].split(")")[0]
     assert [re.sub(r".*\b(\w+)$", r"\1", a.strip()) for a in sig.split(",")] == \
-        ["op", "consts"] + [f"p{i}" for i in range(1, 11)] + ["u1", "u2", "u3"]
+        ["op", "consts"] + [f"p{i}" for i in range(1, 11)] + ["u1", "u2", "u3", "u4", "u5"]
     calls = []
-    monkeypatch.setattr(gepi, "launch", lambda mod, name, grid, block, stream, *args: calls.append((name, block, args)))
+    monkeypatch.setattr(gepi, "launch", lambda mod, name, grid, block, stream, *args:
+                        calls.append((name, block, args, grid)))
     tail = ("consts", "results", U32(7), "witness", U32(8), U32(9), "tables", "points", "gamma", "delta", "target")
     gepi.launch_early(None, tail, None)
     gepi.launch_mid(None, tail, None)
     gepi.launch_final(None, tail, None)
-    for (name, block, args), (phase, threads) in zip(calls, [(0, 128), (1, 64), (2, 32)]):
-        assert name == "groth16_pairing" and block == threads and len(args) == 15
+    for launch_phase in (gepi.launch_early, gepi.launch_mid, gepi.launch_final):
+        launch_phase(None, tail, None, batch=(5, 400, 96))
+    strides = [[0, 0]] * 3 + [[100, 24]] * 3
+    for (name, block, args, grid), (phase, threads), st in zip(calls, [(0, 128), (1, 64), (2, 32)] * 2, strides):
+        assert name == "groth16_pairing" and block == threads and len(args) == 17
+        assert grid == (1 if st[0] == 0 else 5)
         assert args[0].value == phase and args[1:8] == ("consts", "results", "witness", "tables", "points", "gamma",
                                                          "delta")
-        assert args[8] == "target" and args[9:12] == (0, 0, 0) and [a.value for a in args[12:]] == [7, 8, 9]
+        assert args[8] == "target" and args[9:12] == (0, 0, 0) and [a.value for a in args[12:]] == [7, 8, 9, *st]
 
 
 # ------------------------------------------------------------------ device

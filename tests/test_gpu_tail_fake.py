@@ -34,19 +34,30 @@ def _tiny(curve):
 
 @pytest.fixture
 def tail_launches(monkeypatch):
-    """Counts of the tail's phase launches (the fake's kernels do nothing)."""
+    """Counts of the tail's phases run, a proof each (the fake's kernels do nothing); the launches
+    themselves in counts["launches"] (a batch's phase is one launch of k blocks)."""
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
 
-    counts = {"early": 0, "mid": 0, "final": 0}
-    for phase in counts:
+    counts = _Counts(early=0, mid=0, final=0)
+    for phase in list(counts):
         real = getattr(gepi, f"launch_{phase}")
 
-        def counted(*args, _real=real, _phase=phase):
-            counts[_phase] += 1
-            return _real(*args)
+        def counted(*args, _real=real, _phase=phase, **kw):
+            batch = kw.get("batch", args[3] if len(args) > 3 else None)
+            counts[_phase] += batch[0] if batch else 1
+            counts.launches[_phase] += 1
+            return _real(*args, **kw)
 
         monkeypatch.setattr(gepi, f"launch_{phase}", counted)
     return counts
+
+
+class _Counts(dict):
+    """Phases run, a proof each (compared as a dict); the launches in .launches."""
+
+    def __init__(self, **counts):
+        super().__init__(**counts)
+        self.launches = dict.fromkeys(counts, 0)
 
 
 @pytest.mark.parametrize("options", OPTIONS)
@@ -112,6 +123,9 @@ def test_batched_proofs_each_get_a_device_tail(curve, tail_launches):
         used = backend.device.pool_used_bytes()
         cores = [p.wait() for p in backend.compute_batch([backend.stage(key, witness) for _ in range(k)])]
         assert tail_launches == {"early": k, "mid": k, "final": k}
+        # one launch of k blocks a phase (the driver's 8 hardware queues ran k one-block launches
+        # on k streams in rounds of 8: perf/RESULTS.md, h13tput)
+        assert tail_launches.launches == {"early": 1, "mid": 1, "final": 1}
         for core in cores:
             assert core.proof is not None and core.verified is False
             assert core.timings["gpu_batch"] == k and "gpu_check" in core.timings

@@ -116,3 +116,23 @@ async def test_cancelled_job_in_a_batch_returns_its_budget_after_the_device():
         end.pop("synthesis_restarts"), start.pop("synthesis_restarts")
         assert end == start
         assert [p.public[0] for p in await eng.prove(key, partitions=[witness(i) for i in range(2)])] == [1, 2]
+
+
+@pytest.mark.parametrize("slots", [2, 4])
+async def test_with_several_slots_a_batch_fills_while_another_computes(slots):
+    """A slot that frees while a batch of the key computes waits for a full batch (or for that
+    batch's end) instead of taking the one proof that arrived: with 4 slots the H200 ran batches
+    of 16 between lone proofs, each waiting out its whole tail (perf/RESULTS.md, h13tput)."""
+    cfg = sim_config(compute_slots=slots, max_in_flight=32, simulation=dict(gpu_ms=30, upload_ms=1, vram="64GiB"))
+    async with Engine(cfg) as eng:
+        sizes = attach_batching(eng, limit=4)
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        with anyio.fail_after(30):
+            proofs = await eng.prove(key, partitions=[witness(i) for i in range(21)])
+        assert [p.public[0] for p in proofs] == list(range(1, 22))
+        assert all(p.digest == p.public[0] for p in proofs)
+        assert sum(sizes) == 21
+        # the first proof runs alone (nothing computes yet); after it every batch is full but the last
+        assert sizes[0] == 1 and all(s == 4 for s in sizes[1:-1]), sizes
+        await eng.drain()
+        assert_at_rest(eng)

@@ -14,6 +14,7 @@ from cuda_kernels.driver import Device, U32, launch
 from engine.backends.base import Backend, CoreResult, Pending, ResidentKey, Staged
 from engine.algebra.curves import Curve
 from engine.formats.binfile import first_row_ge
+from engine.backends.gpu import batch
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
@@ -30,8 +31,11 @@ BATCH_MAX_PROOFS = 16
 # A proof that finds no free pinned buffer copies through pageable memory: its upload is staged by
 # the driver, and its result is fetched after its done event by the waiting thread (pipeline.
 # _fetch_late; in the compute phase that download held the device thread until the kernels ended).
-# Keys whose proofs need at most this much pinned memory each get a buffer for every proof of a
-# full batch plus the one computing; larger keys get `pinned_per_key`; misses raise the count.
+# Keys whose proofs need at most this much pinned memory each get a buffer for every proof of two
+# full batches plus one: a batch computing (its buffers held until its done event) and the next one
+# staging beside it (with one batch's worth, 15 of the next 16 went through pageable memory, their
+# results fetched late one by one: perf/RESULTS.md, h13tput); larger keys get `pinned_per_key`;
+# misses raise the count.
 SMALL_PROOF_PINNED_BYTES = 64 << 20
 
 
@@ -114,7 +118,7 @@ class GpuBackend(Backend):
     def pinned_count(self, key: ResidentKey, nbytes: int) -> int:
         """Pinned buffers a key's proofs want (pinned in maintenance, off the proof path)."""
         if nbytes <= SMALL_PROOF_PINNED_BYTES:
-            return max(self.pinned_per_key, self.max_batch(key) + 1)
+            return max(self.pinned_per_key, 2 * self.max_batch(key) + 1)
         return self.pinned_per_key
 
     def host_resident_bytes(self, key: ResidentKey) -> int:
@@ -133,7 +137,7 @@ class GpuBackend(Backend):
 
     def compute_batch(self, staged: list[Staged], slot: int = 0) -> list[Pending]:
         """Staged proofs of one key in one compute phase (their MSMs batched); one Pending each."""
-        return pipeline.compute_batch(self, staged, slot)
+        return batch.compute_batch(self, staged, slot)
 
     def max_batch(self, key: ResidentKey) -> int:
         """How many proofs of `key` the scheduler may hand compute_batch at once: 1 (no batching)

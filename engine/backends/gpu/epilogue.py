@@ -35,12 +35,12 @@ PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
 def launch_pairing(mod, grid: int, block: int, stream: Stream, op: int, consts, ptrs: tuple = (), out=0,
                    u: tuple = ()) -> None:
-    """groth16_pairing(op, consts, p1 .. p9 = ptrs, p10 = out, u1 .. u3 = u): kernels.cu says what
-    each op reads from them."""
-    if len(ptrs) > 9 or len(u) > 3:
-        raise ValueError(f"groth16_pairing takes 9 pointers and 3 words, not {len(ptrs)} and {len(u)}")
+    """groth16_pairing(op, consts, p1 .. p9 = ptrs, p10 = out, u1 .. u5 = u): kernels.cu says what
+    each op reads from them (u4, u5: a batch's strides, engine/backends/gpu/batch.py)."""
+    if len(ptrs) > 9 or len(u) > 5:
+        raise ValueError(f"groth16_pairing takes 9 pointers and 5 words, not {len(ptrs)} and {len(u)}")
     ptrs = (*ptrs, *(0,) * (9 - len(ptrs)))
-    words = [x if isinstance(x, U32) else U32(x) for x in (*u, *(0,) * (3 - len(u)))]
+    words = [x if isinstance(x, U32) else U32(x) for x in (*u, *(0,) * (5 - len(u)))]
     launch(mod, PAIRING_KERNEL, grid, block, stream, U32(op), consts, *ptrs, out, *words)
 SCALAR_BYTES = 3 * 32  # r, s, rs after the witness
 
@@ -159,31 +159,37 @@ def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: 
             ep.gamma_lines(), ep.delta_lines(), ep.target)
 
 
-def _launch_phase(mod, phase: int, threads: int, args: tuple, stream: Stream) -> None:
+def _launch_phase(mod, phase: int, threads: int, args: tuple, stream: Stream, batch: tuple | None) -> None:
     consts, results, slot_words, witness, n_wires, n_public, tables, points, gamma, delta, target = args
-    launch_pairing(mod, 1, threads, stream, phase, consts, (results, witness, tables, points, gamma, delta, target),
-                   0, (slot_words, n_wires, n_public))
+    k, res_stride, wit_stride = batch or (1, 0, 0)
+    launch_pairing(mod, k, threads, stream, phase, consts, (results, witness, tables, points, gamma, delta, target),
+                   0, (slot_words, n_wires, n_public, res_stride // 4, wit_stride // 4))
 
 
-def launch_early(mod, args: tuple, side: Stream) -> None:
+# `batch` = (k, results stride, witness stride), strides in bytes: the phase of k proofs in one launch
+# of k blocks, proof j's results and witness (then r, s, rs) at args' + j * stride (engine/backends/gpu/batch.py).
+
+
+def launch_early(mod, args: tuple, side: Stream, batch: tuple | None = None) -> None:
     """Table products, L and the Miller loop of (L, gamma2): needs only the witness and r, s."""
-    _launch_phase(mod, TAIL_EARLY, 128, args, side)
+    _launch_phase(mod, TAIL_EARLY, 128, args, side, batch)
 
 
-def launch_mid(mod, args: tuple, side: Stream) -> None:
+def launch_mid(mod, args: tuple, side: Stream, batch: tuple | None = None) -> None:
     """s A, r B1, pi_a, pi_c and the Miller loop of (pi_c, delta2): needs the A, B1, C, H sums."""
-    _launch_phase(mod, TAIL_MID, 64, args, side)
+    _launch_phase(mod, TAIL_MID, 64, args, side, batch)
 
 
-def launch_final(mod, args: tuple, stream: Stream) -> None:
+def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None) -> None:
     """pi_b, the Miller loop of (-pi_a, pi_b), the final exponentiation and the flag."""
-    _launch_phase(mod, TAIL_FINAL, 32, args, stream)
+    _launch_phase(mod, TAIL_FINAL, 32, args, stream, batch)
 
 
 class SideStreams:
     """Side streams per compute slot: a proof's tail runs its early and mid phases on lane 0,
     beside the slot's own stream, so they overlap the MSMs they do not depend on; a batch
-    (pipeline.compute_batch) gives proof j lane j, so the k tails (one block each) run side by side."""
+    (engine/backends/gpu/batch.py) runs the early and mid phases of its k proofs there too, one
+    launch of k blocks each."""
 
     def __init__(self, ctx):
         self.ctx = ctx

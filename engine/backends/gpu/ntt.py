@@ -102,21 +102,26 @@ def build_tables(dev: Device, mod: Module, curve: Curve, k: int, stream: Stream,
     return NttTables(k, tw_fwd, tw_inv, cos)
 
 
-def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args) -> None:
+def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args, batch: int = 1) -> None:
     """A group of 2^b elements gets 2^(b-2) threads holding four elements each (one thread
-    for a two-element transform); 256 threads a block."""
+    for a two-element transform); 256 threads a block.  batch > 1: the `_batch` entry over that
+    many transforms side by side (cuda_kernels/front_batch.cuh), blockIdx.y the transform."""
     threads_per_group = 1 << max(b - 2, 0)
     groups = 1 << (k - b)
     gpb = max(1, min(256 // threads_per_group, groups))
     block = gpb * threads_per_group
     shared = gpb * (1 << b) * FR_BYTES
-    launch(mod, name, groups // gpb, block, stream, *args, shared=shared)
+    if batch > 1:
+        launch(mod, name + "_batch", (groups // gpb, batch, 1), block, stream, *args, shared=shared)
+    else:
+        launch(mod, name, groups // gpb, block, stream, *args, shared=shared)
 
 
 def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool,
-        scale: DeviceBuffer | None = None, mark: Callable[[int], None] | None = None) -> None:
+        scale: DeviceBuffer | None = None, mark: Callable[[int], None] | None = None, batch: int = 1) -> None:
     """Natural -> bit-reversed; `scale` (indexed by natural coefficient) applied by the last pass.
-    `mark(i)` is called before pass i and, with i = the pass count, after the last (perf/)."""
+    `mark(i)` is called before pass i and, with i = the pass count, after the last (perf/).
+    batch: that many transforms of 2^k side by side at `data`, in one launch a pass."""
     k = tables.k
     tw = tables.tw_inv if inverse else tables.tw_fwd
     sizes = pass_sizes(k, dif=True)
@@ -126,15 +131,15 @@ def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream
             mark(i)
         last = i == len(sizes) - 1
         sc = scale.ptr if (last and scale is not None) else 0
-        _launch_pass(mod, "ntt_dif_pass", k, b, stream, data, tw, U32(k), U32(l0), U32(b), sc)
+        _launch_pass(mod, "ntt_dif_pass", k, b, stream, data, tw, U32(k), U32(l0), U32(b), sc, batch=batch)
         l0 += b
     if mark:
         mark(len(sizes))
 
 
 def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool,
-        mark: Callable[[int], None] | None = None) -> None:
-    """Bit-reversed -> natural; `mark` as for dif."""
+        mark: Callable[[int], None] | None = None, batch: int = 1) -> None:
+    """Bit-reversed -> natural; `mark` and `batch` as for dif."""
     k = tables.k
     tw = tables.tw_inv if inverse else tables.tw_fwd
     sizes = pass_sizes(k)
@@ -142,7 +147,7 @@ def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream
     for i, b in enumerate(sizes):
         if mark:
             mark(i)
-        _launch_pass(mod, "ntt_dit_pass", k, b, stream, data, tw, U32(k), U32(s0), U32(b))
+        _launch_pass(mod, "ntt_dit_pass", k, b, stream, data, tw, U32(k), U32(s0), U32(b), batch=batch)
         s0 += b
     if mark:
         mark(len(sizes))
