@@ -59,6 +59,8 @@ class Kit(Protocol):
     def public(self, key: Any, values: np.ndarray) -> Any: ...
     def finish(self, key: Any, core: Any, public: Any) -> Any: ...
     def verify(self, key: Any, result: Any) -> None: ...  # optionally a third parameter, label: the witness
+    # optionally inline(step, key, obj) -> bool: step ("finish" of a core, "verify" of a result) is
+    # too little work to pay a worker thread's hand-off for; it runs on the event loop instead
 
 
 @dataclass
@@ -170,16 +172,22 @@ class Pipeline:
         tl.emit(Stage.JOB_DONE, job, key=key.label)
         return results
 
-    def _check(self, key: KeyRecord, meta: Any, values: np.ndarray, label: str) -> None:
-        """The kit's witness checks; the range of the values is left to the devices when every one
-        the key is on checks it after the upload (backend.checks_witness_range: a pass over the
-        witness less on the host, 2.8 ms at 2^20)."""
-        on_device = bool(key.resident) and all(getattr(d.backend, "checks_witness_range", False)
-                                               for d in self.devices if d.index in key.resident)
-        if on_device and self._range_kw:
-            self.kit.check(key.data, meta, values, label, range_check=False)
-        else:
-            self.kit.check(key.data, meta, values, label)
+    def _range_on_device(self, key: KeyRecord) -> bool:
+        """Whether every device the key is on checks a witness's range after the upload
+        (backend.checks_witness_range), so the kit's check leaves it out: a pass over the witness
+        less on the host (2.8 ms at 2^20) and what is left (prime, size) is too little for a thread."""
+        return self._range_kw and bool(key.resident) and all(
+            getattr(d.backend, "checks_witness_range", False) for d in self.devices if d.index in key.resident)
+
+    def _inline(self, step: str, key: KeyRecord, obj: Any) -> bool:
+        fn = getattr(self.kit, "inline", None)
+        return bool(fn is not None and fn(step, key.data, obj))
+
+    async def _step(self, inline: bool, fn: Callable, *args: Any, abandon: bool = False) -> Any:
+        """fn(*args) on the event loop when it is little work, else on a worker thread (the CPU limiter's)."""
+        if inline:
+            return fn(*args)
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.cpu_limiter, abandon_on_cancel=abandon)
 
     # ------------------------------------------------------------ one partition
     async def run_partition(self, job: int, key: KeyRecord, part: Partition) -> Any:
@@ -195,7 +203,10 @@ class Pipeline:
                 synth = await self._synthesise(job, key, part)
                 values, meta = synth.values, synth.meta
             tl.emit(Stage.CHECK_START, job, p)
-            await anyio.to_thread.run_sync(self._check, key, meta, values, part.label, limiter=self.cpu_limiter)
+            if self._range_on_device(key):
+                self.kit.check(key.data, meta, values, part.label, range_check=False)
+            else:
+                await self._step(False, self.kit.check, key.data, meta, values, part.label)
             public = self.kit.public(key.data, values)
             tl.emit(Stage.CHECK_END, job, p)
             try:
@@ -210,14 +221,13 @@ class Pipeline:
                 host_res = None
                 tl.emit(Stage.HOST_RELEASED, job, p, bytes=key.host_bytes)
             tl.emit(Stage.EPILOGUE_START, job, p)
-            result = await anyio.to_thread.run_sync(self.kit.finish, key.data, core, public,
-                                                    limiter=self.cpu_limiter, abandon_on_cancel=True)
+            result = await self._step(self._inline("finish", key, core), self.kit.finish, key.data, core, public,
+                                      abandon=True)
             tl.emit(Stage.EPILOGUE_END, job, p)
             if self.verify:
                 tl.emit(Stage.VERIFY_START, job, p)
                 args = (key.data, result, part.label) if self._verify_label else (key.data, result)
-                await anyio.to_thread.run_sync(self.kit.verify, *args, limiter=self.cpu_limiter,
-                                               abandon_on_cancel=True)
+                await self._step(self._inline("verify", key, result), self.kit.verify, *args, abandon=True)
                 tl.emit(Stage.VERIFY_END, job, p)
         except anyio.get_cancelled_exc_class():
             tl.emit(Stage.CANCELLED, job, p, key=key.label)

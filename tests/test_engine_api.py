@@ -245,3 +245,22 @@ async def test_stream_source_error_reaches_the_consumer_and_the_engine_lives_on(
                 got.append(result)
         assert len(got) == 1 and got[0].ok
         assert (await eng.prove(key, {})).key == "k"
+
+
+def test_groth16_kit_runs_only_device_made_steps_inline():
+    """finish inline only for a core the backend ended itself (CoreResult.proof set); verify inline
+    only for a proof its backend checked (nothing left to do); everything else on threads/pools."""
+    from engine.api import Groth16Kit
+    from engine.backends.base import CoreResult
+    from engine.groth16.proof import Proof
+    from engine.algebra.curves import curve_by_name
+
+    kit = Groth16Kit()
+    device = CoreResult(None, None, None, None, None, {}, proof=((1, 2), None, None), verified=True)
+    host = CoreResult(None, None, None, None, None, {})
+    assert kit.inline("finish", None, device) and not kit.inline("finish", None, host)
+    curve = curve_by_name("bn128")
+    checked = Proof(curve, None, None, None, [], {"gpu_check": 0.001})
+    unchecked = Proof(curve, None, None, None, [], {"msm_h": 0.001})
+    assert kit.inline("verify", None, checked) and not kit.inline("verify", None, unchecked)
+    assert not kit.inline("check", None, device)
