@@ -31,8 +31,9 @@ class CoeffScan:
 
     n_a: int  # entries of matrix A (0); the rest are B's
     n_b: int
-    # each matrix's rows never decrease in file order (snarkjs: rows ascending, A's and B's terms of a row
-    # interleaved; our setup: A's block then B's): the stable sort by row is the file order
+    # each matrix's rows never decrease in file order, so the stable sort by row is the file order: seen
+    # as rows never decreasing at all (snarkjs: rows ascending, A's and B's terms of a row interleaved)
+    # or (matrix, row) never decreasing (our setup: A's block, then B's); other orders read as False
     rows_ascending: bool
     source: tuple[int, int] = (0, 0)  # the scanned array's (data address, entries): scan_of's staleness check
 
@@ -50,8 +51,10 @@ class _Part:
     mx: np.ndarray  # max of matrix, row, wire
     n_b: int  # sum of the matrix column (the count of B's entries when every matrix is 0 or 1)
     value_bad: bool
-    ascending: bool  # within the part, each matrix's rows never decrease
-    ends: list  # per matrix: (first row, last row) of its entries in the part, or None
+    rows_up: bool  # within the part, rows never decrease (snarkjs's order)
+    keys_up: bool  # (matrix, row) never decreases (our setup's: A's block, then B's)
+    first: tuple[int, int]  # (matrix, row) of its first and last entries
+    last: tuple[int, int]
 
 
 def _words(coeffs: np.ndarray) -> np.ndarray:
@@ -62,40 +65,42 @@ def _words(coeffs: np.ndarray) -> np.ndarray:
 
 def _scan_part(words: np.ndarray, values: np.ndarray, lo: int, hi: int, r: int) -> _Part:
     mx = np.zeros(3, dtype=np.uint64)
-    n_b, value_bad, ascending = 0, False, True
-    ends: list = [None, None]
+    n_b, value_bad, rows_up, keys_up = 0, False, True, True
+    prev = None  # (matrix, row) of the previous piece's last entry
     for s in range(lo, hi, PIECE):
         e = min(hi, s + PIECE)
         w = words[s:e]
         mat, row = w[:, 0], w[:, 1]
         mx = np.maximum(mx, (mat.max(), row.max(), w[:, 2].max()))
-        n_b += int(mat.sum(dtype=np.uint64))
-        for m in (0, 1):
-            rows = row[mat == m]
-            if not rows.size:
-                continue
-            first, last = int(rows[0]), int(rows[-1])
-            if ascending and ((ends[m] is not None and first < ends[m][1]) or bool(np.any(rows[1:] < rows[:-1]))):
-                ascending = False
-            ends[m] = (first if ends[m] is None else ends[m][0], last)
+        piece_b = int(mat.sum(dtype=np.uint64))
+        n_b += piece_b
+        head = (int(mat[0]), int(row[0]))
+        if rows_up or keys_up:
+            down = bool(np.any(row[1:] < row[:-1]))
+            if prev is not None:
+                rows_up = rows_up and head[1] >= prev[1]
+                keys_up = keys_up and head >= prev
+            rows_up = rows_up and not down
+            if keys_up:
+                if piece_b in (0, e - s):  # one matrix in the piece: its keys rise as its rows do
+                    keys_up = not down
+                else:
+                    key = (mat.astype(np.uint64) << np.uint64(32)) | row
+                    keys_up = not bool(np.any(key[1:] < key[:-1]))
+        prev = (int(mat[-1]), int(row[-1]))
         if not value_bad and bool(rows_ge_mask(values[s:e], r).any()):
             value_bad = True
-    return _Part(mx, n_b, value_bad, ascending, ends)
+    first = (int(words[lo, 0]), int(words[lo, 1]))
+    return _Part(mx, n_b, value_bad, rows_up, keys_up, first, prev)
 
 
 def _ascending(parts: list[_Part]) -> bool:
-    """Each matrix's rows never decrease over the whole section (within parts and across them)."""
-    if not all(p.ascending for p in parts):
-        return False
-    for m in (0, 1):
-        last = None
-        for p in parts:
-            if p.ends[m] is None:
-                continue
-            if last is not None and p.ends[m][0] < last:
-                return False
-            last = p.ends[m][1]
-    return True
+    """Rows never decrease over the whole section, or (matrix, row) never does (within the parts
+    and across their edges): either way each matrix's rows ascend in file order."""
+    edges = list(zip(parts, parts[1:]))
+    rows_up = all(p.rows_up for p in parts) and all(a.last[1] <= b.first[1] for a, b in edges)
+    keys_up = all(p.keys_up for p in parts) and all(a.last <= b.first for a, b in edges)
+    return rows_up or keys_up
 
 
 def scan_coeffs(coeffs: np.ndarray, r: int, domain: int, n_vars: int) -> CoeffScan:
