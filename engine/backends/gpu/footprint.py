@@ -21,8 +21,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
-
 from engine.algebra.curves import Curve
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
