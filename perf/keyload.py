@@ -25,8 +25,10 @@ upload stream).  --cold evicts the zkey and the cache entry from the page
 cache (posix_fadvise DONTNEED on those files only) before a first and a cached
 load, so the disk's own speed shows.  Also: the device CSR's kernels alone ("device csr
 ms", CUDA events); with --miss-again a second cache miss in the same process
-(pool and pinned buffers already there); with --pool-probe the memory pool grown
-by the key's footprint before the first load (the growth timed on its own).
+(pool and pinned buffers already there); with --pool-probe touch|wait the memory
+pool grown by the key's footprint before the first load, all of it then written
+(memset) or left 2 s, so the first load shows what the first use of fresh device
+memory costs; --no-cached skips the loads from the cache.
 """
 from __future__ import annotations
 
@@ -253,10 +255,11 @@ def device_csr_ms(backend: GpuBackend, zkey) -> float:
     return ms
 
 
-def pool_probe(backend: GpuBackend, path: Path, row: dict) -> None:
-    """Grow the device's memory pool by the key's footprint before its first load (one allocation,
-    touched by a memset of its last 4 bytes, then freed: the pool keeps it), so that a first load
-    run after it shows what a load costs once the pool holds the memory (a warm engine)."""
+def pool_probe(backend: GpuBackend, path: Path, row: dict, mode: str) -> None:
+    """Before the key's first load: allocate its footprint in one buffer, then "touch" (memset all of
+    it, synchronized) or "wait" (2 s idle), then free it (the pool keeps it), so that the first load
+    reuses memory the device has already had, touched or idle: what part of a first load is the
+    first use of fresh device memory."""
     zkey = read_zkey(path)
     nbytes = backend.plan_key(zkey).device_bytes
     ctx = backend.ctx
@@ -267,10 +270,20 @@ def pool_probe(backend: GpuBackend, path: Path, row: dict) -> None:
     alloc_s = time.perf_counter() - t
     Device.memset32(buf.ptr + nbytes - 4, 0, 1, stream)
     stream.synchronize()
-    total = time.perf_counter() - t
+    usable = time.perf_counter() - t
+    extra = 0.0
+    if mode == "touch":
+        t1 = time.perf_counter()
+        Device.memset32(buf, 0, nbytes // 4, stream)
+        stream.synchronize()
+        extra = time.perf_counter() - t1
+    elif mode == "wait":
+        time.sleep(2.0)
+        extra = 2.0
     Device.free(buf, stream)
     stream.synchronize()
-    row["pool probe: GB, alloc call s, until usable s"] = (round(nbytes / 1e9, 2), round(alloc_s, 3), round(total, 3))
+    row[f"pool probe ({mode}): GB, alloc call s, last word written s, {mode} s"] = (
+        round(nbytes / 1e9, 2), round(alloc_s, 3), round(usable, 3), round(extra, 3))
 
 
 class _Row(dict):
@@ -282,8 +295,8 @@ class _Row(dict):
 
 
 def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bool, cold: bool,
-             tables_rerun: bool = True, proofs: int = 0, cache_off: bool = True, probe: bool = False,
-             miss_again: bool = False) -> dict:
+             tables_rerun: bool = True, proofs: int = 0, cache_off: bool = True, probe: str = "",
+             miss_again: bool = False, cached_loads: bool = True) -> dict:
     """One size's figures (keys are unloaded as an Engine does: backend.unload_key, so no load
     pins buffers that an earlier key's proofs wanted)."""
     size = path.stat().st_size
@@ -298,7 +311,7 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
     nocache.key_cache = None
     try:
         if probe:
-            pool_probe(backend, path, row)
+            pool_probe(backend, path, row, probe)
         first, key = timed_load(backend, path, row, "first")
         assert key.cache_hit is False, key.cache_hit
         row["first load s"] = round(first, 3)
@@ -326,18 +339,19 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
             key.cache_stored()
             backend.unload_key(key)
         cached = []
-        for i in range(repeats + 1):
+        for i in range(repeats + 1 if cached_loads else 0):
             s, key = timed_load(backend, path, row if i == repeats else None, "cached")
             assert key.cache_hit is True
             cached.append(s)
             last = {k: round(v, 3) for k, v in key.timings.items()}
             up = key.upload_stats
             backend.unload_key(key)
-        row["staging buffers pinned"] = up.pinned_buffers
-        row["cached load s"] = round(statistics.median(cached[1:] or cached), 3)
-        row["cached loads s"] = [round(x, 3) for x in cached]
-        row["cached: host"] = last
-        row["upload GB/s"] = round(up.nbytes / up.seconds / 1e9, 1)
+        if cached:
+            row["staging buffers pinned"] = up.pinned_buffers
+            row["cached load s"] = round(statistics.median(cached[1:] or cached), 3)
+            row["cached loads s"] = [round(x, 3) for x in cached]
+            row["cached: host"] = last
+            row["upload GB/s"] = round(up.nbytes / up.seconds / 1e9, 1)
         if cache_off:
             s, key = timed_load(nocache, path)
             row["cache off s"] = round(s, 3)
@@ -380,8 +394,10 @@ def main() -> None:
     ap.add_argument("--proofs", type=int, default=0, help="proof latencies around a load (0: none)")
     ap.add_argument("--no-cache-off", action="store_true", help="skip the load with the cache off")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic zkeys")
-    ap.add_argument("--pool-probe", action="store_true",
-                    help="grow the memory pool by the key's footprint before the first load (and time it)")
+    ap.add_argument("--pool-probe", choices=("touch", "wait"), default="",
+                    help="grow the memory pool by the key's footprint before the first load, then memset all of "
+                         "it or wait 2 s (pool_probe)")
+    ap.add_argument("--no-cached", action="store_true", help="no loads from the cache")
     ap.add_argument("--miss-again", action="store_true", help="a second cache miss after the first load")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -398,7 +414,7 @@ def main() -> None:
         rows.append(run_size(label, path, work, args.repeats, str(k) in args.legacy.split(","),
                              str(k) in args.cold.split(","),
                              args.tables_rerun == "all" or str(k) in args.tables_rerun.split(","), args.proofs,
-                             not args.no_cache_off, args.pool_probe, args.miss_again))
+                             not args.no_cache_off, args.pool_probe, args.miss_again, not args.no_cached))
         print(json.dumps(rows[-1]), flush=True)
         if not args.keep and not args.zkey:
             path.unlink()

@@ -45,6 +45,7 @@ def make_coeffs(rng, n_rows: int, order: str, *, per_row=(0, 1, 1, 2, 3), n_vars
         co["matrix"], co["row"] = np.array(ents, dtype=np.uint32).T
     co["wire"] = rng.integers(0, n_vars, len(ents), dtype=np.uint32)
     co["value"] = rng.integers(0, 1 << 62, (len(ents), 4), dtype=np.uint64)
+    co["value"][:, 3] &= np.uint64((1 << 60) - 1)  # below both curves' r
     if len(ents) > 3:  # one cell's entry repeated: it stays two terms
         co[len(ents) // 2 + 1] = co[len(ents) // 2]
         co["value"][len(ents) // 2 + 1] ^= np.uint64(1)
@@ -217,7 +218,7 @@ CASES = [  # (order, rows of the domain, entries a row and matrix, empty rows le
     ("b_first", 32, (1, 2), 0, 5),
     ("interleaved", 1, (3,), 0, 0),  # a domain of one row
     ("interleaved", 1, (0,), 0, 0),  # no entries at all
-    ("interleaved", 1 << 15, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 11, 1000),  # 2^18 entries: tiles > 1024
+    ("interleaved", 1 << 16, (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 11, 1000),  # > 2 tiles a scan thread
 ]
 
 
