@@ -29,8 +29,7 @@ from engine.formats.coeffs_scan import CoeffScan
 from engine.formats.zkey import COEFF_DTYPE
 
 RECORD_BYTES = COEFF_DTYPE.itemsize  # 44: matrix, row, wire (u32 each), value (4 x u64)
-
-
+KERNELS = ("csr_count", "csr_scan_tiles", "csr_split", "csr_row_ptr")
 TILE = 256  # csr.cuh's CSR_TILE
 SCAN_THREADS = 1024  # and CSR_SCAN_THREADS
 
