@@ -13,6 +13,7 @@
 #include "pairing.cuh"
 #include "epilogue.cuh"
 #include "groth16_check.cuh"
+#include "csr.cuh"  // the CSR of A and B built from the raw coeffs (key loads; curve-independent)
 
 typedef fp<FR_P> fr_t;
 typedef fp<FQ_P> fq_t;

@@ -4,7 +4,10 @@
 # 2^24 then 2^22: the read, the first load (its cache entry now written after it returns) and the load
 # from the cache, each until usable and until its fold tables are done, keys unloaded as the Engine
 # unloads them (the device call of 18:55 re-pinned an unloaded key's proof buffers at each next load),
-# and at 2^22 a proof right after load_key returns (beside the tables) and one after them.
+# and at 2^22 a proof right after load_key returns (beside the tables) and one after them.  Each size runs
+# in a fresh process, so "first / read" is the "first load <= 2x the read" at 2^24 and 2^22 (the
+# CSR built on the device, the load's kernels preloaded: 0.77x / 1.52x in h13first's call); its cached
+# load follows the first in the same process.  perf/h13first_final.sh adds a second miss.
 #   OUT=/tmp/out bash perf/h13load_final.sh      (log: $OUT/h13load_final.log)
 set -u
 K=${W:-/tmp}/h13kl

@@ -23,7 +23,12 @@ and with --legacy the load as it was before the cache
 (fd596b2: CSR by argsort, pageable copies from the mapping, tables on the
 upload stream).  --cold evicts the zkey and the cache entry from the page
 cache (posix_fadvise DONTNEED on those files only) before a first and a cached
-load, so the disk's own speed shows.
+load, so the disk's own speed shows.  Also: the device CSR's kernels alone ("device csr
+ms", CUDA events); with --miss-again a second cache miss in the same process
+(pool and pinned buffers already there); with --pool-probe touch|wait the memory
+pool grown by the key's footprint before the first load, all of it then written
+(memset) or left 2 s, so the first load shows what the first use of fresh device
+memory costs; --no-cached skips the loads from the cache.
 """
 from __future__ import annotations
 
@@ -120,8 +125,9 @@ def timed_load(backend: GpuBackend, path: Path, row: dict | None = None, name: s
         row[f"{name}: read_zkey s, maintain s, load_key returned s"] = (round(read, 3), round(maintained, 3),
                                                                         round(returned, 3))
         stats = key.upload_stats
-        row[f"{name}: upload GB, s, reader s (summed), chunks"] = (round(stats.nbytes / 1e9, 2), round(stats.seconds, 3),
-                                                                round(stats.read_seconds, 3), stats.chunks)
+        row[f"{name}: upload GB, s, reader s (summed), chunks, pinned buffers"] = (
+            round(stats.nbytes / 1e9, 2), round(stats.seconds, 3), round(stats.read_seconds, 3), stats.chunks,
+            stats.pinned_buffers)
     return usable, key
 
 
@@ -221,6 +227,65 @@ def device_tables_ms(backend: GpuBackend, key) -> float:
     return e0.elapsed_ms(e1)
 
 
+def device_csr_ms(backend: GpuBackend, zkey) -> float:
+    """The device CSR's kernels alone (device_csr.enqueue), by CUDA events, over the key's raw records
+    uploaded again into fresh buffers (freed after)."""
+    from engine.backends.gpu import device_csr  # noqa: PLC0415
+    from engine.formats.coeffs_scan import scan_of  # noqa: PLC0415
+
+    ctx = backend.ctx
+    stream, dev, scan = ctx.upload_stream, ctx.device, scan_of(zkey)
+    module = ctx.module(zkey.curve)
+    records = np.ascontiguousarray(zkey.coeffs).view(np.uint8)
+    raw = dev.alloc(records.nbytes, stream)
+    Device.upload(raw, records, stream)
+    scratch = dev.alloc(device_csr.scratch_bytes(scan), stream)
+    bufs = [[dev.alloc(n, stream) for n in sizes] for sizes in device_csr.part_sizes(scan, zkey.domain_size)]
+    e0, e1 = Event(timing=True), Event(timing=True)
+    e0.record(stream)
+    device_csr.enqueue(module, stream, raw.ptr, scratch.ptr, scan, zkey.domain_size, bufs)
+    e1.record(stream)
+    e1.synchronize()
+    ms = e0.elapsed_ms(e1)
+    for b in [raw, scratch] + [b for part in bufs for b in part]:
+        Device.free(b, stream)
+    stream.synchronize()
+    e0.destroy()
+    e1.destroy()
+    return ms
+
+
+def pool_probe(backend: GpuBackend, path: Path, row: dict, mode: str) -> None:
+    """Before the key's first load: allocate its footprint in one buffer, then "touch" (memset all of
+    it, synchronized) or "wait" (2 s idle), then free it (the pool keeps it), so that the first load
+    reuses memory the device has already had, touched or idle: what part of a first load is the
+    first use of fresh device memory."""
+    zkey = read_zkey(path)
+    nbytes = backend.plan_key(zkey).device_bytes
+    ctx = backend.ctx
+    ctx.bind_thread()
+    stream = ctx.upload_stream
+    t = time.perf_counter()
+    buf = ctx.device.alloc(nbytes, stream)
+    alloc_s = time.perf_counter() - t
+    Device.memset32(buf.ptr + nbytes - 4, 0, 1, stream)
+    stream.synchronize()
+    usable = time.perf_counter() - t
+    extra = 0.0
+    if mode == "touch":
+        t1 = time.perf_counter()
+        Device.memset32(buf, 0, nbytes // 4, stream)
+        stream.synchronize()
+        extra = time.perf_counter() - t1
+    elif mode == "wait":
+        time.sleep(2.0)
+        extra = 2.0
+    Device.free(buf, stream)
+    stream.synchronize()
+    row[f"pool probe ({mode}): GB, alloc call s, last word written s, {mode} s"] = (
+        round(nbytes / 1e9, 2), round(alloc_s, 3), round(usable, 3), round(extra, 3))
+
+
 class _Row(dict):
     """A result row that prints every figure as it is set (a run cut short still reports what it got)."""
 
@@ -230,7 +295,8 @@ class _Row(dict):
 
 
 def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bool, cold: bool,
-             tables_rerun: bool = True, proofs: int = 0, cache_off: bool = True) -> dict:
+             tables_rerun: bool = True, proofs: int = 0, cache_off: bool = True, probe: str = "",
+             miss_again: bool = False, cached_loads: bool = True) -> dict:
     """One size's figures (keys are unloaded as an Engine does: backend.unload_key, so no load
     pins buffers that an earlier key's proofs wanted)."""
     size = path.stat().st_size
@@ -244,6 +310,8 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
     nocache.__dict__.update(backend.__dict__)
     nocache.key_cache = None
     try:
+        if probe:
+            pool_probe(backend, path, row, probe)
         first, key = timed_load(backend, path, row, "first")
         assert key.cache_hit is False, key.cache_hit
         row["first load s"] = round(first, 3)
@@ -259,20 +327,31 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
         key.cache_stored()
         row["first: cache entry written after the load (s, waited s)"] = (
             round(key.timings.get("key cache write (after the load)", -1.0), 3), round(time.perf_counter() - t, 3))
+        row["device csr ms (kernels alone)"] = round(device_csr_ms(backend, read_zkey(path)), 2)
         backend.unload_key(key)
+        if miss_again:  # a second miss in this process: the pool and the pinned buffers already there
+            shutil.rmtree(cache_dir, ignore_errors=True)
+            again, key = timed_load(backend, path, row, "miss again")
+            assert key.cache_hit is False
+            row["miss again s"] = round(again, 3)
+            row["miss again / read"] = round(again / max(row["read file s"], 1e-3), 2)
+            row["miss again: host"] = {k: round(v, 3) for k, v in key.timings.items()}
+            key.cache_stored()
+            backend.unload_key(key)
         cached = []
-        for i in range(repeats + 1):
+        for i in range(repeats + 1 if cached_loads else 0):
             s, key = timed_load(backend, path, row if i == repeats else None, "cached")
             assert key.cache_hit is True
             cached.append(s)
             last = {k: round(v, 3) for k, v in key.timings.items()}
             up = key.upload_stats
             backend.unload_key(key)
-        row["staging buffers pinned"] = up.pinned_buffers
-        row["cached load s"] = round(statistics.median(cached[1:] or cached), 3)
-        row["cached loads s"] = [round(x, 3) for x in cached]
-        row["cached: host"] = last
-        row["upload GB/s"] = round(up.nbytes / up.seconds / 1e9, 1)
+        if cached:
+            row["staging buffers pinned"] = up.pinned_buffers
+            row["cached load s"] = round(statistics.median(cached[1:] or cached), 3)
+            row["cached loads s"] = [round(x, 3) for x in cached]
+            row["cached: host"] = last
+            row["upload GB/s"] = round(up.nbytes / up.seconds / 1e9, 1)
         if cache_off:
             s, key = timed_load(nocache, path)
             row["cache off s"] = round(s, 3)
@@ -315,6 +394,11 @@ def main() -> None:
     ap.add_argument("--proofs", type=int, default=0, help="proof latencies around a load (0: none)")
     ap.add_argument("--no-cache-off", action="store_true", help="skip the load with the cache off")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic zkeys")
+    ap.add_argument("--pool-probe", choices=("touch", "wait"), default="",
+                    help="grow the memory pool by the key's footprint before the first load, then memset all of "
+                         "it or wait 2 s (pool_probe)")
+    ap.add_argument("--no-cached", action="store_true", help="no loads from the cache")
+    ap.add_argument("--miss-again", action="store_true", help="a second cache miss after the first load")
     ap.add_argument("--json")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="keyload-"))
@@ -330,7 +414,7 @@ def main() -> None:
         rows.append(run_size(label, path, work, args.repeats, str(k) in args.legacy.split(","),
                              str(k) in args.cold.split(","),
                              args.tables_rerun == "all" or str(k) in args.tables_rerun.split(","), args.proofs,
-                             not args.no_cache_off))
+                             not args.no_cache_off, args.pool_probe, args.miss_again, not args.no_cached))
         print(json.dumps(rows[-1]), flush=True)
         if not args.keep and not args.zkey:
             path.unlink()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from engine.backends.gpu import staging
-from engine.backends.gpu.key import cache_layout, csr_from_coeffs
+from engine.backends.gpu.key import CSR_PARTS, cache_layout, csr_from_coeffs
 from engine.formats import key_cache as kc
 from engine.formats.wtns import read_wtns
 from engine.formats.zkey import COEFF_DTYPE, read_zkey
@@ -495,6 +495,16 @@ def _image(rec, key, start: int) -> list[tuple[int, int, bytes]]:
     return sorted((i, off, d) for (i, off), d in joined.items())
 
 
+def _outside(rec, key, start: int) -> list[bytes]:
+    """The bytes copied since `start` into buffers that are not the key's (its scratch: the raw coeffs
+    records of a device-built CSR, the NTT tables' constants), joined per buffer in address order."""
+    runs: dict[int, list[tuple[int, bytes]]] = {}
+    for dst, data in rec.writes[start:]:
+        if not any(b.ptr <= dst < b.ptr + b.nbytes for b in key.buffers):
+            runs.setdefault(dst >> 40, []).append((dst, data))  # _Recorder: an allocation a 2^40 stride
+    return [b"".join(d for _, d in sorted(v)) for v in runs.values()]
+
+
 @pytest.mark.parametrize("staged", [False, True])
 def test_key_load_miss_hit_and_in_memory_upload_the_same_bytes_and_pin_nothing(recorded, tmp_path, monkeypatch,
                                                                                 staged):
@@ -514,7 +524,7 @@ def test_key_load_miss_hit_and_in_memory_upload_the_same_bytes_and_pin_nothing(r
             backend.maintain()  # as the CLI does before a large load: nothing runs yet
         pinned = recorded.fake.pinned_allocs
         assert pinned == (2 if staged else 0)
-        images, keys = [], []
+        images, keys, outside = [], [], []
         for source in ("miss", "hit", "memory"):
             zk = read_zkey(path)
             if source == "memory":
@@ -527,8 +537,21 @@ def test_key_load_miss_hit_and_in_memory_upload_the_same_bytes_and_pin_nothing(r
             if staged:
                 assert key.upload_stats.pinned_buffers == 2
             images.append(_image(recorded, key, start))
+            outside.append(_outside(recorded, key, start))
         assert recorded.fake.pinned_allocs == pinned  # a load never pins
-        assert images[0] == images[1] == images[2] and images[0]
+        csr = 2 * len(CSR_PARTS)  # the key's first buffers: A's and B's row_ptr, wires, values
+        points = [[x for x in img if x[0] >= csr] for img in images]
+        assert points[0] == points[1] == points[2] and points[0]
+        # the hit uploads its entry: the host build's CSR (written after the miss's load)
+        host = [p.tobytes() for m in (0, 1) for p in csr_from_coeffs(z.coeffs, m, z.domain_size)]
+        hit = {i: d for i, off, d in images[1] if i < csr}
+        assert [hit.get(i, b"") for i in range(csr)] == host
+        # a miss and an in-memory key send the raw records (snarkjs's order: rows ascending) to a
+        # scratch buffer and copy nothing into the CSR's buffers: the device builds it (device_csr.py)
+        assert z.coeff_scan.rows_ascending
+        for img, other in ((images[0], outside[0]), (images[2], outside[2])):
+            assert not [x for x in img if x[0] < csr]
+            assert z.coeffs.tobytes() in other
         # C's points land after the nPublic+1 infinity rows, its bytes those of the zkey's section 8
         c_index = keys[0].buffers.index(keys[0].c)
         pad = (z.n_public + 1) * z.curve.g1_bytes

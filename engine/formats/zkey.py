@@ -2,8 +2,9 @@
 
 Reading a key maps the file and checks every section's size against the
 header's counts; the points are not touched (a multi-GB key opens in
-milliseconds), the coeffs section is scanned once with numpy for rows,
-wires and values out of range.
+milliseconds), the coeffs section is scanned once, on threads, for matrices,
+rows, wires and values out of range, A's entry count and the entries' order
+(engine/formats/coeffs_scan.py).
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.algebra.curves import Curve, curve_by_base_prime, curve_by_scalar_prime
-from engine.formats.binfile import BinFile, Section, first_row_ge, open_binfile, write_binfile
+from engine.formats.binfile import BinFile, Section, open_binfile, write_binfile
+from engine.formats.coeffs_scan import CoeffError, CoeffScan, scan_coeffs
 
 SECTION_NAMES = {
     1: "protocol", 2: "Groth16 header", 3: "IC", 4: "coeffs", 5: "A", 6: "B1", 7: "B2", 8: "C", 9: "H",
@@ -62,6 +64,9 @@ class ZKey:
     sections: dict[int, tuple[int, int]] | None = None
     file_size: int = 0  # bytes of the file as it was mapped
     file_mtime_ns: int = 0  # its modification time then (with size and sha: the key cache's identity)
+    # what read_zkey's pass over the coeffs found (A's count, the order); None: not scanned (a key made
+    # in memory): coeffs_scan.scan_of makes it on first use
+    coeff_scan: CoeffScan | None = None
 
     @property
     def n_coef(self) -> int:
@@ -125,7 +130,7 @@ def read_zkey(path) -> ZKey:
         raise bf.error(f"Groth16 header: nPublic = {n_public} needs at least {n_public + 1} wires, nVars = {n_vars}")
 
     ic = _point_view(bf, 3, n_public + 1, g1, (2, lq), "nPublic+1")
-    coeffs = _read_coeffs(bf, curve, n_vars, domain_size)
+    coeffs, scan = _read_coeffs(bf, curve, n_vars, domain_size)
     a = _point_view(bf, 5, n_vars, g1, (2, lq), "nVars")
     b1 = _point_view(bf, 6, n_vars, g1, (2, lq), "nVars")
     b2 = _point_view(bf, 7, n_vars, g2, (2, 2, lq), "nVars")
@@ -139,10 +144,11 @@ def read_zkey(path) -> ZKey:
         ic, coeffs, a, b1, b2, c, h,
         sha=zkey_sha(bf), mpc=mpc, section_order=tuple(s.id for s in bf.records), version=bf.version,
         sections={s.id: (s.offset, s.size) for s in bf.records}, file_size=bf.size, file_mtime_ns=bf.mtime_ns,
+        coeff_scan=scan,
     )
 
 
-def _read_coeffs(bf: BinFile, curve: Curve, n_vars: int, domain_size: int) -> np.ndarray:
+def _read_coeffs(bf: BinFile, curve: Curve, n_vars: int, domain_size: int) -> tuple[np.ndarray, CoeffScan]:
     sec = bf.section(4)
     entry = COEFF_DTYPE.itemsize
     if sec.size < 4 or (sec.size - 4) % entry:
@@ -152,26 +158,15 @@ def _read_coeffs(bf: BinFile, curve: Curve, n_vars: int, domain_size: int) -> np
     if stored != n_coef:
         raise bf.error(f"{bf.label(4)} says nCoef = {stored} but its {sec.size} bytes hold {n_coef} entries")
     coeffs = bf.array(sec, COEFF_DTYPE, n_coef, start=4)
-    if n_coef == 0:
-        return coeffs
-    # matrix/row/wire as u32 columns, each reduced on its own (a 1-d strided max runs at memory
-    # speed; max(axis=0) over the (n, 3) block walks it row by row, 3.6x slower at 2^22), then
-    # the values' top limb
-    words = bf.array(sec, "<u4", n_coef * (entry // 4), start=4, shape=(n_coef, entry // 4))
-    mx = [words[:, col].max() for col in range(3)]
-    checks = (
-        (0, 2, "matrix", "is not 0 (A) or 1 (B)"),
-        (1, domain_size, "row", f"is not below domainSize = {domain_size}"),
-        (2, n_vars, "wire", f"is not below nVars = {n_vars}"),
-    )
-    for col, limit, what, bound in checks:
-        if int(mx[col]) >= limit:
-            i = int(np.argmax(words[:, col] >= limit))
-            raise bf.error(f"{bf.label(4)}: entry {i} has {what} {int(words[i, col])}, which {bound}")
-    bad = first_row_ge(coeffs["value"], curve.r)
-    if bad >= 0:
-        raise bf.error(f"{bf.label(4)}: entry {bad} has a value that is not reduced modulo r")
-    return coeffs
+    try:  # one threaded pass: the checks, A's count, the order (engine/formats/coeffs_scan.py)
+        scan = scan_coeffs(coeffs, curve.r, domain_size, n_vars)
+    except CoeffError as e:
+        bounds = {"matrix": "is not 0 (A) or 1 (B)", "row": f"is not below domainSize = {domain_size}",
+                  "wire": f"is not below nVars = {n_vars}"}
+        if e.what == "value":
+            raise bf.error(f"{bf.label(4)}: entry {e.entry} has a value that is not reduced modulo r") from None
+        raise bf.error(f"{bf.label(4)}: entry {e.entry} has {e.what} {e.found}, which {bounds[e.what]}") from None
+    return coeffs, scan
 
 
 def zkey_sha(bf: BinFile) -> bytes:

@@ -21,13 +21,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
-
 from engine.algebra.curves import Curve
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu.ntt import twiddle_bytes
 from engine.errors import BudgetError
+from engine.formats.coeffs_scan import scan_of
 
 FR = 32
 MIN_ALLOC = 16  # Device.alloc's smallest allocation
@@ -85,9 +84,9 @@ class KeyShape:
 
     @classmethod
     def of(cls, zkey) -> "KeyShape":
-        n_a = int(np.count_nonzero(zkey.coeffs["matrix"] == 0)) if zkey.coeffs.shape[0] else 0
-        return cls(zkey.curve, int(zkey.n_vars), int(zkey.domain_size), n_a, int(zkey.coeffs.shape[0]) - n_a,
-                   int(zkey.n_public))
+        # A's count from read_zkey's one pass over the coeffs (no second pass on a load's path)
+        scan = scan_of(zkey)
+        return cls(zkey.curve, int(zkey.n_vars), int(zkey.domain_size), scan.n_a, scan.n_b, int(zkey.n_public))
 
     @property
     def scalar_bits(self) -> int:

@@ -18,12 +18,14 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event
 from engine.errors import DeviceError
 
 from engine.backends.base import ResidentKey
+from engine.backends.gpu import device_csr
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import staging
 from engine.backends.gpu.epilogue import KeyEpilogue
 from engine.backends.gpu.footprint import KeyFootprint
 from engine.backends.gpu.host_tier import HostTier
 from engine.backends.gpu.ntt import build_tables
+from engine.formats.coeffs_scan import scan_of
 
 
 def _open_unchanged(zkey) -> int | None:
@@ -40,6 +42,31 @@ def _open_unchanged(zkey) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def preload(module, names) -> None:
+    """Load the named kernels' code now, before any of this load's fold tables are queued.
+
+    Under the driver's lazy module loading (CUDA_MODULE_LOADING=LAZY, the default) a kernel's code is
+    loaded at its first use, and that load can wait for the work already queued on the device.  A
+    process's first key load launched msm_precompute_g2 (B2's tables) for the first time behind the
+    G1 tables' kernels (A, B1, C: about 3/8 of the tables' time), and the upload stalled until they
+    were done: read + upload 0.945 s at 2^22 and 3.77 s at 2^24 against 0.126 / 0.372 s for a second
+    miss in the same process, with the same reads (perf/RESULTS.md, h13first; not device memory's
+    first use: growing and writing the pool first changed nothing).  cuModuleGetFunction, and
+    cuFuncLoad where the bindings have it, load a kernel without launching it."""
+    from cuda_kernels import driver  # noqa: PLC0415
+
+    try:
+        load = getattr(driver.cu, "cuFuncLoad")
+    except AttributeError:  # bindings older than CUDA 12.4: cuModuleGetFunction alone
+        load = None
+    done = module.__dict__.setdefault("preloaded", set())  # once per module and kernel
+    for name in names:
+        fn = module.function(name)
+        if load is not None and name not in done:
+            driver._call(f"cuFuncLoad({name})", load(fn))
+        done.add(name)
 
 
 def upload_bytes(zkey) -> int:
@@ -74,6 +101,15 @@ def csr_from_coeffs(coeffs: np.ndarray, matrix: int, domain: int) -> tuple[np.nd
         np.ascontiguousarray(coeffs["value"][idx], dtype=np.uint64)
 
 
+def host_csr(coeffs: np.ndarray, domain: int) -> dict[str, np.ndarray]:
+    """Both matrices' CSR arrays by the key cache's names ("a.row_ptr", ...)."""
+    arrays = {}
+    for matrix, tag in ((0, "a"), (1, "b")):
+        for part, arr in zip(CSR_PARTS, csr_from_coeffs(coeffs, matrix, domain)):
+            arrays[f"{tag}.{part}"] = arr
+    return arrays
+
+
 # What this module puts on the device, for the key cache's identity: bump it whenever the arrays
 # below (the CSR of A and B; the points stream from the zkey) or their layout change.
 LAYOUT_VERSION = 1
@@ -100,8 +136,9 @@ class GpuKey(ResidentKey):
     host-tier keys a `HostTier` of pinned bases (and no `epilogue`: their proofs end on the CPU).
 
     Loading: kernel module, NTT tables (built on the device), the CSR of A and B (from the key
-    cache, or built on the host and then cached), a resident key's points straight from the zkey's
-    sections.  Uploads go through staging.py; each point array's window tables are computed on a
+    cache; else built on the device from the raw coeffs records streamed with the points, or on the
+    host for coeffs in another order than snarkjs's; then cached), a resident key's points straight
+    from the zkey's sections.  Uploads go through staging.py; each point array's window tables are computed on a
     side stream as soon as its copies are enqueued, overlapping the next reads.  `ready` fires when
     all of it is on the device but the fold tables, `tables_done` (None: the key has none) when
     they are built too; `timings` says where the host's time went.
@@ -151,22 +188,31 @@ class GpuKey(ResidentKey):
         ctx, curve = self.ctx, zkey.curve
         dev, stream = ctx.device, ctx.upload_stream
         self.tables = build_tables(dev, self.module, curve, self.k, stream, coset=True)
-        t = time.perf_counter()
-        csr, entry, store = self._csr_sources(zkey, cache)
-        self.timings["csr"] = time.perf_counter() - t
+        kernels = list(device_csr.KERNELS)
+        if self.footprint.tier != "host" and not self._tables_built:
+            kernels += ["msm_precompute_g1", "msm_precompute_g2"]
+        preload(self.module, kernels)  # before the tables' kernels are queued (see preload)
         zkey_fd = _open_unchanged(zkey)
-        side = dev.stream()  # the window tables' kernels, beside the copies
+        entry = side = None
         try:
+            t = time.perf_counter()
+            csr, entry, store = self._csr_sources(zkey, cache)
+            self.timings["csr"] = time.perf_counter() - t
+            side = dev.stream()  # the window tables' kernels, beside the copies
+            t_queue = time.perf_counter()
             jobs: list[staging.Job] = []
             self.csr = []
-            for tag in ("a", "b"):
-                bufs = []
-                for part in CSR_PARTS:
-                    src = csr[f"{tag}.{part}"]
-                    buf = self._alloc(src.nbytes)
-                    jobs.append(staging.Job(buf.ptr, src))
-                    bufs.append(buf)
-                self.csr.append(bufs)
+            if csr is None:  # built on the device from the raw records (device_csr.py)
+                self._device_csr(jobs, zkey, zkey_fd)
+            else:
+                for tag in ("a", "b"):
+                    bufs = []
+                    for part in CSR_PARTS:
+                        src = csr[f"{tag}.{part}"]
+                        buf = self._alloc(src.nbytes)
+                        jobs.append(staging.Job(buf.ptr, src))
+                        bufs.append(buf)
+                    self.csr.append(bufs)
             if self.footprint.tier == "host":  # the bases stay pinned on the host (host_tier.py)
                 lq = curve.q_limbs64
                 c_padded = np.concatenate([np.zeros((zkey.n_public + 1, 2, lq), dtype=np.uint64), np.asarray(zkey.c)])
@@ -183,6 +229,7 @@ class GpuKey(ResidentKey):
                 # host-tier proofs end on the CPU (their MSM sums are complete only on the host)
                 self.epilogue = KeyEpilogue(self, zkey)
             t = time.perf_counter()
+            self.timings["buffers + epilogue queued"] = t - t_queue
             self.upload_stats = staging.upload(ctx, stream, jobs)
             self.timings["read + upload"] = time.perf_counter() - t
             if not self._tables_built:  # the tables build on behind `ready`; full-fold proofs wait on this
@@ -193,12 +240,14 @@ class GpuKey(ResidentKey):
                 self.cache_writer.start()
         except BaseException:
             try:  # the tables' kernels queued so far finish before close() frees their buffers
-                side.synchronize()
+                if side is not None:
+                    side.synchronize()
             except DeviceError:
                 pass
             raise
         finally:
-            side.destroy()  # returns at once; its queued kernels still run
+            if side is not None:
+                side.destroy()  # returns at once; its queued kernels still run
             if zkey_fd is not None:
                 os.close(zkey_fd)
             if entry is not None:
@@ -246,9 +295,10 @@ class GpuKey(ResidentKey):
             self.cache_writer = None
         return True
 
-    def _csr_sources(self, zkey, cache) -> tuple[dict, object, object]:
-        """The CSR arrays by name: file ranges of a cache entry, or arrays built now; then also the
-        entry (to close after the upload) and the call that writes a missing entry (None: none)."""
+    def _csr_sources(self, zkey, cache) -> tuple[dict | None, object, object]:
+        """The CSR arrays by name: file ranges of a cache entry, arrays built now on the host, or
+        None: built on the device (`_device_csr`, when the coeffs are in snarkjs's order); then
+        also the entry (to close after the upload) and the call that writes a missing entry."""
         from engine.formats.key_cache import identity_of  # noqa: PLC0415
 
         identity = identity_of(zkey, cache_layout()) if cache is not None else None
@@ -261,19 +311,39 @@ class GpuKey(ResidentKey):
             if entry is not None:
                 entry.close()
             self.cache_hit = False
-        arrays = {}
-        for matrix, tag in ((0, "a"), (1, "b")):
-            for part, arr in zip(CSR_PARTS, csr_from_coeffs(zkey.coeffs, matrix, self.domain)):
-                arrays[f"{tag}.{part}"] = arr
+        on_device = device_csr.usable(scan_of(zkey))
+        arrays = None if on_device else host_csr(zkey.coeffs, self.domain)
         store = None
         if identity is not None:
             meta = {"n_vars": zkey.n_vars, "domain": zkey.domain_size}
 
             def store() -> None:
+                # a device-built CSR's entry is the host build's arrays, made here, after the load: the
+                # same bytes (tests/test_gpu_csr.py), no device traffic while the first proofs start,
+                # and a later hit checks the device build against the host's (test_key_cache.py)
                 t = time.perf_counter()
-                cache.store(identity, arrays, meta)
+                cache.store(identity, arrays if arrays is not None else host_csr(zkey.coeffs, self.domain), meta)
                 self.timings["key cache write (after the load)"] = time.perf_counter() - t
         return arrays, None, store
+
+    def _device_csr(self, jobs: list, zkey, fd: int | None) -> None:
+        """Queue the raw records' upload into a scratch buffer and, once its copies are enqueued,
+        the kernels building the CSR from it (device_csr.py); the scratch is freed behind them."""
+        ctx = self.ctx
+        stream, scan = ctx.upload_stream, scan_of(zkey)
+        for sizes in device_csr.part_sizes(scan, self.domain):
+            self.csr.append([self._alloc(n) for n in sizes])
+        records = device_csr.records_source(zkey, fd)
+        # not the key's: the records and the kernels' scratch, freed once the kernels ran
+        raw = ctx.device.alloc(records.nbytes, stream)
+        scratch = ctx.device.alloc(device_csr.scratch_bytes(scan), stream)
+
+        def build() -> None:
+            device_csr.enqueue(self.module, stream, raw.ptr, scratch.ptr, scan, self.domain, self.csr)
+            Device.free(raw, stream)
+            Device.free(scratch, stream)
+
+        jobs.append(staging.Job(raw.ptr, records, done=build))
 
     def _upload(self, host: np.ndarray, reserve: int | None = None) -> DeviceBuffer:
         """A small array copied as it is (the epilogue's tables): `reserve` bytes at least."""
