@@ -269,8 +269,34 @@ class Module:
     def __init__(self, cubin: bytes, curve: str | None = None):
         self.handle = _call("cuModuleLoadData", cu.cuModuleLoadData(cubin))
         self.curve = curve  # the curve whose params it was built for (kernel picks read it)
+        self._preloaded: set[str] = set()
+        self._all_loaded = False
         self._functions: dict[str, object] = {}
         self._resident: dict[tuple[str, int, int], int | None] = {}
+
+    def preload(self, names=None) -> None:
+        """Load kernels' code now, not at their first launch: the named ones, or every kernel of the
+        module (names None).  Under the driver's lazy module loading (CUDA_MODULE_LOADING=LAZY, the
+        default) a kernel's first launch loads its code, and that load can wait for the work already
+        queued on the device: a process's first key load stalled its upload behind its own fold
+        tables' kernels (perf/RESULTS.md, h13first).  cuFuncLoad where the bindings have it (CUDA
+        12.4); else cuModuleGetFunction alone.  Each kernel once per module."""
+        load = getattr(cu, "cuFuncLoad", None)
+        if names is None:
+            if self._all_loaded:
+                return
+            count = int(_call("cuModuleGetFunctionCount", cu.cuModuleGetFunctionCount(self.handle)) or 0)
+            funcs = _call("cuModuleEnumerateFunctions", cu.cuModuleEnumerateFunctions(count, self.handle)) or []
+            if load is not None:
+                for f in funcs:
+                    _call("cuFuncLoad", load(f))
+            self._all_loaded = True
+            return
+        for name in names:
+            fn = self.function(name)
+            if load is not None and name not in self._preloaded and not self._all_loaded:
+                _call(f"cuFuncLoad({name})", load(fn))
+            self._preloaded.add(name)
 
     def function(self, name: str):
         f = self._functions.get(name)

@@ -233,6 +233,12 @@ class FakeDriver:
     def cuModuleLoadData(self, image):
         return OK, self._new()
 
+    def cuModuleGetFunctionCount(self, mod):
+        return OK, 0  # the fake's module lists no kernels (cuModuleGetFunction makes them on demand)
+
+    def cuModuleEnumerateFunctions(self, count, mod):
+        return OK, []
+
     def cuModuleGetFunction(self, mod, name):
         self.functions.append(name.decode() if isinstance(name, bytes) else str(name))
         return OK, self._new()

@@ -403,3 +403,54 @@ def test_a_load_loads_its_kernels_before_it_queues_the_tables(monkeypatch):
         assert name in loads and loads[name] < launches[0], name
     first_csr = min(i for i, (what, name) in enumerate(events) if what == "launch" and name.startswith("csr_"))
     assert all(loads[k] < first_csr for k in device_csr.KERNELS)
+
+
+def test_a_load_with_tables_to_build_loads_every_kernel_before_the_tables():
+    """A key whose fold tables build behind it also loads every other kernel of its module before
+    it queues them (cuModuleEnumerateFunctions, cuFuncLoad each): a proof started beside the tables
+    then finds its kernels loaded instead of loading each behind them; once per module."""
+    from cuda_kernels import driver
+    from engine.backends.gpu import GpuBackend
+    from fake_cuda import FakeDriver
+
+    fake = FakeDriver()
+    listed = [fake._new() for _ in range(5)]
+    events: list[tuple[str, int]] = []
+
+    class Rec:
+        def __getattr__(self, name):
+            return getattr(fake, name)
+
+        def cuModuleGetFunctionCount(self, mod):
+            return 0, len(listed)
+
+        def cuModuleEnumerateFunctions(self, count, mod):
+            assert count == len(listed)
+            return 0, list(listed)
+
+        def cuFuncLoad(self, fn):
+            events.append(("load", int(fn)))
+            return (0,)
+
+        def cuLaunchKernel(self, fn, *args):
+            events.append(("launch", int(fn)))
+            return fake.cuLaunchKernel(fn, *args)
+
+    previous = driver.set_bindings(Rec())
+    try:
+        backend = GpuBackend(0, key_cache_dir=False)
+        backend.ctx.prepare = lambda curve: b"fake cubin"
+        try:
+            z = read_zkey(ROOT / "examples" / "bn128" / "sudoku.zkey")
+            for _ in range(2):
+                key = backend.load_key(z)
+                backend.unload_key(key)
+        finally:
+            backend.close()
+    finally:
+        driver.set_bindings(previous)
+    first_launch = next(i for i, (what, _) in enumerate(events) if what == "launch")
+    loads = [(i, fn) for i, (what, fn) in enumerate(events) if what == "load" and fn in {int(f) for f in listed}]
+    assert sorted(fn for _, fn in loads) == sorted(int(f) for f in listed)  # each once, over both loads
+    assert all(i < first_launch for i, _ in loads)
+

@@ -44,31 +44,6 @@ def _open_unchanged(zkey) -> int | None:
     return fd
 
 
-def preload(module, names) -> None:
-    """Load the named kernels' code now, before any of this load's fold tables are queued.
-
-    Under the driver's lazy module loading (CUDA_MODULE_LOADING=LAZY, the default) a kernel's code is
-    loaded at its first use, and that load can wait for the work already queued on the device.  A
-    process's first key load launched msm_precompute_g2 (B2's tables) for the first time behind the
-    G1 tables' kernels (A, B1, C: about 3/8 of the tables' time), and the upload stalled until they
-    were done: read + upload 0.945 s at 2^22 and 3.77 s at 2^24 against 0.126 / 0.372 s for a second
-    miss in the same process, with the same reads (perf/RESULTS.md, h13first; not device memory's
-    first use: growing and writing the pool first changed nothing).  cuModuleGetFunction, and
-    cuFuncLoad where the bindings have it, load a kernel without launching it."""
-    from cuda_kernels import driver  # noqa: PLC0415
-
-    try:
-        load = getattr(driver.cu, "cuFuncLoad")
-    except AttributeError:  # bindings older than CUDA 12.4: cuModuleGetFunction alone
-        load = None
-    done = module.__dict__.setdefault("preloaded", set())  # once per module and kernel
-    for name in names:
-        fn = module.function(name)
-        if load is not None and name not in done:
-            driver._call(f"cuFuncLoad({name})", load(fn))
-        done.add(name)
-
-
 def upload_bytes(zkey) -> int:
     """About what a load of this key moves to the device: its point sections and its coeffs."""
     return sum(int(np.asarray(a).nbytes) for a in (zkey.a, zkey.b1, zkey.b2, zkey.c, zkey.h, zkey.coeffs))
@@ -187,11 +162,18 @@ class GpuKey(ResidentKey):
     def _load(self, zkey, cache) -> None:
         ctx, curve = self.ctx, zkey.curve
         dev, stream = ctx.device, ctx.upload_stream
-        self.tables = build_tables(dev, self.module, curve, self.k, stream, coset=True)
+        # Kernels loaded before any is queued (Module.preload: a lazy first launch can wait for the
+        # queued work): the CSR's and the tables', then, where fold tables will build behind the
+        # key, every other kernel too, so that the first proofs beside them do not load theirs
+        # behind the tables either (a proof right after load_key took 2.1 s at 2^22 beside them).
         kernels = list(device_csr.KERNELS)
-        if self.footprint.tier != "host" and not self._tables_built:
+        tables = self.footprint.tier != "host" and not self._tables_built
+        if tables:
             kernels += ["msm_precompute_g1", "msm_precompute_g2"]
-        preload(self.module, kernels)  # before the tables' kernels are queued (see preload)
+        self.module.preload(kernels)
+        if tables:
+            self.module.preload()
+        self.tables = build_tables(dev, self.module, curve, self.k, stream, coset=True)
         zkey_fd = _open_unchanged(zkey)
         entry = side = None
         try:
