@@ -4,7 +4,8 @@
 
 For a key loaded once (as perf/prove.py does: the pinned buffers maintained while idle), each of
 --repeats proofs after a warm-up is taken apart into the calls `engine.groth16.prover.prove` makes:
-the witness checks (`check_witness_for_key`), the memory phase (`backend.stage`: the copy into the
+the witness checks (`check_witness_for_key`; the values' range left to a backend that checks
+it on the device, as `prove` does), the memory phase (`backend.stage`: the copy into the
 pinned buffer and the upload's enqueue), the compute phase's enqueue (`backend.compute`), the wait
 for the device (`Pending.wait`: decode included) and `finish` (public signals, the Proof).  Prints
 the medians (ms) beside the whole proof and the device's stage sum (engine.progress.stage_seconds),
@@ -39,12 +40,13 @@ def main() -> None:
     backend = select_backend(args.backend)
     key = backend.load_key(zkey)
     vk = vk_from_zkey(zkey)
+    on_device = bool(getattr(backend, "checks_witness_range", False))  # as prover.prove decides
     rows = []
     for i in range(args.repeats + 1):
         if getattr(backend, "maintenance_due", lambda: False)():
             backend.maintain()
         t0 = time.perf_counter()
-        check_witness_for_key(zkey, zkey.curve.r, wit.values)
+        check_witness_for_key(zkey, zkey.curve.r, wit.values, range_check=not on_device)
         t1 = time.perf_counter()
         staged = backend.stage(key, wit.values)
         t2 = time.perf_counter()
