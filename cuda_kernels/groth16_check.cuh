@@ -159,19 +159,39 @@ struct groth16_check_ops {
         }
     }
 
-    // One warp: pi_b, (-pi_a, pi_b), the product, the final exponentiation.
+    // 64 threads, two warps.  Warp 1 makes pi_b, then the lines of (-pi_a, pi_b) into the ring
+    // (pairing.cuh's two-warp Miller loop); warp 0 meanwhile multiplies the two Miller values of
+    // the earlier phases, then consumes the lines, multiplies the product in, and runs the final
+    // exponentiation.  The ring's hand-on word: 1 = the lines come, 2 = a point at infinity
+    // (the pair contributes 1).
+    // Then warp 0 hands f to warp 1 and both run the final exponentiation, the powers of x on
+    // the two (pairing.cuh's duo: one squares, the other multiplies).
+    static_assert(PO::RING_WORDS + PO::DUO_WORDS <= POOL_WORDS, "the ring and the duo fit the pool");
     static __device__ void tail_final(const tail_args& a) {
         const uint32_t tid = threadIdx.x;
-        if (tid >= 32) return;
-        X2 acc = X2::load(a.slot(2));  // pi_b = beta2 + B2 + s delta2
-        acc.add(A2::load(a.points + 2 * W1));
-        acc.add(X2::load(a.fixed2()));
-        const A2 pi_b = tail_affine(acc);
-        if (tid == 0) pi_b.store(a.out() + W1);
+        uint32_t *ring = pool(), *duo = ring + PO::RING_WORDS;
+        if (tid < 4) ring[tid] = duo[tid] = 0;
+        __syncthreads();
         const consts k = consts_of(a);
-        F12 f = pair_fly(k, A1::load(a.out()).neg(), pi_b);
-        f = f * F12::load(a.miller(0)) * F12::load(a.miller(1));
-        const bool ok = PO::final_exp(k, f) == F12::load(a.target);
+        const A1 p = A1::load(a.out()).neg();
+        if (tid >= 64) return;
+        if (tid >= 32) {
+            X2 acc = X2::load(a.slot(2));  // pi_b = beta2 + B2 + s delta2
+            acc.add(A2::load(a.points + 2 * W1));
+            acc.add(X2::load(a.fixed2()));
+            const A2 pi_b = tail_affine(acc);
+            if (tid == 32) pi_b.store(a.out() + W1);
+            const bool inf = p.is_inf() || pi_b.is_inf();
+            PO::ring_post(ring, inf ? 2u : 1u);
+            if (!inf) PO::produce_lines(k, p.x, p.y, F2{pi_b.x.c0, pi_b.x.c1}, F2{pi_b.y.c0, pi_b.y.c1}, ring);
+            PO::final_exp(k, PO::duo_wait(duo), duo);
+            return;
+        }
+        const F12 m = F12::load(a.miller(0)) * F12::load(a.miller(1));
+        PO::ring_wait(ring);
+        const F12 f = F2::peek(ring + 2) == 1u ? PO::consume_lines(k, ring) * m : m;
+        PO::duo_post(duo, f);
+        const bool ok = PO::final_exp(k, f, duo) == F12::load(a.target);
         if (tid == 0) *a.flag() = ok ? 1u : 0u;
     }
     static __device__ __forceinline__ consts consts_of(const tail_args& a) { return PO::make_consts(a.consts); }

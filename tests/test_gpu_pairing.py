@@ -225,7 +225,7 @@ def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     gepi.launch_early(None, tail, None)
     gepi.launch_mid(None, tail, None)
     gepi.launch_final(None, tail, None)
-    for (name, block, args), (phase, threads) in zip(calls, [(0, 128), (1, 64), (2, 32)]):
+    for (name, block, args), (phase, threads) in zip(calls, [(0, 128), (1, 64), (2, 64)]):
         assert name == "groth16_pairing" and block == threads and len(args) == 15
         assert args[0].value == phase and args[1:8] == ("consts", "results", "witness", "tables", "points", "gamma",
                                                          "delta")
@@ -244,7 +244,7 @@ def backend():
     b.close()
 
 
-def _device_pairings(backend, curve, pairs):
+def _device_pairings(backend, curve, pairs, two_warps: bool = False):
     from cuda_kernels.driver import Device
 
     backend.bind_thread()
@@ -264,7 +264,10 @@ def _device_pairings(backend, curve, pairs):
     out = dev.alloc(len(pairs) * 12 * curve.n8q, stream)
     from engine.backends.gpu.epilogue import PAIRING_VALUE, TOOLS, launch_pairing
 
-    launch_pairing(mod, len(pairs), 32, stream, TOOLS + PAIRING_VALUE, c, (p1, p2), out, (len(pairs),))  # a warp a pair
+    if two_warps:  # the final phase's Miller loop: a block of two warps a pair (kernels.cu's tools op 13)
+        launch_pairing(mod, len(pairs), 64, stream, TOOLS + 13, c, (p1, p2), out, (len(pairs),))
+    else:
+        launch_pairing(mod, len(pairs), 32, stream, TOOLS + PAIRING_VALUE, c, (p1, p2), out, (len(pairs),))  # a warp a pair
     host = np.empty(len(pairs) * 3 * curve.n8q, dtype=np.uint32)
     Device.download(host, out, stream)
     stream.synchronize()
@@ -281,6 +284,21 @@ def test_device_pairing_matches_cpu(backend, curve):
     pairs = [(g1(curve, rng.randrange(1, curve.r)), g2(curve, rng.randrange(1, curve.r))) for _ in range(3)]
     pairs += [(curve.g1_gen, curve.g2_gen), (None, curve.g2_gen), (curve.g1_gen, None), (None, None)]
     got = _device_pairings(backend, curve, pairs)
+    assert got == [pr.pairing(curve, p, q) for p, q in pairs]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_two_warp_pairing_matches_cpu(backend, curve):
+    """pairing.cuh's two-warp Miller loop (one warp makes the lines into the ring, the other takes
+    them: the proof's final phase) on random pairs, the generators, inverse pairs and infinity on
+    either side, the final exponentiation after it."""
+    rng = random.Random(23)
+    pairs = [(g1(curve, rng.randrange(1, curve.r)), g2(curve, rng.randrange(1, curve.r))) for _ in range(4)]
+    k = rng.randrange(1, curve.r)
+    pairs += [(curve.g1_gen, curve.g2_gen), (g1(curve, k), g2(curve, curve.r - 1)), (None, curve.g2_gen),
+              (curve.g1_gen, None), (None, None)]
+    got = _device_pairings(backend, curve, pairs, two_warps=True)
     assert got == [pr.pairing(curve, p, q) for p, q in pairs]
 
 

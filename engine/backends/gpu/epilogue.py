@@ -176,8 +176,9 @@ def launch_mid(mod, args: tuple, side: Stream) -> None:
 
 
 def launch_final(mod, args: tuple, stream: Stream) -> None:
-    """pi_b, the Miller loop of (-pi_a, pi_b), the final exponentiation and the flag."""
-    _launch_phase(mod, TAIL_FINAL, 32, args, stream)
+    """pi_b, the Miller loop of (-pi_a, pi_b), the final exponentiation and the flag: two warps
+    (one makes pi_b's lines, the other consumes them; groth16_check.cuh)."""
+    _launch_phase(mod, TAIL_FINAL, 64, args, stream)
 
 
 class SideStreams:
