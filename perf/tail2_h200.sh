@@ -3,9 +3,12 @@
 # checkout root with carry [".whl", ".kcache"] (both curves' kernels built here by
 # `python scripts/carry_kernels.py build .kcache mine=$PWD`); logs to $OUT.  The latency chains
 # first (a hang in the two warps' hand-on would show there, under its timeout), then the GPU tests
-# of the pairing and the epilogue, then warm proofs (STEPS picks: "lat tests prove bls").
+# of the pairing and the epilogue, then warm proofs (STEPS picks: "lat tests prove bls"; CURVES: the
+# latency chains' and the tests' curves, bn128,bls12381 by default).
 set -u
 STEPS=${STEPS:-lat tests prove}
+CURVES=${CURVES:-bn128,bls12381}
+K=$(echo "$CURVES" | sed 's/,/ or /g')
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
@@ -13,12 +16,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader > "$O
 python3 scripts/carry_kernels.py install .kcache mine="$PWD" >> "$OUT/env.log" 2>&1
 W=/tmp/tail2-bench
 if has lat; then
-  timeout 45 python3 perf/pairing_latency.py > "$OUT/lat.log" 2>&1
+  timeout 45 python3 perf/pairing_latency.py --curves "$CURVES" > "$OUT/lat.log" 2>&1
   echo "rc $?" >> "$OUT/lat.log"
 fi
 if has tests; then
   timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_pairing.py tests/test_gpu_epilogue.py \
-    tests/test_gpu_tail_fake.py > "$OUT/tests.log" 2>&1
+    tests/test_gpu_tail_fake.py -k "$K" > "$OUT/tests.log" 2>&1
   echo "tests rc $?" >> "$OUT/tests.log"
 fi
 if has prove; then
