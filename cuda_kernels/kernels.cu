@@ -547,7 +547,7 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 // Everything that runs the pairing code, as one kernel: ptxas compiles that code once a
 // kernel, so one kernel keeps the build's time (not one copy for each phase, the batched
 // check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
-//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (64), final (64)
+//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (64), final (128)
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
 //     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs;
 //   op 3: the batched check of u1 proofs (64 to 256 threads): p1 proofs, p2 rho, p3 IC points,

@@ -225,7 +225,7 @@ def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     gepi.launch_early(None, tail, None)
     gepi.launch_mid(None, tail, None)
     gepi.launch_final(None, tail, None)
-    for (name, block, args), (phase, threads) in zip(calls, [(0, 128), (1, 64), (2, 64)]):
+    for (name, block, args), (phase, threads) in zip(calls, [(0, 128), (1, 64), (2, 128)]):
         assert name == "groth16_pairing" and block == threads and len(args) == 15
         assert args[0].value == phase and args[1:8] == ("consts", "results", "witness", "tables", "points", "gamma",
                                                          "delta")
