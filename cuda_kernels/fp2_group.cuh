@@ -131,14 +131,21 @@ struct fp2g {
     }
     // Between warps of a block (pairing.cuh's two-warp Miller loop): a word another warp
     // polls, and the fence that orders the stores before it.
-    static __device__ __forceinline__ uint32_t peek(const uint32_t* p) { return *(const volatile uint32_t*)p; }
+    // (On the host, tests run the two warps' code as two threads: acquire and release.)
+    static __device__ __forceinline__ uint32_t peek(const uint32_t* p) {
+#ifdef __CUDA_ARCH__
+        return *(const volatile uint32_t*)p;
+#else
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+    }
     static __device__ __forceinline__ void poke(uint32_t* p, uint32_t v) {
 #ifdef __CUDA_ARCH__
         __threadfence_block();
         __syncwarp();
         if ((threadIdx.x & 31) == 0) *(volatile uint32_t*)p = v;
 #else
-        *p = v;
+        __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
     }
     static __device__ __forceinline__ void wait_for(const uint32_t* p, uint32_t at_least) {
@@ -163,7 +170,7 @@ struct fp2g {
         __shared__ __align__(16) uint32_t slots[BATCH_WARPS][BATCH_MAX * SLOT];
         return slots[threadIdx.x >> 5];
 #else
-        static uint32_t slots[BATCH_MAX * SLOT];
+        static thread_local uint32_t slots[BATCH_MAX * SLOT];  // a host thread stands for a warp
         return slots;
 #endif
     }

@@ -280,9 +280,16 @@ struct pairing_ops {
 #ifdef __CUDA_ARCH__
         return (threadIdx.x >> 5) == 1;
 #else
-        return false;
+        return host_producer();
 #endif
     }
+#ifndef __CUDA_ARCH__
+    // the host's stand-in for "this is warp 1" (tests run the two warps as two threads)
+    static bool& host_producer() {
+        static thread_local bool producer = false;
+        return producer;
+    }
+#endif
     static __device__ __noinline__ F12 cyc_exp_x_duo(const consts& k, const F12& f, uint32_t* duo, uint32_t call) {
         const int n = k.n_naf();
         uint32_t weight = 0;

@@ -58,7 +58,7 @@ def _host_binary(curve, tmp: Path) -> Path:
     if not exe.exists():
         hdr = tmp / f"params_{curve.name}.h"
         hdr.write_text(header)
-        subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'cuda_kernels'}", f"-I{ROOT / 'tests/host'}",
+        subprocess.run(["g++", "-std=c++17", "-O1", "-pthread", f"-I{ROOT / 'cuda_kernels'}", f"-I{ROOT / 'tests/host'}",
                         "-include", str(ROOT / "tests/host/host_field.hpp"), "-include", str(hdr),
                         f"-DHOST_XI0={xi0}", f"-DHOST_D_TWIST={'true' if d_twist else 'false'}",
                         str(ROOT / "tests/host/pairing_host.cpp"), "-o", str(exe)], check=True)
@@ -131,6 +131,19 @@ def test_host_pairing_matches_python(curve, host_tmp):
                  pr.final_exponentiation(curve, pr.miller_loop(curve, [(P, Q), (P2, Q2)])),
                  pr.FQ12_ONE, pr.FQ12_ONE, pr.FQ12_ONE]
     assert _run_host(curve, host_tmp, cmds) == want
+
+
+def test_host_two_warp_pairing_matches_python(curve, host_tmp):
+    """pairing.cuh's two-warp Miller loop and final exponentiation (the ring of lines, the duo's
+    powers of x), two host threads standing for the two warps: random pairs, an inverse pair, the
+    generators, infinity on either side."""
+    rng = random.Random(15)
+    pairs = [(g1(curve, rng.randrange(1, curve.r)), g2(curve, rng.randrange(1, curve.r))) for _ in range(3)]
+    k = rng.randrange(1, curve.r)
+    pairs += [(curve.g1_gen, curve.g2_gen), (g1(curve, k), g2(curve, curve.r - 1)), (None, curve.g2_gen),
+              (curve.g1_gen, None)]
+    got = _run_host(curve, host_tmp, [("pair2", _pair_vals(P, Q)) for P, Q in pairs])
+    assert got == [pr.pairing(curve, P, Q) for P, Q in pairs]
 
 
 def test_host_pairing_is_bilinear_against_fixture_alphabeta(curve, host_tmp):
