@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# h13tail2's device call (the tail on two warps, the tower's additions over the lanes): from the
-# checkout root with carry [".whl", ".kcache"] (both curves' kernels built here by
-# `python scripts/carry_kernels.py build .kcache mine=$PWD`); logs to $OUT.  The latency chains
+# h13tail2's device call (the tail on four warps, the tower's additions over the lanes): from the
+# root of a tree holding .whl/ and .kcache/ (both curves' kernels built by
+# `python scripts/carry_kernels.py build .kcache mine=$PWD`); the run tool sends the session's
+# checkout, so a helper's tree travels as a copy in an ignored folder of it (carry
+# [".wt/NAME"], then `cd .wt/NAME`); logs to $OUT.  The latency chains
 # first (a hang in the two warps' hand-on would show there, under its timeout), then the GPU tests
 # of the pairing and the epilogue, then warm proofs (STEPS picks: "lat tests prove bls"; CURVES: the
 # latency chains' and the tests' curves, bn128,bls12381 by default).
