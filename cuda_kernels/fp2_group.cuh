@@ -100,12 +100,77 @@ struct fp2g {
         __device__ __forceinline__ fp2g get(int j) const { return load(s + j * SLOT); }
         __device__ __forceinline__ void run(int k) { run_batch(k); }
     };
+
+    // ---- parts: the additions around a batch's products split over the lanes.  The tower's
+    // operations are a few like computations on different values (an Fq12 product's three
+    // Fq6 products, a cyclotomic squaring's three Fq4 squarings); run by every lane on the same
+    // values, their additions (~26 instructions each) cost as many issue slots as one thread's.
+    // So lane group q = part(n) of n (lanes 32q/n ..) computes only part q, with the same
+    // instructions as the others on its own values (pick() selects them: data, not branches),
+    // and hands its result on through the slots (exchange: sync, store, sync, load, sync).
+    // On the host the parts run one after another (for_parts).
+    static __device__ __forceinline__ int part(int n) {
+#ifdef __CUDA_ARCH__
+        return (int)(((threadIdx.x & 31) * (uint32_t)n) >> 5);
+#else
+        return 0;
+#endif
+    }
+    template <int NP, class Body>
+    static __device__ __forceinline__ void for_parts(Body&& body) {
+#ifdef __CUDA_ARCH__
+        body(part(NP));
+#else
+        for (int q = 0; q < NP; q++) body(q);
+#endif
+    }
+    static __device__ __forceinline__ void warp_sync() {
+#ifdef __CUDA_ARCH__
+        __syncwarp();
+#endif
+    }
+    // Between warps of a block (pairing.cuh's two-warp Miller loop): a word another warp
+    // polls, and the fence that orders the stores before it.
+    // (On the host, tests run the two warps' code as two threads: acquire and release.)
+    static __device__ __forceinline__ uint32_t peek(const uint32_t* p) {
+#ifdef __CUDA_ARCH__
+        return *(const volatile uint32_t*)p;
+#else
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+    }
+    static __device__ __forceinline__ void poke(uint32_t* p, uint32_t v) {
+#ifdef __CUDA_ARCH__
+        __threadfence_block();
+        __syncwarp();
+        if ((threadIdx.x & 31) == 0) *(volatile uint32_t*)p = v;
+#else
+        __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+    }
+    static __device__ __forceinline__ void wait_for(const uint32_t* p, uint32_t at_least) {
+        while (peek(p) < at_least) {
+        }
+#ifdef __CUDA_ARCH__
+        __threadfence_block();
+#endif
+    }
+    // q = 0, 1, 2: a, b, c (selects per word).
+    static __device__ __forceinline__ F pick(int q, const F& a, const F& b, const F& c) {
+        F r;
+#pragma unroll
+        for (int j = 0; j < F::N; j++) r.v[j] = q == 0 ? a.v[j] : q == 1 ? b.v[j] : c.v[j];
+        return r;
+    }
+    static __device__ __forceinline__ fp2g pick(int q, const fp2g& a, const fp2g& b, const fp2g& c) {
+        return {pick(q, a.c0, b.c0, c.c0), pick(q, a.c1, b.c1, c.c1)};
+    }
     static __device__ __forceinline__ uint32_t* scratch() {
 #ifdef __CUDA_ARCH__
         __shared__ __align__(16) uint32_t slots[BATCH_WARPS][BATCH_MAX * SLOT];
         return slots[threadIdx.x >> 5];
 #else
-        static uint32_t slots[BATCH_MAX * SLOT];
+        static thread_local uint32_t slots[BATCH_MAX * SLOT];  // a host thread stands for a warp
         return slots;
 #endif
     }

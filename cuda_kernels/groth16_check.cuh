@@ -1,9 +1,9 @@
 // The Groth16 check on the device (spec §6), for one proof or a batch of one key's proofs.
 //
 // One proof: e(-pi_a, pi_b) e(L, gamma2) e(pi_c, delta2) == e(alpha1, beta2)^-1, the three
-// Miller loops in the three phases below as soon as their points exist (pi_b's lines made on
-// the fly, gamma2's and delta2's prepared per key), then the product and the final
-// exponentiation against the key's target.  The epilogue (the proof's points) is assembled
+// Miller loops side by side in the final phase (pi_b's lines made on the fly, gamma2's and
+// delta2's prepared per key), then the product and the final exponentiation against the
+// key's target.  The epilogue (the proof's points) is assembled
 // by the same phases.
 // A batch of n (random 128-bit rho_j from the host):
 //   prod_j e(-rho_j pi_a_j, pi_b_j) e(sum rho_j L_j, gamma2) e(sum rho_j pi_c_j, delta2)
@@ -34,15 +34,14 @@ struct groth16_check_ops {
 
     // ---- one proof, in three phases (one block each), ordered by the pipeline's streams:
     //   early (beside evaluate/NTT/MSMs: needs only the witness, r, s): the table products
-    //     r delta1, s alpha1, rs delta1, r beta1, s delta2; L = IC_0 + sum pub_i IC_i; the
-    //     Miller loop of (L, gamma2)
-    //   mid (beside the B2 MSM: needs A, B1, C, H): s A, r B1; pi_a and pi_c; the Miller
-    //     loop of (pi_c, delta2)
-    //   final (after the B2 MSM): pi_b; the Miller loop of (-pi_a, pi_b) with pi_b's lines
-    //     made on the fly; the product of the three, the final exponentiation, the flag.
+    //     r delta1, s alpha1, rs delta1, r beta1, s delta2; L = IC_0 + sum pub_i IC_i
+    //   mid (beside the B2 MSM: needs A, B1, C, H): s A, r B1; pi_a and pi_c
+    //   final (after the B2 MSM): pi_b; the Miller loops of (-pi_a, pi_b) (pi_b's lines made
+    //     on the fly), (L, gamma2) and (pi_c, delta2) side by side; their product, the final
+    //     exponentiation, the flag.
     // `results`: the five MSM sums (XYZZ, slots of slot_words: A, B1, B2, C, H), then `out`:
     // pi_a, pi_b, pi_c, L (affine) and the flag word (4 words), then the scratch the phases
-    // hand on: the five table products (XYZZ) and the two Miller values.
+    // hand on: the five table products (XYZZ).
     typedef xyzz<decltype(A1::x)> X1;
     typedef xyzz<decltype(A2::x)> X2;
     typedef xyzz_warp<decltype(A1::x)> WX1;  // the same points, a whole warp per product
@@ -77,7 +76,6 @@ struct groth16_check_ops {
         __device__ __forceinline__ uint32_t* flag() const { return out() + 3 * W1 + W2; }
         __device__ __forceinline__ uint32_t* fixed1(int i) const { return flag() + 4 + i * X1::WORDS; }
         __device__ __forceinline__ uint32_t* fixed2() const { return fixed1(4); }
-        __device__ __forceinline__ uint32_t* miller(int i) const { return fixed2() + X2::WORDS + i * F12::WORDS; }
         __device__ __forceinline__ const uint32_t* scalar(int i) const { return witness + 8ull * n_wires + 8 * i; }
         __device__ __forceinline__ const uint32_t* ic(uint32_t i) const { return points + 2 * W1 + W2 + i * W1; }
         __device__ __forceinline__ const uint32_t* slot(int i) const { return results + (uint64_t)i * slot_words; }
@@ -85,11 +83,11 @@ struct groth16_check_ops {
 
     // 128 threads: warp 0 the four G1 table products (a thread each), warp 1 the G2 one (the
     // whole warp), warps 2-3 the IC products (up to WARP_IC_MAX public inputs a warp each, in
-    // turn; beyond, a thread each); then L, then (L, gamma2) on warp 0 (the pairing code takes
-    // a whole warp).
+    // turn; beyond, a thread each); then L.  (L's Miller loop runs in the final phase, beside
+    // pi_b's: at small sizes the early and mid phases, one after the other on the side stream,
+    // were the proof's longest chain.)
     static __device__ void tail_early(const tail_args& a) {
         uint32_t(*var_l)[X1::WORDS] = reinterpret_cast<uint32_t(*)[X1::WORDS]>(pool());
-        uint32_t* l_aff = pool() + 64 * X1::WORDS;
         const uint32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
         const uint32_t* tab1 = a.tables;
         if (warp == 0 && lane < 4) {  // r delta1, s alpha1, rs delta1, r beta1
@@ -117,22 +115,14 @@ struct groth16_check_ops {
         if (tid == 0) {
             X1 acc = X1::from_affine(A1::load(a.ic(0)));
             for (uint32_t v = 0; v < 64; v++) acc.add(X1::load(var_l[v]));  // unused lanes hold infinity
-            const A1 L = tail_affine(acc);
-            L.store(a.out() + 2 * W1 + W2);
-            L.store(l_aff);
-        }
-        __syncthreads();
-        if (tid < 32) {
-            const F12 f = pair_prepared(consts_of(a), A1::load(l_aff), a.gamma_lines);
-            if (tid == 0) f.store(a.miller(0));
+            tail_affine(acc).store(a.out() + 2 * W1 + W2);
         }
     }
 
     // 64 threads: warps 0, 1 s A and r B1 (a warp each); then pi_a (thread 32) and pi_c
-    // (thread 0); then (pi_c, delta2) on warp 0.
+    // (thread 0).  (pi_c's Miller loop runs in the final phase.)
     static __device__ void tail_mid(const tail_args& a) {
         uint32_t(*var_c)[X1::WORDS] = reinterpret_cast<uint32_t(*)[X1::WORDS]>(pool());
-        uint32_t* c_aff = pool() + 2 * X1::WORDS;
         const uint32_t tid = threadIdx.x, warp = tid >> 5;
         const X1 prod = WX1::var_base_mul(X1::load(a.slot(warp)), a.scalar(warp == 0 ? 1 : 0));
         if ((tid & 31) == 0) prod.store(var_c[warp]);
@@ -148,30 +138,60 @@ struct groth16_check_ops {
             for (int i = 1; i < 4; i++) acc.add(X1::load(a.fixed1(i)));
             acc.add(X1::load(var_c[0]));
             acc.add(X1::load(var_c[1]));
-            const A1 c = tail_affine(acc);
-            c.store(a.out() + W1 + W2);
-            c.store(c_aff);
-        }
-        __syncthreads();
-        if (tid < 32) {
-            const F12 f = pair_prepared(consts_of(a), A1::load(c_aff), a.delta_lines);
-            if (tid == 0) f.store(a.miller(1));
+            tail_affine(acc).store(a.out() + W1 + W2);
         }
     }
 
-    // One warp: pi_b, (-pi_a, pi_b), the product, the final exponentiation.
+    // 128 threads, four warps.  Warp 1 makes pi_b, then the lines of (-pi_a, pi_b) into the
+    // ring (pairing.cuh's two-warp Miller loop), which warp 0 consumes; beside them warps 2 and
+    // 3 run the Miller loops of (L, gamma2) and (pi_c, delta2) on their prepared lines, warp 2
+    // multiplies the two and hands the product on (the hold's words).  Then warp 0 hands f to
+    // warp 1 and both run the final exponentiation, the powers of x on the two (the duo).
+    // The ring's hand-on word: 1 = pi_b's lines come, 2 = a point at infinity (the pair
+    // contributes 1).  Hold: [0] warp 3's value posted, [1] the product posted; from word 4
+    // warp 3's value, then the product.
+    static constexpr int HOLD_WORDS = 4 + 2 * F12::WORDS;
+    static_assert(PO::RING_WORDS + PO::DUO_WORDS + HOLD_WORDS <= POOL_WORDS, "the ring, the duo, the hold fit the pool");
     static __device__ void tail_final(const tail_args& a) {
-        const uint32_t tid = threadIdx.x;
-        if (tid >= 32) return;
-        X2 acc = X2::load(a.slot(2));  // pi_b = beta2 + B2 + s delta2
-        acc.add(A2::load(a.points + 2 * W1));
-        acc.add(X2::load(a.fixed2()));
-        const A2 pi_b = tail_affine(acc);
-        if (tid == 0) pi_b.store(a.out() + W1);
+        const uint32_t tid = threadIdx.x, warp = tid >> 5;
+        uint32_t *ring = pool(), *duo = ring + PO::RING_WORDS, *hold = duo + PO::DUO_WORDS;
+        if (tid < 4) ring[tid] = duo[tid] = hold[tid] = 0;
+        __syncthreads();
         const consts k = consts_of(a);
-        F12 f = pair_fly(k, A1::load(a.out()).neg(), pi_b);
-        f = f * F12::load(a.miller(0)) * F12::load(a.miller(1));
-        const bool ok = PO::final_exp(k, f) == F12::load(a.target);
+        if (warp >= 4) return;
+        if (warp >= 2) {  // the prepared pairs
+            const F12 f = warp == 2 ? pair_prepared(k, A1::load(a.out() + 2 * W1 + W2), a.gamma_lines)
+                                    : pair_prepared(k, A1::load(a.out() + W1 + W2), a.delta_lines);
+            if (warp == 3) {
+                f.store(hold + 4);
+                F2::poke(hold, 1);
+                return;
+            }
+            F2::wait_for(hold, 1);
+            const F12 m = f * F12::load(hold + 4);
+            m.store(hold + 4 + F12::WORDS);
+            F2::poke(hold + 1, 1);
+            return;
+        }
+        const A1 p = A1::load(a.out()).neg();
+        if (warp == 1) {
+            X2 acc = X2::load(a.slot(2));  // pi_b = beta2 + B2 + s delta2
+            acc.add(A2::load(a.points + 2 * W1));
+            acc.add(X2::load(a.fixed2()));
+            const A2 pi_b = tail_affine(acc);
+            if (tid == 32) pi_b.store(a.out() + W1);
+            const bool inf = p.is_inf() || pi_b.is_inf();
+            PO::ring_post(ring, inf ? 2u : 1u);
+            if (!inf) PO::produce_lines(k, p.x, p.y, F2{pi_b.x.c0, pi_b.x.c1}, F2{pi_b.y.c0, pi_b.y.c1}, ring);
+            PO::final_exp(k, PO::duo_wait(duo), duo);
+            return;
+        }
+        PO::ring_wait(ring);
+        F12 f = F2::peek(ring + 2) == 1u ? PO::consume_lines(k, ring) : F12::one();
+        F2::wait_for(hold + 1, 1);
+        f = f * F12::load(hold + 4 + F12::WORDS);
+        PO::duo_post(duo, f);
+        const bool ok = PO::final_exp(k, f, duo) == F12::load(a.target);
         if (tid == 0) *a.flag() = ok ? 1u : 0u;
     }
     static __device__ __forceinline__ consts consts_of(const tail_args& a) { return PO::make_consts(a.consts); }

@@ -379,7 +379,11 @@ extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_
 //     squaring, 5: XYZZ doubling (G1, one thread's), 6: Fq12 squaring, 7: product by a line,
 //     8: doubling step of the twist point with its line, 9: addition step, 10: a batch of ten
 //     Fq2 products, 11: Miller loop with lines on the fly, 12: final exponentiation, 13: G1
-//     doubling (curve_warp.cuh), 14: G1 addition (curve_warp.cuh), 15: binary inversion.
+//     doubling (curve_warp.cuh), 14: G1 addition (curve_warp.cuh), 15: binary inversion,
+//     16: Miller loop on two warps (pairing.cuh: warp 1 makes the lines, warp 0 takes them),
+//     17: final exponentiation on two warps (pairing.cuh's duo); 16 and 17: 64 threads.
+//   op 13: pairing(a[item] G1, b[item] G2) with the two-warp Miller loop and final
+//     exponentiation (the final phase's): a block of 64 threads an item.
 // Outputs are stored by each warp's lane 0.  32 threads an item, at most 256 a block.
 __device__ __forceinline__ void perf_chain(uint32_t* out, uint32_t iters, uint32_t mode, const uint32_t* consts) {
     uint64_t t0 = clock64(), g0;
@@ -436,6 +440,25 @@ __device__ __forceinline__ void perf_chain(uint32_t* out, uint32_t iters, uint32
         a.v[0] ^= 12345u;
         for (uint32_t i = 0; i < iters; i++) a = inverse_binary(a) + fqi_t::one();
         acc = a.v[0];
+    } else if (mode == 17) {
+        uint32_t* duo = CHECK::pool();
+        for (uint32_t i = 0; i < iters; i++) {
+            if (threadIdx.x < 4) duo[threadIdx.x] = 0;
+            __syncthreads();
+            x = PAIR::final_exp(k, x * y, duo);
+            __syncthreads();
+        }
+        acc = x.c0.c0.c0.v[0];
+    } else if (mode == 16) {
+        uint32_t* ring = CHECK::pool();
+        for (uint32_t i = 0; i < iters; i++) {
+            if (threadIdx.x == 0) ring[0] = ring[1] = ring[2] = 0;
+            __syncthreads();
+            if (threadIdx.x >= 32) PAIR::produce_lines(k, u.c0, v.c1, u, v, ring);
+            else x = PAIR::consume_lines(k, ring) * x;
+            __syncthreads();
+        }
+        acc = x.c0.c0.c0.v[0];
     } else {
         for (uint32_t i = 0; i < iters; i++)
             x = mode == 11 ? PAIR::miller_on_the_fly(k, u.c0, v.c1, u, v) * x : PAIR::final_exp(k, x * y);
@@ -456,7 +479,31 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
     const uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const bool writer = (threadIdx.x & 31) == 0;
     if (op >= 16) {
-        if (i == 0) perf_chain(out, n, op - 16, consts);
+        if (blockIdx.x == 0 && threadIdx.x < (op == 32 || op == 33 ? 64u : 32u)) perf_chain(out, n, op - 16, consts);
+        return;
+    }
+    if (op == 13) {  // two warps a pair (the final phase's Miller loop), then the final exponentiation
+        if (blockDim.x < 64 || threadIdx.x >= 64) return;  // (all of a block's threads take the same path)
+        const uint32_t j = blockIdx.x;
+        uint32_t *ring = CHECK::pool(), *duo = ring + PAIR::RING_WORDS;
+        if (threadIdx.x < 4) ring[threadIdx.x] = duo[threadIdx.x] = 0;
+        __syncthreads();
+        if (j >= n) return;
+        const PAIR::consts k = PAIR::make_consts(consts);
+        const g1i_aff p = g1i_aff::load(a + (uint64_t)j * g1i_aff::WORDS);
+        const g2i_aff q = g2i_aff::load(b + (uint64_t)j * g2i_aff::WORDS);
+        if (threadIdx.x >= 32) {
+            const bool inf = p.is_inf() || q.is_inf();
+            PAIR::ring_post(ring, inf ? 2u : 1u);
+            if (!inf) PAIR::produce_lines(k, p.x, p.y, F2{q.x.c0, q.x.c1}, F2{q.y.c0, q.y.c1}, ring);
+            PAIR::final_exp(k, PAIR::duo_wait(duo), duo);
+            return;
+        }
+        PAIR::ring_wait(ring);
+        const F12 f = F2::peek(ring + 2) == 1u ? PAIR::consume_lines(k, ring) : F12::one();
+        PAIR::duo_post(duo, f);
+        const F12 r = PAIR::final_exp(k, f, duo);
+        if (writer) r.store(out + (uint64_t)j * F12::WORDS);
         return;
     }
     if (op == 12) {
@@ -505,7 +552,7 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 // Everything that runs the pairing code, as one kernel: ptxas compiles that code once a
 // kernel, so one kernel keeps the build's time (not one copy for each phase, the batched
 // check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
-//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (64), final (32)
+//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (64), final (128)
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
 //     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs; a grid of k blocks runs
 //     the phase of k proofs, block j's results and witness at p1 + j u4 and p2 + j u5 words

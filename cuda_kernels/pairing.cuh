@@ -193,11 +193,11 @@ struct pairing_ops {
                     const line l = get_line(li++);
                     i++;
                     batch bt;
-                    F12::put_sqr(bt, 0, f);
-                    bt.put(12, l.ly, embed(yp)), bt.put(13, l.lx, embed(xp));
-                    bt.run(14);
-                    f = F12::get_sqr(bt, 0);
-                    const line scaled = {bt.get(12), bt.get(13), l.lc};
+                    F12::put_sqr(bt, f);
+                    bt.put(18, l.ly, embed(yp)), bt.put(19, l.lx, embed(xp));
+                    bt.run(20);
+                    const line scaled = {bt.get(18), bt.get(19), l.lc};
+                    f = F12::get_mul(bt);
                     if (!l.vertical()) f = mul_scaled_line(f, scaled);
                 } else {
                     f = f.sqr();
@@ -229,6 +229,108 @@ struct pairing_ops {
         return f;
     }
 
+    // ---- the Miller loop of one pair on two warps of a block: the producer warp makes Q's
+    // lines (the twist's steps, ly and lx scaled by yP and xP) into a ring of RING_LINES in
+    // shared memory, the consumer warp squares f and multiplies the lines in as they come, so
+    // the twist's steps leave the chain (it waits on a squaring and a product by a line a
+    // step, not on the step too).  Ring words: [0] lines made, [1] lines taken, [2] a word
+    // the caller hands on between the warps (ring_post / ring_wait), lines from word 4.  The
+    // caller zeroes words 0-2 and syncs the block before either warp starts.
+    static constexpr int RING_LINES = 16, RING_WORDS = 4 + RING_LINES * line::WORDS;
+    static __device__ __forceinline__ void ring_post(uint32_t* ring, uint32_t v) { F2::poke(ring + 2, v); }
+    static __device__ __forceinline__ void ring_wait(uint32_t* ring) { F2::wait_for(ring + 2, 1); }
+    static __device__ __noinline__ void produce_lines(const consts& k, const F& xp, const F& yp, const F2& xq,
+                                                      const F2& yq, uint32_t* ring) {
+        lines(k, xq, yq, xp, yp, [ring](int i, const line& l) {
+            if (i >= RING_LINES) F2::wait_for(ring + 1, (uint32_t)(i - RING_LINES + 1));  // its slot taken
+            l.store(ring + 4 + (i % RING_LINES) * line::WORDS);
+            F2::poke(ring, (uint32_t)(i + 1));
+        });
+    }
+    static __device__ __noinline__ F12 consume_lines(const consts& k, uint32_t* ring) {
+        F12 f = F12::one();
+        int li = 0;
+        const int n = k.n_ops();
+#pragma unroll 1
+        for (int i = 0; i < n; i++) {
+            if (k.op(i) == pairing_layout::SQUARE) {
+                f = f.sqr();
+                continue;
+            }
+            F2::wait_for(ring, (uint32_t)(li + 1));
+            const line l = line::load(ring + 4 + (li % RING_LINES) * line::WORDS);
+            li++;
+            F2::poke(ring + 1, (uint32_t)li);
+            if (!l.vertical()) f = mul_scaled_line(f, l);
+        }
+        return f;
+    }
+
+    // ---- f^x on two warps of a block (the final phase's final exponentiation): the producer
+    // warp squares (s_0 = f, s_(i+1) = s_i^2, NAF digits d_i of |x| from the least significant)
+    // and hands s_i^(d_i) on through the duo's ring for each d_i != 0; the consumer multiplies
+    // them together.  So the chain waits on the squarings and one product, not on a product a
+    // digit too.  Duo words: [0] powers made, [1] taken, [2] results posted, [3] the caller's
+    // hand-on word (duo_post / duo_wait); from word 4 DUO_SLOTS powers, then the result.  The
+    // counts run on over the calls of one final exponentiation (call c's powers are numbered
+    // from c * weight).  Both warps run the rest of the exponentiation alike, on the same values.
+    static constexpr int DUO_SLOTS = 8, DUO_WORDS = 4 + (DUO_SLOTS + 1) * F12::WORDS;
+    static __device__ __forceinline__ uint32_t* duo_value(uint32_t* duo, int i) { return duo + 4 + i * F12::WORDS; }
+    static __device__ __forceinline__ bool duo_producer() {
+#ifdef __CUDA_ARCH__
+        return (threadIdx.x >> 5) == 1;
+#else
+        return host_producer();
+#endif
+    }
+#ifndef __CUDA_ARCH__
+    // the host's stand-in for "this is warp 1" (tests run the two warps as two threads)
+    static bool& host_producer() {
+        static thread_local bool producer = false;
+        return producer;
+    }
+#endif
+    static __device__ __noinline__ F12 cyc_exp_x_duo(const consts& k, const F12& f, uint32_t* duo, uint32_t call) {
+        const int n = k.n_naf();
+        uint32_t weight = 0;
+        for (int i = 0; i < n; i++) weight += k.naf(i) != 0;
+        uint32_t j = call * weight;
+        if (duo_producer()) {
+            F12 s = f;
+#pragma unroll 1
+            for (int i = 0; i < n; i++) {
+                if (i > 0) s = s.cyc_sqr();
+                const int d = k.naf(i);
+                if (d == 0) continue;
+                if (j >= DUO_SLOTS) F2::wait_for(duo + 1, j - DUO_SLOTS + 1);  // its slot taken
+                (d == 1 ? s : s.conj()).store(duo_value(duo, j % DUO_SLOTS));
+                F2::poke(duo, ++j);
+            }
+            F2::wait_for(duo + 2, call + 1);
+            return F12::load(duo_value(duo, DUO_SLOTS));
+        }
+        F12 acc = F12::one();
+#pragma unroll 1
+        for (uint32_t t = 0; t < weight; t++, j++) {
+            F2::wait_for(duo, j + 1);
+            const F12 x = F12::load(duo_value(duo, j % DUO_SLOTS));
+            F2::poke(duo + 1, j + 1);
+            acc = t == 0 ? x : acc * x;
+        }
+        if (k.x_neg()) acc = acc.conj();
+        acc.store(duo_value(duo, DUO_SLOTS));
+        F2::poke(duo + 2, call + 1);
+        return acc;
+    }
+    static __device__ __forceinline__ void duo_post(uint32_t* duo, const F12& f) {
+        f.store(duo_value(duo, DUO_SLOTS));
+        F2::poke(duo + 3, 1);
+    }
+    static __device__ __forceinline__ F12 duo_wait(uint32_t* duo) {
+        F2::wait_for(duo + 3, 1);
+        return F12::load(duo_value(duo, DUO_SLOTS));
+    }
+
     // ---- final exponentiation (see engine/algebra/pairing.py for the chains)
     // f^x (x the curve parameter, signed) for f in the cyclotomic subgroup.
     static __device__ __noinline__ F12 cyc_exp_x(const consts& k, const F12& f) {
@@ -250,7 +352,13 @@ struct pairing_ops {
         return f.frob(g, power & 1);
     }
     // Out of line (like the Miller loops): each gets its own registers, not a share of a kernel's.
-    static __device__ __noinline__ F12 final_exp(const consts& k, F12 f) {
+    // duo: null on one warp; else both warps of a block call it with the same f, the powers
+    // of x on the two (cyc_exp_x_duo), the duo's words zeroed by the caller.
+    static __device__ __noinline__ F12 final_exp(const consts& k, F12 f, uint32_t* duo = nullptr) {
+        uint32_t calls = 0;
+        auto cyc_exp_x = [&k, duo, &calls](const consts&, const F12& g) {
+            return duo ? cyc_exp_x_duo(k, g, duo, calls++) : pairing_ops::cyc_exp_x(k, g);
+        };
         f = f.conj() * f.inverse();  // easy part: (q^6 - 1)(q^2 + 1)
         f = frob(k, f, 2) * f;
         if constexpr (D_TWIST) {  // BN: the chain for 2u(6u^2+3u+1) (q^4 - q^2 + 1)/r

@@ -4,14 +4,18 @@
 // Layout and formulas follow engine/algebra/pairing.py (the CPU oracle), so an Fq12 is
 // ((a0, a1, a2), (b0, b1, b2)) = a + b w, the layout of snarkjs's vk_alphabeta_12; in the
 // w-basis its coefficients are (a0, b0, a1, b1, a2, b2).  Values are Montgomery, reduced.
-// Everything is __host__ __device__-clean (no intrinsics here), so tests compile it with g++
+// Everything is __host__ __device__-clean (the parts' warp exchanges sit under __CUDA_ARCH__,
+// their host path beside them: the parts one after another), so tests compile it with g++
 // over a host field and check it against the Python reference before any device time.
 //
 // The products: F2 is fp2_group.cuh's fp2g, whose batches multiply up to twenty independent
 // Fq2 pairs with the whole warp in the time of one or two base-field products.  So each
 // operation here is written as put (its independent Fq2 products into one batch), run, get
 // (the additions that combine them): an Fq12 product is 18 Fq2 products in one batch (two
-// rounds), a squaring 12, a cyclotomic squaring 6, a product by a line 13.  Operations
+// rounds), a squaring 18 (as a product), a cyclotomic squaring 6, a product by a line 15.
+// The additions around the products are split over the lanes too (fp2_group.cuh's parts):
+// each of three lane groups combines one of the operation's like pieces (an Fq6 product of
+// Karatsuba, an Fq4 squaring), and the exchange hands the pieces to every lane.  Operations
 // that put into a batch take its first slot `at` so that callers can fill one batch
 // with the products of several operations.
 #pragma once
@@ -47,6 +51,12 @@ struct fp6 {
     __device__ __forceinline__ fp6 mul_v() const { return {mul_xi(c2), c0, c1}; }
 
     typedef typename F2::batch batch;
+    static __device__ __forceinline__ fp6 pick(int q, const fp6& a, const fp6& b, const fp6& c) {
+        return {F2::pick(q, a.c0, b.c0, c.c0), F2::pick(q, a.c1, b.c1, c.c1), F2::pick(q, a.c2, b.c2, c.c2)};
+    }
+    __device__ __forceinline__ void store(uint32_t* p) const {
+        c0.store(p), c1.store(p + F2::WORDS), c2.store(p + 2 * F2::WORDS);
+    }
     // Karatsuba over three coefficients: six Fq2 products, slots at .. at + 5.
     static __device__ __forceinline__ void put_mul(batch& bt, int at, const fp6& a, const fp6& b) {
         bt.put(at, a.c0, b.c0), bt.put(at + 1, a.c1, b.c1), bt.put(at + 2, a.c2, b.c2);
@@ -109,37 +119,61 @@ struct fp12 {
     __device__ __forceinline__ bool is_one() const { return *this == one(); }
 
     typedef typename F2::batch batch;
-    // Karatsuba: three Fq6 products, 18 Fq2 products in one batch (slots at .. at + 17).
-    static __device__ __forceinline__ void put_mul(batch& bt, int at, const fp12& a, const fp12& b) {
-        F6::put_mul(bt, at, a.c0, b.c0);
-        F6::put_mul(bt, at + 6, a.c1, b.c1);
-        F6::put_mul(bt, at + 12, a.c0 + a.c1, b.c0 + b.c1);
-    }
-    static __device__ __forceinline__ fp12 get_mul(const batch& bt, int at) {
-        const F6 t0 = F6::get_mul(bt, at), t1 = F6::get_mul(bt, at + 6), m = F6::get_mul(bt, at + 12);
+    // An Fq12 product, squaring or product by a line is Karatsuba over w: t0 = a0 b0, t1 = a1 b1,
+    // m = (a0 + a1)(b0 + b1), then a b = (t0 + v t1) + (m - t0 - t1) w.  The three Fq6 products
+    // are fp2_group.cuh's parts: part q puts product q (slots 6q .. 6q + 5, or 5q .. 5q + 4 for
+    // a sparse one), the batch runs them (two rounds), part q combines its own Fq6 and the
+    // exchange hands the three on.  So a lane's additions are one Fq6 product's, not three.
+    static constexpr int X6 = 3 * F2::WORDS + 4;  // exchange: part q's Fq6 at q * X6 (banks apart)
+    template <class Get>
+    static __device__ __forceinline__ fp12 combine(batch& bt, Get&& get) {
+#ifdef __CUDA_ARCH__
+        const int q = F2::part(3);
+        const F6 mine = get(q);
+        __syncwarp();
+        mine.store(bt.s + q * X6);
+        __syncwarp();
+        const uint32_t* s = bt.s;
+        auto ld = [s](int i, int j) { return F2::load(s + i * X6 + j * F2::WORDS); };
+        const fp12 r = {{ld(0, 0) + F6::mul_xi(ld(1, 2)), ld(0, 1) + ld(1, 0), ld(0, 2) + ld(1, 1)},
+                        {ld(2, 0) - ld(0, 0) - ld(1, 0), ld(2, 1) - ld(0, 1) - ld(1, 1), ld(2, 2) - ld(0, 2) - ld(1, 2)}};
+        __syncwarp();
+        return r;
+#else
+        const F6 t0 = get(0), t1 = get(1), m = get(2);
         return {t0 + t1.mul_v(), m - t0 - t1};
+#endif
+    }
+    // The products of a b (18 slots from 0), the products of a^2 (the same, b = a).
+    static __device__ __forceinline__ void put_mul(batch& bt, const fp12& a, const fp12& b) {
+        const F6 sa = a.c0 + a.c1, sb = b.c0 + b.c1;
+        F2::template for_parts<3>([&](int q) {
+            F6::put_mul(bt, 6 * q, F6::pick(q, a.c0, a.c1, sa), F6::pick(q, b.c0, b.c1, sb));
+        });
+    }
+    static __device__ __forceinline__ void put_sqr(batch& bt, const fp12& a) {
+        const F6 sa = a.c0 + a.c1;
+        F2::template for_parts<3>([&](int q) {
+            const F6 x = F6::pick(q, a.c0, a.c1, sa);
+            F6::put_mul(bt, 6 * q, x, x);
+        });
+    }
+    static __device__ __forceinline__ fp12 get_mul(batch& bt) {
+        return combine(bt, [&bt](int q) { return F6::get_mul(bt, 6 * q); });
     }
     friend __device__ __noinline__ fp12 operator*(const fp12& a, const fp12& b) {
         batch bt;
-        put_mul(bt, 0, a, b);
+        put_mul(bt, a, b);
         bt.run(18);
-        return get_mul(bt, 0);
+        return get_mul(bt);
     }
-    // (A0 + A1 w)^2 = (A0 + A1)(A0 + v A1) - t - v t + 2t w, t = A0 A1: two Fq6 products
-    // (12 slots).
-    static __device__ __forceinline__ void put_sqr(batch& bt, int at, const fp12& a) {
-        F6::put_mul(bt, at, a.c0, a.c1);
-        F6::put_mul(bt, at + 6, a.c0 + a.c1, a.c0 + a.c1.mul_v());
-    }
-    static __device__ __forceinline__ fp12 get_sqr(const batch& bt, int at) {
-        const F6 t = F6::get_mul(bt, at), u = F6::get_mul(bt, at + 6);
-        return {u - t - t.mul_v(), t.dbl()};
-    }
+    // (as a product: its additions split over the parts like a product's; the same two rounds
+    // as the two-Fq6-product squaring)
     __device__ __noinline__ fp12 sqr() const {
         batch bt;
-        put_sqr(bt, 0, *this);
-        bt.run(12);
-        return get_sqr(bt, 0);
+        put_sqr(bt, *this);
+        bt.run(18);
+        return get_mul(bt);
     }
     __device__ __forceinline__ fp12 conj() const { return {c0, c1.neg()}; }
     __device__ fp12 inverse() const {
@@ -167,21 +201,37 @@ struct fp12 {
         n = bt.get(at + 1) - m - F6::mul_xi(m);  // x^2 + xi y^2
         d = m.dbl();                             // 2xy
     }
+    // Part q squares pair q, (z0, z1), (z2, z3) or (z4, z5), and forms two of the outputs:
+    // 3 t - 2 z into c0.c_q, 3 t' + 2 z' into c1.c_(q+1 mod 3) (t' = xi t5 for part 2).
     __device__ __noinline__ fp12 cyc_sqr() const {
         const F2 &z0 = c0.c0, &z4 = c0.c1, &z3 = c0.c2, &z2 = c1.c0, &z1 = c1.c1, &z5 = c1.c2;
-        F2 t0, t1, t2, t3, t4, t5;
         batch bt;
-        put_sq4(bt, 0, z0, z1);
-        put_sq4(bt, 2, z2, z3);
-        put_sq4(bt, 4, z4, z5);
+        F2::template for_parts<3>([&](int q) { put_sq4(bt, 2 * q, F2::pick(q, z0, z2, z4), F2::pick(q, z1, z3, z5)); });
         bt.run(6);
-        get_sq4(bt, 0, t0, t1);
-        get_sq4(bt, 2, t2, t3);
-        get_sq4(bt, 4, t4, t5);
-        auto three_minus = [](const F2& t, const F2& z) { return (t - z).dbl() + t; };  // 3t - 2z
-        auto three_plus = [](const F2& t, const F2& z) { return (t + z).dbl() + t; };   // 3t + 2z
-        return {{three_minus(t0, z0), three_minus(t2, z4), three_minus(t4, z3)},
-                {three_plus(F6::mul_xi(t5), z2), three_plus(t1, z1), three_plus(t3, z5)}};
+        auto outputs = [&](int q, F2& a, F2& b) {
+            F2 n, d;
+            get_sq4(bt, 2 * q, n, d);
+            const F2 za = F2::pick(q, z0, z4, z3), zb = F2::pick(q, z1, z5, z2), t = F2::pick(q, d, d, F6::mul_xi(d));
+            a = (n - za).dbl() + n;  // 3t - 2z
+            b = (t + zb).dbl() + t;  // 3t + 2z
+        };
+#ifdef __CUDA_ARCH__
+        constexpr int W = F2::WORDS;
+        const int q = F2::part(3);
+        F2 a, b;
+        outputs(q, a, b);
+        __syncwarp();
+        a.store(bt.s + q * W);
+        b.store(bt.s + (q == 2 ? 3 : 4 + q) * W);
+        __syncwarp();
+        const fp12 r = load(bt.s);
+        __syncwarp();
+        return r;
+#else
+        F2 a[3], b[3];
+        for (int q = 0; q < 3; q++) outputs(q, a[q], b[q]);
+        return {{a[0], a[1], a[2]}, {b[2], b[0], b[1]}};
+#endif
     }
 
     // a^(q^k): the coefficient of w^i is conjugated k times and scaled by gamma_k[i]
@@ -196,25 +246,27 @@ struct fp12 {
     }
 
     // f * line, the line given by three Fq2 values (ly yP, lx xP, lc).  D-type twist (BN254):
-    // line = ly yP + lx xP w + lc w^3.  M-type (BLS12-381): lc + lx xP v + ly yP v w.
-    // 13 Fq2 products each, in one batch.
+    // line = ly yP + lx xP w + lc w^3 = L0 + L1 w with L0 = ly yP, L1 = lx xP + lc v.  M-type
+    // (BLS12-381): lc + lx xP v + ly yP v w, L0 = lc + lx xP v, L1 = ly yP v.  Each of the
+    // three Fq6 products of Karatsuba (f0 L0, f1 L1, (f0 + f1)(L0 + L1)) is a product by a
+    // sparse b + c v (five Fq2 products, c = 0 or b = 0 where the factor has one coefficient),
+    // so the parts run the same code: 15 slots, two rounds.
     __device__ __noinline__ fp12 mul_line_d(const F2& yp, const F2& b0, const F2& lc) const {
-        batch bt;
-        F6::put_mul_fq2(bt, 0, c0, yp);
-        F6::put_mul_01(bt, 3, c1, b0, lc);
-        F6::put_mul_01(bt, 8, c0 + c1, yp + b0, lc);
-        bt.run(13);
-        const F6 t0 = F6::get_3(bt, 0), t1 = F6::get_mul_01(bt, 3), m = F6::get_mul_01(bt, 8);
-        return {t0 + t1.mul_v(), m - t0 - t1};
+        return mul_sparse(yp, F2::zero(), b0, lc);
     }
     __device__ __noinline__ fp12 mul_line_m(const F2& yp, const F2& a1, const F2& lc) const {
+        return mul_sparse(lc, a1, F2::zero(), yp);
+    }
+    // f (L0 + L1 w), L0 = b0 + c0 v, L1 = b1 + c1 v
+    __device__ __forceinline__ fp12 mul_sparse(const F2& b0, const F2& cc0, const F2& b1, const F2& cc1) const {
         batch bt;
-        F6::put_mul_01(bt, 0, c0, lc, a1);
-        F6::put_mul_fq2(bt, 5, c1, yp);
-        F6::put_mul_01(bt, 8, c0 + c1, lc, a1 + yp);
-        bt.run(13);
-        const F6 t0 = F6::get_mul_01(bt, 0), t1 = F6::get_3(bt, 5).mul_v(), m = F6::get_mul_01(bt, 8);
-        return {t0 + t1.mul_v(), m - t0 - t1};
+        const F6 s = c0 + c1;
+        const F2 sb = b0 + b1, sc = cc0 + cc1;
+        F2::template for_parts<3>([&](int q) {
+            F6::put_mul_01(bt, 5 * q, F6::pick(q, c0, c1, s), F2::pick(q, b0, b1, sb), F2::pick(q, cc0, cc1, sc));
+        });
+        bt.run(15);
+        return combine(bt, [&bt](int q) { return F6::get_mul_01(bt, 5 * q); });
     }
 
     static __device__ __forceinline__ fp12 load(const uint32_t* p) {

@@ -1,6 +1,6 @@
 """Latency of the pairing's dependent chains on one warp (cycles and ns per operation).
 
-    python perf/pairing_latency.py [--iters 2000]
+    python perf/pairing_latency.py [--iters 2000] [--curves bn128,bls12381]
 
 The epilogue and the pairing check are chains of dependent field products run by one
 warp, so their time is latency, not throughput: this reports, per curve, cycles
@@ -9,7 +9,9 @@ line), per Fq2 product of one lane group, per Fq12 product, cyclotomic squaring,
 Fq12 squaring and product by a line (the tower's batches: the whole warp), per G1
 XYZZ doubling (one thread's, and the warp's of curve_warp.cuh) and addition (the
 warp's), per doubling and addition step of the twist point, per batch of ten Fq2
-products, per Miller loop (lines on the fly), per final exponentiation and per binary
+products, per Miller loop (lines on the fly; on one warp, and on two: one makes the lines, the other
+takes them, as the proof's final phase), per final exponentiation (on one warp, and on two:
+one squares, the other multiplies the powers of x in) and per binary
 inversion (inverse.cuh), and the SM clock those imply.
 """
 from __future__ import annotations
@@ -30,16 +32,20 @@ from engine.backends.gpu.epilogue import TOOLS, launch_pairing  # noqa: E402
 
 MODES = ["fq mul inline", "fq mul out of line", "fq2 mul (lane group)", "fq12 mul", "cyclotomic sqr", "g1 xyzz dbl",
          "fq12 sqr", "fq12 x line", "g2 dbl step", "g2 add step", "batch of 10 fq2 mul", "miller loop",
-         "final exp", "g1 xyzz dbl (warp)", "g1 xyzz add (warp)", "fq inverse (binary)"]
+         "final exp", "g1 xyzz dbl (warp)", "g1 xyzz add (warp)", "fq inverse (binary)", "miller loop (two warps)",
+         "final exp (two warps)"]
+TWO_WARPS = {16, 17}  # modes launched with 64 threads (pairing.cuh's two-warp Miller loop)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--curves", default="bn128,bls12381", help="which curves' chains (each needs its kernels)")
     args = ap.parse_args()
+    curves = [c for c in (BN254, BLS12_381) if c.name in args.curves.split(",")]
     be = GpuBackend()
     be.bind_thread()
-    for curve in (BN254, BLS12_381):
+    for curve in curves:
         mod, stream, dev = be.ctx.module(curve), be.ctx.compute_stream(0), be.device
         out = dev.alloc(64, stream)
         consts_host = gverify.pairing_consts(curve)
@@ -47,9 +53,10 @@ def main() -> None:
         Device.upload(consts, consts_host, stream)
         host = np.zeros(16, dtype=np.uint32)
         for mode, name in enumerate(MODES):
-            iters = args.iters if mode in (0, 1, 2, 10) else 3 if mode in (11, 12) else max(args.iters // 20, 10)
+            iters = args.iters if mode in (0, 1, 2, 10) else 3 if mode in (11, 12, 16, 17) else max(args.iters // 20, 10)
+            threads = 64 if mode in TWO_WARPS else 32
             for _ in range(2):  # the first launch warms up
-                launch_pairing(mod, 1, 32, stream, TOOLS + 16 + mode, consts, (), out, (iters,))
+                launch_pairing(mod, 1, threads, stream, TOOLS + 16 + mode, consts, (), out, (iters,))
                 Device.download(host, out, stream)
                 stream.synchronize()
             cycles = int(host[0]) | int(host[1]) << 32

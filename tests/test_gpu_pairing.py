@@ -58,7 +58,7 @@ def _host_binary(curve, tmp: Path) -> Path:
     if not exe.exists():
         hdr = tmp / f"params_{curve.name}.h"
         hdr.write_text(header)
-        subprocess.run(["g++", "-std=c++17", "-O1", f"-I{ROOT / 'cuda_kernels'}", f"-I{ROOT / 'tests/host'}",
+        subprocess.run(["g++", "-std=c++17", "-O1", "-pthread", f"-I{ROOT / 'cuda_kernels'}", f"-I{ROOT / 'tests/host'}",
                         "-include", str(ROOT / "tests/host/host_field.hpp"), "-include", str(hdr),
                         f"-DHOST_XI0={xi0}", f"-DHOST_D_TWIST={'true' if d_twist else 'false'}",
                         str(ROOT / "tests/host/pairing_host.cpp"), "-o", str(exe)], check=True)
@@ -131,6 +131,19 @@ def test_host_pairing_matches_python(curve, host_tmp):
                  pr.final_exponentiation(curve, pr.miller_loop(curve, [(P, Q), (P2, Q2)])),
                  pr.FQ12_ONE, pr.FQ12_ONE, pr.FQ12_ONE]
     assert _run_host(curve, host_tmp, cmds) == want
+
+
+def test_host_two_warp_pairing_matches_python(curve, host_tmp):
+    """pairing.cuh's two-warp Miller loop and final exponentiation (the ring of lines, the duo's
+    powers of x), two host threads standing for the two warps: random pairs, an inverse pair, the
+    generators, infinity on either side."""
+    rng = random.Random(15)
+    pairs = [(g1(curve, rng.randrange(1, curve.r)), g2(curve, rng.randrange(1, curve.r))) for _ in range(3)]
+    k = rng.randrange(1, curve.r)
+    pairs += [(curve.g1_gen, curve.g2_gen), (g1(curve, k), g2(curve, curve.r - 1)), (None, curve.g2_gen),
+              (curve.g1_gen, None)]
+    got = _run_host(curve, host_tmp, [("pair2", _pair_vals(P, Q)) for P, Q in pairs])
+    assert got == [pr.pairing(curve, P, Q) for P, Q in pairs]
 
 
 def test_host_pairing_is_bilinear_against_fixture_alphabeta(curve, host_tmp):
@@ -230,7 +243,7 @@ def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     for launch_phase in (gepi.launch_early, gepi.launch_mid, gepi.launch_final):
         launch_phase(None, tail, None, batch=(5, 400, 96))
     strides = [[0, 0]] * 3 + [[100, 24]] * 3
-    for (name, block, args, grid), (phase, threads), st in zip(calls, [(0, 128), (1, 64), (2, 32)] * 2, strides):
+    for (name, block, args, grid), (phase, threads), st in zip(calls, [(0, 128), (1, 64), (2, 128)] * 2, strides):
         assert name == "groth16_pairing" and block == threads and len(args) == 17
         assert grid == (1 if st[0] == 0 else 5)
         assert args[0].value == phase and args[1:8] == ("consts", "results", "witness", "tables", "points", "gamma",
@@ -250,7 +263,7 @@ def backend():
     b.close()
 
 
-def _device_pairings(backend, curve, pairs):
+def _device_pairings(backend, curve, pairs, two_warps: bool = False):
     from cuda_kernels.driver import Device
 
     backend.bind_thread()
@@ -270,7 +283,10 @@ def _device_pairings(backend, curve, pairs):
     out = dev.alloc(len(pairs) * 12 * curve.n8q, stream)
     from engine.backends.gpu.epilogue import PAIRING_VALUE, TOOLS, launch_pairing
 
-    launch_pairing(mod, len(pairs), 32, stream, TOOLS + PAIRING_VALUE, c, (p1, p2), out, (len(pairs),))  # a warp a pair
+    if two_warps:  # the final phase's Miller loop: a block of two warps a pair (kernels.cu's tools op 13)
+        launch_pairing(mod, len(pairs), 64, stream, TOOLS + 13, c, (p1, p2), out, (len(pairs),))
+    else:
+        launch_pairing(mod, len(pairs), 32, stream, TOOLS + PAIRING_VALUE, c, (p1, p2), out, (len(pairs),))  # a warp a pair
     host = np.empty(len(pairs) * 3 * curve.n8q, dtype=np.uint32)
     Device.download(host, out, stream)
     stream.synchronize()
@@ -287,6 +303,21 @@ def test_device_pairing_matches_cpu(backend, curve):
     pairs = [(g1(curve, rng.randrange(1, curve.r)), g2(curve, rng.randrange(1, curve.r))) for _ in range(3)]
     pairs += [(curve.g1_gen, curve.g2_gen), (None, curve.g2_gen), (curve.g1_gen, None), (None, None)]
     got = _device_pairings(backend, curve, pairs)
+    assert got == [pr.pairing(curve, p, q) for p, q in pairs]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_two_warp_pairing_matches_cpu(backend, curve):
+    """pairing.cuh's two-warp Miller loop (one warp makes the lines into the ring, the other takes
+    them: the proof's final phase) on random pairs, the generators, inverse pairs and infinity on
+    either side, the final exponentiation after it."""
+    rng = random.Random(23)
+    pairs = [(g1(curve, rng.randrange(1, curve.r)), g2(curve, rng.randrange(1, curve.r))) for _ in range(4)]
+    k = rng.randrange(1, curve.r)
+    pairs += [(curve.g1_gen, curve.g2_gen), (g1(curve, k), g2(curve, curve.r - 1)), (None, curve.g2_gen),
+              (curve.g1_gen, None), (None, None)]
+    got = _device_pairings(backend, curve, pairs, two_warps=True)
     assert got == [pr.pairing(curve, p, q) for p, q in pairs]
 
 

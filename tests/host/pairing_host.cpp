@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 typedef host_fp<FQ_P> F;
@@ -104,6 +105,26 @@ int main() {
                 }
             }
             wr12(PO::final_exp(k, f));
+        } else if (c == "pair2") {
+            // one pair (as "pairs"), the final phase's way: two threads stand for its two warps,
+            // one making the lines into the ring and squaring in the final exponentiation, the
+            // other taking the lines and multiplying the powers of x in (pairing.cuh)
+            F xp = rd(), yp = rd();
+            F2 xq = rd2(), yq = rd2();
+            const bool inf = (xp.is_zero() && yp.is_zero()) || (xq.is_zero() && yq.is_zero());
+            std::vector<uint32_t> words(PO::RING_WORDS + PO::DUO_WORDS + 4, 0u);
+            uint32_t* ring = words.data() + (4 - (reinterpret_cast<uintptr_t>(words.data()) / 4) % 4) % 4;
+            uint32_t* duo = ring + PO::RING_WORDS;
+            std::thread producer([&] {
+                PO::host_producer() = true;
+                if (!inf) PO::produce_lines(k, xp, yp, xq, yq, ring);
+                PO::final_exp(k, PO::duo_wait(duo), duo);
+            });
+            const F12 f = inf ? F12::one() : PO::consume_lines(k, ring);
+            PO::duo_post(duo, f);
+            const F12 r = PO::final_exp(k, f, duo);
+            producer.join();
+            wr12(r);
         } else if (c == "g1mul" || c == "g2mul") {
             // a point (affine, all-zero = infinity) and a plain 8-word scalar: k P, affine
             uint32_t kk[8];

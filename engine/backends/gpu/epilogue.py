@@ -6,11 +6,10 @@ the key's α1, β1, β2 and IC points; the pairing constants, the prepared lines
 δ2 and β2, and the check's target e(α1, β2)^-1 = pairing(-α1, β2).
 
 Per proof, three phases (cuda_kernels/groth16_check.cuh): `early` on a side stream
-as soon as the witness and r, s are up (table products, the public-input point L,
-the Miller loop of (L, γ2)); `mid` on the side stream once the A, B1, C, H sums
-exist, beside the B2 MSM (s·A, r·B1, pi_a, pi_c, the Miller loop of (pi_c, δ2));
-`final` on the compute stream after the B2 MSM (pi_b, the Miller loop of
-(-pi_a, pi_b), the final exponentiation, the flag).  Everything stays on the
+as soon as the witness and r, s are up (table products, the public-input point L);
+`mid` on the side stream once the A, B1, C, H sums exist, beside the B2 MSM (s·A,
+r·B1, pi_a, pi_c); `final` on the compute stream after the B2 MSM (pi_b, the three
+Miller loops side by side on four warps, the final exponentiation on two, the flag).  Everything stays on the
 device; what comes back (one copy, after the MSM sums) is the affine proof and
 the flag.  r and s come from the OS's CSPRNG (`secrets`) and travel with the witness.
 """
@@ -150,8 +149,8 @@ def _neg(curve: Curve, p):
 
 def scratch_bytes(curve: Curve) -> int:
     """What the tail's phases hand on to each other after the flag: five table products (XYZZ)
-    and two Miller values (groth16_check.cuh, tail_args)."""
-    return 4 * 4 * curve.n8q + 8 * curve.n8q + 2 * 12 * curve.n8q
+    (groth16_check.cuh, tail_args)."""
+    return 4 * 4 * curve.n8q + 8 * curve.n8q
 
 
 def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int, witness: DeviceBuffer) -> tuple:
@@ -171,18 +170,19 @@ def _launch_phase(mod, phase: int, threads: int, args: tuple, stream: Stream, ba
 
 
 def launch_early(mod, args: tuple, side: Stream, batch: tuple | None = None) -> None:
-    """Table products, L and the Miller loop of (L, gamma2): needs only the witness and r, s."""
+    """Table products and L: needs only the witness and r, s."""
     _launch_phase(mod, TAIL_EARLY, 128, args, side, batch)
 
 
 def launch_mid(mod, args: tuple, side: Stream, batch: tuple | None = None) -> None:
-    """s A, r B1, pi_a, pi_c and the Miller loop of (pi_c, delta2): needs the A, B1, C, H sums."""
+    """s A, r B1, pi_a, pi_c: needs the A, B1, C, H sums."""
     _launch_phase(mod, TAIL_MID, 64, args, side, batch)
 
 
 def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None) -> None:
-    """pi_b, the Miller loop of (-pi_a, pi_b), the final exponentiation and the flag."""
-    _launch_phase(mod, TAIL_FINAL, 32, args, stream, batch)
+    """pi_b, the three Miller loops side by side, the final exponentiation and the flag: four
+    warps (one makes pi_b's lines, one consumes them, two run the prepared pairs; groth16_check.cuh)."""
+    _launch_phase(mod, TAIL_FINAL, 128, args, stream, batch)
 
 
 class SideStreams:
