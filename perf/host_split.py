@@ -39,6 +39,7 @@ def main() -> None:
     zkey, wit = read_zkey(args.zkey), read_wtns(args.wtns)
     backend = select_backend(args.backend)
     key = backend.load_key(zkey)
+    getattr(key, "synchronize", lambda: None)()  # the fold tables built (warm proofs of the loaded key)
     vk = vk_from_zkey(zkey)
     on_device = bool(getattr(backend, "checks_witness_range", False))  # as prover.prove decides
     rows = []

@@ -124,6 +124,7 @@ def test_batched_evaluate_matches_the_single_kernel_on_each_witness(backend, nam
     zkey = read_zkey(FIXTURES / "tiny" / name / "tiny.zkey")
     curve = zkey.curve
     key = backend.load_key(zkey)
+    key.synchronize()  # its CSR is built by kernels on the upload stream: this stream does not wait on `ready`
     try:
         backend.bind_thread()
         mod, stream, dev = key.module, backend.ctx.compute_stream(0), backend.device
