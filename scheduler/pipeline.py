@@ -290,7 +290,13 @@ class Pipeline:
                 await self._memory_phase(dev, key, job, p, values, state)
             tl.emit(Stage.GPU_WAIT, job, p, device=dev.index)
             if self._batch_limit(dev, key) > 1:
-                return await self._compute_batched(dev, key, job, p, owner, state)
+                try:
+                    return await self._compute_batched(dev, key, job, p, owner, state)
+                except _BatchFailed:  # the batch's shared device work failed: this partition alone, once
+                    tl.emit(Stage.MEM_WAIT, job, p, device=dev.index, detail="alone, after its batch failed")
+                    async with dev.locks.memory(owner):
+                        await self._memory_phase(dev, key, job, p, values, state)
+                    tl.emit(Stage.GPU_WAIT, job, p, device=dev.index)
             async with dev.locks.compute(owner) as slot:
                 return await self._compute_phase(dev, job, p, slot, state)
         finally:
@@ -373,6 +379,8 @@ class Pipeline:
                 with anyio.CancelScope(shield=True):
                     await me.done.wait()
         if me.error is not None:
+            if me.shared:
+                raise _BatchFailed() from me.error
             raise me.error
         return me.result
 
@@ -405,16 +413,23 @@ class Pipeline:
         pendings = None
         with anyio.CancelScope(shield=True):  # kernels cannot be recalled: wait for every done event
             try:
-                pendings = await dev.call(lambda s: compute_batch(s, slot=slot), staged)
-                for w, pending in zip(batch, pendings):
-                    w.result, t_done = await dev.wait(pending)
-                    tl.emit(Stage.GPU_END, w.job, w.p, device=dev.index, slot=slot, t_ns=t_done)
-            except Exception as exc:
-                for w in batch:
-                    if w.result is None:
+                try:
+                    pendings = await dev.call(lambda s: compute_batch(s, slot=slot), staged)
+                except Exception as exc:  # refused before touching them: free them
+                    for w in batch:
                         w.error = exc
-                if pendings is None:  # compute_batch refused before touching them: free them
                     await self._discard_all(dev, staged)
+                for w, pending in zip(batch, pendings or ()):
+                    try:  # each its own: one proof's error (its witness's range, ...) is not the others'
+                        w.result, t_done = await dev.wait(pending)
+                        tl.emit(Stage.GPU_END, w.job, w.p, device=dev.index, slot=slot, t_ns=t_done)
+                    except Exception as exc:  # noqa: BLE001 - handed to that partition
+                        w.error = exc
+                # one error object for every proof: the batch's shared work failed (a launch, its
+                # scratch), not a proof: each is tried again alone, whose own error is then final
+                if len(batch) > 1 and all(w.error is not None for w in batch) and len({id(w.error) for w in batch}) == 1:
+                    for w in batch:
+                        w.shared = True
             finally:
                 for w in batch:
                     w.done.set()
@@ -459,10 +474,15 @@ class _DeviceState:
         self.staged = None
 
 
+class _BatchFailed(Exception):
+    """A batch's shared device work failed for all of its proofs alike: each partition is staged and
+    computed again alone (its cause chained); a proof that fails alone fails with its own error."""
+
+
 class _Waiter:
     """A staged partition waiting for a compute slot (or for the batch that took it)."""
 
-    __slots__ = ("job", "p", "state", "batch", "done", "result", "error")
+    __slots__ = ("job", "p", "state", "batch", "done", "result", "error", "shared")
 
     def __init__(self, job: int, p: int, state):
         self.job, self.p, self.state = job, p, state
@@ -470,3 +490,4 @@ class _Waiter:
         self.done = anyio.Event()
         self.result: Any = None
         self.error: BaseException | None = None
+        self.shared = False  # the error is the whole batch's (retried alone: _BatchFailed)

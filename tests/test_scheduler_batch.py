@@ -23,7 +23,7 @@ def attach_batching(eng, limit: int, fail: list | None = None):
             assert len(keys) == 1, "a batch mixed keys"
             assert len(staged) <= limit
             sizes.append(len(staged))
-            if fail:
+            if fail and len(staged) > 1:  # as the GPU's: a batch of one is the plain compute
                 raise fail[0]
             return [dev.compute(s, slot=slot) for s in reversed(staged)][::-1]
 
@@ -79,19 +79,80 @@ async def test_batch_limit_one_is_the_plain_path():
         assert_at_rest(eng)
 
 
-async def test_failed_batch_fails_its_proofs_and_the_engine_serves_on():
+async def test_a_failed_batch_is_retried_proof_by_proof_and_the_engine_serves_on():
+    """A batch whose shared work fails (one error for all of its proofs) is not its proofs' failure:
+    each is staged and computed again alone; before, all of them failed with it."""
     fail = [EngineError("simulated batch failure")]
-    async with Engine(sim_config(simulation=dict(gpu_ms=10))) as eng:
+    sink = MemorySink()
+    async with Engine(sim_config(simulation=dict(gpu_ms=10)), on_event=sink) as eng:
         sizes = attach_batching(eng, limit=8, fail=fail)
         key = await eng.load_key(SimKey("k", witness_rows=64))
-        with pytest.raises(EngineError, match="simulated batch failure"):
+        proofs = await eng.prove(key, partitions=[witness(i) for i in range(6)])
+        assert [p.public[0] for p in proofs] == [1, 2, 3, 4, 5, 6]
+        assert any(n > 1 for n in sizes)  # a batch was tried, and failed
+        assert any(e.stage == Stage.MEM_WAIT and "alone" in (e.detail or "") for e in sink)
+        await eng.drain()
+        assert_at_rest(eng)
+
+
+async def test_a_proof_that_fails_alone_too_fails_and_the_engine_serves_on():
+    fail = [EngineError("simulated batch failure")]
+    async with Engine(sim_config(simulation=dict(gpu_ms=10))) as eng:
+        attach_batching(eng, limit=8, fail=fail)
+        dev = eng.devices[0].backend
+        real = dev.compute
+
+        def broken(staged, slot=0):
+            raise EngineError("simulated device fault alone")
+
+        dev.compute = broken
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        with pytest.raises(EngineError, match="simulated device fault alone"):
             await eng.prove(key, partitions=[witness(i) for i in range(6)])
-        assert sizes
         fail.clear()
+        dev.compute = real
         await eng.drain()
         assert_at_rest(eng)
         proofs = await eng.prove(key, partitions=[witness(i) for i in range(3)])
         assert [p.public[0] for p in proofs] == [1, 2, 3]
+
+
+async def test_one_proofs_own_error_in_a_batch_is_that_proofs_alone():
+    """A batch whose Pendings fail one by one (one proof's witness out of range, its check failed):
+    only that partition's job fails; before, the first error went to every proof after it."""
+    from engine.backends.base import Pending
+    from engine.errors import UnreducedWitnessError
+
+    async with Engine(sim_config(simulation=dict(gpu_ms=10))) as eng:
+        dev = eng.devices[0].backend
+        seen = []
+
+        def compute_batch(staged, slot=0):
+            pendings = [dev.compute(s, slot=slot) for s in staged]
+            seen.append(len(staged))
+            bad = Pending(lambda: (_ for _ in ()).throw(UnreducedWitnessError(3)))
+            return [bad if int(s.witness[1, 0]) == 2 else p for s, p in zip(staged, pendings)]
+
+        dev.compute_batch = compute_batch
+        dev.max_batch = lambda key: 8
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        results = {}
+
+        async def job(i):
+            try:
+                results[i] = (await eng.prove(key, witness(i))).public[0]
+            except UnreducedWitnessError as exc:
+                results[i] = str(exc)
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for i in range(6):
+                    tg.start_soon(job, i)
+        assert any(n > 1 for n in seen)
+        assert results[1].endswith("value 3 is not reduced modulo r")
+        assert all(results[i] == i + 1 for i in range(6) if i != 1), results
+        await eng.drain()
+        assert_at_rest(eng)
 
 
 async def test_cancelled_job_in_a_batch_returns_its_budget_after_the_device():
