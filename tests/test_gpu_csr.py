@@ -353,6 +353,28 @@ def test_a_key_in_another_order_uploads_the_host_build(tmp_path, monkeypatch):
     assert not fake.live_device
 
 
+def _load_sudoku(bindings, times: int) -> None:
+    """Load (and unload) the sudoku key `times` times on a GPU backend over `bindings` (a recording
+    wrapper of the fake driver); each load has fold tables to build."""
+    from cuda_kernels import driver
+    from engine.backends.gpu import GpuBackend
+
+    previous = driver.set_bindings(bindings)
+    try:
+        backend = GpuBackend(0, key_cache_dir=False)
+        backend.ctx.prepare = lambda curve: b"fake cubin"
+        try:
+            z = read_zkey(ROOT / "examples" / "bn128" / "sudoku.zkey")
+            for _ in range(times):
+                key = backend.load_key(z)
+                assert key.footprint.early_w is not None  # it has fold tables to build
+                backend.unload_key(key)
+        finally:
+            backend.close()
+    finally:
+        driver.set_bindings(previous)
+
+
 def test_a_load_loads_its_kernels_before_it_queues_the_tables(monkeypatch):
     """Under lazy module loading a kernel's first launch loads its code and can wait for the work
     queued before it: a process's first load launched msm_precompute_g2 behind the G1 tables'
@@ -383,19 +405,7 @@ def test_a_load_loads_its_kernels_before_it_queues_the_tables(monkeypatch):
             events.append(("launch", names[int(fn)]))
             return fake.cuLaunchKernel(fn, *args)
 
-    previous = driver.set_bindings(Rec())
-    try:
-        backend = GpuBackend(0, key_cache_dir=False)
-        backend.ctx.prepare = lambda curve: b"fake cubin"
-        try:
-            z = read_zkey(ROOT / "examples" / "bn128" / "sudoku.zkey")
-            key = backend.load_key(z)
-            assert key.footprint.early_w is not None  # it has fold tables to build
-            backend.unload_key(key)
-        finally:
-            backend.close()
-    finally:
-        driver.set_bindings(previous)
+    _load_sudoku(Rec(), times=1)
     launches = [i for i, (what, name) in enumerate(events) if what == "launch" and name.startswith("msm_precompute")]
     loads = {name: i for i, (what, name) in enumerate(events) if what == "load"}
     assert launches, "the key built no tables"
@@ -436,19 +446,7 @@ def test_a_load_with_tables_to_build_loads_every_kernel_before_the_tables():
             events.append(("launch", int(fn)))
             return fake.cuLaunchKernel(fn, *args)
 
-    previous = driver.set_bindings(Rec())
-    try:
-        backend = GpuBackend(0, key_cache_dir=False)
-        backend.ctx.prepare = lambda curve: b"fake cubin"
-        try:
-            z = read_zkey(ROOT / "examples" / "bn128" / "sudoku.zkey")
-            for _ in range(2):
-                key = backend.load_key(z)
-                backend.unload_key(key)
-        finally:
-            backend.close()
-    finally:
-        driver.set_bindings(previous)
+    _load_sudoku(Rec(), times=2)
     first_launch = next(i for i, (what, _) in enumerate(events) if what == "launch")
     loads = [(i, fn) for i, (what, fn) in enumerate(events) if what == "load" and fn in {int(f) for f in listed}]
     assert sorted(fn for _, fn in loads) == sorted(int(f) for f in listed)  # each once, over both loads
