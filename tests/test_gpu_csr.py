@@ -380,8 +380,6 @@ def test_a_load_loads_its_kernels_before_it_queues_the_tables(monkeypatch):
     queued before it: a process's first load launched msm_precompute_g2 behind the G1 tables'
     kernels and its upload stalled (0.945 s against 0.088 s with the kernels preloaded, 2^22 on the
     H200).  The load now loads the tables' and the CSR's kernels (cuFuncLoad) before it launches any."""
-    from cuda_kernels import driver
-    from engine.backends.gpu import GpuBackend
     from fake_cuda import FakeDriver
 
     fake = FakeDriver()
@@ -419,8 +417,6 @@ def test_a_load_with_tables_to_build_loads_every_kernel_before_the_tables():
     """A key whose fold tables build behind it also loads every other kernel of its module before
     it queues them (cuModuleEnumerateFunctions, cuFuncLoad each): a proof started beside the tables
     then finds its kernels loaded instead of loading each behind them; once per module."""
-    from cuda_kernels import driver
-    from engine.backends.gpu import GpuBackend
     from fake_cuda import FakeDriver
 
     fake = FakeDriver()
