@@ -427,9 +427,9 @@ class Pipeline:
                         w.error = exc
                 # one error object for every proof: the batch's shared work failed (a launch, its
                 # scratch), not a proof: each is tried again alone, whose own error is then final
-                if len(batch) > 1 and all(w.error is not None for w in batch) and len({id(w.error) for w in batch}) == 1:
-                    for w in batch:
-                        w.shared = True
+                shared = len(batch) > 1 and len({id(w.error) for w in batch}) == 1 and batch[0].error is not None
+                for w in batch:
+                    w.shared = shared
             finally:
                 for w in batch:
                     w.done.set()
