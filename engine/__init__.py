@@ -33,6 +33,7 @@ from engine.errors import (
     InputFileError,
     KernelCompileError,
     MismatchError,
+    UnreducedWitnessError,
     UnsatisfiedWitnessError,
     VerificationError,
     WitnessGenerationError,
@@ -68,7 +69,7 @@ __all__ = [
     "read_proof", "read_public", "read_vkey", "read_zkey", "read_wtns",
     "Curve", "BN254", "BLS12_381", "curve_by_name",
     "EngineError", "ConfigError", "EngineStartError", "EngineClosedError", "InputFileError", "FormatError",
-    "MismatchError", "CurveMismatchError", "UnsatisfiedWitnessError", "VerificationError",
+    "MismatchError", "CurveMismatchError", "UnreducedWitnessError", "UnsatisfiedWitnessError", "VerificationError",
     "WitnessGenerationError", "BackendUnavailableError", "DeviceError", "DeviceOutOfMemoryError",
     "KernelCompileError", "BudgetError",
 ]
