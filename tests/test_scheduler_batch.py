@@ -127,11 +127,16 @@ async def test_one_proofs_own_error_in_a_batch_is_that_proofs_alone():
         dev = eng.devices[0].backend
         seen = []
 
+        def failing(pending):
+            def wait():  # as the GPU's: raised after the done event, the proof's memory back
+                pending.wait()
+                raise UnreducedWitnessError(3)
+            return Pending(wait)
+
         def compute_batch(staged, slot=0):
             pendings = [dev.compute(s, slot=slot) for s in staged]
             seen.append(len(staged))
-            bad = Pending(lambda: (_ for _ in ()).throw(UnreducedWitnessError(3)))
-            return [bad if int(s.witness[1, 0]) == 2 else p for s, p in zip(staged, pendings)]
+            return [failing(p) if int(s.witness[1, 0]) == 2 else p for s, p in zip(staged, pendings)]
 
         dev.compute_batch = compute_batch
         dev.max_batch = lambda key: 8
