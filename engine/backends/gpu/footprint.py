@@ -240,6 +240,9 @@ def scratch_shapes(pairs: list[tuple[gmsm.MsmPlan, gmsm.MsmPlan]], sm_count: int
     return plans, shapes
 
 
+RANGE_CHECK_BYTES = 16  # the device's answer to a witness's range check (a u32, padded): one a proof
+
+
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
                       early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None) -> int:
@@ -252,6 +255,7 @@ def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmP
     total += gmsm.SortScratch.nbytes(plans)
     total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
     total += 5 * acc_bytes(curve, True)
+    total += RANGE_CHECK_BYTES  # the witness's range check's answer (pipeline.stage)
     return total + 64 * 20  # allocation rounding
 
 

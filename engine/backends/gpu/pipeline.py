@@ -101,7 +101,7 @@ def _results_offset(witness_bytes: int) -> int:
     return -(-witness_bytes // RESULT_ALIGN) * RESULT_ALIGN
 
 
-RANGE_BYTES = 16  # the device's range check's answer (a u32, padded), after the results
+RANGE_BYTES = footprint.RANGE_CHECK_BYTES  # the device's range check's answer, after the results
 
 
 def _range_offset(results_offset: int, key: GpuKey) -> int:
