@@ -542,7 +542,8 @@ class Engine:
             # proof of this engine is in flight on the device while the bases are pinned
             holds.append(await self.vram.reserve_pool(worker.pool, label=f"{where}: key with pinned bases"))
         else:
-            holds.append(await self.vram.reserve(fp.device_bytes, pools=(worker.pool,), kind=KEY,
+            # the key's bytes, and for the load only what building its CSR on the device holds beside them
+            holds.append(await self.vram.reserve(fp.device_bytes + fp.csr_build_bytes, pools=(worker.pool,), kind=KEY,
                                                  label=f"{where}: key"))
         return fp
 

@@ -448,3 +448,64 @@ def test_a_load_with_tables_to_build_loads_every_kernel_before_the_tables():
     assert sorted(fn for _, fn in loads) == sorted(int(f) for f in listed)  # each once, over both loads
     assert all(i < first_launch for i, _ in loads)
 
+
+
+def test_a_footprint_without_room_for_the_build_loads_the_host_build(monkeypatch):
+    """A key whose footprint left no room for the device build (csr_build_bytes 0) uploads the host
+    build's arrays and launches no CSR kernel, in snarkjs's order too."""
+    import dataclasses
+
+    from engine.backends.gpu import GpuBackend
+    from fake_cuda import fake_driver
+
+    launches: list[str] = []
+    real_launch = device_csr.launch
+    monkeypatch.setattr(device_csr, "launch", lambda module, name, *a, **k: launches.append(name) or
+                        real_launch(module, name, *a, **k))
+    with fake_driver():
+        backend = GpuBackend(0, key_cache_dir=False)
+        backend.ctx.prepare = lambda curve: b"fake cubin"
+        try:
+            z = read_zkey(ROOT / "tests" / "fixtures" / "tiny" / "bn128" / "tiny.zkey")
+            fp = backend.plan_key(z)
+            assert fp.csr_build_bytes > 0
+            key = backend.load_key(z, dataclasses.replace(fp, csr_build_bytes=0))
+            assert not launches
+            backend.unload_key(key)
+            key = backend.load_key(z, fp)
+            assert "csr_split" in launches
+            backend.unload_key(key)
+        finally:
+            backend.close()
+
+
+def test_the_engine_reserves_the_build_for_the_load_and_keeps_the_keys_bytes():
+    """Through the Engine (fake driver): the load's reservation is the key's bytes plus the build's;
+    the key then holds its own bytes only."""
+    import anyio
+
+    from engine.api import Engine
+    from engine.backends.gpu import GpuBackend
+    from engine.config import EngineConfig
+    from fake_cuda import fake_driver
+
+    asked = []
+
+    async def main():
+        backend = GpuBackend(0, key_cache_dir=False)
+        backend.ctx.prepare = lambda curve: b"fake cubin"
+        async with Engine(EngineConfig(), backends=[backend]) as eng:
+            real = eng.vram.reserve
+
+            async def reserve(nbytes, *args, **kwargs):
+                asked.append(nbytes)
+                return await real(nbytes, *args, **kwargs)
+
+            eng.vram.reserve = reserve
+            key = await eng.load_key(ROOT / "tests" / "fixtures" / "tiny" / "bn128" / "tiny.zkey")
+            fp = key.footprint
+            assert fp.csr_build_bytes > 0 and asked == [fp.device_bytes + fp.csr_build_bytes]
+            assert key.key_device_bytes == fp.device_bytes
+
+    with fake_driver():
+        anyio.run(main)

@@ -363,3 +363,29 @@ def test_info_reports_the_key_footprint_under_a_budget():
     text = subprocess.run([sys.executable, "-m", "engine", "info", str(zkey), "--vram-budget", "1GiB"],
                           capture_output=True, text=True, cwd=REPO, timeout=120).stdout
     assert "footprint:" in text and "MSM cost" in text
+
+
+def test_the_csr_is_built_on_the_device_only_where_the_budget_holds_its_build():
+    """A first load's device CSR build holds the raw records and its scratch beside the key until its
+    kernels ran (device_csr.build_bytes, about 48 bytes a record: 2.4 GB at 2^24): the footprint keeps
+    it (and the engine reserves it for the load) only when the budget holds it beside the key; else
+    the host builds the CSR.  Before, the build's bytes were in no budget."""
+    n = 5_000_000  # many records beside small point sections: the build outweighs a proof's working set
+    shape = KeyShape(BN254, 1 << 10, 1 << 10, n, n, 2, csr_build_bytes=48 * 2 * n)
+    roomy = plan_key(shape, 64 << 30, fold=1, tier="resident")
+    assert roomy.csr_build_bytes == shape.csr_build_bytes
+    tight = plan_key(shape, roomy.device_bytes + roomy.working_set_bytes + 1, fold=1, tier="resident")
+    assert tight.device_bytes == roomy.device_bytes and tight.csr_build_bytes == 0
+    assert plan_key(KeyShape(BN254, 1 << 10, 1 << 10, n, n, 2), 64 << 30).csr_build_bytes == 0  # rows out of order
+
+
+def test_a_keys_shape_counts_the_builds_bytes_from_its_coeffs():
+    from engine.backends.gpu import device_csr
+    from engine.formats import read_zkey
+    from engine.formats.coeffs_scan import scan_of
+
+    z = read_zkey(FIXTURES / "tiny" / "bn128" / "tiny.zkey")
+    scan = scan_of(z)
+    records = scan.n_a + scan.n_b
+    assert KeyShape.of(z).csr_build_bytes == device_csr.build_bytes(scan) == (
+        records * 44 + device_csr.scratch_bytes(scan))

@@ -63,6 +63,14 @@ def scratch_bytes(scan: CoeffScan) -> int:
     return 4 * n + 4 * (-(-n // TILE) + 1)
 
 
+def build_bytes(scan: CoeffScan) -> int:
+    """Device bytes a build holds beside the key until its kernels ran (the raw records and the
+    scratch; key.py `_device_csr`), for the footprint's count of a first load; 0: not usable."""
+    if not usable(scan):
+        return 0
+    return (scan.n_a + scan.n_b) * RECORD_BYTES + scratch_bytes(scan)
+
+
 def enqueue(module, stream, records: int, scratch: int, scan: CoeffScan, domain: int, bufs) -> None:
     """Launch the kernels filling `bufs` ([[row_ptr, wires, values] of A, of B]) from the records at
     device address `records` on `stream` (behind the records' copies); `scratch`: scratch_bytes."""

@@ -22,6 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from engine.algebra.curves import Curve
+from engine.backends.gpu import device_csr
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu.ntt import twiddle_bytes
@@ -81,12 +82,14 @@ class KeyShape:
     n_coef_a: int  # coefficient entries of A
     n_coef_b: int  # and of B (the CSR matrices kept on the device)
     n_public: int = 0  # public signals (the epilogue's IC points on the device)
+    csr_build_bytes: int = 0  # what building the CSR on the device holds during a load (0: the host builds it)
 
     @classmethod
     def of(cls, zkey) -> "KeyShape":
         # A's count from read_zkey's one pass over the coeffs (no second pass on a load's path)
         scan = scan_of(zkey)
-        return cls(zkey.curve, int(zkey.n_vars), int(zkey.domain_size), scan.n_a, scan.n_b, int(zkey.n_public))
+        return cls(zkey.curve, int(zkey.n_vars), int(zkey.domain_size), scan.n_a, scan.n_b, int(zkey.n_public),
+                   device_csr.build_bytes(scan))
 
     @property
     def scalar_bits(self) -> int:
@@ -138,6 +141,9 @@ class KeyFootprint:
     # build (key.py: a key is usable as soon as its points are on the device); None: no tables
     early_w: gmsm.MsmPlan | None = None
     early_h: gmsm.MsmPlan | None = None
+    # bytes a load holds beside device_bytes until its CSR is built on the device (reserved with the
+    # key's for the load, given back after); 0: the host builds the CSR (no room, or rows out of order)
+    csr_build_bytes: int = 0
 
     @property
     def fold(self) -> int:
@@ -387,7 +393,10 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
 
         fastest = min(cost(fp) for fp in fitting)
         near = [fp for fp in fitting if cost(fp) <= fastest * (1 + SLACK)]
-        return min(near, key=lambda fp: (-fp.proofs_in_flight, cost(fp), fp.device_bytes))
+        chosen = min(near, key=lambda fp: (-fp.proofs_in_flight, cost(fp), fp.device_bytes))
+        # the CSR built on the device only where the budget also holds its transient bytes beside the key
+        build = shape.csr_build_bytes if chosen.device_bytes + shape.csr_build_bytes <= budget else 0
+        return dataclasses.replace(chosen, csr_build_bytes=build)
     smallest = min(residents + hosts, key=lambda fp: fp.device_bytes + fp.working_set_bytes)
     need = smallest.device_bytes + smallest.working_set_bytes
     how = ("resident" if smallest.tier == "resident" else

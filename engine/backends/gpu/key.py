@@ -293,7 +293,7 @@ class GpuKey(ResidentKey):
             if entry is not None:
                 entry.close()
             self.cache_hit = False
-        on_device = device_csr.usable(scan_of(zkey))
+        on_device = self.footprint.csr_build_bytes > 0  # rows in order and room in the budget (footprint)
         arrays = None if on_device else host_csr(zkey.coeffs, self.domain)
         store = None
         if identity is not None:
