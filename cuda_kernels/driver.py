@@ -280,7 +280,9 @@ class Module:
         default) a kernel's first launch loads its code, and that load can wait for the work already
         queued on the device: a process's first key load stalled its upload behind its own fold
         tables' kernels (perf/RESULTS.md, h13first).  cuFuncLoad where the bindings have it (CUDA
-        12.4); else cuModuleGetFunction alone.  Each kernel once per module."""
+        12.4); else cuModuleGetFunction alone.  Each kernel once per module.  Off the proof path: a
+        key load calls it before it queues any work (cuFuncLoad may wait for work already on the
+        device, so never from a proof's memory or compute phase)."""
         load = getattr(cu, "cuFuncLoad", None)
         if names is None:
             if self._all_loaded:
