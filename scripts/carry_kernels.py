@@ -3,6 +3,7 @@ of compiling (BN254 ~65 s, BLS12-381 ~110 s there).
 
     python scripts/carry_kernels.py build DIR NAME=TREE...    # here: NVRTC builds of each TREE's kernels
     python scripts/carry_kernels.py install DIR NAME=TREE...  # there: the builds under that NVRTC's keys
+    CARRY_CURVES=bls12381 python scripts/carry_kernels.py build ...  # one curve's builds only
 
 The disk cache (cuda_kernels/build.py) keys a build by its sources, params, options and the
 NVRTC version; the GPU machine's NVRTC may differ from this one's, so `install` files each
@@ -22,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CURVES = ("bn128", "bls12381")
+CURVES = tuple(os.environ.get("CARRY_CURVES", "bn128,bls12381").split(","))  # CARRY_CURVES=bls12381: one curve
 ARCH = "sm_90"
 
 # prints the cache key and a digest of what the build compiles (sources, params, options:
