@@ -12,7 +12,8 @@ host's enqueue; a mark whose device time is close to its host time means the dev
 host), the launches per stage and the host's end of stage, compute and wait.  The marks of a resident key's
 proof, in order: the upload's start and end (stream 0, the upload stream), the compute stream's first mark,
 the tail's early phase (start, end: stream 2, the side stream), the evaluation, the front's NTTs and
-quotient, the H MSM, the A/B1/C MSMs, the mid phase (start, end, side), the B2 MSM, the final phase.
+quotient, the H MSM, the A/B1/C MSMs, the mid phase (start, end, side), the B2 MSM, the final phase; then
+the host's return from waiting on the done event and the start of the result's decode.
 """
 from __future__ import annotations
 
@@ -58,6 +59,18 @@ def stamped_launch(module, name, *args, **kw):
 
 
 real_destroy = P._destroy
+real_await, real_core = P._await_frees, P._core
+
+
+def stamped_await(*args):
+    out = real_await(*args)
+    LOG.append((time.perf_counter(), "done event waited", None))
+    return out
+
+
+def stamped_core(*args):
+    LOG.append((time.perf_counter(), "decode", None))
+    return real_core(*args)
 
 
 def timing_destroy(*events):
@@ -80,6 +93,7 @@ def main() -> None:
     args = ap.parse_args()
     P.Event = StampedEvent
     P._destroy = timing_destroy
+    P._await_frees, P._core = stamped_await, stamped_core
     for mod in (P, gmsm, gntt, gepi):
         mod.launch = stamped_launch
     zkey, wit = read_zkey(args.zkey), read_wtns(args.wtns)
@@ -109,6 +123,8 @@ def main() -> None:
                              launches.copy()))
                 n += 1
                 launches.clear()
+            elif what in ("done event waited", "decode"):
+                rows.append((what, (t - t0) * 1e3, None, {}))
             else:
                 launches[what] += 1
         rows += [("stage returned", (t1 - t0) * 1e3, None, {}), ("compute returned", (t2 - t0) * 1e3, None, {}),
