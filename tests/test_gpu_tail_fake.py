@@ -16,7 +16,7 @@ from engine.formats import read_wtns, read_zkey
 from fake_cuda import fake_driver
 
 TINY = FIXTURES / "tiny"
-ROUNDING = 64 * 20  # footprint.proof_working_set's slack for allocations rounded up to 16 bytes
+ROUNDING = 256 * 32  # footprint.ALLOC_SLACK: the carved buffers' alignment and the allocations' 16-byte minimum
 OPTIONS = [{}, {"fold": 1, "tier": "resident"}, {"tier": "host", "host_chunk": 2}]
 
 
@@ -257,3 +257,36 @@ def test_the_witness_goes_up_in_parts_behind_its_copy_and_arrives_whole(rows, mo
     assert sum(n for _, n in sent) == words.nbytes and [o for o, _ in sent] == sorted({o for o, _ in sent})
     one_thread = wit.nbytes < 2 * pipeline.PART_BYTES
     assert len(sent) == (max(1, -(-wit.nbytes // pipeline.UPLOAD_CHUNK)) if one_thread else 1)
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_proofs_buffers_are_carved_from_one_allocation_disjoint_and_aligned(curve):
+    """stage makes one pool allocation for the witness, a/b/c, the sort's and the buckets' scratch (about
+    twenty before, each a driver call on the proof's path, and as many frees), carved at 256-byte
+    offsets that do not overlap; the results stay an allocation of their own (a late fetch frees them)."""
+    from cuda_kernels.driver import DeviceBuffer  # noqa: PLC0415
+    from engine.backends.gpu import footprint  # noqa: PLC0415
+
+    zkey, witness = _tiny(curve)
+    with fake_driver() as fake:
+        backend = _backend()
+        key = backend.load_key(zkey)
+        backend.maintain()  # the key's pinned buffers: the range check's answer is allocated too
+        before = set(fake.live_device)
+        staged = backend.stage(key, witness)
+        new = {p: n for p, n in fake.live_device.items() if p not in before}
+        st = staged.state
+        assert len(new) == 3 and st.results.ptr in new  # the answer word, the arena, the results
+        base = max(new, key=new.get)
+        carved = [st.witness, st.a, st.b, st.c, *vars(st.sort).values(), *vars(st.buckets).values()]
+        bufs = [b for x in carved for b in (x if isinstance(x, list) else [x]) if isinstance(b, DeviceBuffer)]
+        assert len(bufs) >= 20
+        spans = sorted((b.ptr - base, b.ptr - base + b.nbytes) for b in bufs)
+        assert all(lo % footprint.ALLOC_ALIGN == 0 for lo, _ in spans)
+        assert spans[0][0] == 0 and spans[-1][1] <= new[base]
+        assert all(hi <= lo2 for (_, hi), (lo2, _) in zip(spans, spans[1:]))  # disjoint
+        assert st.witness.ptr == base  # the witness first: it goes up before the rest is carved
+        backend.discard(staged).wait()
+        assert set(fake.live_device) == before
+        backend.unload_key(key)
+        backend.close()

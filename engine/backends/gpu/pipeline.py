@@ -60,6 +60,72 @@ def _scratch_shapes(key: GpuKey, sm_count: int):
     return footprint.scratch_shapes(key.footprint.all_plans(), sm_count)
 
 
+class _Arena:
+    """A proof's buffers carved, in order, from one stream-ordered allocation.  The memory phase made
+    about twenty pool allocations and the compute phase as many frees, each some microseconds of host
+    time on the proof's path; now one of each.  A request beyond the size it was made for gets a pool
+    allocation of its own (recorded like any other, so a failure path frees it)."""
+
+    def __init__(self, dev, nbytes: int, stream):
+        self.dev, self.size, self.off = dev, nbytes, 0
+        self.base = dev.alloc(nbytes, stream) if nbytes else None
+
+    def alloc(self, nbytes: int, stream) -> DeviceBuffer:
+        n = max(int(nbytes), 16)
+        if self.base is None or self.off + n > self.size:
+            return self.dev.alloc(n, stream)
+        buf = DeviceBuffer(self.base.ptr + self.off, n)
+        self.off += -(-n // footprint.ALLOC_ALIGN) * footprint.ALLOC_ALIGN
+        return buf
+
+
+class _Sizer:
+    """Stands in for the device in a dry run of a proof's allocations: the arena's size."""
+
+    def __init__(self):
+        self.total = 0
+
+    def alloc(self, nbytes: int, stream) -> DeviceBuffer:
+        n = max(int(nbytes), 16)
+        self.total += -(-n // footprint.ALLOC_ALIGN) * footprint.ALLOC_ALIGN
+        return DeviceBuffer(0, n)
+
+
+@dataclass
+class _ProofLayout:
+    """What every proof of a key allocates, worked out once per key (the Python of the plans' scratch
+    sizes was 0.2-0.3 ms a proof): the sort's plans, the buckets' shapes and sizes, the arena's bytes."""
+
+    sort_plans: list
+    shapes: list
+    bucket_sizes: tuple
+    arena_bytes: int
+
+
+def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, witness=None) -> tuple:
+    """witness (unless given: carved first), a, b, c, sort scratch, bucket scratch from `dev` (an _Arena,
+    or a _Sizer), in that order."""
+    n = key.domain
+    witness = dev.alloc(up_bytes, stream) if witness is None else witness
+    a, b, c = (dev.alloc(n * FR, stream) for _ in range(3))
+    sort = gmsm.SortScratch(dev, layout.sort_plans, stream)
+    buckets = gmsm.BucketScratch(dev, layout.shapes, acc_bytes(key.curve, True), stream, sizes=layout.bucket_sizes)
+    return witness, a, b, c, sort, buckets
+
+
+def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
+    cache = key.__dict__.setdefault("_proof_layouts", {})
+    got = cache.get((sm_count, up_bytes))
+    if got is None:
+        sort_plans, shapes = _scratch_shapes(key, sm_count)
+        got = _ProofLayout(sort_plans, shapes, gmsm.BucketScratch.sizes(shapes), 0)
+        sizer = _Sizer()
+        _allocate(sizer, key, got, up_bytes, None)
+        got.arena_bytes = sizer.total
+        cache[(sm_count, up_bytes)] = got
+    return got
+
+
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     """Device bytes one proof allocates beyond the resident key (what the VRAM budget reserves)."""
     if key.host is not None:
@@ -233,7 +299,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     ctx = backend.ctx
     ctx.bind_thread()
     dev, stream = ctx.device, ctx.upload_stream
-    curve, n = key.curve, key.domain
+    curve = key.curve
     wit = np.ascontiguousarray(witness, dtype=np.uint64)
     # r, s, rs ride after the witness (device tail only): one upload, and the tail's phases read them there
     scalars = gepi.blinding_scalars(curve).reshape(-1) if has_tail(key) else np.zeros(0, np.uint64)
@@ -251,7 +317,9 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
             # the witness goes up first and the rest of the working set is allocated behind it: the device
             # copies while the host makes the other allocations
             found = dev.alloc(RANGE_BYTES, stream) if host is not None else None
-            witness_buf = dev.alloc(up_bytes, stream)
+            layout = _layout(key, dev.sm_count, up_bytes)
+            arena = _Arena(dev, layout.arena_bytes, stream)
+            witness_buf = arena.alloc(up_bytes, stream)
             uploaded = _track(events, Event(timing=True))
             upload_start = _track(events, Event(timing=True)).record(stream)
             if host is not None:  # from pinned memory the copies are asynchronous
@@ -263,14 +331,14 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 launch(key.module, "witness_range_check", -(-key.n_wires // 256), 256, stream, witness_buf,
                        U32(key.n_wires), found)
                 Device.download(host.array[range_offset:range_offset + RANGE_BYTES], found, stream)
-            sort_plans, shapes = _scratch_shapes(key, dev.sm_count)
+            _, a, b, c, sort, buckets = _allocate(arena, key, layout, up_bytes, stream, witness=witness_buf)
             state = ProofState(
                 witness=witness_buf,
-                a=dev.alloc(n * FR, stream),
-                b=dev.alloc(n * FR, stream),
-                c=dev.alloc(n * FR, stream),
-                sort=gmsm.SortScratch(dev, sort_plans, stream),
-                buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
+                a=a,
+                b=b,
+                c=c,
+                sort=sort,
+                buckets=buckets,
                 results=dev.alloc(results_alloc_bytes(key), stream),
                 device_buffers=allocated,
                 host=host,
