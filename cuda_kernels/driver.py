@@ -202,6 +202,7 @@ class Event:
     def __init__(self, timing: bool = False):
         f = cu.CUevent_flags
         flags = int(f.CU_EVENT_BLOCKING_SYNC) | (0 if timing else int(f.CU_EVENT_DISABLE_TIMING))
+        self.timing = timing
         self.handle = _call("cuEventCreate", cu.cuEventCreate(flags))
 
     def record(self, stream: Stream) -> "Event":

@@ -31,6 +31,7 @@ import engine.backends.gpu.epilogue as gepi  # noqa: E402
 import engine.backends.gpu.msm as gmsm  # noqa: E402
 import engine.backends.gpu.ntt as gntt  # noqa: E402
 import engine.backends.gpu.pipeline as P  # noqa: E402
+import engine.backends.gpu.runtime as runtime  # noqa: E402
 from cuda_kernels import driver  # noqa: E402
 from engine.backends.select import select_backend  # noqa: E402
 from engine.formats import read_wtns, read_zkey  # noqa: E402
@@ -58,7 +59,7 @@ def stamped_launch(module, name, *args, **kw):
     return driver.launch(module, name, *args, **kw)
 
 
-real_destroy = P._destroy
+real_give = runtime.EventPool.give
 real_await, real_core = P._await_frees, P._core
 
 
@@ -73,8 +74,8 @@ def stamped_core(*args):
     return real_core(*args)
 
 
-def timing_destroy(*events):
-    """Before the pipeline destroys its events: every recorded timing event's device time."""
+def timing_give(self, *events):
+    """Before the pipeline gives its events back to the pool: every recorded timing event's device time."""
     first = next((e for _, what, e in LOG if what == "mark"), None)
     for e in events:
         if e is not None and getattr(e, "timing", False) and first is not None and id(e) not in DEVICE:
@@ -82,7 +83,7 @@ def timing_destroy(*events):
                 DEVICE[id(e)] = first.elapsed_ms(e)
             except Exception:  # noqa: BLE001 - an event never recorded
                 pass
-    return real_destroy(*events)
+    return real_give(self, *events)
 
 
 def main() -> None:
@@ -91,8 +92,8 @@ def main() -> None:
     ap.add_argument("--wtns", required=True)
     ap.add_argument("--repeats", type=int, default=9)
     args = ap.parse_args()
-    P.Event = StampedEvent
-    P._destroy = timing_destroy
+    runtime.Event = P.Event = StampedEvent  # the context's event pool makes them
+    runtime.EventPool.give = timing_give
     P._await_frees, P._core = stamped_await, stamped_core
     for mod in (P, gmsm, gntt, gepi):
         mod.launch = stamped_launch

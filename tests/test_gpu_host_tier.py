@@ -188,8 +188,37 @@ def test_host_tier_failure_paths_free_everything_on_a_fake_driver(curve):
     with fake_driver() as fake:
         backend = _backend(fake=True)
         backend.tier, backend.host_chunk = "host", 2
-        events_before = len(fake.live_events)
+        events_before, idle_before = len(fake.live_events), backend.ctx.events.idle_count()
         _check_every_fault(backend, curve, fake)
-        assert len(fake.live_events) == events_before  # the unloaded key's ready event went too
+        # the unloaded key's ready event went too; the proofs' are back in the context's pool, idle
+        assert len(fake.live_events) - backend.ctx.events.idle_count() == events_before - idle_before
         backend.close()
         assert not fake.live_device and not fake.live_pinned
+
+
+@pytest.mark.parametrize("nth", [1, 2, 3, 4])
+def test_a_host_tier_proofs_staging_leaks_no_event_when_one_cannot_be_made(nth):
+    """HostTier.stage makes four events: a cuEventCreate failing at any of them raises, and the ones made
+    before it are destroyed (they leaked before: the pipeline's fault sweep reached them once the proofs'
+    own events came from the context's pool)."""
+    from cuda_kernels import driver  # noqa: PLC0415
+    from engine.errors import DeviceError  # noqa: PLC0415
+    from engine.formats import read_zkey  # noqa: PLC0415
+    from fake_cuda import fake_driver  # noqa: PLC0415
+    from test_gpu_failure_paths import _backend  # noqa: PLC0415
+
+    with fake_driver() as fake:
+        backend = _backend(fake=True)
+        backend.tier, backend.host_chunk = "host", 2
+        key = backend.load_key(read_zkey(FIXTURES / "tiny" / "bn128" / "tiny.zkey"))
+        stream = backend.ctx.upload_stream
+        events_before = set(fake.live_events)
+        with driver.Device.recording() as bufs:
+            with driver.inject_fault("cuEventCreate", nth), pytest.raises(DeviceError):
+                key.host.stage(backend.ctx.device, stream)
+        assert set(fake.live_events) == events_before
+        for b in bufs:
+            driver.Device.free(b, stream)
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_device and not fake.live_events

@@ -229,36 +229,6 @@ def test_a_resident_proofs_msm_sums_are_decoded_only_when_read_and_as_before(cur
     assert calls.count("decode_xyzz_g1") == 4 and calls.count("decode_xyzz_g2") == 1  # once, then kept
 
 
-@pytest.mark.parametrize("rows", [1, 2, 4095, 4096, 4097, 3 * 4096 + 5, 16384 * 4, 300000])
-def test_the_witness_goes_up_in_parts_behind_its_copy_and_arrives_whole(rows, monkeypatch):
-    """stage's copy into the pinned buffer and its upload (pipeline._copy_up): a witness one thread copies
-    goes up in parts, each sent once its rows are copied, one larger than two threads' parts in one
-    piece after the threaded copy; either way the device gets witness then r, s, rs, byte for byte,
-    and no part is sent before it is copied."""
-    from cuda_kernels.driver import Device, DeviceBuffer  # noqa: PLC0415
-    from engine.backends.gpu import pipeline  # noqa: PLC0415
-
-    rng = np.random.default_rng(rows)
-    wit = rng.integers(0, 2**63, size=(rows, 4), dtype=np.uint64)
-    scalars = rng.integers(0, 2**63, size=12, dtype=np.uint64)
-    words = np.zeros(wit.size + scalars.size, np.uint64)
-    device = np.full(words.nbytes, 0xAB, np.uint8)
-    sent = []
-
-    def upload(buf, host, stream, offset=0):
-        data = np.ascontiguousarray(host).view(np.uint8).reshape(-1)
-        assert data.ctypes.data >= words.ctypes.data  # from the pinned buffer, already copied there
-        device[offset:offset + data.nbytes] = data
-        sent.append((offset, data.nbytes))
-
-    monkeypatch.setattr(Device, "upload", staticmethod(upload))
-    pipeline._copy_up(words, wit, scalars, DeviceBuffer(0, words.nbytes), stream=None)
-    assert device.tobytes() == wit.tobytes() + scalars.tobytes()
-    assert sum(n for _, n in sent) == words.nbytes and [o for o, _ in sent] == sorted({o for o, _ in sent})
-    one_thread = wit.nbytes < 2 * pipeline.PART_BYTES
-    assert len(sent) == (max(1, -(-wit.nbytes // pipeline.UPLOAD_CHUNK)) if one_thread else 1)
-
-
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_a_proofs_buffers_are_carved_from_one_allocation_disjoint_and_aligned(curve):
     """stage makes one pool allocation for the witness, a/b/c, the sort's and the buckets' scratch (about
@@ -290,3 +260,44 @@ def test_a_proofs_buffers_are_carved_from_one_allocation_disjoint_and_aligned(cu
         assert set(fake.live_device) == before
         backend.unload_key(key)
         backend.close()
+
+
+def test_the_event_pool_reuses_keeps_once_and_destroys_when_closed():
+    from engine.backends.gpu.runtime import EventPool  # noqa: PLC0415
+
+    with fake_driver() as fake:
+        backend = _backend()
+        pool = EventPool()
+        a, b = pool.take(True), pool.take(False)
+        assert a.timing and not b.timing
+        pool.give(a, b, a, None)  # a twice: kept once
+        assert pool.idle_count() == 2
+        assert pool.take(True) is a and pool.take(True) is not a  # a again, then a new one
+        pool.give(a)
+        made = len(fake.live_events)
+        pool.close()
+        assert len(fake.live_events) == made - 2  # a and b destroyed; the one still out is its taker's
+        c = pool.take(False)
+        pool.give(c)  # after close: destroyed, not kept
+        assert pool.idle_count() == 0 and c.handle is None
+        backend.close()
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_warm_proof_makes_no_events_but_its_fences(curve):
+    """The proofs' events come from the context's pool: after the first proof, one makes none of its own
+    (about sixteen cuEventCreate and cuEventDestroy calls a proof before) but the fences after its frees."""
+    zkey, witness = _tiny(curve)
+    with fake_driver() as fake:
+        backend = _backend()
+        key = backend.load_key(zkey)
+        backend.maintain()
+        backend.compute(backend.stage(key, witness)).wait()
+        mark = len(fake.calls)
+        backend.compute(backend.stage(key, witness)).wait()
+        calls = fake.calls[mark:]
+        assert calls.count("cuEventCreate") <= 2 and calls.count("cuEventDestroy") == calls.count("cuEventCreate")
+        assert calls.count("cuEventRecord") >= 10  # its marks were recorded all the same
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_events

@@ -90,8 +90,19 @@ class HostTier:
     # ---- one proof
     def stage(self, dev: Device, stream: Stream) -> HostProof:
         """The proof's two staging buffers (stream-ordered, on the upload stream) and its events."""
-        staging = [dev.alloc(self.chunk_bytes, stream) for _ in range(2)]
-        return HostProof(staging=staging, loaded=[Event(), Event()], freed=[Event(), Event()])
+        staging = [dev.alloc(self.chunk_bytes, stream) for _ in range(2)]  # recorded: a failing stage frees them
+        events: list[Event] = []
+        try:
+            for _ in range(4):
+                events.append(Event())
+        except BaseException:  # the ones made before a failing cuEventCreate are not leaked
+            for e in events:
+                try:
+                    e.destroy()
+                except Exception:  # noqa: BLE001 - a failing destroy leaks one handle, nothing more
+                    pass
+            raise
+        return HostProof(staging=staging, loaded=events[:2], freed=events[2:])
 
     def enqueue(self, mod: Module, st, layouts: dict, stream: Stream, mark) -> None:
         """All chunks of the H MSM, then of the four witness MSMs; `mark()` after H and after the rest.

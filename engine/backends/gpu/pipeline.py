@@ -37,7 +37,7 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, 
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError, UnreducedWitnessError
 from engine.formats.binfile import first_row_ge
-from engine.formats.rows import PART_BYTES, copy_rows
+from engine.formats.rows import copy_rows
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
@@ -211,7 +211,7 @@ class ProofState:
         """After the done event: the pinned buffer back to the pool, events destroyed."""
         ctx.pinned.give_back(self.host)
         self.host = None
-        _destroy(self.uploaded, self.upload_start)
+        ctx.events.give(self.uploaded, self.upload_start)
         if self.streaming is not None:
             _destroy(*self.streaming.events)
 
@@ -314,18 +314,24 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 bad = first_row_ge(wit, curve.r)
                 if bad >= 0:
                     raise UnreducedWitnessError(bad)
-            # the witness goes up first and the rest of the working set is allocated behind it: the device
-            # copies while the host makes the other allocations
+            else:
+                words = host.view(np.uint64, wit.size + scalars.size)
+                copy_rows(words[:wit.size].reshape(wit.shape), wit)  # in parts on threads when large
+                words[wit.size:] = scalars
+            # the witness goes up first and the rest of the working set is carved behind it (the device copies
+            # while the host does that); sending the witness in parts behind its copy gained nothing at 2^16
+            # (perf/RESULTS.md: the copy paces the upload either way) and is not done
             found = dev.alloc(RANGE_BYTES, stream) if host is not None else None
             layout = _layout(key, dev.sm_count, up_bytes)
             arena = _Arena(dev, layout.arena_bytes, stream)
             witness_buf = arena.alloc(up_bytes, stream)
-            uploaded = _track(events, Event(timing=True))
-            upload_start = _track(events, Event(timing=True)).record(stream)
-            if host is not None:  # from pinned memory the copies are asynchronous
-                _copy_up(host.view(np.uint64, wit.size + scalars.size), wit, scalars, witness_buf, stream)
-            else:  # the driver stages pageable memory and returns once it holds the bytes: slower, correct
-                Device.upload(witness_buf, np.concatenate([wit.reshape(-1), scalars]) if scalars.size else wit, stream)
+            uploaded = _track(events, ctx.events.take(True))
+            upload_start = _track(events, ctx.events.take(True)).record(stream)
+            # from pinned memory the copy is asynchronous; from pageable memory (no pinned buffer was free)
+            # the driver stages it and returns once it holds the bytes: slower, correct
+            up = host.view(np.uint8, up_bytes) if host is not None else (
+                np.concatenate([wit.reshape(-1), scalars]) if scalars.size else wit)
+            Device.upload(witness_buf, up, stream)
             if found is not None:  # the range check: a few microseconds of kernel, one word back
                 Device.memset32(found, 0, RANGE_BYTES // 4, stream)
                 launch(key.module, "witness_range_check", -(-key.n_wires // 256), 256, stream, witness_buf,
@@ -356,34 +362,10 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 _settle(stream, allocated)
             finally:
                 ctx.pinned.give_back(host)
-                _destroy(*events)
+                ctx.events.give(*events[:2])  # the pool's two; a host-tier proof's own events are destroyed
+                _destroy(*events[2:])
             raise
     return Staged(key=key, witness=witness, state=state)
-
-
-UPLOAD_CHUNK = 512 << 10  # a witness copied on one thread goes up in parts of this, each behind its copy
-
-
-def _copy_up(words: np.ndarray, wit: np.ndarray, scalars: np.ndarray, buf: DeviceBuffer, stream) -> None:
-    """The witness (then r, s, rs) into the pinned `words` and up to `buf`.  A witness that one thread
-    copies goes up in parts, each as soon as it is copied, so the device's copy runs beside the host's
-    (at 2^16 constraints 2 MiB, ~0.15 ms each way); a larger one is copied in parts on threads, then
-    sent in one piece (the context is current on this thread only)."""
-    rows = wit.shape[0]
-    dst = words[:wit.size].reshape(wit.shape)
-    row_bytes = max(1, wit.nbytes // max(1, rows))
-    if wit.nbytes >= 2 * PART_BYTES:
-        copy_rows(dst, wit)  # in parts on threads
-        done = 0  # all of it goes below, in one piece
-    else:
-        step = max(1, UPLOAD_CHUNK // row_bytes)
-        for lo in range(0, rows - step, step):  # all but the last part; the last goes with the scalars
-            dst[lo:lo + step] = wit[lo:lo + step]
-            Device.upload(buf, dst[lo:lo + step], stream, offset=lo * row_bytes)
-        done = max(0, ((rows - 1) // step) * step) if rows > step else 0
-        dst[done:] = wit[done:]
-    words[wit.size:] = scalars
-    Device.upload(buf, words.view(np.uint8)[done * row_bytes:], stream, offset=done * row_bytes)
 
 
 def _track(events: list[Event], event: Event) -> Event:
@@ -443,7 +425,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     except Exception as exc:  # handed to the Pending: raised after the done event
         error = exc
         if ordered and side is not None:  # whatever reached the side stream finishes before the frees
-            _join_side(stream, side, side_events)
+            _join_side(stream, side, side_events, ctx.events)
     free_on = stream if ordered else ctx.upload_stream
     failed = _free_all([b for b in st.device_buffers if b is not late], free_on)
     done = _fence(free_on)
@@ -471,7 +453,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
                 timings["side_early"] = side_marks[0].elapsed_ms(side_marks[1]) / 1000.0
                 timings["side_mid"] = side_marks[2].elapsed_ms(side_marks[3]) / 1000.0
         finally:
-            _destroy(*marks, *side_marks, *side_events)
+            ctx.events.give(*marks, *side_marks, *side_events)
             st.release_host(ctx)
         if key.host is not None:  # one result per MSM per chunk: their sums (the CPU ends this proof)
             a, b1, b2, c, h = key.host.results(out)
@@ -481,10 +463,10 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     return Pending(wait)
 
 
-def _join_side(stream, side, side_events: list[Event]) -> None:
+def _join_side(stream, side, side_events: list[Event], pool=None) -> None:
     """On a failure path: `stream` waits for everything queued on `side` (the frees come after)."""
     try:
-        stream.wait_event(_track(side_events, Event()).record(side))
+        stream.wait_event(_track(side_events, pool.take() if pool is not None else Event()).record(side))
     except DeviceError:
         side.synchronize()
 
@@ -496,15 +478,16 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both."""
     ctx = backend.ctx
     sm = ctx.device.sm_count
+    pool = ctx.events
 
     def mark():
         if timing:
-            marks.append(Event(timing=True))
+            marks.append(pool.take(True))
             marks[-1].record(stream)
 
     def side_mark():
         if timing:
-            side_marks.append(Event(timing=True))
+            side_marks.append(pool.take(True))
             side_marks[-1].record(side)
 
     mark()
@@ -527,10 +510,10 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     def before_b2() -> None:  # the mid phase beside the B2 MSM
         if backend.fault_hook is not None:  # tests: corrupt a result on the device
             backend.fault_hook(st.results, g2_acc, stream, "a_b1_c_h")
-        side.wait_event(_track(side_events, Event()).record(stream))
+        side.wait_event(_track(side_events, pool.take()).record(stream))
         side_mark()
         gepi.launch_mid(mod, tail, side)
-        mid_done.append(_track(side_events, Event()).record(side))
+        mid_done.append(_track(side_events, pool.take()).record(side))
         side_mark()
 
     _msms(key, plan_h, lay_h, plan_w, lay_w, st.c, st.witness, st.sort, st.buckets, st.results.ptr, 5 * g2_acc,

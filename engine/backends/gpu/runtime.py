@@ -16,10 +16,10 @@ from __future__ import annotations
 import threading
 
 from cuda_kernels import build
-from cuda_kernels.driver import Device, Module, PinnedBuffer, Stream
+from cuda_kernels.driver import Device, Event, Module, PinnedBuffer, Stream
 
 from engine.algebra.curves import Curve
-from engine.errors import KernelCompileError
+from engine.errors import DeviceError, KernelCompileError
 from engine.backends.gpu.params import params_header
 
 MIN_PINNED = 1 << 16
@@ -134,6 +134,66 @@ class PinnedPool:
             buf.free()
 
 
+class EventPool:
+    """The events a context's proofs use, made once and recorded again and again: a proof took about
+    sixteen cuEventCreate and as many cuEventDestroy calls, some microseconds each on its path (the
+    destroys after its done event, before its result).  Re-recording is safe: a stream's wait on an
+    event waits on the record made before that wait, whatever is recorded later.  An event given
+    back twice is kept once; beyond MAX_IDLE idle events, or once the pool is closed, they are
+    destroyed."""
+
+    MAX_IDLE = 1024
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle: dict[bool, list[Event]] = {False: [], True: []}
+        self._ids: set[int] = set()
+        self._closed = False
+
+    def take(self, timing: bool = False) -> Event:
+        with self._lock:
+            idle = self._idle[timing]
+            if idle:
+                event = idle.pop()
+                self._ids.discard(id(event))
+                return event
+        return Event(timing=timing)
+
+    def give(self, *events: Event | None) -> None:
+        """Back to the pool, after the device is done with them (their proof's done event)."""
+        for e in events:
+            if e is None or e.handle is None:
+                continue
+            with self._lock:
+                if id(e) in self._ids:
+                    continue
+                keep = not self._closed and len(self._idle[e.timing]) < self.MAX_IDLE
+                if keep:
+                    self._idle[e.timing].append(e)
+                    self._ids.add(id(e))
+            if not keep:
+                _destroy_quietly(e)
+
+    def idle_count(self) -> int:
+        with self._lock:
+            return len(self._ids)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            events = self._idle[False] + self._idle[True]
+            self._idle, self._ids = {False: [], True: []}, set()
+        for e in events:
+            _destroy_quietly(e)
+
+
+def _destroy_quietly(event: Event) -> None:
+    try:
+        event.destroy()
+    except DeviceError:  # a failing destroy leaks one handle, nothing more
+        pass
+
+
 class GpuContext:
     def __init__(self, index: int = 0):
         self.device = Device(index)
@@ -146,6 +206,7 @@ class GpuContext:
         self.upload_stream = self.device.stream()
         self._compute_streams: list[Stream] = []
         self.pinned = PinnedPool(self.device)
+        self.events = EventPool()
 
     def bind_thread(self) -> None:
         """Make the device's context current on the calling thread (once per thread)."""
@@ -200,5 +261,6 @@ class GpuContext:
         for s in [self.upload_stream, *self._compute_streams]:
             s.synchronize()
             s.destroy()
+        self.events.close()
         self.pinned.close()
         self.device.close()
