@@ -102,3 +102,35 @@ def test_a_proof_runs_its_curves_build(curve, suffix):
         backend.close()
     fixes = [f for f in fake.functions if f.startswith("msm_fix_g")]
     assert fixes and all(f.endswith(suffix) for f in fixes), fixes
+
+
+def test_bls12381_extra_accumulations(monkeypatch):
+    """BLS12-381's build has G2's accumulation by reference with the even/odd product (mixed_eo
+    there) and register-bounded accumulations (msm.ACCUMULATE_BOUNDS); BN254's has neither, and
+    a bound without its kernel is refused rather than launched."""
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "mixed_eo", "g2": "mixed_eo"})
+    assert [gmsm.xyzz_kernel("accumulate", g, "bls12381") for g in ("g1", "g2")] == [
+        "msm_accumulate_g1r", "msm_accumulate_g2r"]
+    assert gmsm.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2e"
+    assert gmsm.xyzz_kernel("fix", "g2", "bls12381") == "msm_fix_g2e"
+    monkeypatch.setattr(gmsm, "ACCUMULATE_BOUNDS", {"g1": 5, "g2": 3})
+    assert [gmsm.xyzz_kernel(k, "g1", "bls12381") for k in ("accumulate", "accumulate_sets", "fix")] == [
+        "msm_accumulate_g1r_b5", "msm_accumulate_sets_g1r_b5", "msm_fix_g1e"]
+    assert gmsm.xyzz_kernel("accumulate_sets", "g2", "bls12381") == "msm_accumulate_sets_g2r_b3"
+    with pytest.raises(ValueError, match="bounded to 5 blocks for bn128"):
+        gmsm.xyzz_kernel("accumulate", "g1", "bn128")
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
+    with pytest.raises(ValueError, match="g1e bounded to 5"):
+        gmsm.xyzz_kernel("accumulate", "g1", "bls12381")
+
+
+def test_bounded_kernels_are_the_ones_kernels_cu_defines():
+    """BOUNDED_KERNELS lists exactly the MSM_ACCUMULATE_BOUNDED instances of kernels.cu."""
+    import re
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parent.parent / "cuda_kernels" / "kernels.cu").read_text()
+    found: dict = {}
+    for build, _, blocks in re.findall(r"^MSM_ACCUMULATE_BOUNDED\((\w+), (\w+), (\d+)\)", src, re.M):
+        found.setdefault(build, []).append(int(blocks))
+    assert {k: tuple(v) for k, v in found.items()} == gmsm.BOUNDED_KERNELS

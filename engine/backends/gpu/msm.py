@@ -93,6 +93,25 @@ def product_abi(group: str, curve: str | None) -> str:
     return table.get(group, "ref")
 
 
+# BLS12-381's build (12-limb base field; cuda_kernels/kernels.cu MSM_BOUNDED_VARIANTS) has more
+# accumulation kernels: G2's with the even/odd product by reference (msm_accumulate*_g2r, what
+# "mixed_eo" runs for G2 on these curves; elsewhere G2's mixed_eo is its eo build), and the
+# accumulation under a register bound of B blocks of 128 an SM (msm_accumulate*_<build>_bB, for
+# the builds and B kernels.cu lists: BOUNDED_KERNELS).  ACCUMULATE_BOUNDS_BY_CURVE: the bound a
+# group's accumulation takes per curve (none: the unbounded kernel); ACCUMULATE_BOUNDS overrides
+# it for every curve (tests, perf/msm.py --combos ABI:SORT:BOUND).
+EXTRA_ACCUMULATIONS = frozenset({"bls12381"})
+BOUNDED_KERNELS = {"g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,), "g2r": (3,)}
+ACCUMULATE_BOUNDS_BY_CURVE: dict[str, dict[str, int]] = {}
+ACCUMULATE_BOUNDS: dict[str, int] | None = None
+
+
+def accumulate_bound(group: str, curve: str | None) -> int | None:
+    """The register bound (blocks of 128 an SM) of `group`'s accumulation for `curve`, or None."""
+    table = ACCUMULATE_BOUNDS if ACCUMULATE_BOUNDS is not None else ACCUMULATE_BOUNDS_BY_CURVE.get(curve or "", {})
+    return table.get(group)
+
+
 ACCUMULATE_THREADS = 128  # a block of msm_accumulate (perf/msm.py reports how many an SM holds)
 # relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
 ENTRY_COST = {"affine": 0.65, "xyzz": 1.0}
@@ -560,9 +579,17 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
     accumulation = name.startswith("accumulate")
     if abi in ("eo", "mixed_eo"):
-        return f"msm_{name}_{group}{'r' if abi == 'mixed_eo' and accumulation and group == 'g1' else 'e'}"
-    by_reference = abi == "ref" or (abi == "mixed" and accumulation)
-    return f"msm_{name}_{group}{'' if by_reference else 'v'}"
+        reference = abi == "mixed_eo" and accumulation and (group == "g1" or curve in EXTRA_ACCUMULATIONS)
+        build = f"{group}{'r' if reference else 'e'}"
+    else:
+        by_reference = abi == "ref" or (abi == "mixed" and accumulation)
+        build = f"{group}{'' if by_reference else 'v'}"
+    bound = accumulate_bound(group, curve) if accumulation else None
+    if bound is None:
+        return f"msm_{name}_{build}"
+    if bound not in BOUNDED_KERNELS.get(build, ()) or curve not in EXTRA_ACCUMULATIONS:
+        raise ValueError(f"no accumulation kernel of build {build} bounded to {bound} blocks for {curve}")
+    return f"msm_{name}_{build}_b{bound}"
 
 
 def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,
