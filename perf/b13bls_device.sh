@@ -15,26 +15,27 @@ STEPS=${STEPS:-tests g1 g2 window prove}
 COMBOS_G1=${COMBOS_G1:-mixed:direct,ref:direct,eo:direct,mixed_eo:direct,eo:direct:3,mixed_eo:direct:5,ref:direct:5}
 COMBOS_G2=${COMBOS_G2:-value:direct,mixed:direct,ref:direct,eo:direct,mixed_eo:direct,eo:direct:3,mixed_eo:direct:3}
 PROVE_AS=${PROVE_AS:-'{"g1":"mixed_eo","g2":"eo"};{} {"g1":"eo","g2":"eo"};{} {"g1":"mixed_eo","g2":"mixed_eo"};{}'}
+snap() { tar czf "$OUT/r.tgz" -C "$R" .; }  # after each step: a call cut short still brings back the logs
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 msm() { local tag=$1; shift; timeout "${T_MSM:-120}" python3 perf/msm.py --curves bls12381 --repeats 5 "$@" \
           --json "$R/$tag.json" > "$R/$tag.log" 2>&1; echo "msm $tag rc=$?"; grep -h "^| bls12381" "$R/$tag.log"; }
 if has tests; then
-  timeout 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_msm.py \
+  timeout 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_msm.py \
     -k "product_builds or bounded" > "$R/tests.log" 2>&1
-  echo "tests: $(tail -1 "$R/tests.log")"; grep -h "^FAILED\|^ERROR" "$R/tests.log"
+  echo "tests: $(tail -1 "$R/tests.log")"; grep -h "^FAILED\|^ERROR" "$R/tests.log"; snap
 fi
 if has g1; then
   msm g1_small --sizes 20,21 --combos "$COMBOS_G1"
-  msm g1_24 --sizes 24 --combos "$COMBOS_G1,eo:binned,mixed_eo:binned" --breakdown
+  msm g1_24 --sizes 24 --combos "$COMBOS_G1,eo:binned,mixed_eo:binned" --breakdown; snap
 fi
 if has g2; then
   msm g2 --g2-only --g2-curves bls12381 --sizes 20 --combos "$COMBOS_G2" --breakdown
-  msm g2_rt --g2-only --g2-curves bls12381 --sizes 20 --combos "${G2_RT_COMBOS:-value:direct,eo:direct}" --reduce-threads 128,256
+  msm g2_rt --g2-only --g2-curves bls12381 --sizes 20 --combos "${G2_RT_COMBOS:-value:direct,eo:direct}" --reduce-threads 128,256; snap
 fi
 if has window; then
   msm win_g1 --sizes 20,21 --window 16,17,18,19,21 --combos "${WIN_COMBOS:-mixed:direct,mixed_eo:direct,eo:direct}"
   msm win_g1_24 --sizes 24 --window 20,21,23 --combos "${WIN_COMBOS_24:-mixed_eo:direct,eo:direct}"
-  msm win_g2 --g2-only --g2-curves bls12381 --sizes 20 --window 16,18,19,21 --combos "${WIN_COMBOS_G2:-value:direct,eo:direct}"
+  msm win_g2 --g2-only --g2-curves bls12381 --sizes 20 --window 16,18,19,21 --combos "${WIN_COMBOS_G2:-value:direct,eo:direct}"; snap
 fi
 if has prove; then
   timeout 90 python3 perf/prove.py --log-constraints 20 --curves bls12381 --backend gpu --repeats 5 --workdir "$W" \
@@ -55,4 +56,4 @@ runpy.run_path("perf/prove.py", run_name="__main__")
 PY
   done
 fi
-tar czf "$OUT/r.tgz" -C "$R" .
+snap
