@@ -134,3 +134,14 @@ def test_bounded_kernels_are_the_ones_kernels_cu_defines():
     for build, _, blocks in re.findall(r"^MSM_ACCUMULATE_BOUNDED\((\w+), (\w+), (\d+)\)", src, re.M):
         found.setdefault(build, []).append(int(blocks))
     assert {k: tuple(v) for k, v in found.items()} == gmsm.BOUNDED_KERNELS
+
+
+def test_only_twelve_limb_base_fields_build_the_extra_accumulations():
+    """params.py defines MSM_BOUNDED_VARIANTS for BLS12-381 alone, so BN254's header, and with it
+    its build, stay what they were (its CUBIN was byte-identical to main's, perf/RESULTS.md b13bls)."""
+    from engine.algebra.curves import BLS12_381, BN254
+    from engine.backends.gpu.params import params_header
+
+    assert "MSM_BOUNDED_VARIANTS" not in params_header(BN254)
+    assert "#define MSM_BOUNDED_VARIANTS 1\n" in params_header(BLS12_381)
+    assert gmsm.EXTRA_ACCUMULATIONS == {"bls12381"}
