@@ -31,8 +31,9 @@ FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest seg
 reference and the rest by value; eo, mixed_eo: the same with the even/odd product) and `--sort direct,binned` the bucket sort's placement
 (msm.SORT), each combination over the same data, its result compared with the first's
 (column `result`); `--combos ref:direct,mixed:binned` lists ABI:SORT pairs instead of the
-cross product (ABI:SORT:B also bounds the accumulation's registers to B blocks of 128 an SM,
-msm.ACCUMULATE_BOUNDS: BLS12-381's build only, column `kernel`; 0 for the unbounded kernel) ("default": the module's own, per group).  Rows carry `abi`, `sort`, `T` (entries
+cross product ("default": the module's own, per group; ABI:SORT:B also bounds the accumulation's
+registers to B blocks of 128 an SM, msm.ACCUMULATE_BOUNDS: BLS12-381's build only, column
+`kernel`; B = 0 the unbounded kernel; `--g2-curves bls12381` times that curve's G2).  Rows carry `abi`, `sort`, `T` (entries
 an accumulating thread), `resident` (accumulation blocks an SM holds, the driver's occupancy)
 and `x first` (time over the first combination's).  `--reduce-threads 128,256` sweeps
 msm_reduce_segments' block (both groups' msm.REDUCE_THREADS, column `RT`).
@@ -345,8 +346,8 @@ def main() -> None:
                                         split.append({k: row[k] for k in keys} | phases[j])
                                         print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
-            "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "kernel", "T",
-            "resident", "sort", "RT", "result"]
+            "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "kernel",
+            "T", "resident", "sort", "RT", "result"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:
