@@ -19,8 +19,7 @@ typedef int int32_t;
 
 // product_form<P, VALUE, EVEN_ODD>: the field of P with its out-of-line product's operands by
 // value (VALUE) and the product as even/odd chains (EVEN_ODD: mont_ptx mul_eo, gen_mont_eo.py, one
-// IMAD.WIDE.U32.X a 32x32 product, ~63 other instructions against ~385; 8 limbs only, a 12-limb P
-// keeps its product).  The plain field takes the operands by reference, which gives them an
+// IMAD.WIDE.U32.X a 32x32 product, ~63 other instructions against ~385; 8 and 12 limbs).  The plain field takes the operands by reference, which gives them an
 // address: the caller stores them to its stack frame and the product loads them back (BN254 G1's
 // accumulation: a 512-byte frame a thread, 16 LDL a product); by value they travel in registers
 // (no frame, more registers: 130 against 94).  Fq2's products over any of them stay by reference
@@ -92,9 +91,11 @@ struct fp {
     // use calls, so code made of many products (a point addition) stays small.
     // 3 = the even/odd chains (gen_mont_eo.py) for 8 limbs, the carry-chain form for 12; an
     // experiment switch for the MSM (GROTH16_FIELD_MUL=eo): the NTT uses mul_eo either way.
+    // A product_form with EVEN_ODD (the MSM's eo builds) takes the even/odd chains for 8 and
+    // 12 limbs (BLS12-381's Fq: mont_ptx<12>::mul_eo, generated since b13bls).
     static __device__ __forceinline__ fp mul_inline(const fp& a, const fp& b) {
         fp r;
-        if constexpr ((FIELD_MUL_VARIANT == 3 || product_traits<P>::even_odd) && N == 8)
+        if constexpr ((FIELD_MUL_VARIANT == 3 && N == 8) || product_traits<P>::even_odd)
             mont_ptx<N>::template mul_eo<P>(r.v, a.v, b.v);
         else if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
             mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);

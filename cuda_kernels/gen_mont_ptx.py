@@ -277,6 +277,8 @@ def generate() -> str:
         if n == 8:  # the NTT's scalar fields: even/odd chains (gen_mont_eo.py)
             parts.append(gen_mont_eo.wrap_mont(n))
             parts.append(gen_mont_eo.wrap_shoup(n))
+        else:  # BLS12-381's base field: the MSM's even/odd builds (field.cuh product_form)
+            parts.append(gen_mont_eo.wrap_mont(n))
         parts.append("};\n")
     return "\n".join(parts)
 

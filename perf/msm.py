@@ -1,4 +1,4 @@
-"""GPU MSM benchmark: G1 on both curves and G2 on BN254, 2^12 .. 2^26 points.
+"""GPU MSM benchmark: G1 on both curves and G2 (BN254's, or --g2-curves), 2^12 .. 2^26 points.
 
     python perf/msm.py [--sizes 16,18,20,22,24] [--curves bn128,bls12381] [--g2] [--fold full|1|..]
                        [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
@@ -31,7 +31,9 @@ FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest seg
 reference and the rest by value; eo, mixed_eo: the same with the even/odd product) and `--sort direct,binned` the bucket sort's placement
 (msm.SORT), each combination over the same data, its result compared with the first's
 (column `result`); `--combos ref:direct,mixed:binned` lists ABI:SORT pairs instead of the
-cross product ("default": the module's own, per group).  Rows carry `abi`, `sort`, `T` (entries
+cross product ("default": the module's own, per group; ABI:SORT:B also bounds the accumulation's
+registers to B blocks of 128 an SM, msm.ACCUMULATE_BOUNDS: BLS12-381's build only, column
+`kernel`; B = 0 the unbounded kernel; `--g2-curves bls12381` times that curve's G2).  Rows carry `abi`, `sort`, `T` (entries
 an accumulating thread), `resident` (accumulation blocks an SM holds, the driver's occupancy)
 and `x first` (time over the first combination's).  `--reduce-threads 128,256` sweeps
 msm_reduce_segments' block (both groups' msm.REDUCE_THREADS, column `RT`).
@@ -179,11 +181,19 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    own_abi, own_sort = gmsm.PRODUCT_ABI, gmsm.SORT
+    own_abi, own_sort, own_bounds = gmsm.PRODUCT_ABI, gmsm.SORT, gmsm.ACCUMULATE_BOUNDS
     rows, first = [], None
-    for abi, sort_kind in kernels or [(None, None)]:
+    for abi, sort_kind, *bound in kernels or [(None, None)]:
         gmsm.PRODUCT_ABI = own_abi if not abi else {g: abi for g in ("g1", "g2")}  # else the curve's default
         gmsm.SORT = sort_kind or own_sort
+        # a third field: the accumulation's register bound (msm.ACCUMULATE_BOUNDS), "0" for none
+        gmsm.ACCUMULATE_BOUNDS = own_bounds if not bound or bound[0] is None else (
+            {} if int(bound[0]) == 0 else {g: int(bound[0]) for g in ("g1", "g2")})
+        try:
+            gmsm.xyzz_kernel("accumulate", group, curve.name)
+        except ValueError as exc:  # a bound this group's build lacks: skipped, the sweep goes on
+            print(f"{curve.name} {group} 2^{log_n}: {exc}", flush=True)
+            continue
         ms, wall = time_both(stream, run, repeats)
         with Launches() as counted:
             run()
@@ -224,11 +234,12 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "depth": gmsm.critical_depth(plan, dev.sm_count),
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
             "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.product_abi(group, curve.name), "T": layout.chunk,
+            "kernel": kernel.removeprefix("msm_accumulate_"),
             "sort": "binned" if gmsm.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
             "result": check,
             **extra})
-    gmsm.PRODUCT_ABI, gmsm.SORT = own_abi, own_sort
+    gmsm.PRODUCT_ABI, gmsm.SORT, gmsm.ACCUMULATE_BOUNDS = own_abi, own_sort, own_bounds
     sort.free(stream)
     bs.free(stream)
     for b in (pts, sc, res):
@@ -262,8 +273,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="16,18,20,22,24")
     ap.add_argument("--curves", default="bn128,bls12381")
-    ap.add_argument("--g2", action="store_true", help="also G2 on BN254")
-    ap.add_argument("--g2-only", action="store_true", help="only G2 on BN254")
+    ap.add_argument("--g2", action="store_true", help="also G2 (of --g2-curves)")
+    ap.add_argument("--g2-only", action="store_true", help="only G2 (of --g2-curves)")
+    ap.add_argument("--g2-curves", default="bn128", help="comma list: the curves whose G2 --g2 times")
     ap.add_argument("--fold", default="full")
     ap.add_argument("--accumulation", default=gmsm.default_accumulation(), help="comma list of xyzz, affine")
     ap.add_argument("--scalars", default="random", help="comma list: random, witness:ZERO,ONE")
@@ -276,7 +288,7 @@ def main() -> None:
     ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
     ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
     ap.add_argument("--reduce-threads", default="", help="comma list of msm_reduce_segments block sizes")
-    ap.add_argument("--combos", default="", help="comma list of ABI:SORT, e.g. ref:direct,mixed:binned")
+    ap.add_argument("--combos", default="", help="comma list of ABI:SORT[:BOUND], e.g. ref:direct,eo:direct:3")
     ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
@@ -292,7 +304,7 @@ def main() -> None:
     scalar_kinds = [s.strip(",") for s in scalar_kinds if s.strip(",")]
     groups = [] if args.g2_only else [(c, False) for c in curves]
     if args.g2 or args.g2_only:
-        groups.append((curve_by_name("bn128"), True))
+        groups += [(curve_by_name(c), True) for c in args.g2_curves.split(",")]
     fixes = [tuple(int(v) for v in f.split(":")) for f in args.fix.split(",") if f] or [
         (gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE)]
     segs = [int(v) for v in args.min_segment.split(",") if v] or [gmsm.MIN_SEGMENT]
@@ -334,8 +346,8 @@ def main() -> None:
                                         split.append({k: row[k] for k in keys} | phases[j])
                                         print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
-            "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "T",
-            "resident", "sort", "RT", "result"]
+            "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "kernel",
+            "T", "resident", "sort", "RT", "result"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:

@@ -361,6 +361,17 @@ def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
         assert backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True) == expect_g2
 
 
+@pytest.mark.parametrize("abi,bounds", [("eo", {"g1": 3, "g2": 3}), ("mixed_eo", {"g1": 5, "g2": 3}),
+                                         ("mixed", {"g1": 5})], ids=["eo-b3", "mixed_eo-b5-b3", "mixed-b5"])
+def test_bls12381_bounded_accumulations_match_cpu(backend, abi, bounds, monkeypatch):
+    """BLS12-381's register-bounded accumulations (msm.ACCUMULATE_BOUNDS) and G2's by-reference
+    even/odd one (mixed_eo), on test_product_builds_match_cpu's cases."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(gmsm, "ACCUMULATE_BOUNDS", bounds)
+    test_product_builds_match_cpu(backend, BLS12_381, abi, monkeypatch)
+
+
 @pytest.mark.parametrize("sort", ["direct", "binned"])
 def test_binned_sort_matches_cpu(backend, curve, sort, monkeypatch):
     """The two-pass placement through coarse bins (msm.SORT = "binned") against the CPU reference:

@@ -19,22 +19,24 @@ N = 8
 R = 1 << (32 * N)
 
 
-def limbs(x: int) -> list[int]:
-    return [(x >> (32 * j)) & 0xFFFFFFFF for j in range(N)]
+def limbs(x: int, n: int = N) -> list[int]:
+    return [(x >> (32 * j)) & 0xFFFFFFFF for j in range(n)]
 
 
 def value(ws: list[int]) -> int:
     return sum(w << (32 * j) for j, w in enumerate(ws))
 
 
-def operands(*groups: list[int]) -> dict[int, int]:
-    """%N.. numbering after the N outputs: each group's words in order."""
+def operands(*groups: list[int], n: int = N) -> dict[int, int]:
+    """%n.. numbering after the n outputs: each group's words in order."""
     flat = [w for g in groups for w in g]
-    return {N + k: v for k, v in enumerate(flat)}
+    return {n + k: v for k, v in enumerate(flat)}
 
 
-def extremes(p: int) -> list[int]:
-    return [0, 1, 2, p - 1, p - 2, (p - 1) // 2, R % p, (R - 1) % p, (1 << 128) - 1, p - (1 << 200)]
+def extremes(p: int, n: int = N) -> list[int]:
+    r = 1 << (32 * n)
+    return [0, 1, 2, p - 1, p - 2, (p - 1) // 2, r % p, (r - 1) % p, (1 << 128) - 1, p - (1 << 200),
+            (1 << (32 * n - 32)) - 1, p - (1 << (32 * n - 64))]
 
 
 def shoup(p: int, x: int, w: int) -> tuple[int, int]:
@@ -44,17 +46,17 @@ def shoup(p: int, x: int, w: int) -> tuple[int, int]:
     return value(ptx_sim.run(lines, ops, N)), x * w % p
 
 
-def mont(p: int, a: int, b: int) -> tuple[int, int]:
-    lines, _ = gen_mont_eo.mul_mont_eo(N)
+def mont(p: int, a: int, b: int, n: int = N, stats: dict | None = None) -> tuple[int, int]:
+    lines, _ = gen_mont_eo.mul_mont_eo(n)
     inv = (-pow(p, -1, 1 << 32)) % (1 << 32)
-    ops = operands(limbs(a), limbs(b), limbs(p), [inv])
-    got = ptx_sim.run(lines, ops, N)
-    return value(got), a * b * pow(R, -1, p) % p
+    ops = operands(limbs(a, n), limbs(b, n), limbs(p, n), [inv], n=n)
+    got = ptx_sim.run(lines, ops, n, stats) if stats is not None else ptx_sim.run(lines, ops, n)
+    return value(got), a * b * pow(1 << (32 * n), -1, p) % p
 
 
-def cases(p: int, count: int, seed: int):
+def cases(p: int, count: int, seed: int, n: int = N):
     rng = random.Random(seed)
-    ext = extremes(p)
+    ext = extremes(p, n)
     for x in ext:
         for y in ext:
             yield x, y
@@ -104,6 +106,28 @@ def test_montgomery_even_odd_drops_no_carry():
     for a, b in cases(p, 200, 3):
         ptx_sim.run(lines, operands(limbs(a), limbs(b), limbs(p), [inv]), N, stats)
     assert stats.get("dropped", 0) == 0
+
+
+def test_montgomery_even_odd_on_bls12381_fq_twelve_limbs():
+    """BLS12-381's base field (12 limbs, p < 2^381: the MSM's eo builds since b13bls): the product on
+    random and extreme operands, and no chain drops a carry."""
+    p = BLS12_381.q
+    assert p < 1 << (32 * 12 - 1)  # the product's precondition
+    stats: dict = {}
+    for a, b in cases(p, 300, 6, n=12):
+        got, want = mont(p, a, b, n=12, stats=stats)
+        assert got == want, (a, b)
+    assert stats.get("dropped", 0) == 0
+
+
+def test_twelve_limb_products_are_the_fusable_pattern():
+    """144 products a row pair each (a * b_i and m * p over 12 rows): every one a lo/hi pair but
+    the first row's plain products."""
+    lines, _ = gen_mont_eo.mul_mont_eo(12)
+    ins = [ln.rstrip(";").split(None, 1) for ln in lines if ln.startswith("mad")]
+    pairs = sum(1 for (o1, a1), (o2, a2) in zip(ins, ins[1:])
+                if ".lo" in o1 and ".hi" in o2 and a1.split(",")[1:3] == a2.split(",")[1:3])
+    assert pairs == 2 * 144 - 12
 
 
 def test_products_are_the_fusable_pattern():

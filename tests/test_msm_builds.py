@@ -68,19 +68,19 @@ def test_bins_cover_every_key(keys, shift):
 
 
 def test_each_curve_takes_its_measured_build(monkeypatch):
-    """No override: BN254's XYZZ pass runs the even/odd builds, BLS12-381's G1 the mixed one (its
-    even/odd build measured slower), a curve without an entry the fallback."""
+    """No override: BN254's XYZZ pass runs the even/odd builds, BLS12-381's too with G1's
+    accumulation by reference (mixed_eo: its fastest proof), a curve without an entry the fallback."""
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", None)
     assert [gmsm.xyzz_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
         "msm_accumulate_g1e", "msm_fix_g1e", "msm_accumulate_g2e", "msm_fix_g2e"]
     assert [gmsm.xyzz_kernel(k, g, "bls12381") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
-        "msm_accumulate_g1", "msm_fix_g1v", "msm_accumulate_g2v", "msm_fix_g2v"]
+        "msm_accumulate_g1r", "msm_fix_g1e", "msm_accumulate_g2e", "msm_fix_g2e"]
     assert gmsm.xyzz_kernel("accumulate", "g1", None) == "msm_accumulate_g1"
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "ref", "g2": "ref"})  # an override wins for every curve
     assert gmsm.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1"
 
 
-@pytest.mark.parametrize("curve,suffix", [("bn128", "e"), ("bls12381", "v")])
+@pytest.mark.parametrize("curve,suffix", [("bn128", "e"), ("bls12381", "e")])
 def test_a_proof_runs_its_curves_build(curve, suffix):
     """The loaded module carries its curve, so a proof's MSMs (fake driver: kernels do nothing) look
     up that curve's build: before, every curve ran one module-wide choice."""
@@ -102,3 +102,46 @@ def test_a_proof_runs_its_curves_build(curve, suffix):
         backend.close()
     fixes = [f for f in fake.functions if f.startswith("msm_fix_g")]
     assert fixes and all(f.endswith(suffix) for f in fixes), fixes
+
+
+def test_bls12381_extra_accumulations(monkeypatch):
+    """BLS12-381's build has G2's accumulation by reference with the even/odd product (mixed_eo
+    there) and register-bounded accumulations (msm.ACCUMULATE_BOUNDS); BN254's has neither, and
+    a bound without its kernel is refused rather than launched."""
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "mixed_eo", "g2": "mixed_eo"})
+    assert [gmsm.xyzz_kernel("accumulate", g, "bls12381") for g in ("g1", "g2")] == [
+        "msm_accumulate_g1r", "msm_accumulate_g2r"]
+    assert gmsm.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2e"
+    assert gmsm.xyzz_kernel("fix", "g2", "bls12381") == "msm_fix_g2e"
+    monkeypatch.setattr(gmsm, "ACCUMULATE_BOUNDS", {"g1": 5, "g2": 3})
+    assert [gmsm.xyzz_kernel(k, "g1", "bls12381") for k in ("accumulate", "accumulate_sets", "fix")] == [
+        "msm_accumulate_g1r_b5", "msm_accumulate_sets_g1r_b5", "msm_fix_g1e"]
+    assert gmsm.xyzz_kernel("accumulate_sets", "g2", "bls12381") == "msm_accumulate_sets_g2r_b3"
+    with pytest.raises(ValueError, match="bounded to 5 blocks for bn128"):
+        gmsm.xyzz_kernel("accumulate", "g1", "bn128")
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
+    with pytest.raises(ValueError, match="g1e bounded to 5"):
+        gmsm.xyzz_kernel("accumulate", "g1", "bls12381")
+
+
+def test_bounded_kernels_are_the_ones_kernels_cu_defines():
+    """BOUNDED_KERNELS lists exactly the MSM_ACCUMULATE_BOUNDED instances of kernels.cu."""
+    import re
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parent.parent / "cuda_kernels" / "kernels.cu").read_text()
+    found: dict = {}
+    for build, _, blocks in re.findall(r"^MSM_ACCUMULATE_BOUNDED\((\w+), (\w+), (\d+)\)", src, re.M):
+        found.setdefault(build, []).append(int(blocks))
+    assert {k: tuple(v) for k, v in found.items()} == gmsm.BOUNDED_KERNELS
+
+
+def test_only_twelve_limb_base_fields_build_the_extra_accumulations():
+    """params.py defines MSM_BOUNDED_VARIANTS for BLS12-381 alone, so BN254's header, and with it
+    its build, stay what they were (its CUBIN was byte-identical to main's, perf/RESULTS.md b13bls)."""
+    from engine.algebra.curves import BLS12_381, BN254
+    from engine.backends.gpu.params import params_header
+
+    assert "MSM_BOUNDED_VARIANTS" not in params_header(BN254)
+    assert "#define MSM_BOUNDED_VARIANTS 1\n" in params_header(BLS12_381)
+    assert gmsm.EXTRA_ACCUMULATIONS == {"bls12381"}

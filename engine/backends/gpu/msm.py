@@ -68,7 +68,7 @@ ACCUMULATIONS = ("affine", "xyzz")
 #   value  msm_*_g1v, msm_*_g2v  by value, in registers (no frame; 130 registers; Fq2's products stay by reference)
 #   mixed  the accumulation by reference, the fix-up, segment, tree and combine kernels by value
 #   eo     msm_*_g1e, msm_*_g2e  by value with the even/odd product (field.cuh by_value_eo; BN254's
-#                                Fq: 124 registers against 130; BLS12-381 keeps its product)
+#                                Fq: 124 registers against 130; BLS12-381's 12-limb Fq: 182 against 181)
 #   mixed_eo  G1's accumulation with the even/odd product by reference (msm_accumulate*_g1r: 88
 #             registers, 5 blocks), everything else as eo.  Not measured on a device yet
 #             (perf/h15acc_final.sh does): the even/odd product is 121 wide products and ~63 other
@@ -80,9 +80,11 @@ ACCUMULATIONS = ("affine", "xyzz")
 PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo")
 # The default build per curve (perf/RESULTS.md, the evening session's closing call, CUDA events, every
 # build's result equal): BN254's G1 and G2 with the even/odd product (G1 2^24 77.6 -> 60.2 ms, G2 2^24
-# 208.1 -> 162.6); BLS12-381's G1 keeps "mixed" (eo 162.7 against 153.4 ms at 2^24; its eo build keeps
-# the plain product, so G2's eo would be its value build).  A curve not listed takes FALLBACK_ABI.
-PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "eo", "g2": "eo"}, "bls12381": {"g1": "mixed", "g2": "value"}}
+# 208.1 -> 162.6).  BLS12-381 since its 12-limb even/odd product (b13bls, H200): G1's accumulation by
+# reference ("mixed_eo": 2^20 13.17 -> 9.34 ms, 2^21 22.89 -> 16.20, 2^24 153.3 -> 109.4), G2 by value
+# ("eo": 2^20 40.53 -> 28.90); its 2^20 proof 89.2 -> 68.3 ms in the same call (against 68.8 with G1's
+# eo and 68.4 with G2's mixed_eo).  A curve not listed takes FALLBACK_ABI.
+PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "eo", "g2": "eo"}, "bls12381": {"g1": "mixed_eo", "g2": "eo"}}
 FALLBACK_ABI = {"g1": "mixed", "g2": "value"}
 PRODUCT_ABI: dict[str, str] | None = None  # one choice for every curve (tests, perf/msm.py --product)
 
@@ -91,6 +93,25 @@ def product_abi(group: str, curve: str | None) -> str:
     """The build of `group`'s XYZZ pass for `curve` (a module's `curve` name): PRODUCT_ABI when set."""
     table = PRODUCT_ABI if PRODUCT_ABI is not None else PRODUCT_ABI_BY_CURVE.get(curve or "", FALLBACK_ABI)
     return table.get(group, "ref")
+
+
+# BLS12-381's build (12-limb base field; cuda_kernels/kernels.cu MSM_BOUNDED_VARIANTS) has more
+# accumulation kernels: G2's with the even/odd product by reference (msm_accumulate*_g2r, what
+# "mixed_eo" runs for G2 on these curves; elsewhere G2's mixed_eo is its eo build), and the
+# accumulation under a register bound of B blocks of 128 an SM (msm_accumulate*_<build>_bB, for
+# the builds and B kernels.cu lists: BOUNDED_KERNELS).  ACCUMULATE_BOUNDS_BY_CURVE: the bound a
+# group's accumulation takes per curve (none: the unbounded kernel); ACCUMULATE_BOUNDS overrides
+# it for every curve (tests, perf/msm.py --combos ABI:SORT:BOUND).
+EXTRA_ACCUMULATIONS = frozenset({"bls12381"})
+BOUNDED_KERNELS = {"g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,), "g2r": (3,)}
+ACCUMULATE_BOUNDS_BY_CURVE: dict[str, dict[str, int]] = {}
+ACCUMULATE_BOUNDS: dict[str, int] | None = None
+
+
+def accumulate_bound(group: str, curve: str | None) -> int | None:
+    """The register bound (blocks of 128 an SM) of `group`'s accumulation for `curve`, or None."""
+    table = ACCUMULATE_BOUNDS if ACCUMULATE_BOUNDS is not None else ACCUMULATE_BOUNDS_BY_CURVE.get(curve or "", {})
+    return table.get(group)
 
 
 ACCUMULATE_THREADS = 128  # a block of msm_accumulate (perf/msm.py reports how many an SM holds)
@@ -561,9 +582,17 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
     accumulation = name.startswith("accumulate")
     if abi in ("eo", "mixed_eo"):
-        return f"msm_{name}_{group}{'r' if abi == 'mixed_eo' and accumulation and group == 'g1' else 'e'}"
-    by_reference = abi == "ref" or (abi == "mixed" and accumulation)
-    return f"msm_{name}_{group}{'' if by_reference else 'v'}"
+        reference = abi == "mixed_eo" and accumulation and (group == "g1" or curve in EXTRA_ACCUMULATIONS)
+        build = f"{group}{'r' if reference else 'e'}"
+    else:
+        by_reference = abi == "ref" or (abi == "mixed" and accumulation)
+        build = f"{group}{'' if by_reference else 'v'}"
+    bound = accumulate_bound(group, curve) if accumulation else None
+    if bound is None:
+        return f"msm_{name}_{build}"
+    if bound not in BOUNDED_KERNELS.get(build, ()) or curve not in EXTRA_ACCUMULATIONS:
+        raise ValueError(f"no accumulation kernel of build {build} bounded to {bound} blocks for {curve}")
+    return f"msm_{name}_{build}_b{bound}"
 
 
 def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout,

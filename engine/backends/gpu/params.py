@@ -86,7 +86,9 @@ def params_header(curve: Curve, field_mul: str | None = None) -> str:
         "#pragma once\n"
         f"#define FIELD_MUL_VARIANT {FIELD_MUL_VARIANTS[variant]}\n"
         f"#define NTT_MIN_BLOCKS {ntt_min_blocks(curve)}\n"
-        "#ifndef GROTH16_STDINT\n#define GROTH16_STDINT\n"
+        # 12-limb base fields: kernels.cu's extra MSM accumulation builds (BN254's header unchanged)
+        + ("#define MSM_BOUNDED_VARIANTS 1\n" if curve.n8q == 48 else "")
+        + "#ifndef GROTH16_STDINT\n#define GROTH16_STDINT\n"
         "typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\ntypedef int int32_t;\n#endif\n"
         + field_struct("FR_P", curve.r, curve.n8r)
         + field_struct("FQ_P", curve.q, curve.n8q, mul_out_of_line=fq_mul_out_of_line())
