@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "perf")]
 
 
 def main() -> None:
@@ -28,6 +27,7 @@ def main() -> None:
     import engine.backends.select as select  # noqa: PLC0415
     from engine.backends.gpu import epilogue as gepi, runtime  # noqa: PLC0415
     from engine.formats import read_wtns, read_zkey  # noqa: PLC0415
+    from proof_timeline import timed_proof  # noqa: PLC0415 - perf/proof_timeline.py
 
     decode = gepi.decode_proof
     gepi.decode_proof = lambda curve, raw: (decode(curve, raw)[0], True)  # the fake's kernels set no flag
@@ -41,13 +41,7 @@ def main() -> None:
         backend.maintain()  # the key's pinned buffers
         rows = []
         for i in range(args.proofs + 3):
-            t0 = time.perf_counter()
-            staged = backend.stage(key, wit.values)
-            t1 = time.perf_counter()
-            pending = backend.compute(staged)
-            t2 = time.perf_counter()
-            pending.wait()
-            t3 = time.perf_counter()
+            t0, t1, t2, t3 = timed_proof(backend, key, wit.values)
             if i >= 3:
                 rows.append((t1 - t0, t2 - t1, t3 - t2))
         backend.close()
