@@ -148,6 +148,10 @@ class SynthPool:
         if self._broken is not None:
             raise self._broken
 
+    def pids(self) -> list[int]:
+        """The worker processes' ids (perf/cpu_share.py reads their CPU time)."""
+        return [w.process.pid for w in self._workers if w is not None and w.process.pid is not None]
+
     def alive(self) -> int:
         return sum(1 for w in self._workers if w is not None and w.process.is_alive())
 
