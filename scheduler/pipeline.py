@@ -428,12 +428,14 @@ class Pipeline:
                     for w in batch:
                         w.error = exc
                     await self._discard_all(dev, staged)
-                for w, pending in zip(batch, pendings or ()):
-                    try:  # each its own: one proof's error (its witness's range, ...) is not the others'
-                        w.result, t_done = await dev.wait(pending)
-                        tl.emit(Stage.GPU_END, w.job, w.p, device=dev.index, slot=slot, t_ns=t_done)
-                    except Exception as exc:  # noqa: BLE001 - handed to that partition
+                # each its own: one proof's error (its witness's range, ...) is not the others'; all
+                # waited on one waiter thread in one hand-off
+                for w, (result, exc, t_done) in zip(batch, await dev.wait_all(pendings) if pendings else ()):
+                    if exc is not None:
                         w.error = exc
+                    else:
+                        w.result = result
+                        tl.emit(Stage.GPU_END, w.job, w.p, device=dev.index, slot=slot, t_ns=t_done)
                 # one error object for every proof: the batch's shared work failed (a launch, its
                 # scratch), not a proof: each is tried again alone, whose own error is then final
                 shared = len(batch) > 1 and len({id(w.error) for w in batch}) == 1 and batch[0].error is not None
