@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--slots", default="1,2")
     p.add_argument("--no-verify", action="store_true", help="the Engine's verify=False (no verify step a proof)")
+    p.add_argument("--zkey", default=None, help="another key than the tiny fixture's (with --wtns)")
+    p.add_argument("--wtns", default=None)
     args = p.parse_args(argv)
 
     from fake_cuda import fake_driver  # noqa: PLC0415 - tests/fake_cuda.py
@@ -38,13 +40,25 @@ def main(argv: list[str] | None = None) -> int:
     from engine.backends.gpu import epilogue as gepi, runtime  # noqa: PLC0415
     from scheduler.timeline import summarize  # noqa: PLC0415
 
+    from engine.backends.gpu import batch as gbatch  # noqa: PLC0415
+
     decode = gepi.decode_proof
     gepi.decode_proof = lambda curve, raw: (decode(curve, raw)[0], True)  # the fake's kernels set no flag
+    decode_batch = gbatch.decode_batch
+
+    def passed(curve, raws, timings):  # a batch's proofs likewise (engine/backends/gpu/batch_decode.py)
+        cores = decode_batch(curve, raws, timings)
+        for core in cores:
+            core.verified = True
+        return cores
+
+    gbatch.decode_batch = passed
     runtime.GpuContext.prepare = lambda self, curve: b"fake cubin"  # no NVRTC: the fake loads anything
     select.cuda_device_count = lambda: 1
     tiny = ROOT / "tests" / "fixtures" / "tiny" / args.curve
     with fake_driver():
-        sa = sweep.parse_args(["--backend", "gpu", "--zkey", str(tiny / "tiny.zkey"), "--wtns", str(tiny / "tiny.wtns"),
+        zkey, wtns = args.zkey or str(tiny / "tiny.zkey"), args.wtns or str(tiny / "tiny.wtns")
+        sa = sweep.parse_args(["--backend", "gpu", "--zkey", zkey, "--wtns", wtns,
                                "--proofs", str(args.proofs), "--concurrency", str(args.concurrency),
                                "--slots", args.slots, "--modes", "split", *(["--no-verify"] if args.no_verify else [])])
         for slots in sa.slots:
