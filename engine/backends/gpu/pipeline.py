@@ -117,11 +117,11 @@ def pinned_bytes(key: GpuKey) -> int:
 @dataclass
 class ProofState:
     witness: DeviceBuffer
-    a: DeviceBuffer
-    b: DeviceBuffer
-    c: DeviceBuffer
-    sort: gmsm.SortScratch
-    buckets: gmsm.BucketScratch
+    a: DeviceBuffer | None  # a, b, c, sort, buckets: None when staged without scratch (_add_scratch)
+    b: DeviceBuffer | None
+    c: DeviceBuffer | None
+    sort: gmsm.SortScratch | None
+    buckets: gmsm.BucketScratch | None
     results: DeviceBuffer
     device_buffers: list[DeviceBuffer]  # every buffer the memory phase allocated
     host: PinnedBuffer | None  # witness then results; None: no free pinned buffer (pageable copies)
@@ -227,9 +227,14 @@ def _fetch_late(ctx, buf: DeviceBuffer, nbytes: int, fetch: bool = True) -> np.n
     return raw
 
 
-def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
+def stage(backend, key: GpuKey, witness: np.ndarray, scratch: bool = True) -> Staged:
     """The memory phase.  On any failure everything it allocated is freed, the device is done with
-    it, and the pinned buffer is back in the pool before the error propagates."""
+    it, and the pinned buffer is back in the pool before the error propagates.
+
+    scratch=False leaves out the proof's own vectors and MSM scratch (a, b, c, sort, buckets): a
+    proof of a key that batches is computed in a batch, which has its own (batch.compute_batch), and
+    their ~20 allocations and frees were ~0.4 ms of the device thread a proof (perf/RESULTS.md,
+    t13tput); a proof computed alone after all allocates them at the start of `compute`."""
     ctx = backend.ctx
     ctx.bind_thread()
     dev, stream = ctx.device, ctx.upload_stream
@@ -256,11 +261,11 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
             found = dev.alloc(RANGE_BYTES, stream) if host is not None else None
             state = ProofState(
                 witness=dev.alloc(up_bytes, stream),
-                a=dev.alloc(n * FR, stream),
-                b=dev.alloc(n * FR, stream),
-                c=dev.alloc(n * FR, stream),
-                sort=gmsm.SortScratch(dev, sort_plans, stream),
-                buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream),
+                a=dev.alloc(n * FR, stream) if scratch else None,
+                b=dev.alloc(n * FR, stream) if scratch else None,
+                c=dev.alloc(n * FR, stream) if scratch else None,
+                sort=gmsm.SortScratch(dev, sort_plans, stream) if scratch else None,
+                buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream) if scratch else None,
                 results=dev.alloc(results_alloc_bytes(key), stream),
                 device_buffers=allocated,
                 host=host,
@@ -294,6 +299,21 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 _destroy(*events)
             raise
     return Staged(key=key, witness=witness, state=state)
+
+
+def _add_scratch(dev: Device, key: GpuKey, st: ProofState, stream) -> None:
+    """The vectors and MSM scratch a proof staged without them needs to be computed alone, stream-
+    ordered on its compute stream; each is in st.device_buffers as soon as it exists (freed with the
+    others on every path)."""
+    n, curve = key.domain, key.curve
+    sort_plans, shapes = _scratch_shapes(key, dev.sm_count)
+    with Device.recording() as bufs:
+        try:
+            st.a, st.b, st.c = (dev.alloc(n * FR, stream) for _ in range(3))
+            st.sort = gmsm.SortScratch(dev, sort_plans, stream)
+            st.buckets = gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream)
+        finally:
+            st.device_buffers.extend(bufs)
 
 
 def _track(events: list[Event], event: Event) -> Event:
@@ -348,6 +368,8 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         ordered = True
         plans = key.plans_now()  # fixed for this proof: fold 1 while the key's tables still build
         key.wait(plans, stream)
+        if st.sort is None:  # staged without scratch (stage's scratch=False): allocated here, on this stream
+            _add_scratch(ctx.device, key, st, stream)
         _launch_proof(backend, key, st, plans, stream, side, marks, side_marks, side_events, timing)
         if late is None:
             Device.download(raw, st.results, stream)
