@@ -60,6 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--switch-interval", type=float, default=None, metavar="S",
                    help="sys.setswitchinterval for the run (an experiment: how long a thread that wants the GIL "
                    "waits for a busy one, 5 ms by default; the device thread's launches queue behind the others)")
+    p.add_argument("--no-plots", action="store_true", help="no PNGs (the timelines and the table only)")
     p.add_argument("--cpu", action="store_true", help="print each run's CPU time per thread group and worker")
     p.add_argument("--gantt", default=None, metavar="MODE:SLOTS:CONC", help="which run to draw (default: the fastest)")
     sim = p.add_argument_group("simulated device (a model, not a measurement)")
@@ -233,6 +234,8 @@ def sweep(args: argparse.Namespace) -> int:
     print(table)
     with open(os.path.join(args.out, "sweep.json"), "wb") as f:
         f.write(msgspec.json.format(msgspec.json.encode({"source": what, "rows": rows})))
+    if args.no_plots:
+        return 0
     try:
         from timeline import plot_gantt  # perf/timeline.py  # noqa: PLC0415
 
