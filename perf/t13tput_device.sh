@@ -9,7 +9,9 @@
 #   M: the same 480-proof sweep from the tree at $MAIN (the merged tree before this branch: the same
 #      machine's baseline; its sweep has no --cpu);
 #   T: the GPU tests of the batch path, the stage and the failure paths (-m gpu);
-#   F: perf/t13tput_final.sh.
+#   F: perf/t13tput_final.sh;
+#   X: the tree at $MAIN and this one alternately, twice, at ${N:-96} proofs, 1 and 2 slots (same machine, same call);
+#   S: this tree's 480-proof sweep with sys.setswitchinterval(${SWITCH:-0.0005}) (the GIL's hand-over).
 #   perf/timeline_gaps.py over A and B.  Everything lands in $OUT (gaps_*.md, spy_*.txt, runs.tar.gz).
 #   OUT=/tmp/o [SPY=path/py_spy.whl] [MAIN=../..] [RUNS="A B C M T F"] bash perf/t13tput_device.sh
 set -u
@@ -47,8 +49,19 @@ for r in $RUNS; do
          tests/test_gpu_guard.py tests/test_gpu_pinned_and_compile.py \
          "tests/test_gpu_msm.py::test_compute_batch_matches_proof_by_proof" > "$OUT/tests.log" 2>&1
        tail -1 "$OUT/tests.log" | tee -a "$OUT/log"; grep -h "^FAILED\|^ERROR" "$OUT/tests.log" | tee -a "$OUT/log" ;;
+    X) for i in 1 2; do
+         log "X$i: the tree at ${MAIN:-../..}, ${N:-96} proofs"
+         ( cd "${MAIN:-../..}" && PYTHONPATH=/tmp/site:$PWD timeout 60 python3 perf/sweep.py $Z --proofs ${N:-96} \
+             --slots 1,2 --out $K/x$i 2>&1 | grep -A4 "^| mode" ) | tee -a "$OUT/log"
+         log "X$i: this tree, ${N:-96} proofs"
+         timeout 60 python3 perf/sweep.py $Z --proofs ${N:-96} --slots 1,2 $P --out $K/y$i 2>&1 | grep -A4 "^| mode" |
+           tee -a "$OUT/log"
+       done ;;
+    S) log "S: switch interval ${SWITCH:-0.0005}, 480 proofs"
+       timeout 60 python3 perf/sweep.py $Z --proofs 480 --slots 1,2 $P --switch-interval ${SWITCH:-0.0005} \
+         --out $K/s 2>&1 | grep -A4 "^| mode" | tee -a "$OUT/log" ;;
     F) log "F: perf/t13tput_final.sh"; W=$K bash perf/t13tput_final.sh | tail -40 >> "$OUT/log" ;;
   esac
 done
-tar -czf "$OUT/runs.tar.gz" -C "$K" $(cd "$K" && ls -d a b c_* 2>/dev/null) 2>/dev/null
+tar -czf "$OUT/runs.tar.gz" -C "$K" $(cd "$K" && ls -d a b c_* x* y* s 2>/dev/null) 2>/dev/null
 log done
