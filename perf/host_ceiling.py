@@ -40,19 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     from engine.backends.gpu import epilogue as gepi, runtime  # noqa: PLC0415
     from scheduler.timeline import summarize  # noqa: PLC0415
 
-    from engine.backends.gpu import batch as gbatch  # noqa: PLC0415
-
     decode = gepi.decode_proof
     gepi.decode_proof = lambda curve, raw: (decode(curve, raw)[0], True)  # the fake's kernels set no flag
-    decode_batch = gbatch.decode_batch
-
-    def passed(curve, raws, timings):  # a batch's proofs likewise (engine/backends/gpu/batch_decode.py)
-        cores = decode_batch(curve, raws, timings)
-        for core in cores:
-            core.verified = True
-        return cores
-
-    gbatch.decode_batch = passed
     runtime.GpuContext.prepare = lambda self, curve: b"fake cubin"  # no NVRTC: the fake loads anything
     select.cuda_device_count = lambda: 1
     tiny = ROOT / "tests" / "fixtures" / "tiny" / args.curve

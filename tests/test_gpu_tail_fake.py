@@ -16,7 +16,7 @@ from engine.formats import read_wtns, read_zkey
 from fake_cuda import fake_driver
 
 TINY = FIXTURES / "tiny"
-ROUNDING = 64 * 20  # footprint.proof_working_set's slack for allocations rounded up to 16 bytes
+ROUNDING = 256 * 32  # footprint.ALLOC_SLACK: the carved buffers' alignment and the allocations' 16-byte minimum
 OPTIONS = [{}, {"fold": 1, "tier": "resident"}, {"tier": "host", "host_chunk": 2}]
 
 
@@ -77,12 +77,7 @@ def test_the_footprint_counts_the_allocations_on_a_fake_driver(curve, options):
         assert backend.host_resident_bytes(key) == fp.host_bytes
         assert backend.working_set_bytes(key) == fp.working_set_bytes
         before = sum(fake.live_device.values())
-        if backend.max_batch(key) > 1:  # a batching key's proofs stage without their own scratch (t13tput)
-            lean = backend.stage(key, witness)
-            assert lean.state.sort is None and sum(fake.live_device.values()) - before < fp.working_set_bytes // 2
-            backend.discard(lean).wait()
-            assert sum(fake.live_device.values()) == before
-        staged = pipeline.stage(backend, key, witness)  # a proof's whole working set, as one computed alone
+        staged = backend.stage(key, witness)
         taken = sum(fake.live_device.values()) - before
         assert fp.working_set_bytes - ROUNDING <= taken <= fp.working_set_bytes
         st = staged.state
@@ -207,3 +202,91 @@ def test_a_result_without_a_pinned_buffer_is_fetched_by_the_waiter_not_the_devic
         backend.unload_key(key)
         backend.close()
         assert not fake.live_device
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_resident_proofs_msm_sums_are_decoded_only_when_read_and_as_before(curve, monkeypatch):
+    """The device made the proof: its five MSM sums (for tests) cost field inversions that no proof's path
+    reads, so they are decoded from the returned bytes when first read, to the values the eager decode gave."""
+    from engine.algebra.curves import curve_by_name  # noqa: PLC0415
+    from engine.backends.gpu import epilogue as gepi, pipeline, points  # noqa: PLC0415
+
+    c = curve_by_name(curve)
+    g1_acc, g2_acc = pipeline.acc_bytes(c, False), pipeline.acc_bytes(c, True)
+    raw = np.random.default_rng(7).integers(0, 256, 5 * g2_acc + gepi.proof_bytes(c), dtype=np.uint8)
+    raw[3 * g2_acc:3 * g2_acc + g1_acc] = 0  # C's sum at infinity (zz = 0): decoded as None
+    eager = [points.decode_xyzz_g1(c, raw[i * g2_acc:i * g2_acc + g1_acc]) for i in (0, 1, 3, 4)]
+    eager_b2 = points.decode_xyzz_g2(c, raw[2 * g2_acc:3 * g2_acc])
+    calls = []
+    for name in ("decode_xyzz_g1", "decode_xyzz_g2"):
+        real = getattr(pipeline, name)
+        monkeypatch.setattr(pipeline, name, lambda *a, _real=real, _n=name: calls.append(_n) or _real(*a))
+    core = pipeline._core(c, raw, {"gpu_check": 0.001})
+    assert calls == [] and core.timings == {"gpu_check": 0.001}
+    assert (core.proof, core.verified) == gepi.decode_proof(c, raw[5 * g2_acc:])
+    assert [core.pi_a0, core.pi_b1_0, core.pi_c0, core.pi_h] == eager and core.pi_c0 is None
+    assert core.pi_b2_0 == eager_b2
+    assert calls.count("decode_xyzz_g1") == 4 and calls.count("decode_xyzz_g2") == 1  # once, then kept
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4095, 4096, 4097, 3 * 4096 + 5, 16384 * 4, 300000])
+def test_the_witness_goes_up_in_parts_behind_its_copy_and_arrives_whole(rows, monkeypatch):
+    """stage's copy into the pinned buffer and its upload (pipeline._copy_up): a witness one thread copies
+    goes up in parts, each sent once its rows are copied, one larger than two threads' parts in one
+    piece after the threaded copy; either way the device gets witness then r, s, rs, byte for byte,
+    and no part is sent before it is copied."""
+    from cuda_kernels.driver import Device, DeviceBuffer  # noqa: PLC0415
+    from engine.backends.gpu import pipeline  # noqa: PLC0415
+
+    rng = np.random.default_rng(rows)
+    wit = rng.integers(0, 2**63, size=(rows, 4), dtype=np.uint64)
+    scalars = rng.integers(0, 2**63, size=12, dtype=np.uint64)
+    words = np.zeros(wit.size + scalars.size, np.uint64)
+    device = np.full(words.nbytes, 0xAB, np.uint8)
+    sent = []
+
+    def upload(buf, host, stream, offset=0):
+        data = np.ascontiguousarray(host).view(np.uint8).reshape(-1)
+        assert data.ctypes.data >= words.ctypes.data  # from the pinned buffer, already copied there
+        device[offset:offset + data.nbytes] = data
+        sent.append((offset, data.nbytes))
+
+    monkeypatch.setattr(Device, "upload", staticmethod(upload))
+    pipeline._copy_up(words, wit, scalars, DeviceBuffer(0, words.nbytes), stream=None)
+    assert device.tobytes() == wit.tobytes() + scalars.tobytes()
+    assert sum(n for _, n in sent) == words.nbytes and [o for o, _ in sent] == sorted({o for o, _ in sent})
+    one_thread = wit.nbytes < 2 * pipeline.PART_BYTES
+    assert len(sent) == (max(1, -(-wit.nbytes // pipeline.UPLOAD_CHUNK)) if one_thread else 1)
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_proofs_buffers_are_carved_from_one_allocation_disjoint_and_aligned(curve):
+    """stage makes one pool allocation for the witness, a/b/c, the sort's and the buckets' scratch (about
+    twenty before, each a driver call on the proof's path, and as many frees), carved at 256-byte
+    offsets that do not overlap; the results stay an allocation of their own (a late fetch frees them)."""
+    from cuda_kernels.driver import DeviceBuffer  # noqa: PLC0415
+    from engine.backends.gpu import footprint  # noqa: PLC0415
+
+    zkey, witness = _tiny(curve)
+    with fake_driver() as fake:
+        backend = _backend()
+        key = backend.load_key(zkey)
+        backend.maintain()  # the key's pinned buffers: the range check's answer is allocated too
+        before = set(fake.live_device)
+        staged = backend.stage(key, witness)
+        new = {p: n for p, n in fake.live_device.items() if p not in before}
+        st = staged.state
+        assert len(new) == 3 and st.results.ptr in new  # the answer word, the arena, the results
+        base = max(new, key=new.get)
+        carved = [st.witness, st.a, st.b, st.c, *vars(st.sort).values(), *vars(st.buckets).values()]
+        bufs = [b for x in carved for b in (x if isinstance(x, list) else [x]) if isinstance(b, DeviceBuffer)]
+        assert len(bufs) >= 20
+        spans = sorted((b.ptr - base, b.ptr - base + b.nbytes) for b in bufs)
+        assert all(lo % footprint.ALLOC_ALIGN == 0 for lo, _ in spans)
+        assert spans[0][0] == 0 and spans[-1][1] <= new[base]
+        assert all(hi <= lo2 for (_, hi), (lo2, _) in zip(spans, spans[1:]))  # disjoint
+        assert st.witness.ptr == base  # the witness first: it goes up before the rest is carved
+        backend.discard(staged).wait()
+        assert set(fake.live_device) == before
+        backend.unload_key(key)
+        backend.close()

@@ -9,6 +9,7 @@ derived ones at import so a typo cannot reach a proof.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -56,19 +57,19 @@ class Curve:
         return self.root_of_unity(k + 1)
 
     # ---- Montgomery constants (R = 2^(8*n8))
-    @property
+    @cached_property
     def rq(self) -> int:
         return (1 << (8 * self.n8q)) % self.q
 
-    @property
+    @cached_property
     def rr(self) -> int:
         return (1 << (8 * self.n8r)) % self.r
 
-    @property
+    @cached_property  # an inversion on every decode of a proof's points otherwise
     def rq_inv(self) -> int:
         return pow(self.rq, -1, self.q)
 
-    @property
+    @cached_property  # an inversion on every decode of a proof's points otherwise
     def rr_inv(self) -> int:
         return pow(self.rr, -1, self.r)
 

@@ -130,9 +130,7 @@ class GpuBackend(Backend):
         return pipeline.working_set_bytes(key, self.device.sm_count)
 
     def stage(self, key: ResidentKey, witness: np.ndarray) -> Staged:
-        """The memory phase; a proof of a key that batches is staged without its own vectors and
-        MSM scratch (its batch has them; computed alone, it allocates them then: pipeline.stage)."""
-        return pipeline.stage(self, key, witness, scratch=self.max_batch(key) <= 1)
+        return pipeline.stage(self, key, witness)
 
     def compute(self, staged: Staged, slot: int = 0) -> Pending:
         return pipeline.compute(self, staged, slot)

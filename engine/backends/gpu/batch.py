@@ -44,10 +44,9 @@ from engine.backends.base import CoreResult, Pending, Staged
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
-from engine.backends.gpu.batch_decode import decode_batch
 from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.key import GpuKey, ProofPlans
-from engine.backends.gpu.pipeline import (FR, RESULT_ALIGN, ProofState, _await_frees, _destroy, _fence,
+from engine.backends.gpu.pipeline import (FR, RESULT_ALIGN, ProofState, _await_frees, _core, _destroy, _fence,
                                           _fetch_late, _free_all, _join_side, _msms, _settle, _track, compute,
                                           result_bytes, results_alloc_bytes)
 from engine.errors import UnreducedWitnessError
@@ -223,17 +222,14 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0, timing: bool = T
                         check = check_start.elapsed_ms(check_end) / 1000.0
                         phases = {f"gpu_batch_{name}": e0.elapsed_ms(e1) / 1000.0
                                   for name, (e0, e1) in zip(BATCH_PHASES, zip(marks, marks[1:]))}
-                        all_timings = []
-                        for s, st in zip(staged, states):
+                        for s, st, raw in zip(staged, states, raws):
                             timings = dict(s.timings)
                             timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
                             timings["gpu_batch"] = k
                             timings["gpu_fold"] = plan_w.fold
                             timings["gpu_check"] = check  # the k final phases, after the batched MSMs
                             timings.update(phases)
-                            all_timings.append(timings)
-                        # the affine proofs now, the MSM sums when read (batch_decode: ~0.85 ms a proof before)
-                        results.extend(decode_batch(curve, [raw.copy() for raw in raws], all_timings))
+                            results.append(_core(curve, raw.copy(), timings))  # the MSM sums decoded when read
                         if marks:
                             RECENT.append(BatchSpan(t_done, k, slot, marks[0].elapsed_ms(check_end) / 1000.0,
                                                     (time.monotonic_ns() - t_done) / 1e9))

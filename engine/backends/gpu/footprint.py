@@ -247,6 +247,8 @@ def scratch_shapes(pairs: list[tuple[gmsm.MsmPlan, gmsm.MsmPlan]], sm_count: int
 
 
 RANGE_CHECK_BYTES = 16  # the device's answer to a witness's range check (a u32, padded): one a proof
+ALLOC_ALIGN = 256  # a proof's buffers are carved from one allocation at this alignment (pipeline._Arena)
+ALLOC_SLACK = ALLOC_ALIGN * 32  # their rounding: at most 26 carved buffers (and the 16-byte minimum of the rest)
 
 
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
@@ -262,7 +264,7 @@ def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmP
     total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
     total += 5 * acc_bytes(curve, True)
     total += RANGE_CHECK_BYTES  # the witness's range check's answer (pipeline.stage)
-    return total + 64 * 20  # allocation rounding
+    return total + ALLOC_SLACK  # allocation rounding
 
 
 def chunk_ranges(n: int, chunk: int) -> list[tuple[int, int]]:

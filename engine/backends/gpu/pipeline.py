@@ -37,7 +37,7 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, 
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError, UnreducedWitnessError
 from engine.formats.binfile import first_row_ge
-from engine.formats.rows import copy_rows
+from engine.formats.rows import PART_BYTES, copy_rows
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
@@ -58,6 +58,72 @@ def _scratch_shapes(key: GpuKey, sm_count: int):
     """The sort's plans and the buckets' shapes of a proof of `key`: every plan it may run under
     (the fold-1 plans too while the key's tables may still be building: chosen at compute)."""
     return footprint.scratch_shapes(key.footprint.all_plans(), sm_count)
+
+
+class _Arena:
+    """A proof's buffers carved, in order, from one stream-ordered allocation.  The memory phase made
+    about twenty pool allocations and the compute phase as many frees, each some microseconds of host
+    time on the proof's path; now one of each.  A request beyond the size it was made for gets a pool
+    allocation of its own (recorded like any other, so a failure path frees it)."""
+
+    def __init__(self, dev, nbytes: int, stream):
+        self.dev, self.size, self.off = dev, nbytes, 0
+        self.base = dev.alloc(nbytes, stream) if nbytes else None
+
+    def alloc(self, nbytes: int, stream) -> DeviceBuffer:
+        n = max(int(nbytes), 16)
+        if self.base is None or self.off + n > self.size:
+            return self.dev.alloc(n, stream)
+        buf = DeviceBuffer(self.base.ptr + self.off, n)
+        self.off += -(-n // footprint.ALLOC_ALIGN) * footprint.ALLOC_ALIGN
+        return buf
+
+
+class _Sizer:
+    """Stands in for the device in a dry run of a proof's allocations: the arena's size."""
+
+    def __init__(self):
+        self.total = 0
+
+    def alloc(self, nbytes: int, stream) -> DeviceBuffer:
+        n = max(int(nbytes), 16)
+        self.total += -(-n // footprint.ALLOC_ALIGN) * footprint.ALLOC_ALIGN
+        return DeviceBuffer(0, n)
+
+
+@dataclass
+class _ProofLayout:
+    """What every proof of a key allocates, worked out once per key (the Python of the plans' scratch
+    sizes was 0.2-0.3 ms a proof): the sort's plans, the buckets' shapes and sizes, the arena's bytes."""
+
+    sort_plans: list
+    shapes: list
+    bucket_sizes: tuple
+    arena_bytes: int
+
+
+def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, witness=None) -> tuple:
+    """witness (unless given: carved first), a, b, c, sort scratch, bucket scratch from `dev` (an _Arena,
+    or a _Sizer), in that order."""
+    n = key.domain
+    witness = dev.alloc(up_bytes, stream) if witness is None else witness
+    a, b, c = (dev.alloc(n * FR, stream) for _ in range(3))
+    sort = gmsm.SortScratch(dev, layout.sort_plans, stream)
+    buckets = gmsm.BucketScratch(dev, layout.shapes, acc_bytes(key.curve, True), stream, sizes=layout.bucket_sizes)
+    return witness, a, b, c, sort, buckets
+
+
+def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
+    cache = key.__dict__.setdefault("_proof_layouts", {})
+    got = cache.get((sm_count, up_bytes))
+    if got is None:
+        sort_plans, shapes = _scratch_shapes(key, sm_count)
+        got = _ProofLayout(sort_plans, shapes, gmsm.BucketScratch.sizes(shapes), 0)
+        sizer = _Sizer()
+        _allocate(sizer, key, got, up_bytes, None)
+        got.arena_bytes = sizer.total
+        cache[(sm_count, up_bytes)] = got
+    return got
 
 
 def working_set_bytes(key: GpuKey, sm_count: int) -> int:
@@ -117,11 +183,11 @@ def pinned_bytes(key: GpuKey) -> int:
 @dataclass
 class ProofState:
     witness: DeviceBuffer
-    a: DeviceBuffer | None  # a, b, c, sort, buckets: None when staged without scratch (_add_scratch)
-    b: DeviceBuffer | None
-    c: DeviceBuffer | None
-    sort: gmsm.SortScratch | None
-    buckets: gmsm.BucketScratch | None
+    a: DeviceBuffer
+    b: DeviceBuffer
+    c: DeviceBuffer
+    sort: gmsm.SortScratch
+    buckets: gmsm.BucketScratch
     results: DeviceBuffer
     device_buffers: list[DeviceBuffer]  # every buffer the memory phase allocated
     host: PinnedBuffer | None  # witness then results; None: no free pinned buffer (pageable copies)
@@ -227,18 +293,13 @@ def _fetch_late(ctx, buf: DeviceBuffer, nbytes: int, fetch: bool = True) -> np.n
     return raw
 
 
-def stage(backend, key: GpuKey, witness: np.ndarray, scratch: bool = True) -> Staged:
+def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     """The memory phase.  On any failure everything it allocated is freed, the device is done with
-    it, and the pinned buffer is back in the pool before the error propagates.
-
-    scratch=False leaves out the proof's own vectors and MSM scratch (a, b, c, sort, buckets): a
-    proof of a key that batches is computed in a batch, which has its own (batch.compute_batch), and
-    their ~20 allocations and frees were ~0.4 ms of the device thread a proof (perf/RESULTS.md,
-    t13tput); a proof computed alone after all allocates them at the start of `compute`."""
+    it, and the pinned buffer is back in the pool before the error propagates."""
     ctx = backend.ctx
     ctx.bind_thread()
     dev, stream = ctx.device, ctx.upload_stream
-    curve, n = key.curve, key.domain
+    curve = key.curve
     wit = np.ascontiguousarray(witness, dtype=np.uint64)
     # r, s, rs ride after the witness (device tail only): one upload, and the tail's phases read them there
     scalars = gepi.blinding_scalars(curve).reshape(-1) if has_tail(key) else np.zeros(0, np.uint64)
@@ -246,50 +307,49 @@ def stage(backend, key: GpuKey, witness: np.ndarray, scratch: bool = True) -> St
     results_offset = _results_offset(up_bytes)
     range_offset = _range_offset(results_offset, key)
     host = ctx.pinned.take(range_offset + RANGE_BYTES, tag=key)
-    sort_plans, shapes = _scratch_shapes(key, dev.sm_count)
     events: list[Event] = []
     with Device.recording() as allocated:
         try:
-            if host is not None:
-                words = host.view(np.uint64, wit.size + scalars.size)
-                copy_rows(words[:wit.size].reshape(wit.shape), wit)  # in parts on threads when large
-                words[wit.size:] = scalars
-            else:  # pageable (no pinned buffer free): no answer to fetch early, so the range is checked here
+            if host is None:  # pageable (no pinned buffer free): no answer to fetch early, so the range is checked here
                 bad = first_row_ge(wit, curve.r)
                 if bad >= 0:
                     raise UnreducedWitnessError(bad)
+            # the witness goes up first and the rest of the working set is allocated behind it: the device
+            # copies while the host makes the other allocations
             found = dev.alloc(RANGE_BYTES, stream) if host is not None else None
+            layout = _layout(key, dev.sm_count, up_bytes)
+            arena = _Arena(dev, layout.arena_bytes, stream)
+            witness_buf = arena.alloc(up_bytes, stream)
+            uploaded = _track(events, Event(timing=True))
+            upload_start = _track(events, Event(timing=True)).record(stream)
+            if host is not None:  # from pinned memory the copies are asynchronous
+                _copy_up(host.view(np.uint64, wit.size + scalars.size), wit, scalars, witness_buf, stream)
+            else:  # the driver stages pageable memory and returns once it holds the bytes: slower, correct
+                Device.upload(witness_buf, np.concatenate([wit.reshape(-1), scalars]) if scalars.size else wit, stream)
+            if found is not None:  # the range check: a few microseconds of kernel, one word back
+                Device.memset32(found, 0, RANGE_BYTES // 4, stream)
+                launch(key.module, "witness_range_check", -(-key.n_wires // 256), 256, stream, witness_buf,
+                       U32(key.n_wires), found)
+                Device.download(host.array[range_offset:range_offset + RANGE_BYTES], found, stream)
+            _, a, b, c, sort, buckets = _allocate(arena, key, layout, up_bytes, stream, witness=witness_buf)
             state = ProofState(
-                witness=dev.alloc(up_bytes, stream),
-                a=dev.alloc(n * FR, stream) if scratch else None,
-                b=dev.alloc(n * FR, stream) if scratch else None,
-                c=dev.alloc(n * FR, stream) if scratch else None,
-                sort=gmsm.SortScratch(dev, sort_plans, stream) if scratch else None,
-                buckets=gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream) if scratch else None,
+                witness=witness_buf,
+                a=a,
+                b=b,
+                c=c,
+                sort=sort,
+                buckets=buckets,
                 results=dev.alloc(results_alloc_bytes(key), stream),
                 device_buffers=allocated,
                 host=host,
                 results_offset=results_offset,
                 range_offset=range_offset if host is not None else None,
-                uploaded=_track(events, Event(timing=True)),
-                upload_start=_track(events, Event(timing=True)),
+                uploaded=uploaded,
+                upload_start=upload_start,
             )
             if key.host is not None:  # staging buffers for the streamed bases (in `allocated` too)
                 state.streaming = key.host.stage(dev, stream)
                 events.extend(state.streaming.events)
-            state.upload_start.record(stream)
-            # from pinned memory the copy is asynchronous; from pageable memory (no pinned buffer
-            # was free) the driver stages it and returns once it holds the bytes: slower, correct
-            if host is not None:
-                up = host.view(np.uint8, up_bytes)
-            else:
-                up = np.concatenate([wit.reshape(-1), scalars]) if scalars.size else wit
-            Device.upload(state.witness, up, stream)
-            if found is not None:  # the range check: a few microseconds of kernel, one word back
-                Device.memset32(found, 0, RANGE_BYTES // 4, stream)
-                launch(key.module, "witness_range_check", -(-key.n_wires // 256), 256, stream, state.witness,
-                       U32(key.n_wires), found)
-                Device.download(host.array[range_offset:range_offset + RANGE_BYTES], found, stream)
             state.uploaded.record(stream)
         except BaseException:
             try:
@@ -301,19 +361,29 @@ def stage(backend, key: GpuKey, witness: np.ndarray, scratch: bool = True) -> St
     return Staged(key=key, witness=witness, state=state)
 
 
-def _add_scratch(dev: Device, key: GpuKey, st: ProofState, stream) -> None:
-    """The vectors and MSM scratch a proof staged without them needs to be computed alone, stream-
-    ordered on its compute stream; each is in st.device_buffers as soon as it exists (freed with the
-    others on every path)."""
-    n, curve = key.domain, key.curve
-    sort_plans, shapes = _scratch_shapes(key, dev.sm_count)
-    with Device.recording() as bufs:
-        try:
-            st.a, st.b, st.c = (dev.alloc(n * FR, stream) for _ in range(3))
-            st.sort = gmsm.SortScratch(dev, sort_plans, stream)
-            st.buckets = gmsm.BucketScratch(dev, shapes, acc_bytes(curve, True), stream)
-        finally:
-            st.device_buffers.extend(bufs)
+UPLOAD_CHUNK = 512 << 10  # a witness copied on one thread goes up in parts of this, each behind its copy
+
+
+def _copy_up(words: np.ndarray, wit: np.ndarray, scalars: np.ndarray, buf: DeviceBuffer, stream) -> None:
+    """The witness (then r, s, rs) into the pinned `words` and up to `buf`.  A witness that one thread
+    copies goes up in parts, each as soon as it is copied, so the device's copy runs beside the host's
+    (at 2^16 constraints 2 MiB, ~0.15 ms each way); a larger one is copied in parts on threads, then
+    sent in one piece (the context is current on this thread only)."""
+    rows = wit.shape[0]
+    dst = words[:wit.size].reshape(wit.shape)
+    row_bytes = max(1, wit.nbytes // max(1, rows))
+    if wit.nbytes >= 2 * PART_BYTES:
+        copy_rows(dst, wit)  # in parts on threads
+        done = 0  # all of it goes below, in one piece
+    else:
+        step = max(1, UPLOAD_CHUNK // row_bytes)
+        for lo in range(0, rows - step, step):  # all but the last part; the last goes with the scalars
+            dst[lo:lo + step] = wit[lo:lo + step]
+            Device.upload(buf, dst[lo:lo + step], stream, offset=lo * row_bytes)
+        done = max(0, ((rows - 1) // step) * step) if rows > step else 0
+        dst[done:] = wit[done:]
+    words[wit.size:] = scalars
+    Device.upload(buf, words.view(np.uint8)[done * row_bytes:], stream, offset=done * row_bytes)
 
 
 def _track(events: list[Event], event: Event) -> Event:
@@ -356,7 +426,6 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     marks: list[Event] = []
     side_marks: list[Event] = []  # early start, early end, mid start, mid end
     side_events: list[Event] = []  # the cross-stream events (destroyed after the done event)
-    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
     nbytes = result_bytes(key)  # what comes back
     raw = st.results_view(nbytes)
     late = st.results if raw is None else None  # no pinned buffer: fetched by wait() (_fetch_late)
@@ -368,8 +437,6 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         ordered = True
         plans = key.plans_now()  # fixed for this proof: fold 1 while the key's tables still build
         key.wait(plans, stream)
-        if st.sort is None:  # staged without scratch (stage's scratch=False): allocated here, on this stream
-            _add_scratch(ctx.device, key, st, stream)
         _launch_proof(backend, key, st, plans, stream, side, marks, side_marks, side_events, timing)
         if late is None:
             Device.download(raw, st.results, stream)
@@ -509,12 +576,33 @@ def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: i
     mark()
 
 
+class ResidentCore(CoreResult):
+    """A resident key's CoreResult: the device tail's affine proof and verdict, decoded at once, and the
+    five MSM sums (tests compare them with the CPU reference) decoded from the same bytes only when
+    read: their field inversions were 0.2-0.3 ms of Python after every proof's done event, on its
+    latency path, for values nothing on that path reads."""
+
+    def __init__(self, curve, raw: np.ndarray, timings: dict):
+        self._curve, self._raw, self._sums = curve, raw, None
+        self.timings = timings
+        self.proof, self.verified = gepi.decode_proof(curve, raw[5 * acc_bytes(curve, True):])
+
+    def _decoded(self) -> tuple:
+        if self._sums is None:
+            curve, raw = self._curve, self._raw
+            g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+            pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
+            a, b1, c, h = (decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4]))
+            self._sums = (a, b1, decode_xyzz_g2(curve, pts[2]), c, h)
+        return self._sums
+
+    pi_a0 = property(lambda self: self._decoded()[0])
+    pi_b1_0 = property(lambda self: self._decoded()[1])
+    pi_b2_0 = property(lambda self: self._decoded()[2])
+    pi_c0 = property(lambda self: self._decoded()[3])
+    pi_h = property(lambda self: self._decoded()[4])
+
+
 def _core(curve, raw: np.ndarray, timings: dict) -> CoreResult:
-    """A resident key's CoreResult: the five MSM sums (tests compare them with the CPU reference) and,
-    after them in the same copy, the device tail's affine proof and verdict."""
-    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
-    pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
-    g1 = [decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4])]
-    proof, verified = gepi.decode_proof(curve, raw[5 * g2_acc:])
-    return CoreResult(pi_a0=g1[0], pi_b1_0=g1[1], pi_b2_0=decode_xyzz_g2(curve, pts[2]), pi_c0=g1[2],
-                      pi_h=g1[3], timings=timings, proof=proof, verified=verified)
+    """A resident key's CoreResult from the bytes that came back (the sums decoded when read)."""
+    return ResidentCore(curve, raw, timings)
