@@ -56,7 +56,6 @@ from engine.errors import UnreducedWitnessError
 BATCH_PHASES = ("gather", "front", "msm_h", "sort_g1", "msm_b2")
 
 
-
 class BatchSpan(NamedTuple):
     """One batch as the device ran it: when the host saw its done event (monotonic ns), its size, its
     slot, its device time from its first kernel to its last (CUDA events, seconds), and the host's
