@@ -497,6 +497,14 @@ class Engine:
             raise
         for hold in holds:
             hold.release()
+        # The proofs' pinned buffers (GpuBackend.pinned_count: two full batches and one for a small key)
+        # are pinned in maintenance, which needs the device idle: the worker's own try during its load
+        # found the key's reservation above held and left them, so without an idle loop (idle_trim_s
+        # None, as perf/sweep.py runs) every proof staged through pageable memory, its range checked
+        # and its result fetched on the host (perf/RESULTS.md, t13tput).  Now that it is released:
+        for worker in self.devices:
+            with anyio.CancelScope(shield=True):
+                await worker.maintain(wait=False)
         for name, value in kit.describe(data).items():
             setattr(handle, name, value)
         handle.working_set_bytes = ws

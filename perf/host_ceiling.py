@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--slots", default="1,2")
     p.add_argument("--no-verify", action="store_true", help="the Engine's verify=False (no verify step a proof)")
+    p.add_argument("--zkey", default=None, help="another key than the tiny fixture's (with --wtns)")
+    p.add_argument("--wtns", default=None)
     args = p.parse_args(argv)
 
     from fake_cuda import fake_driver  # noqa: PLC0415 - tests/fake_cuda.py
@@ -44,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     select.cuda_device_count = lambda: 1
     tiny = ROOT / "tests" / "fixtures" / "tiny" / args.curve
     with fake_driver():
-        sa = sweep.parse_args(["--backend", "gpu", "--zkey", str(tiny / "tiny.zkey"), "--wtns", str(tiny / "tiny.wtns"),
+        zkey, wtns = args.zkey or str(tiny / "tiny.zkey"), args.wtns or str(tiny / "tiny.wtns")
+        sa = sweep.parse_args(["--backend", "gpu", "--zkey", zkey, "--wtns", wtns,
                                "--proofs", str(args.proofs), "--concurrency", str(args.concurrency),
                                "--slots", args.slots, "--modes", "split", *(["--no-verify"] if args.no_verify else [])])
         for slots in sa.slots:

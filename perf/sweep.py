@@ -29,6 +29,7 @@ from engine.api import Engine, run  # noqa: E402
 from engine.config import EngineConfig, SimulationConfig, parse_size  # noqa: E402
 from engine.errors import EngineError  # noqa: E402
 from scheduler.timeline import Event, JsonlSink, MemorySink, summarize  # noqa: E402
+from cpu_share import CpuSnapshot, format_share  # noqa: E402  (perf/cpu_share.py)
 
 
 def _ints(text: str) -> list[int]:
@@ -59,6 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--switch-interval", type=float, default=None, metavar="S",
                    help="sys.setswitchinterval for the run (an experiment: how long a thread that wants the GIL "
                    "waits for a busy one, 5 ms by default; the device thread's launches queue behind the others)")
+    p.add_argument("--no-plots", action="store_true", help="no PNGs (the timelines and the table only)")
+    p.add_argument("--cpu", action="store_true", help="print each run's CPU time per thread group and worker")
     p.add_argument("--gantt", default=None, metavar="MODE:SLOTS:CONC", help="which run to draw (default: the fastest)")
     sim = p.add_argument_group("simulated device (a model, not a measurement)")
     sim.add_argument("--sim-gpu-ms", type=float, default=60.0, help="kernel time of one proof alone")
@@ -100,8 +103,11 @@ def make_config(args: argparse.Namespace, mode: str, slots: int) -> EngineConfig
     return EngineConfig(backend=args.backend, devices=devices, **common)
 
 
-async def one_run(args: argparse.Namespace, mode: str, slots: int, conc: int) -> list[Event]:
-    """N proofs with `conc` in flight; returns the measured run's events."""
+async def one_run(args: argparse.Namespace, mode: str, slots: int, conc: int,
+                  extras: dict | None = None) -> list[Event]:
+    """N proofs with `conc` in flight; returns the measured run's events.  `extras` (a dict) gets the
+    measured run's CPU time per thread group and synthesis worker (perf/cpu_share.py) and, on the GPU
+    backend, its batches as the device ran them (engine/backends/gpu/batch.RECENT)."""
     sink = MemorySink()
     recording = {"on": False}
 
@@ -120,6 +126,10 @@ async def one_run(args: argparse.Namespace, mode: str, slots: int, conc: int) ->
         warmup = args.warmup if args.warmup is not None else (0 if args.simulate else 1)
         for _ in range(warmup):
             await eng.prove(key, item())
+        pids = eng.synth.pids() if eng.synth is not None else []
+        batches = _batch_log()
+        n_before = len(batches) if batches is not None else 0
+        cpu0 = CpuSnapshot.take(pids)
         recording["on"] = True
         failures = 0
         async for result in eng.prove_stream(key, (item() for _ in range(args.proofs)), max_in_flight=conc):
@@ -128,7 +138,21 @@ async def one_run(args: argparse.Namespace, mode: str, slots: int, conc: int) ->
                 if failures == 1:
                     print(f"  a proof failed: {result.error}", file=sys.stderr)
         recording["on"] = False
+        cpu1 = CpuSnapshot.take(pids)
+        if extras is not None:
+            extras["cpu"] = cpu0.delta(cpu1)
+            if batches is not None:
+                extras["batches"] = [b._asdict() for b in list(batches)[n_before:]]
     return list(sink)
+
+
+def _batch_log():
+    """The GPU backend's record of batches (None where the module cannot be imported)."""
+    try:
+        from engine.backends.gpu import batch  # noqa: PLC0415
+    except Exception:  # noqa: BLE001 - no driver bindings here: no batches to report
+        return None
+    return batch.RECENT
 
 
 def plot_throughput(rows: list[dict], path: str, title: str) -> None:
@@ -187,7 +211,8 @@ def sweep(args: argparse.Namespace) -> int:
         if mode == "single" and slots > 1 and 1 in args.slots:
             continue  # single mode has one lock: compute slots do not apply
         t = time.perf_counter()
-        events = run(lambda: one_run(args, mode, slots, conc))
+        extras: dict = {}
+        events = run(lambda: one_run(args, mode, slots, conc, extras))
         s = summarize(events)
         runs[(mode, slots, conc)] = events
         name = f"timeline-{mode}-s{slots}-c{conc}.jsonl"
@@ -195,16 +220,22 @@ def sweep(args: argparse.Namespace) -> int:
         for e in events:
             sink(e)
         sink.close()
+        with open(os.path.join(args.out, f"extras-{mode}-s{slots}-c{conc}.json"), "wb") as f:
+            f.write(msgspec.json.format(msgspec.json.encode(extras)))
         rows.append(dict(mode=mode, slots=slots, conc=conc, proofs=s.proofs_done, proofs_per_min=s.proofs_per_min,
                          p50=s.latency_p50_s, p95=s.latency_p95_s, gpu_busy=s.gpu_busy,
                          queue_wait=s.queue_wait_p50_s, failed=s.failed, timeline=name))
         print(f"  {mode:<6} slots={slots} conc={conc:<3} {s.proofs_per_min:8.1f} proofs/min "
               f"({time.perf_counter() - t:.1f} s)", flush=True)
+        if args.cpu and "cpu" in extras:
+            print(format_share(extras["cpu"]), flush=True)
     table = format_table(rows)
     print()
     print(table)
     with open(os.path.join(args.out, "sweep.json"), "wb") as f:
         f.write(msgspec.json.format(msgspec.json.encode({"source": what, "rows": rows})))
+    if args.no_plots:
+        return 0
     try:
         from timeline import plot_gantt  # perf/timeline.py  # noqa: PLC0415
 

@@ -175,6 +175,22 @@ class DeviceWorker:
 
         return await self.waiter_lane.submit(waiter)
 
+    async def wait_all(self, pendings: list[Any]) -> list[tuple[Any, BaseException | None, int]]:
+        """Every pending.wait() in turn on one waiter thread: (result, None, ns) or (None, error, ns)
+        each, so one proof's error stays its own.  One hand-off for a batch instead of one a proof
+        (each a wake-up of a waiter and of the event loop, under the GIL the other threads want)."""
+
+        def waiter() -> list[tuple[Any, BaseException | None, int]]:
+            out: list[tuple[Any, BaseException | None, int]] = []
+            for pending in pendings:
+                try:
+                    out.append((pending.wait(), None, time.monotonic_ns()))
+                except Exception as exc:  # noqa: BLE001 - handed to that proof's partition
+                    out.append((None, exc, time.monotonic_ns()))
+            return out
+
+        return await self.waiter_lane.submit(waiter)
+
     async def load_key(self, key: Any, *args: Any) -> Any:
         """The backend's `load_key(key, *args)` on the device thread, its `prepare_key` (compiles) off it first."""
         prepare = getattr(self.backend, "prepare_key", None)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
@@ -309,7 +310,9 @@ class Pipeline:
     async def _memory_phase(self, dev: DeviceWorker, key: KeyRecord, job: int, p: int, values, state) -> None:
         self.timeline.emit(Stage.MEM_START, job, p, device=dev.index, bytes=key.vram_bytes)
         with anyio.CancelScope(shield=True):  # once sent, the stage runs: keep what it returns
-            state.staged = await dev.call(dev.backend.stage, key.resident[dev.index], values)
+            fn, stamps = self._stamped(dev.backend.stage)
+            state.staged = await dev.call(fn, key.resident[dev.index], values)
+        self._emit_call(dev, "stage", [(job, p)], stamps)
         self.timeline.emit(Stage.MEM_END, job, p, device=dev.index)
 
     async def _compute_phase(self, dev: DeviceWorker, job: int, p: int, slot: int, state) -> Any:
@@ -317,7 +320,8 @@ class Pipeline:
         tl.emit(Stage.GPU_START, job, p, device=dev.index, slot=slot)
         staged, state.staged = state.staged, None
         stop = threading.Event()
-        call = dev.device_lane.submit(self._compute_fn(dev, slot, stop), staged)
+        fn, stamps = self._stamped(self._compute_fn(dev, slot, stop))
+        call = dev.device_lane.submit(fn, staged)
         try:
             # Not shielded while the compute call runs, so that a cancellation reaches it as `stop`
             # (asyncio.shield keeps the call's future itself alive).
@@ -335,6 +339,7 @@ class Pipeline:
                     except Exception:  # noqa: BLE001
                         pass
             raise
+        self._emit_call(dev, "compute", [(job, p)], stamps)
         with anyio.CancelScope(shield=True):  # kernels cannot be recalled: wait for the done event
             core, t_done = await dev.wait(pending)
         tl.emit(Stage.GPU_END, job, p, device=dev.index, slot=slot, t_ns=t_done)
@@ -414,17 +419,23 @@ class Pipeline:
         with anyio.CancelScope(shield=True):  # kernels cannot be recalled: wait for every done event
             try:
                 try:
-                    pendings = await dev.call(lambda s: compute_batch(s, slot=slot), staged)
+                    fn, stamps = self._stamped(lambda s: compute_batch(s, slot=slot))
+                    try:
+                        pendings = await dev.call(fn, staged)
+                    finally:
+                        self._emit_call(dev, f"compute_batch of {len(batch)}", [(w.job, w.p) for w in batch], stamps)
                 except Exception as exc:  # refused before touching them: free them
                     for w in batch:
                         w.error = exc
                     await self._discard_all(dev, staged)
-                for w, pending in zip(batch, pendings or ()):
-                    try:  # each its own: one proof's error (its witness's range, ...) is not the others'
-                        w.result, t_done = await dev.wait(pending)
-                        tl.emit(Stage.GPU_END, w.job, w.p, device=dev.index, slot=slot, t_ns=t_done)
-                    except Exception as exc:  # noqa: BLE001 - handed to that partition
+                # each its own: one proof's error (its witness's range, ...) is not the others'; all
+                # waited on one waiter thread in one hand-off
+                for w, (result, exc, t_done) in zip(batch, await dev.wait_all(pendings) if pendings else ()):
+                    if exc is not None:
                         w.error = exc
+                    else:
+                        w.result = result
+                        tl.emit(Stage.GPU_END, w.job, w.p, device=dev.index, slot=slot, t_ns=t_done)
                 # one error object for every proof: the batch's shared work failed (a launch, its
                 # scratch), not a proof: each is tried again alone, whose own error is then final
                 shared = len(batch) > 1 and len({id(w.error) for w in batch}) == 1 and batch[0].error is not None
@@ -433,6 +444,29 @@ class Pipeline:
             finally:
                 for w in batch:
                     w.done.set()
+
+    def _stamped(self, fn: Callable) -> tuple[Callable, list[int]]:
+        """fn for the device thread, stamping its own start and end there (monotonic ns) into the
+        list returned beside it: the time a call queued on that thread and the host time it took
+        there (Stage.CALL_START / CALL_END, emitted on the event loop by _emit_call)."""
+        stamps: list[int] = []
+        if not self.timeline.enabled:
+            return fn, stamps
+
+        def run(*args: Any) -> Any:
+            stamps.append(time.monotonic_ns())
+            try:
+                return fn(*args)
+            finally:
+                stamps.append(time.monotonic_ns())
+
+        return run, stamps
+
+    def _emit_call(self, dev: DeviceWorker, what: str, owners: list[tuple[int, int]], stamps: list[int]) -> None:
+        if len(stamps) == 2:
+            for job, p in owners:
+                self.timeline.emit(Stage.CALL_START, job, p, t_ns=stamps[0], device=dev.index, detail=what)
+                self.timeline.emit(Stage.CALL_END, job, p, t_ns=stamps[1], device=dev.index, detail=what)
 
     async def _discard_all(self, dev: DeviceWorker, staged: list) -> None:
         discard = getattr(dev.backend, "discard", None)

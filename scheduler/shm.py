@@ -11,17 +11,27 @@ latter's resource tracker unlinks segments behind the owner's back on 3.11.
 """
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import tempfile
-import uuid
 
 import numpy as np
 
 
+_DIR: str | None = None
+_NAMES = itertools.count()
+_TOKEN = os.urandom(6).hex()  # with the pid: no two processes' names meet (O_EXCL checks anyway)
+
+
 def shm_dir() -> str:
-    d = "/dev/shm"
-    return d if os.path.isdir(d) and os.access(d, os.W_OK) else tempfile.gettempdir()
+    """/dev/shm where it is writable, else the temp directory; looked up once a process (two system
+    calls a witness on the event loop before: perf/RESULTS.md, t13tput)."""
+    global _DIR
+    if _DIR is None:
+        d = "/dev/shm"
+        _DIR = d if os.path.isdir(d) and os.access(d, os.W_OK) else tempfile.gettempdir()
+    return _DIR
 
 
 class ShmBlock:
@@ -38,7 +48,7 @@ class ShmBlock:
 
     @classmethod
     def create(cls, size: int, prefix: str = "g16w") -> "ShmBlock":
-        path = os.path.join(shm_dir(), f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:16]}")
+        path = os.path.join(shm_dir(), f"{prefix}-{os.getpid()}-{_TOKEN}-{next(_NAMES)}")
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:
             length = max(int(size), 1)

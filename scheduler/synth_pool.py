@@ -53,16 +53,33 @@ class OutputTooLargeError(MismatchError):
 
 @dataclass
 class SynthResult:
-    """A task's output: `values` is a view over shared memory; `release()` gives the memory back."""
+    """A task's output: `values` is a view over shared memory; `release()` gives the memory back
+    (to the pool's free blocks: after it the memory may hold the next task's output)."""
 
     meta: Any
     values: np.ndarray
     block: ShmBlock
     worker: int
+    give_back: Callable[[ShmBlock], None] | None = None
 
     def release(self) -> None:
         self.values = None  # type: ignore[assignment]
-        self.block.release()
+        block, self.block = self.block, None
+        if block is None:
+            return
+        if self.give_back is not None:
+            self.give_back(block)
+        else:
+            block.release()
+
+
+# Released blocks up to this size are kept for the next task of the same capacity, at most
+# REUSE_BLOCKS of them: creating and unlinking a file in /dev/shm for every witness was two system
+# calls (and a first touch of every page in both processes) on the event loop a proof, ~0.15 ms
+# at the 2^14 domain on the H200's host (perf/RESULTS.md, t13tput).  What they hold is bounded:
+# REUSE_BLOCKS x REUSE_MAX_BYTES at most, beside the host budget.
+REUSE_MAX_BYTES = 8 << 20
+REUSE_BLOCKS = 48
 
 
 # ------------------------------------------------------------------ worker side
@@ -126,6 +143,8 @@ class SynthPool:
         self.idle_deaths = 0  # workers found dead when a task came (replaced; the task went elsewhere)
         self.restarts = 0
         self.max_reply_bytes = 0  # the largest message a worker sent back (witness data never travels here)
+        self._free_blocks: dict[int, list[ShmBlock]] = {}  # capacity -> released blocks (REUSE_MAX_BYTES)
+        self.blocks_created = 0
 
     # ---- lifecycle
     async def start(self) -> None:
@@ -148,6 +167,10 @@ class SynthPool:
         if self._broken is not None:
             raise self._broken
 
+    def pids(self) -> list[int]:
+        """The worker processes' ids (perf/cpu_share.py reads their CPU time)."""
+        return [w.process.pid for w in self._workers if w is not None and w.process.pid is not None]
+
     def alive(self) -> int:
         return sum(1 for w in self._workers if w is not None and w.process.is_alive())
 
@@ -156,6 +179,10 @@ class SynthPool:
 
     async def close(self) -> None:
         self._closing = True
+        for blocks in self._free_blocks.values():
+            for block in blocks:
+                block.release()
+        self._free_blocks.clear()
         for process in list(self._starting.values()):  # a worker still starting is not waited for
             if process.is_alive():
                 process.kill()
@@ -205,7 +232,7 @@ class SynthPool:
                 idx = await self._idle.acquire(label)
                 worker = self._workers[idx]
                 if block is None:
-                    block = ShmBlock.create(capacity)
+                    block = self._take_block(capacity)
                 # A worker that died while idle is replaced before it is given work; the task, which
                 # it never received, goes to the next worker that is free.
                 if worker is not None and worker.process.is_alive():
@@ -237,7 +264,7 @@ class SynthPool:
         kind = reply[0]
         if kind == "ok":
             _, meta, shape, dtype = reply
-            return SynthResult(meta, block.ndarray(tuple(shape), dtype), block, idx)
+            return SynthResult(meta, block.ndarray(tuple(shape), dtype), block, idx, self._give_back)
         block.release()
         if kind == "too_big":
             _, meta, shape, dtype = reply
@@ -250,6 +277,24 @@ class SynthPool:
                 dtype,
             )
         raise rebuild_error(*reply[1:], fallback=WitnessGenerationError, prefix="synthesis failed: ")
+
+    def _take_block(self, capacity: int) -> ShmBlock:
+        free = self._free_blocks.get(int(capacity))
+        if free:
+            return free.pop()
+        self.blocks_created += 1
+        return ShmBlock.create(capacity)
+
+    def _give_back(self, block: ShmBlock) -> None:
+        """A released result's block: kept for the next task of its capacity, or unlinked."""
+        free = self._free_blocks.setdefault(block.size, [])
+        if self._closing or block.size > REUSE_MAX_BYTES or sum(map(len, self._free_blocks.values())) >= REUSE_BLOCKS:
+            block.release()
+        else:
+            free.append(block)
+
+    def free_blocks(self) -> int:
+        return sum(map(len, self._free_blocks.values()))
 
     async def _receive(self, worker: _Worker, label: str) -> tuple:
         await anyio.wait_readable(worker.conn.fileno())

@@ -39,6 +39,10 @@ class Stage(StrEnum):
     GPU_WAIT = "GPU_WAIT"
     GPU_START = "GPU_START"  # slot = compute slot
     GPU_END = "GPU_END"  # the done event fired (stamped by the waiter thread)
+    # a device-thread call's own start and end (stamped there): detail "stage", "compute" or
+    # "compute_batch of k"; the gap from MEM_START / GPU_START to CALL_START is the device thread's queue
+    CALL_START = "CALL_START"
+    CALL_END = "CALL_END"
     BUDGET_RELEASED = "BUDGET_RELEASED"
     HOST_RELEASED = "HOST_RELEASED"
     EPILOGUE_START = "EPILOGUE_START"

@@ -157,3 +157,25 @@ def test_the_pool_never_makes_an_allocation_wait_on_another_streams_free(fake):
     assert fake.pool_attributes["CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES"] == 0
     assert fake.pool_attributes["CU_MEMPOOL_ATTR_RELEASE_THRESHOLD"] == 0xFFFFFFFFFFFFFFFF
     backend.close()
+
+
+def test_an_engine_key_load_pins_its_proofs_buffers_without_an_idle_loop(fake):
+    """Engine.load_key pins the key's proof buffers once its own reservation is back: the worker's try
+    inside the load found the device busy with that reservation, and with no idle loop (idle_trim_s
+    None, as perf/sweep.py runs) every proof then staged through pageable memory (t13tput)."""
+    from engine.api import Engine  # noqa: PLC0415
+    from engine.config import EngineConfig  # noqa: PLC0415
+
+    backend = _backend()
+
+    async def main():
+        async with Engine(EngineConfig(idle_trim_s=None), backends=[backend]) as eng:
+            key = await eng.load_key(TINY / "tiny.zkey")
+            resident = key._record.resident[0]
+            n = backend.pinned_count(resident, pinned_bytes(resident))
+            assert fake.pinned_allocs == n and backend.ctx.pinned.free_count() == n
+            staged = backend.stage(resident, np.asarray(read_wtns(TINY / "tiny.wtns").values))
+            assert backend.ctx.pinned.misses == 0 and staged.state.host is not None
+            backend.discard(staged).wait()
+
+    anyio.run(main)

@@ -202,3 +202,24 @@ async def test_with_several_slots_a_batch_fills_while_another_computes(slots):
         assert sizes[0] == 1 and all(s == 4 for s in sizes[1:-1]), sizes
         await eng.drain()
         assert_at_rest(eng)
+
+
+async def test_a_batch_is_waited_for_in_one_waiter_hand_off():
+    """A batch's k done events are waited for on one waiter thread in one hand-off, not one each (each
+    a wake-up of a waiter and of the event loop under the GIL: t13tput); every proof still gets its own."""
+    cfg = sim_config(simulation=dict(gpu_ms=20, upload_ms=0))
+    async with Engine(cfg) as eng:
+        sizes = attach_batching(eng, limit=4)
+        lane = eng.devices[0].waiter_lane
+        submits = []
+        real = lane.submit
+        lane.submit = lambda fn, *args: submits.append(fn) or real(fn, *args)
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        with anyio.fail_after(30):
+            proofs = await eng.prove(key, partitions=[witness(i) for i in range(12)])
+        assert [p.public[0] for p in proofs] == list(range(1, 13))
+        assert all(p.digest == p.public[0] for p in proofs)
+        assert sum(sizes) == 12 and max(sizes) > 1
+        assert len(submits) == len(sizes)  # one hand-off a compute call, whatever its size
+        await eng.drain()
+        assert_at_rest(eng)

@@ -131,3 +131,29 @@ def test_shared_memory_block_round_trip():
     finally:
         block.release()
     assert not os.path.exists(block.path)
+
+
+async def test_released_blocks_are_used_again_and_none_is_left_after_close():
+    """A released witness's block serves the next task of its capacity (no file made and unlinked a
+    witness: t13tput), each task's values are its own, and close() unlinks the kept ones."""
+    before = _leftover_blocks()
+    pool = SynthPool(2)
+    await pool.start()
+    try:
+        names = set()
+        for seed in range(6):
+            result = await pool.run(simulated_synthesis, (256, 0, seed, {}), 256 * 32)
+            assert np.array_equal(result.values, simulated_synthesis(256, 0, seed, {})[1])
+            names.add(result.block.name)
+            result.release()
+            result.release()  # twice: nothing more
+        assert len(names) == 1 and pool.free_blocks() == 1
+        held = [await pool.run(simulated_synthesis, (256, 0, s, {}), 256 * 32) for s in range(3)]
+        assert len({r.block.name for r in held}) == 3  # in use at once: each its own block
+        assert [int(r.values[1, 0]) for r in held] == [int(simulated_synthesis(256, 0, s, {})[1][1, 0]) for s in range(3)]
+        for r in held:
+            r.release()
+        assert pool.free_blocks() == 3
+    finally:
+        await pool.close()
+    assert _leftover_blocks() == before

@@ -33,7 +33,10 @@ a and b vectors (2 k n 32 bytes) are what the one-launch front added to the batc
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from cuda_kernels.driver import Device, Event, U32, launch
 
@@ -51,6 +54,22 @@ from engine.errors import UnreducedWitnessError
 # a batch's phases on its compute stream (timings gpu_batch_<name>, seconds; gpu_check after them:
 # the final phase of the k tails, after the mid phase that ran beside B2)
 BATCH_PHASES = ("gather", "front", "msm_h", "sort_g1", "msm_b2")
+
+
+class BatchSpan(NamedTuple):
+    """One batch as the device ran it: when the host saw its done event (monotonic ns), its size, its
+    slot, its device time from its first kernel to its last (CUDA events, seconds), and the host's
+    time from the done event to the k results decoded (seconds)."""
+    done_ns: int
+    k: int
+    slot: int
+    device_s: float
+    decode_s: float
+
+
+# The last batches' spans, one append a batch (perf/sweep.py writes them beside a run's timeline and
+# perf/timeline_gaps.py places the batches on the device's time line: the gaps between them).
+RECENT: deque = deque(maxlen=4096)
 
 
 @dataclass
@@ -193,6 +212,7 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0, timing: bool = T
                 try:
                     try:
                         _await_frees(done, failed, stream)
+                        t_done = time.monotonic_ns()  # the done event seen (before the k decodes below)
                     finally:
                         for i, buf in late.items():  # the kernels are done (or failed): fetch, or only free
                             raws[i] = _fetch_late(ctx, buf, nbytes, fetch=error is None)
@@ -208,7 +228,10 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0, timing: bool = T
                             timings["gpu_fold"] = plan_w.fold
                             timings["gpu_check"] = check  # the k final phases, after the batched MSMs
                             timings.update(phases)
-                            results.append(_core(curve, raw.copy(), timings))
+                            results.append(_core(curve, raw.copy(), timings))  # the MSM sums decoded when read
+                        if marks:
+                            RECENT.append(BatchSpan(t_done, k, slot, marks[0].elapsed_ms(check_end) / 1000.0,
+                                                    (time.monotonic_ns() - t_done) / 1e9))
                 except BaseException as exc:  # noqa: BLE001 - every proof of the batch gets it
                     outcome["exc"] = exc
                 finally:
