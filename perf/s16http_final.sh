@@ -6,16 +6,15 @@
 # asleep 15 ms a proof (the wire and the service alone), and the CLI client's whole proof against the warm
 # server (target <= 60 ms), as the README installs it when .cw/ holds the engine's wheel (pip wheel --no-deps .).
 #   OUT=/tmp/out bash perf/s16http_final.sh      (the whole perf/serve.py log: $OUT/s16http_serve.log)
+# S16_SERVE_ARGS adds perf/serve.py flags (later ones win: --rounds 5 --spins 0,3,8), S16_TIMEOUT its limit (58 s).
 set -u
 K=${W:-/tmp}/s16hf
 mkdir -p "$K" "$OUT"
 venv=""
 wheel=$(ls .cw/*.whl 2>/dev/null | head -1)
 [ -n "$wheel" ] && venv="--client-venv $K/cv --client-wheel $wheel"
-timeout 58 python3 perf/serve.py --backend gpu --log-constraints 14 --repeats 30 --rounds 3 --spins 0,3 --no-rates \
-  --instant-delay-ms 15 --workdir "$K/sv" $venv >"$OUT/s16http_serve.log" 2>&1
-echo "perf/serve.py exit $?"
-grep -A12 '^Paired rounds' "$OUT/s16http_serve.log"
-grep -A6 '^The service alone' "$OUT/s16http_serve.log"
-grep -A8 '^The CLI client' "$OUT/s16http_serve.log"
+timeout ${S16_TIMEOUT:-58} python3 perf/serve.py --backend gpu --log-constraints 14 --repeats 30 --rounds 3 --spins 0,3 \
+  --no-rates --instant-delay-ms 15 --workdir "$K/sv" $venv ${S16_SERVE_ARGS:-} >"$OUT/s16http_serve.log" 2>&1
+echo "perf/serve.py exit $? after ${SECONDS} s"
+grep -v '^{"python"' "$OUT/s16http_serve.log"  # the tables (the first line is the whole record, JSON)
 rm -rf "$K"
