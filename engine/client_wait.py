@@ -8,7 +8,9 @@ an interrupt, a VM entry and cold caches) that wake-up was ~0.6 ms of the
 this route's answers took lately, then polls the socket without blocking, so
 that the process is awake when the answer comes; past its spin budget it
 blocks as before.  The CPU it burns is at most `spin_s` a request (the nap
-ends `spin_s / 2` before the answer is due), whatever the server does.
+ends `spin_s / 2` before the answer is due), whatever the server does, and
+only a lone request spins: while another request of the process waits too,
+both block as before (WAITING).
 
 The first request on a route has no history: the spin starts at once and lasts
 `spin_s` (a quick answer, such as a resident key's load, is caught; a long
@@ -22,6 +24,7 @@ library only, nothing imported beyond what the client has: it is on the CLI's pa
 """
 from __future__ import annotations
 
+import _thread  # built in: no import time on the CLI's path (threading would cost more)
 import os
 import socket
 import time
@@ -31,6 +34,16 @@ ENV = "GROTH16_CLIENT_SPIN_MS"
 HISTORY = 8  # the answers' times kept per route; the median of them is when the next is due
 _PEEK = socket.MSG_PEEK
 _PEEK_NOW = socket.MSG_PEEK | socket.MSG_DONTWAIT
+# A lone request spins, concurrent ones do not: client threads spinning side by side fought over the GIL
+# and the cores and halved the proofs/s of 8 threads back to back on a 2-core VM (one spinner at a time:
+# still -30%); and where a process has several requests in flight it is awake anyway.
+_LOCK = _thread.allocate_lock()
+WAITING = [0]  # this process's requests waiting for their answers now
+
+
+def _count(step: int) -> None:
+    with _LOCK:
+        WAITING[0] += step
 
 
 def spin_seconds(spin_ms: float | None = None) -> float:
@@ -75,6 +88,7 @@ class AnswerWait:
         t0 = time.perf_counter()
         deadline = t0 + timeout if timeout is not None else None
         due = self.due(route)
+        _count(1)
         try:
             ready = False
             if due is not None and due - self.spin_s / 2 > 0:
@@ -90,12 +104,15 @@ class AnswerWait:
                 _check(deadline)
                 _peek(sock, None if deadline is None else deadline - time.perf_counter())  # as the reader would
         finally:
+            _count(-1)
             sock.settimeout(timeout)
         waits = self.recent.setdefault(route, [])
         waits.append(time.perf_counter() - t0)
         del waits[:-HISTORY]
 
     def _spin(self, sock, deadline: float | None) -> bool:
+        if WAITING[0] > 1:
+            return False  # not alone: block, as before
         sock.setblocking(False)
         start = time.perf_counter()
         end = start + self.spin_s if deadline is None else min(start + self.spin_s, deadline)
@@ -105,7 +122,7 @@ class AnswerWait:
                     sock.recv(1, _PEEK_NOW)  # a byte, or b"" at the end of the stream: the reader sees either
                     return True
                 except BlockingIOError:
-                    if time.perf_counter() >= end:
+                    if time.perf_counter() >= end or WAITING[0] > 1:  # spent, or another request now waits
                         return False
                 except InterruptedError:
                     continue

@@ -42,26 +42,29 @@ class Slow:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            with conn, conn.makefile("rb") as f:
-                while True:
-                    head = []
-                    while (line := f.readline()) not in (b"\r\n", b""):
-                        head.append(line.decode())
-                    if not head:
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as f:
+            while True:
+                head = []
+                while (line := f.readline()) not in (b"\r\n", b""):
+                    head.append(line.decode())
+                if not head:
+                    break
+                length = next((int(h.split(":")[1]) for h in head if h.lower().startswith("content-length")), 0)
+                f.read(length)
+                conn.settimeout(self.delay if self.delay is not None else 30)
+                try:
+                    if conn.recv(1, socket.MSG_PEEK) == b"":  # the client hung up before the answer
+                        self.hung_up.set()
                         break
-                    length = next((int(h.split(":")[1]) for h in head if h.lower().startswith("content-length")), 0)
-                    f.read(length)
-                    conn.settimeout(self.delay if self.delay is not None else 30)
-                    try:
-                        if conn.recv(1, socket.MSG_PEEK) == b"":  # the client hung up before the answer
-                            self.hung_up.set()
-                            break
-                    except TimeoutError:
-                        pass
-                    conn.settimeout(None)
-                    answer = json.dumps({"path": head[0].split()[1], "pad": "x" * 3000}).encode()
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                                 % (len(answer), answer))
+                except TimeoutError:
+                    pass
+                conn.settimeout(None)
+                answer = json.dumps({"path": head[0].split()[1], "pad": "x" * 3000}).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                             % (len(answer), answer))
 
     def close(self) -> None:
         self.sock.close()
@@ -139,6 +142,29 @@ def test_a_due_answer_later_than_the_timeout_still_times_out(slow):
         with pytest.raises(ServerError, match="timed out"):
             c.healthz()
         assert time.perf_counter() - t < 2 and c.answers.spun_s == 0
+
+
+@pytest.mark.parametrize("slow", [0.4], indirect=True)
+def test_only_a_lone_request_spins(slow):
+    """Two threads' requests waiting at once: the first stops spinning when the second starts waiting,
+    and the second never spins (spinning threads fight over the GIL and the cores); both are answered."""
+    a, b = Client(slow.url, spin_ms=2000), Client(slow.url, spin_ms=2000)
+    found = {}
+
+    def call(name, c):
+        found[name] = c.healthz()
+
+    try:
+        first = threading.Thread(target=call, args=("a", a))
+        first.start()
+        time.sleep(0.1)  # a spins alone meanwhile
+        call("b", b)
+        first.join(5)
+        assert found == {"a": found["b"], "b": {"path": "/healthz", "pad": "x" * 3000}}
+        assert 0.05 < a.answers.spun_s < 0.35 and b.answers.spun_s == 0
+    finally:
+        a.close()
+        b.close()
 
 
 class Interrupt(BaseException):
