@@ -211,11 +211,11 @@ def paired_table(found: dict, spins: list[float]) -> list[dict]:
     return rows
 
 
-def http_rate(url: str, key: str, body: bytes, count: int, clients: int) -> float:
+def http_rate(url: str, key: str, body: bytes, count: int, clients: int, spin_ms: float | None = None) -> float:
     per = [count // clients + (i < count % clients) for i in range(clients)]
 
     def worker(k: int) -> None:
-        with Client(url) as c:
+        with Client(url, spin_ms=spin_ms) as c:
             for _ in range(k):
                 c.prove(key, body)
 
@@ -431,10 +431,11 @@ def main() -> None:
                     # the other running_jobs values: throughput only (3 warm-up proofs, no latency series)
                     h = http_latency(url, zkey, wtns, args.repeats if n_slots == slot_values[0] else 0)
                     count = max(args.clients * 4, args.repeats)
-                    rate = 0.0
+                    rate = rate_off = 0.0
                     if not args.no_rates:
                         http_rate(url, h["key"], h["body"], args.clients, args.clients)  # warm every connection path
                         rate = http_rate(url, h["key"], h["body"], count, args.clients)
+                        rate_off = http_rate(url, h["key"], h["body"], count, args.clients, 0)  # the client's spin off
                     if n_slots == slot_values[0]:
                         local = run_loop(lambda: in_process(zkey, wtns, args.backend, args.repeats, args.clients,
                                                             not args.no_rates))
@@ -466,6 +467,7 @@ def main() -> None:
                                  "of it: the rest p50 ms": statistics.median(h["rest"]) * 1e3 if h["rest"] else 0.0,
                             f"in-process proofs/s, {args.clients} callers": local["rate"],
                             f"HTTP proofs/s, {args.clients} clients, running_jobs {slots}": rate,
+                            "the same, client spin 0": rate_off,
                         })
                     else:
                         rate_rows.append({"size": label, "running_jobs": slots, f"HTTP proofs/s, {args.clients} "
