@@ -1,9 +1,9 @@
 """The blocking client's wait for an answer: asleep until shortly before it is due, then a bounded busy poll.
 
-Why: a client blocked in recv() through a 15 ms proof is woken by the answer's
-arrival, and on the H200's machine (a VM: an idle vCPU halts, and waking it is
-an interrupt, a VM entry and cold caches) that wake-up was ~0.6 ms of the
-~1.2-2.0 ms HTTP added to a 2^14 proof (perf/RESULTS.md, issue 16).  So
+Why: a client blocked in recv() through a proof is woken by the answer's
+arrival and runs cold; on the H200's machine (a VM) waiting awake took
+0.11-0.32 ms off HTTP's p50 for a 2^14 proof (0.94 -> 0.72 ms added over
+in-process, paired rounds: perf/RESULTS.md, issue 16).  So
 `AnswerWait.wait` sleeps (a poll with a timeout) until `lead` before the time
 this route's answers took lately, then polls the socket without blocking, so
 that the process is awake when the answer comes; past its spin budget it
