@@ -29,6 +29,8 @@ import os
 import socket
 import time
 
+from engine.errors import EngineError
+
 DEFAULT_SPIN_MS = 3.0
 ENV = "GROTH16_CLIENT_SPIN_MS"
 HISTORY = 8  # the answers' times kept per route; the median of them is when the next is due
@@ -53,10 +55,14 @@ def spin_seconds(spin_ms: float | None = None) -> float:
         try:
             spin_ms = float(raw) if raw else DEFAULT_SPIN_MS
         except ValueError:
-            raise ValueError(f"{ENV}={raw!r}: expected a number of milliseconds (0 turns the spin off)") from None
+            raise SpinSettingError(f"{ENV}={raw!r}: expected a number of milliseconds (0 turns the spin off)") from None
     if not spin_ms >= 0:  # negative or NaN
-        raise ValueError(f"the client's spin must be >= 0 ms, not {spin_ms!r}")
+        raise SpinSettingError(f"the client's spin must be >= 0 ms, not {spin_ms!r}")
     return spin_ms / 1e3
+
+
+class SpinSettingError(EngineError, ValueError):
+    """A bad spin setting: the CLI prints it as one line (an EngineError)."""
 
 
 class AnswerWait:

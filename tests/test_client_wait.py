@@ -7,6 +7,7 @@ answers themselves and the key's `prove_s_p50` that tells a fresh client when a 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -20,6 +21,7 @@ import pytest
 from conftest import EXAMPLES, REPO
 
 from engine.client import Client, ServerError
+from engine.errors import EngineError
 from engine.client_wait import DEFAULT_SPIN_MS, ENV, HISTORY, AnswerWait, spin_seconds
 from engine.service.keys import ServedKey
 
@@ -86,7 +88,7 @@ def test_spin_setting_argument_environment_default(monkeypatch):
     assert spin_seconds() == 0.0015
     assert spin_seconds(7) == 0.007  # the argument wins
     monkeypatch.setenv(ENV, "fast")
-    with pytest.raises(ValueError, match=ENV):
+    with pytest.raises(EngineError, match=ENV):
         spin_seconds()
     for bad in (-1.0, float("nan")):
         with pytest.raises(ValueError):
@@ -230,6 +232,14 @@ def instant(tmp_path_factory):
     finally:
         proc.terminate()
         assert proc.wait(30) == 0, log.read_text()
+
+
+def test_a_bad_spin_setting_is_the_cli_s_one_line(instant, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "engine", "prove", "--server", instant, f"{SUDOKU}.zkey", f"{SUDOKU}.wtns",
+                        str(tmp_path / "p.json"), str(tmp_path / "pub.json")], cwd=REPO, capture_output=True, text=True,
+                       timeout=60, env={**os.environ, ENV: "fast"})
+    assert r.returncode == 2 and ENV in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "p.json").exists()
 
 
 def test_the_service_says_when_a_proof_is_due_and_the_answers_match(instant):
