@@ -4,8 +4,8 @@ Why: a client blocked in recv() through a proof is woken by the answer's
 arrival and runs cold; on the H200's machine (a VM) waiting awake took
 0.11-0.32 ms off HTTP's p50 for a 2^14 proof (0.94 -> 0.72 ms added over
 in-process, paired rounds: perf/RESULTS.md, issue 16).  So
-`AnswerWait.wait` sleeps (a poll with a timeout) until `lead` before the time
-this route's answers took lately, then polls the socket without blocking, so
+`AnswerWait.wait` sleeps (a poll with a timeout) until `spin_s / 2` before the
+time this route's answers took lately, then polls the socket without blocking, so
 that the process is awake when the answer comes; past its spin budget it
 blocks as before.  The CPU it burns is at most `spin_s` a request (the nap
 ends `spin_s / 2` before the answer is due), whatever the server does, and
@@ -48,6 +48,10 @@ def _count(step: int) -> None:
         WAITING[0] += step
 
 
+class SpinSettingError(EngineError, ValueError):
+    """A bad spin setting: the CLI prints it as one line (an EngineError)."""
+
+
 def spin_seconds(spin_ms: float | None = None) -> float:
     """The spin budget a request gets: the argument, else the environment's, else the default (ms -> s)."""
     if spin_ms is None:
@@ -59,10 +63,6 @@ def spin_seconds(spin_ms: float | None = None) -> float:
     if not spin_ms >= 0:  # negative or NaN
         raise SpinSettingError(f"the client's spin must be >= 0 ms, not {spin_ms!r}")
     return spin_ms / 1e3
-
-
-class SpinSettingError(EngineError, ValueError):
-    """A bad spin setting: the CLI prints it as one line (an EngineError)."""
 
 
 class AnswerWait:
