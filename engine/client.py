@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 # asyncio and ssl are imported where they are used: `prove --server` needs neither, and each
 # costs more than the rest of the client's start.
 
+from engine.client_wait import AnswerWait, spin_seconds
 from engine.client_wire import (
     BadResponse,
     quote,
@@ -203,10 +204,20 @@ class _Base:
 # ------------------------------------------------------------------ blocking
 
 class Client(_Base):
-    """Blocking client over one keep-alive connection (a plain socket, TCP_NODELAY)."""
+    """Blocking client over one keep-alive connection (a plain socket, TCP_NODELAY).
+
+    `spin_ms`: how long a request may poll for its answer without blocking (engine/client_wait.py:
+    asleep until shortly before the answer is due, then awake for it, so that its arrival does not
+    pay a process wake-up); None: GROTH16_CLIENT_SPIN_MS, else 3 ms; 0: block in recv throughout."""
 
     _sock = None  # opened on the first call
     _stream = None  # its buffered reader
+
+    def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None,
+                 token_file: str | os.PathLike | None = None, timeout: float | None = None,
+                 spin_ms: float | None = None):
+        super().__init__(url, token=token, token_file=token_file, timeout=timeout)
+        self.answers = AnswerWait(spin_seconds(spin_ms))
 
     def __enter__(self) -> "Client":
         return self
@@ -237,6 +248,7 @@ class Client(_Base):
 
     def _call(self, req: _Request) -> Any:
         head = self._head(req)
+        route = f"{req.method} {req.path.partition('?')[0]}"
         for attempt in (0, 1):
             reused = self._sock is not None
             try:
@@ -246,6 +258,7 @@ class Client(_Base):
                     send_all(self._sock, head, req.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the server answered early (413, 429) and closed: read that answer
+                self.answers.wait(self._sock, route, self.timeout)
                 status, ctype, raw, keep = read_sync(self._stream)
             except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
                 self.close()
@@ -255,6 +268,9 @@ class Client(_Base):
             except (OSError, BadResponse) as exc:  # refused, unreachable, timed out, not HTTP
                 self.close()
                 raise _unreachable(self.url, exc) from None
+            except BaseException:  # interrupted (Ctrl-C) mid-request: the connection is half-used, and
+                self.close()  # closing it is what cancels the server's job
+                raise
             if not keep:
                 self.close()
             return _answer(self.url, status, ctype, raw)
@@ -274,7 +290,10 @@ class Client(_Base):
     def load_key(self, path: str | os.PathLike, wasm: str | os.PathLike | None = None,
                  name: str | None = None) -> dict:
         """Load a key by its path on the server (absolute); an already resident one is returned as it is."""
-        return self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name)))
+        key = self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name)))
+        if isinstance(key.get("prove_s_p50"), (int, float)):  # when its proofs' answers are due
+            self.answers.expect(f"POST /v1/keys/{quote(key['id'])}/prove", key["prove_s_p50"])
+        return key
 
     def unload_key(self, key: str) -> dict:
         return self._call(_Request("DELETE", f"/v1/keys/{quote(key)}"))

@@ -2,6 +2,7 @@
 
     python perf/serve.py [--log-constraints 14,16] [--backend auto] [--repeats 30] [--clients 8]
                          [--running-jobs 0] [--workdir DIR] [--example examples/bn128/sudoku]
+                         [--spins 0,3] [--rounds 4] [--no-rates]
     python perf/serve.py --instant-only       # no engine at all: the service, the wire and the client
 
 For each size: a bench circuit (seed 0) and a development key; then, on one
@@ -20,8 +21,16 @@ queued) and the rest (the client, the wire both ways, the answer).  Proofs/s:
 calls), for each `--running-jobs` value (0: the server's default; each
 other value starts a server of its own).
 
+Paired rounds (`--rounds`, `--spins`): the two medians above come from
+series taken a minute apart, and a drift of the device between them passed
+for HTTP's cost (1.20 and 2.00 ms in two calls of 2026-12-01); so in-process
+blocks and HTTP blocks (one per client spin, engine/client_wait.py) alternate
+`rounds` times over one warm engine each side, and HTTP adds is reported per
+round and over all of them.
+
 The same figures against perf/instant_serve.py (the real service around an
-engine whose proofs take no time) are what HTTP costs alone.  Last, the CLI
+engine whose proofs take no time) are what HTTP costs alone, for the client
+as it is and for each `--spins` value.  Last, the CLI
 client (`python -m engine prove --server ... --json`), median of `repeats
 // 3` runs against the warm servers, split at the CLOCK_MONOTONIC stamps it
 prints: process start -> first request sent (interpreter, imports,
@@ -52,6 +61,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.client import Client  # noqa: E402
+from engine.client_wait import ENV  # noqa: E402
 from engine.progress import stage_seconds  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "bn128" / "sudoku"
@@ -76,7 +86,7 @@ def make_circuit(workdir: Path, log_c: int, backend: str) -> tuple[str, str]:
     return str(zkey), str(wtns)
 
 
-async def in_process(zkey: str, wtns: str, backend: str, repeats: int, clients: int) -> dict:
+async def in_process(zkey: str, wtns: str, backend: str, repeats: int, clients: int, rate: bool = True) -> dict:
     """Latency with the witness as a .wtns path (read and checked in the synthesis pool) and as a
     `Witness` read once (the service's path: it hands the engine the parsed upload), and proofs/s."""
     from engine.api import Engine
@@ -98,6 +108,8 @@ async def in_process(zkey: str, wtns: str, backend: str, repeats: int, clients: 
                 if label == "memory":
                     stages.append(dict(proof.timings))
             found[label] = lat
+        if not rate:
+            return {"lat": found["memory"], "lat_file": found["file"], "stages": stages, "rate": 0.0}
         n = max(clients * 4, repeats)
         sem = asyncio.Semaphore(clients)
 
@@ -111,9 +123,9 @@ async def in_process(zkey: str, wtns: str, backend: str, repeats: int, clients: 
                 "rate": n / (time.perf_counter() - t)}
 
 
-def http_latency(url: str, zkey: str, wtns: str, repeats: int) -> dict:
+def http_latency(url: str, zkey: str, wtns: str, repeats: int, spin_ms: float | None = None) -> dict:
     body = Path(wtns).read_bytes()
-    with Client(url) as c:
+    with Client(url, spin_ms=spin_ms) as c:
         key = c.load_key(os.path.abspath(zkey))["id"]
         for _ in range(3):
             c.prove(key, body)
@@ -129,11 +141,81 @@ def http_latency(url: str, zkey: str, wtns: str, repeats: int) -> dict:
             "rest": [h - s - u for h, s, u in zip(lat, server, upload)], "key": key, "body": body}
 
 
-def http_rate(url: str, key: str, body: bytes, count: int, clients: int) -> float:
+async def paired_rounds(url: str, zkey: str, wtns: str, backend: str, rounds: int, per_round: int,
+                        spins: list[float]) -> dict:
+    """HTTP against in-process in alternating blocks: `rounds` x (`per_round` in-process proofs, then
+    `per_round` through HTTP for each client spin), one warm engine each side the whole time, so that a
+    drift of the device or the machine between two series does not pass for HTTP's cost.  The HTTP
+    blocks run on a worker thread (a blocking client, as a user's) while this loop's engine idles.
+    Returns each series' latencies (s) by round."""
+    import anyio
+
+    from engine.api import Engine
+    from engine.config import EngineConfig
+    from engine.formats.wtns import read_wtns
+
+    witness, body = read_wtns(wtns), Path(wtns).read_bytes()
+    clients = {spin: Client(url, spin_ms=spin) for spin in spins}
+    found: dict = {"in-process": [[] for _ in range(rounds)],
+                   **{f"HTTP, spin {spin:g} ms": [[] for _ in range(rounds)] for spin in spins},
+                   **{f"wire+service, spin {spin:g} ms": [[] for _ in range(rounds)] for spin in spins}}
+    try:
+        async with Engine(EngineConfig(backend=backend)) as eng:
+            key = await eng.load_key(zkey)
+            ids = {}
+            for spin, c in clients.items():
+                ids[spin] = await anyio.to_thread.run_sync(lambda c=c: c.load_key(os.path.abspath(zkey))["id"])
+
+            def http_block(spin: float, n: int, r: int | None) -> None:
+                c = clients[spin]
+                for _ in range(n):
+                    t = time.perf_counter()
+                    res = c.prove(ids[spin], body)
+                    lat = time.perf_counter() - t
+                    if r is not None:
+                        found[f"HTTP, spin {spin:g} ms"][r].append(lat)
+                        found[f"wire+service, spin {spin:g} ms"][r].append(lat - res.timings["total_s"])
+
+            for _ in range(3):
+                await eng.prove(key, witness)
+            for spin in spins:
+                await anyio.to_thread.run_sync(http_block, spin, 3, None)
+            for r in range(rounds):
+                for _ in range(per_round):
+                    t = time.perf_counter()
+                    await eng.prove(key, witness)
+                    found["in-process"][r].append(time.perf_counter() - t)
+                for spin in spins:
+                    await anyio.to_thread.run_sync(http_block, spin, per_round, r)
+    finally:
+        for c in clients.values():
+            c.close()
+    return found
+
+
+def paired_table(found: dict, spins: list[float]) -> list[dict]:
+    """Per round and over all rounds: p50s (ms) and HTTP's p50 minus in-process's, for each spin."""
+    rounds = len(found["in-process"])
+    rows = []
+    for r in [*range(rounds), None]:
+        pick = (lambda v: v[r]) if r is not None else (lambda v: [x for block in v for x in block])
+        local = statistics.median(pick(found["in-process"]))
+        row = {"round": str(r + 1) if r is not None else "all", "in-process p50 ms": local * 1e3}
+        for spin in spins:
+            h = statistics.median(pick(found[f"HTTP, spin {spin:g} ms"]))
+            row[f"HTTP p50 ms, spin {spin:g}"] = h * 1e3
+            row[f"HTTP adds p50 ms, spin {spin:g}"] = (h - local) * 1e3
+            row[f"wire+service p50 ms, spin {spin:g}"] = statistics.median(
+                pick(found[f"wire+service, spin {spin:g} ms"])) * 1e3
+        rows.append(row)
+    return rows
+
+
+def http_rate(url: str, key: str, body: bytes, count: int, clients: int, spin_ms: float | None = None) -> float:
     per = [count // clients + (i < count % clients) for i in range(clients)]
 
     def worker(k: int) -> None:
-        with Client(url) as c:
+        with Client(url, spin_ms=spin_ms) as c:
             for _ in range(k):
                 c.prove(key, body)
 
@@ -152,9 +234,9 @@ def http_rate(url: str, key: str, body: bytes, count: int, clients: int) -> floa
 CLIENT = {"python": sys.executable, "cwd": str(ROOT), "env": None}
 
 
-def run_client(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([CLIENT["python"], *argv], cwd=CLIENT["cwd"], env=CLIENT["env"], capture_output=True,
-                          text=True)
+def run_client(argv: list[str], extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    env = CLIENT["env"] if not extra_env else {**(CLIENT["env"] or os.environ), **extra_env}
+    return subprocess.run([CLIENT["python"], *argv], cwd=CLIENT["cwd"], env=env, capture_output=True, text=True)
 
 
 def client_venv(venv: Path, wheel: str | None) -> dict:
@@ -177,14 +259,14 @@ def client_venv(venv: Path, wheel: str | None) -> dict:
     return {"python": str(py), "cwd": str(venv), "env": env, "engine": where}
 
 
-def cli_breakdown(url: str, zkey: str, wtns: str, repeats: int, out: Path) -> dict:
+def cli_breakdown(url: str, zkey: str, wtns: str, repeats: int, out: Path, extra_env: dict | None = None) -> dict:
     """Medians (ms) of the CLI client's whole command and its three parts."""
     argv = ["-m", "engine", "prove", "--server", url, "--json", os.path.abspath(zkey), os.path.abspath(wtns),
             str(out / "proof.json"), str(out / "public.json")]
     parts: dict[str, list[float]] = {"whole": [], "start -> first request": [], "requests": [], "answer -> exit": []}
     for _ in range(repeats):
         t0 = time.monotonic()
-        r = run_client(argv)
+        r = run_client(argv, extra_env)
         t3 = time.monotonic()
         if r.returncode:
             raise SystemExit(f"CLI client failed: {r.stderr}")
@@ -274,11 +356,18 @@ def main() -> None:
     ap.add_argument("--client-venv", default=None,
                     help="run the CLI client from this venv (made if missing) instead of this checkout's interpreter")
     ap.add_argument("--client-wheel", default=None, help="the engine's wheel to install into --client-venv")
+    ap.add_argument("--spins", default="0,3",
+                    help="comma-separated client spins (ms, engine/client_wait.py) to compare: the instant server's "
+                         "rows, the paired rounds and the CLI client (its default against the first value)")
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="paired rounds: in-process and HTTP (each spin) in alternating blocks of --repeats proofs")
+    ap.add_argument("--no-rates", action="store_true", help="no proofs/s (latency and the CLI client only)")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="perf-serve-"))
     work.mkdir(parents=True, exist_ok=True)  # a --workdir that does not exist yet (the closing call of 2026-12-01 died on it)
     sizes = [int(x) for x in args.log_constraints.split(",") if x]
     cli_n = max(5, args.repeats // 3)
+    spins = [float(x) for x in args.spins.split(",") if x != ""]
     report: dict = {"python": sys.version.split()[0], "dont_write_bytecode": bool(sys.flags.dont_write_bytecode)}
     if args.client_venv:
         CLIENT.update(client_venv(Path(args.client_venv), args.client_wheel))
@@ -294,11 +383,14 @@ def main() -> None:
             if d_i == 0:
                 cli_rows["instant server, example " + Path(args.example).name] = cli_breakdown(
                     url, args.example + ".zkey", args.example + ".wtns", cli_n, work)
-            for k in sizes:
+            for k, spin in ((k, spin) for k in sizes for spin in [None, *spins]):
                 wtns = instant_wtns(work, k)
-                h = http_latency(url, args.example + ".zkey", wtns, args.repeats * (3 if not delay else 1))
-                rate = http_rate(url, h["key"], h["body"], max(args.clients * 8, args.repeats), args.clients)
-                instant_rows.append({"size": f"2^{k}", "proof ms (asleep)": delay, "upload KiB": len(h["body"]) / 1024,
+                h = http_latency(url, args.example + ".zkey", wtns, args.repeats * (3 if not delay else 1), spin)
+                rate = 0.0 if args.no_rates or spin is not None else http_rate(
+                    url, h["key"], h["body"], max(args.clients * 8, args.repeats), args.clients)
+                instant_rows.append({"size": f"2^{k}", "proof ms (asleep)": delay,
+                                     "client spin ms": "default" if spin is None else f"{spin:g}",
+                                     "upload KiB": len(h["body"]) / 1024,
                                      "HTTP p50 ms": statistics.median(h["lat"]) * 1e3,
                                      "HTTP p95 ms": pct(h["lat"], 0.95) * 1e3,
                                      "wire+service p50 ms": statistics.median(h["wire"]) * 1e3,
@@ -306,7 +398,7 @@ def main() -> None:
                                      "of it: upload read p50 ms": statistics.median(h["upload"]) * 1e3,
                                      "of it: the rest p50 ms": statistics.median(h["rest"]) * 1e3,
                                      f"proofs/s, {args.clients} clients": rate})
-                if d_i == 0:
+                if d_i == 0 and spin is None:
                     cli_rows[f"instant server, 2^{k} upload"] = cli_breakdown(url, args.example + ".zkey", wtns,
                                                                               cli_n, work)
             if d_i == 0:
@@ -316,7 +408,7 @@ def main() -> None:
     report["interpreter_ms"] = interpreter_ms(cli_n)
 
     # ---- the real engine, in-process and through HTTP
-    rows, rate_rows, stage_rows = [], [], []
+    rows, rate_rows, stage_rows, paired_rows = [], [], [], []
     if not args.instant_only:
         from engine.api import run as run_loop
 
@@ -339,11 +431,23 @@ def main() -> None:
                     # the other running_jobs values: throughput only (3 warm-up proofs, no latency series)
                     h = http_latency(url, zkey, wtns, args.repeats if n_slots == slot_values[0] else 0)
                     count = max(args.clients * 4, args.repeats)
-                    http_rate(url, h["key"], h["body"], args.clients, args.clients)  # warm every connection path
-                    rate = http_rate(url, h["key"], h["body"], count, args.clients)
+                    rate = rate_off = 0.0
+                    if not args.no_rates:
+                        http_rate(url, h["key"], h["body"], args.clients, args.clients)  # warm every connection path
+                        rate = http_rate(url, h["key"], h["body"], count, args.clients)
+                        rate_off = http_rate(url, h["key"], h["body"], count, args.clients, 0)  # the client's spin off
                     if n_slots == slot_values[0]:
-                        local = run_loop(lambda: in_process(zkey, wtns, args.backend, args.repeats, args.clients))
+                        local = run_loop(lambda: in_process(zkey, wtns, args.backend, args.repeats, args.clients,
+                                                            not args.no_rates))
                         cli_rows[f"bench {label}"] = cli_breakdown(url, zkey, wtns, cli_n, work)
+                        if spins:  # the CLI client with the first --spins value (0: as before this change)
+                            cli_rows[f"bench {label}, client spin {spins[0]:g} ms"] = cli_breakdown(
+                                url, zkey, wtns, cli_n, work, {ENV: f"{spins[0]:g}"})
+                        if spins and args.rounds:
+                            found = run_loop(lambda: paired_rounds(url, zkey, wtns, args.backend, args.rounds,
+                                                                   args.repeats, spins))
+                            report.setdefault("paired_s", {})[label] = found
+                            paired_rows.extend({"size": label, **r} for r in paired_table(found, spins))
                         p50_l, p50_h = statistics.median(local["lat"]), statistics.median(h["lat"])
                         names = [n for n in stage_seconds(local["stages"][0]) if all(n in st for st in h["stages"])] if (
                             local["stages"] and h["stages"]) else []
@@ -363,6 +467,7 @@ def main() -> None:
                                  "of it: the rest p50 ms": statistics.median(h["rest"]) * 1e3 if h["rest"] else 0.0,
                             f"in-process proofs/s, {args.clients} callers": local["rate"],
                             f"HTTP proofs/s, {args.clients} clients, running_jobs {slots}": rate,
+                            "the same, client spin 0": rate_off,
                         })
                     else:
                         rate_rows.append({"size": label, "running_jobs": slots, f"HTTP proofs/s, {args.clients} "
@@ -371,13 +476,17 @@ def main() -> None:
                 stop(proc)
 
     # the figures last (a log's tail shows them), the whole record first
-    print(json.dumps({**report, "rows": rows, "rates": rate_rows, "stages": stage_rows, "instant": instant_rows, "cli_ms": cli_rows,
-                      "imports_ms": imports}))
+    print(json.dumps({**report, "rows": rows, "rates": rate_rows, "stages": stage_rows, "instant": instant_rows,
+                      "paired": paired_rows, "cli_ms": cli_rows, "imports_ms": imports}))
     print(f"backend {args.backend}; Python {report['python']}; {args.repeats} sequential proofs after warm-up; "
           f"bytecode writing {'off' if report['dont_write_bytecode'] else 'on'}")
     if rows:
         print("The engine in-process against the same engine through HTTP:")
         table(rows)
+    if paired_rows:
+        print(f"Paired rounds: {args.repeats} in-process proofs, then {args.repeats} through HTTP for each client "
+              f"spin, {args.rounds} times over (one warm engine each side); HTTP adds = HTTP p50 - in-process p50:")
+        table(paired_rows)
     if stage_rows:
         print("The proof's own stages (the engine's timings), in-process against the server's:")
         table(stage_rows)

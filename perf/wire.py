@@ -1,12 +1,18 @@
-"""The client's socket options against the wire's cost: HTTP latency of one upload against perf/instant_serve.py.
+"""Where HTTP's time goes for one upload against perf/instant_serve.py, part by part, for each client spin.
 
-    python perf/wire.py [--log-constraints 14] [--repeats 200] [--delay-ms 0,15]
+    python perf/wire.py [--log-constraints 14] [--repeats 200] [--delay-ms 0,15] [--spins 0,3]
 
-For each instant server (its proofs take no time, or sleep --delay-ms) and each client variant
-(engine.client.Client as shipped; with an 8 MiB send buffer; in blocking mode without a timeout,
-so that no poll() precedes each send and receive), the median and p95 of `repeats` sequential
-proofs of a random .wtns of the bench circuit's size, and wire+service (HTTP latency minus the
-server's own time for the job).  A scratch bench for choosing the client's socket set-up.
+For each instant server (its proofs take no time, or sleep --delay-ms) and each client spin
+(engine/client_wait.py; 0: the client blocks in recv as before), the medians over `repeats`
+sequential proofs of a random .wtns of the bench circuit's size, split on one clock
+(CLOCK_MONOTONIC; the server's stamps come back in the job's timings as Unix times, turned back
+here): the client's send (sendmsg of head and body), send end -> the prove handler's entry on the
+server (the server waking, reading and parsing the head), the handler's entry -> the job queued
+(the body read into its buffer, parsed, admitted: `upload_s`), queued -> the job's end (the
+engine), the job's end -> the answer's first byte at the client (the handler waking, the JSON
+answer, the write, the client waking), the client's read of the answer and its JSON parse; and
+wire+service (HTTP latency minus the server's own time for the job), with the CPU the client
+spent per request.  A bench for choosing the client's and the service's set-up.
 """
 from __future__ import annotations
 
@@ -20,20 +26,35 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from serve import EXAMPLE, instant_wtns, pct, start_server, stop  # noqa: E402  (perf/serve.py)
+from serve import EXAMPLE, instant_wtns, start_server, stop  # noqa: E402  (perf/serve.py)
 
-from engine.client import Client  # noqa: E402
+from engine.client import Client, _answer, _prove_request  # noqa: E402
+from engine.client_wire import read_sync, send_all  # noqa: E402
+
+PARTS = ("send", "-> handler", "upload read", "engine", "-> answer at client", "read + parse", "wire+service",
+         "client CPU")
 
 
-def variant(name: str) -> type[Client]:
-    class Tuned(Client):
-        def _open(self) -> None:
-            super()._open()
-            if name == "sndbuf 8 MiB":
-                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
-            elif name == "blocking, no timeout":
-                self._sock.settimeout(None)
-    return Client if name == "as shipped" else Tuned
+def one(c: Client, key: str, body: bytes) -> list[float]:
+    """One proof through the client's own steps, stamped; the parts in seconds (PARTS' order)."""
+    req = _prove_request("prove", key, body, "normal", None, None)
+    head, route = c._head(req), f"POST {req.path.partition('?')[0]}"
+    cpu, t0 = time.process_time(), time.monotonic()
+    send_all(c._sock, head, req.body)
+    t1 = time.monotonic()
+    c.answers.wait(c._sock, route, c.timeout)
+    c._sock.recv(1, socket.MSG_PEEK)  # the answer's first byte (at once after a spin; spin 0 blocks here)
+    t2 = time.monotonic()
+    status, ctype, raw, _ = read_sync(c._stream)
+    view = _answer(c.url, status, ctype, raw)
+    t3 = time.monotonic()
+    cpu = time.process_time() - cpu
+    offset = time.time() - time.monotonic()  # the view's Unix times -> this machine's monotonic clock
+    tm = view["timings"]
+    queued, finished = tm["submitted_at"] - offset, tm["finished_at"] - offset
+    entry = queued - tm["upload_s"]
+    return [t1 - t0, entry - t1, tm["upload_s"], finished - queued, t2 - finished, t3 - t2,
+            (t3 - t0) - tm["total_s"], cpu]
 
 
 def main() -> None:
@@ -41,26 +62,25 @@ def main() -> None:
     ap.add_argument("--log-constraints", type=int, default=14)
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--delay-ms", default="0,15")
+    ap.add_argument("--spins", default="0,3", help="comma-separated client spins (ms); each is measured twice, ABAB")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="perf-wire-"))
     body = Path(instant_wtns(work, args.log_constraints)).read_bytes()
-    print("| instant proof ms | client | HTTP p50 ms | HTTP p95 ms | wire+service p50 ms |\n|---|---|---|---|---|")
+    spins = [float(x) for x in args.spins.split(",") if x != ""]
+    print(f"{len(body) / 1024:.0f} KiB uploads; medians (ms) of each part:")
+    print("| instant proof ms | client spin ms | " + " | ".join(PARTS) + " |\n|" + "---|" * (len(PARTS) + 2))
     for delay in (float(x) for x in args.delay_ms.split(",")):
         proc, url = start_server(["perf/instant_serve.py", "--delay-ms", str(delay)], work / "instant.log")
         try:
-            for name in ("as shipped", "sndbuf 8 MiB", "blocking, no timeout"):
-                with variant(name)(url) as c:
+            for spin in spins * 2:
+                with Client(url, spin_ms=spin) as c:
                     key = c.load_key(str(EXAMPLE) + ".zkey")["id"]
                     for _ in range(5):
-                        c.prove(key, body)
-                    lat, wire = [], []
-                    for _ in range(args.repeats if not delay else max(20, args.repeats // 5)):
-                        t = time.perf_counter()
-                        r = c.prove(key, body)
-                        lat.append(time.perf_counter() - t)
-                        wire.append(lat[-1] - r.timings["total_s"])
-                print(f"| {delay:g} | {name} | {statistics.median(lat) * 1e3:.3f} | {pct(lat, 0.95) * 1e3:.3f} | "
-                      f"{statistics.median(wire) * 1e3:.3f} |", flush=True)
+                        one(c, key, body)
+                    n = args.repeats if not delay else max(20, args.repeats // 5)
+                    rows = [one(c, key, body) for _ in range(n)]
+                print(f"| {delay:g} | {spin:g} | " + " | ".join(
+                    f"{statistics.median(r[j] for r in rows) * 1e3:.3f}" for j in range(len(PARTS))) + " |", flush=True)
         finally:
             stop(proc)
 

@@ -193,6 +193,8 @@ class Service:
         self._active -= 1
         if self._active == 0:
             self._idle.set()
+        if state == "done":
+            key.proved(job.finished - job.created)
         queued_s = None if job.started is None else job.started - job.created
         run_s = None if job.started is None else job.finished - job.started
         self.metrics.job_ended(key.id, state, queued_s, run_s, job.finished - job.created)

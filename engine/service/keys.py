@@ -37,6 +37,19 @@ class ServedKey:
     unloading: bool = False
     vk: Any = None  # the verification key, made on the first /verify
     idle: asyncio.Event = field(default_factory=asyncio.Event)
+    # the server's time (queued to ended) of its last RECENT proofs: a waiting client is told when an
+    # answer is due (`prove_s_p50`), so that it is awake when it comes (engine/client_wait.py)
+    recent_s: list = field(default_factory=list)
+
+    RECENT = 16
+
+    def proved(self, seconds: float) -> None:
+        self.recent_s.append(seconds)
+        del self.recent_s[:-self.RECENT]
+
+    def prove_s_p50(self) -> float | None:
+        s = sorted(self.recent_s)
+        return round(s[len(s) // 2], 6) if s else None
 
     def describe(self) -> dict:
         h = self.handle
@@ -45,6 +58,7 @@ class ServedKey:
             "n_public": h.n_public, "domain_size": h.domain_size, "vram_bytes": resident_bytes(h),
             "working_set_bytes": h.working_set_bytes, "witness_bytes": h.witness_bytes,
             "devices": list(h.devices), "queued": self.queued, "active": self.active,
+            "prove_s_p50": self.prove_s_p50(),
         }
 
 
