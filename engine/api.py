@@ -587,6 +587,11 @@ class Engine:
         while key._jobs:
             await self.drain()
         await self._unload(key)
+        # its proofs' pinned buffers (pinned after its load) are unwanted now: unpinned while the device is
+        # idle, as the load pinned them, so the host budget is whole again without an idle loop
+        for worker in self.devices:
+            with anyio.CancelScope(shield=True):
+                await worker.maintain(wait=False)
 
     async def _unload(self, key: KeyHandle) -> None:
         if key in self._keys:

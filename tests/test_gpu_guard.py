@@ -79,8 +79,11 @@ async def test_two_engines_share_one_gpu_in_one_process():
     assert len(b_proofs) >= 12 and all(verify(vk, public, p) for p in b_proofs[:5] + b_proofs[-5:])
 
 
+# the nth call after the warm proof, among eight proofs' calls; the done events' waits are few (a batch's k done
+# events are waited for at once, and how the eight batch varies run to run: the 3rd of them never came in one
+# device run), so the fault goes to the first
 @pytest.mark.parametrize("call,nth", [("cuLaunchKernel", 40), ("cuMemAllocFromPoolAsync", 20),
-                                      ("cuEventRecord", 9), ("cuEventSynchronize", 3)])
+                                      ("cuEventRecord", 9), ("cuEventSynchronize", 1)])
 async def test_an_injected_device_fault_fails_one_job_and_nothing_else(call, nth):
     vk, public = _expected()
     wtns = str(TINY / "tiny.wtns")

@@ -179,3 +179,24 @@ def test_an_engine_key_load_pins_its_proofs_buffers_without_an_idle_loop(fake):
             backend.discard(staged).wait()
 
     anyio.run(main)
+
+
+def test_an_engine_key_unload_unpins_its_proofs_buffers_and_gives_the_host_budget_back(fake):
+    """The proofs' pinned buffers a load pinned (and the host budget counts) are unpinned by the unload,
+    without an idle loop: the host budget whole again, nothing pinned (they stayed before, until an idle
+    maintenance that idle_trim_s=None never runs)."""
+    from engine.api import Engine  # noqa: PLC0415
+    from engine.config import EngineConfig  # noqa: PLC0415
+
+    backend = _backend()
+    host_budget = 1 << 30
+
+    async def main():
+        async with Engine(EngineConfig(idle_trim_s=None, host_budget=host_budget), backends=[backend]) as eng:
+            key = await eng.load_key(TINY / "tiny.zkey")
+            pinned = backend.host_pinned_bytes()
+            assert pinned > 0 and eng.host.capacity(0) == host_budget - key.key_host_bytes - pinned
+            await eng.unload_key(key)
+            assert backend.host_pinned_bytes() == 0 and eng.host.capacity(0) == host_budget
+
+    anyio.run(main)

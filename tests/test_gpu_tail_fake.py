@@ -301,3 +301,24 @@ def test_a_warm_proof_makes_no_events_but_its_fences(curve):
         backend.unload_key(key)
         backend.close()
         assert not fake.live_events
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_resident_core_copies_with_dataclasses_replace(curve):
+    """dataclasses.replace on a resident proof's core (the host-tier GPU tests strip its device proof so):
+    the copy has the same sums, the fields given replaced (it raised TypeError on the lazy class's first form)."""
+    import dataclasses  # noqa: PLC0415
+
+    from engine.algebra.curves import curve_by_name  # noqa: PLC0415
+    from engine.backends.base import CoreResult  # noqa: PLC0415
+    from engine.backends.gpu import epilogue as gepi, pipeline  # noqa: PLC0415
+
+    c = curve_by_name(curve)
+    raw = np.random.default_rng(3).integers(0, 256, 5 * pipeline.acc_bytes(c, True) + gepi.proof_bytes(c), dtype=np.uint8)
+    core = pipeline._core(c, raw, {"gpu_check": 0.002})
+    sums = dataclasses.replace(core, proof=None, verified=None)
+    assert isinstance(sums, CoreResult) and sums.proof is None and sums.verified is None
+    assert (sums.pi_a0, sums.pi_b1_0, sums.pi_b2_0, sums.pi_c0, sums.pi_h) == (
+        core.pi_a0, core.pi_b1_0, core.pi_b2_0, core.pi_c0, core.pi_h) and sums.timings == core.timings
+    assert dataclasses.replace(core, pi_h=None).pi_h is None and core.pi_h is not None
+    assert dataclasses.replace(core) == core

@@ -565,9 +565,14 @@ class ResidentCore(CoreResult):
     read: their field inversions were 0.2-0.3 ms of Python after every proof's done event, on its
     latency path, for values nothing on that path reads."""
 
-    def __init__(self, curve, raw: np.ndarray, timings: dict):
+    def __init__(self, curve=None, raw: np.ndarray | None = None, timings: dict | None = None, *, pi_a0=None,
+                 pi_b1_0=None, pi_b2_0=None, pi_c0=None, pi_h=None, proof=None, verified=None):
+        self.timings = {} if timings is None else timings
         self._curve, self._raw, self._sums = curve, raw, None
-        self.timings = timings
+        if raw is None:  # every field given, as dataclasses.replace(core, ...) makes a copy
+            self._sums = (pi_a0, pi_b1_0, pi_b2_0, pi_c0, pi_h)
+            self.proof, self.verified = proof, verified
+            return
         self.proof, self.verified = gepi.decode_proof(curve, raw[5 * acc_bytes(curve, True):])
 
     def _decoded(self) -> tuple:
