@@ -250,7 +250,7 @@ async def test_stream_source_error_reaches_the_consumer_and_the_engine_lives_on(
 def test_groth16_kit_runs_only_device_made_steps_inline():
     """finish inline only for a core the backend ended itself (CoreResult.proof set); verify inline
     only for a proof its backend checked (nothing left to do); everything else on threads/pools."""
-    from engine.api import Groth16Kit
+    from engine.groth16.kit import Groth16Kit
     from engine.backends.base import CoreResult
     from engine.groth16.proof import Proof
     from engine.algebra.curves import curve_by_name

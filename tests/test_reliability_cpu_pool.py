@@ -10,7 +10,8 @@ import pytest
 
 from engine.algebra import msm
 from engine.algebra.curves import BN254
-from engine.api import Engine, Groth16Kit
+from engine.api import Engine
+from engine.groth16.kit import Groth16Kit
 from engine.backends.cpu import CpuBackend
 from engine.config import EngineConfig
 from engine.errors import EngineError

@@ -232,7 +232,8 @@ class _CheckedWitness:
 
 def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
-    from engine.api import InputsFile, prove_files
+    from engine.api import prove_files
+    from engine.groth16.kit import InputsFile
 
     timeline_existed = bool(args.timeline) and os.path.exists(args.timeline)
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
