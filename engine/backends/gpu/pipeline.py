@@ -208,7 +208,8 @@ class ProofState:
         return None if found == 0 else 0xFFFFFFFF - found
 
     def release_host(self, ctx) -> None:
-        """After the done event: the pinned buffer back to the pool, events destroyed."""
+        """After the done event: the pinned buffer and the events back to their pools (a host-tier proof's own
+        events destroyed)."""
         ctx.pinned.give_back(self.host)
         self.host = None
         ctx.events.give(self.uploaded, self.upload_start)
@@ -407,7 +408,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     side = backend.side_streams.get(slot) if tail else None
     marks: list[Event] = []
     side_marks: list[Event] = []  # early start, early end, mid start, mid end
-    side_events: list[Event] = []  # the cross-stream events (destroyed after the done event)
+    side_events: list[Event] = []  # the cross-stream events (back to the pool after the done event)
     nbytes = result_bytes(key)  # what comes back
     raw = st.results_view(nbytes)
     late = st.results if raw is None else None  # no pinned buffer: fetched by wait() (_fetch_late)
