@@ -31,6 +31,7 @@ from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu.footprint import (FR, KeyFootprint, KeyShape, acc_bytes, chunk_ranges, g1_bytes,
                                            g2_bytes, host_chunk_bytes, tail_plan)
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
+from engine.backends.gpu.runtime import destroy_events
 
 WITNESS_BASES = ("a", "b1", "c", "b2")  # one staging buffer holds a chunk of each, in this order
 
@@ -96,11 +97,7 @@ class HostTier:
             for _ in range(4):
                 events.append(Event())
         except BaseException:  # the ones made before a failing cuEventCreate are not leaked
-            for e in events:
-                try:
-                    e.destroy()
-                except Exception:  # noqa: BLE001 - a failing destroy leaks one handle, nothing more
-                    pass
+            destroy_events(*events)
             raise
         return HostProof(staging=staging, loaded=events[:2], freed=events[2:])
 

@@ -133,6 +133,8 @@ class GpuKey(ResidentKey):
         self.timings: dict[str, float] = {}
         self.cache_hit: bool | None = None  # None: no cache for this key
         self.cache_writer: threading.Thread | None = None  # a first load's cache write, after its upload
+        # pipeline._layout: what each proof of this key allocates, by (SM count, upload bytes), made once
+        self.proof_layouts: dict = {}
         t = time.perf_counter()
         self.module = ctx.module(curve)
         self.timings["kernel module"] = time.perf_counter() - t

@@ -45,6 +45,7 @@ from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
+from engine.backends.gpu.runtime import destroy_events as _destroy
 
 FR = 32
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")  # "check": the device tail only
@@ -114,7 +115,7 @@ def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, wit
 
 
 def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
-    cache = key.__dict__.setdefault("_proof_layouts", {})
+    cache = key.proof_layouts
     got = cache.get((sm_count, up_bytes))
     if got is None:
         sort_plans, shapes = _scratch_shapes(key, sm_count)
@@ -217,16 +218,6 @@ class ProofState:
             _destroy(*self.streaming.events)
 
 
-def _destroy(*events: Event | None) -> None:
-    """Destroy events, on a failure path too (a failing destroy leaks one handle, nothing more)."""
-    for e in events:
-        if e is not None:
-            try:
-                e.destroy()
-            except DeviceError:
-                pass
-
-
 def _free_all(bufs: list[DeviceBuffer], stream) -> list[DeviceBuffer]:
     """Stream-ordered frees of every live buffer; returns those whose free failed (retried later)."""
     failed = []
@@ -308,7 +299,8 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     results_offset = _results_offset(up_bytes)
     range_offset = _range_offset(results_offset, key)
     host = ctx.pinned.take(range_offset + RANGE_BYTES, tag=key)
-    events: list[Event] = []
+    events: list[Event] = []  # from the context's pool
+    streaming: list[Event] = []  # a host-tier proof's own (HostTier.stage)
     with Device.recording() as allocated:
         try:
             if host is None:  # pageable (no pinned buffer free): no answer to fetch early, so the range is checked here
@@ -356,15 +348,15 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
             )
             if key.host is not None:  # staging buffers for the streamed bases (in `allocated` too)
                 state.streaming = key.host.stage(dev, stream)
-                events.extend(state.streaming.events)
+                streaming = state.streaming.events
             state.uploaded.record(stream)
         except BaseException:
             try:
                 _settle(stream, allocated)
             finally:
                 ctx.pinned.give_back(host)
-                ctx.events.give(*events[:2])  # the pool's two; a host-tier proof's own events are destroyed
-                _destroy(*events[2:])
+                ctx.events.give(*events)  # the context's pool's
+                _destroy(*streaming)  # a host-tier proof's own
             raise
     return Staged(key=key, witness=witness, state=state)
 

@@ -172,7 +172,7 @@ class EventPool:
                     self._idle[e.timing].append(e)
                     self._ids.add(id(e))
             if not keep:
-                _destroy_quietly(e)
+                destroy_events(e)
 
     def idle_count(self) -> int:
         with self._lock:
@@ -183,15 +183,17 @@ class EventPool:
             self._closed = True
             events = self._idle[False] + self._idle[True]
             self._idle, self._ids = {False: [], True: []}, set()
-        for e in events:
-            _destroy_quietly(e)
+        destroy_events(*events)
 
 
-def _destroy_quietly(event: Event) -> None:
-    try:
-        event.destroy()
-    except DeviceError:  # a failing destroy leaks one handle, nothing more
-        pass
+def destroy_events(*events: Event | None) -> None:
+    """Destroy events, on a failure path too (a failing destroy leaks one handle, nothing more)."""
+    for e in events:
+        if e is not None:
+            try:
+                e.destroy()
+            except DeviceError:
+                pass
 
 
 class GpuContext:
