@@ -16,6 +16,7 @@ each also has a fixture of the same name for tests that prefer injection.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -262,3 +263,36 @@ def _key_cache_in_a_temporary_directory(tmp_path_factory):
         os.environ.pop("GROTH16_KEY_CACHE", None)
     else:
         os.environ["GROTH16_KEY_CACHE"] = previous
+
+
+# ---- loopback HTTP helpers of the client's tests (tests/test_client_*.py)
+
+def read_http_head(f) -> tuple[list[str], int]:
+    """A request's head lines from a socket's file (none at the end of the stream) and its Content-Length;
+    the body is left for the caller to read."""
+    head = []
+    while (line := f.readline()) not in (b"\r\n", b""):
+        head.append(line.decode())
+    length = next((int(h.split(":")[1]) for h in head if h.lower().startswith("content-length")), 0)
+    return head, length
+
+
+@contextlib.contextmanager
+def instant_server(tmp_path_factory, *args: str):
+    """perf/instant_serve.py (the real service around an engine whose proofs take no time) on a free
+    loopback port, its URL while the block runs; it must exit cleanly when stopped."""
+    import re  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    log = tmp_path_factory.mktemp("instant") / "serve.log"
+    proc = subprocess.Popen([sys.executable, "perf/instant_serve.py", "--port", "0", *args], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=open(log, "w"), stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (m := re.search(r"listening on (http://\S+)", log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        yield m.group(1)
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0, log.read_text()

@@ -7,7 +7,6 @@ the repo root, so it imports this tree's code."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO, instant_server
 
 SUDOKU = EXAMPLES / "bn128" / "sudoku"
 
@@ -47,18 +46,8 @@ print("PROBE", json.dumps({"code": code, "found": found}))
 
 @pytest.fixture(scope="module")
 def instant(tmp_path_factory):
-    log = tmp_path_factory.mktemp("instant") / "serve.log"
-    proc = subprocess.Popen([sys.executable, "perf/instant_serve.py", "--port", "0"], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=open(log, "w"), stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while not (m := re.search(r"listening on (http://\S+)", log.read_text())):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        yield m.group(1)
-    finally:
-        proc.terminate()
-        assert proc.wait(30) == 0, log.read_text()
+    with instant_server(tmp_path_factory) as url:
+        yield url
 
 
 def _client(url: str, out: Path, *extra: str, probe: bool = False) -> subprocess.CompletedProcess:

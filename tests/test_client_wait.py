@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -18,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import EXAMPLES, REPO
+from conftest import EXAMPLES, REPO, instant_server, read_http_head
 
 from engine.client import Client, ServerError
 from engine.errors import EngineError
@@ -49,12 +48,9 @@ class Slow:
     def _connection(self, conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as f:
             while True:
-                head = []
-                while (line := f.readline()) not in (b"\r\n", b""):
-                    head.append(line.decode())
+                head, length = read_http_head(f)
                 if not head:
                     break
-                length = next((int(h.split(":")[1]) for h in head if h.lower().startswith("content-length")), 0)
                 f.read(length)
                 conn.settimeout(self.delay if self.delay is not None else 30)
                 try:
@@ -220,18 +216,8 @@ def test_served_key_reports_its_recent_proofs_median():
 
 @pytest.fixture(scope="module")
 def instant(tmp_path_factory):
-    log = tmp_path_factory.mktemp("instant") / "serve.log"
-    proc = subprocess.Popen([sys.executable, "perf/instant_serve.py", "--port", "0", "--delay-ms", "20"], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=open(log, "w"), stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while not (m := re.search(r"listening on (http://\S+)", log.read_text())):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        yield m.group(1)
-    finally:
-        proc.terminate()
-        assert proc.wait(30) == 0, log.read_text()
+    with instant_server(tmp_path_factory, "--delay-ms", "20") as url:
+        yield url
 
 
 def test_a_bad_spin_setting_is_the_cli_s_one_line(instant, tmp_path):

@@ -13,6 +13,7 @@ import threading
 
 import pytest
 
+from conftest import read_http_head
 from engine.client import AsyncClient, Client, ServerError
 from engine.client_wire import BadResponse, ServerClosed, quote, read_response, split_url, with_query
 
@@ -98,12 +99,9 @@ class Scripted:
             play = self.plays.pop(0)
             with conn, conn.makefile("rb") as f:
                 while True:
-                    head = []
-                    while (line := f.readline()) not in (b"\r\n", b""):
-                        head.append(line.decode())
+                    head, length = read_http_head(f)
                     if not head:
                         break
-                    length = next((int(h.split(":")[1]) for h in head if h.lower().startswith("content-length")), 0)
                     self.requests.append(head[0].strip())
                     if play == "early":
                         conn.sendall(b"HTTP/1.1 413 Too Large\r\nContent-Type: application/json\r\nConnection: close"

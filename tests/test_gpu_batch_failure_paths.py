@@ -23,16 +23,21 @@ FAULTS = ([("cuMemAllocFromPoolAsync", i) for i in (1, 2, 3, 5, 9)]
              ("cuMemcpyDtoDAsync", 1), ("cuMemcpyDtoHAsync", 2), ("cuMemFreeAsync", 3), ("cuEventSynchronize", 1)])
 
 
-@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
-def test_every_batch_failure_frees_everything_on_a_fake_driver(curve):
+def _loaded(curve: str):
+    """On the fake driver: a backend, the tiny key loaded with its pinned buffers, and its witness."""
     from engine.backends.gpu import GpuBackend  # noqa: PLC0415
 
+    backend = GpuBackend(0)
+    backend.ctx.prepare = lambda c: b"fake cubin"
+    key = backend.load_key(read_zkey(TINY / curve / "tiny.zkey"))
+    backend.maintain()
+    return backend, key, np.asarray(read_wtns(TINY / curve / "tiny.wtns").values)
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_every_batch_failure_frees_everything_on_a_fake_driver(curve):
     with fake_driver() as fake:
-        backend = GpuBackend(0)
-        backend.ctx.prepare = lambda c: b"fake cubin"
-        key = backend.load_key(read_zkey(TINY / curve / "tiny.zkey"))
-        backend.maintain()
-        witness = np.asarray(read_wtns(TINY / curve / "tiny.wtns").values)
+        backend, key, witness = _loaded(curve)
         clean = [p.wait() for p in backend.compute_batch([backend.stage(key, witness) for _ in range(K)])]
         assert len(clean) == K and all(c.timings["gpu_batch"] == K for c in clean)
         used, free_pinned = backend.device.pool_used_bytes(), backend.ctx.pinned.free_count()
@@ -73,14 +78,8 @@ def test_a_full_batch_stages_beside_a_computing_one_in_pinned_memory(curve):
     """A batch computing holds its proofs' pinned buffers until its done event; the next full batch
     staged meanwhile gets pinned buffers too (with one batch's worth its proofs went through
     pageable memory, their results fetched one by one after the done event)."""
-    from engine.backends.gpu import GpuBackend  # noqa: PLC0415
-
     with fake_driver() as fake:
-        backend = GpuBackend(0)
-        backend.ctx.prepare = lambda c: b"fake cubin"
-        key = backend.load_key(read_zkey(TINY / curve / "tiny.zkey"))
-        backend.maintain()
-        witness = np.asarray(read_wtns(TINY / curve / "tiny.wtns").values)
+        backend, key, witness = _loaded(curve)
         k = backend.max_batch(key)
         first = [backend.stage(key, witness) for _ in range(k)]
         running = backend.compute_batch(first)
