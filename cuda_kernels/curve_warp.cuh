@@ -124,9 +124,9 @@ struct xyzz_warp {
         add_tail(a, a.x, a.y, pd, r, a.zz, a.zzz);
     }
 
-    // k P for an 8-word little-endian k: 4-bit windows from the top (epilogue.cuh's
-    // var_base_mul, warp-wide).
-    static __device__ __noinline__ P var_base_mul(const P& p, const uint32_t* k) {
+    // k P for a little-endian k of `nibbles` 4-bit digits (64: 8 words; 32: a GLV half of 4
+    // words, glv_half_mul): 4-bit windows from the top (epilogue.cuh's var_base_mul, warp-wide).
+    static __device__ __noinline__ P var_base_mul(const P& p, const uint32_t* k, int nibbles = 64) {
         P tab[16];
         tab[0] = P::inf();
         tab[1] = p;
@@ -139,12 +139,22 @@ struct xyzz_warp {
         }
         P acc = P::inf();
 #pragma unroll 1
-        for (int nib = 63; nib >= 0; nib--) {
+        for (int nib = nibbles - 1; nib >= 0; nib--) {
             dbl(acc), dbl(acc), dbl(acc), dbl(acc);
             const uint32_t d = (k[nib >> 3] >> (4 * (nib & 7))) & 15u;
             if (d) add(acc, tab[d]);
         }
         return acc;
+    }
+
+    // One half of a GLV product (engine/algebra/glv.py): (+-k_i) phi^i(P), k_i of 128 bits (4
+    // words), phi(x, y) = (beta x, y), which is (beta X, Y, ZZ, ZZZ) in XYZZ; bit 0 of `neg`
+    // negates.  k P = k1 P + k2 phi(P) for k = k1 + k2 lambda mod r: two of these on two
+    // warps wait on half the doublings of var_base_mul.
+    static __device__ __forceinline__ P glv_half_mul(P p, const uint32_t* k, bool endo, bool neg, const F& beta) {
+        if (endo) p.x = p.x * beta;
+        if (neg) p.y = p.y.neg();
+        return var_base_mul(p, k, 32);
     }
 
     // k P from P's byte table (fixed_base.cuh's layout): one mixed addition per non-zero byte.

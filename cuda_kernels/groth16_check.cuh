@@ -16,7 +16,8 @@
 #include "curve_warp.cuh"
 #include "inverse.cuh"
 
-template <class PO, class A1, class A2>
+// ENDO::BETA: G1's endomorphism constant (params.py's G1_ENDO_P), for the mid phase's GLV halves.
+template <class PO, class A1, class A2, class ENDO>
 struct groth16_check_ops {
     typedef typename PO::F12 F12;
     typedef typename PO::F2 F2;
@@ -35,7 +36,8 @@ struct groth16_check_ops {
     // ---- one proof, in three phases (one block each), ordered by the pipeline's streams:
     //   early (beside evaluate/NTT/MSMs: needs only the witness, r, s): the table products
     //     r delta1, s alpha1, rs delta1, r beta1, s delta2; L = IC_0 + sum pub_i IC_i
-    //   mid (beside the B2 MSM: needs A, B1, C, H): s A, r B1; pi_a and pi_c
+    //   mid (beside the B2 MSM: needs A, B1, C, H): s A, r B1 (each as two GLV halves on two
+    //     warps); pi_a and pi_c
     //   final (after the B2 MSM): pi_b; the Miller loops of (-pi_a, pi_b) (pi_b's lines made
     //     on the fly), (L, gamma2) and (pi_c, delta2) side by side; their product, the final
     //     exponentiation, the flag.
@@ -52,7 +54,7 @@ struct groth16_check_ops {
     // The phases' and the batched check's shared arrays, carved from one pool: they run in one
     // kernel (kernels.cu's groth16_pairing), whose static shared memory would otherwise be
     // their sum.
-    static constexpr int EARLY_WORDS = 64 * X1::WORDS + W1, MID_WORDS = 2 * X1::WORDS + W1;
+    static constexpr int EARLY_WORDS = 64 * X1::WORDS + W1, MID_WORDS = 4 * X1::WORDS + W1;
     static constexpr int BATCH_WORDS = MAX_WARPS * (F12::WORDS + 2 * X1::WORDS);
     static constexpr int POOL_WORDS = EARLY_WORDS > BATCH_WORDS ? EARLY_WORDS : BATCH_WORDS;
     static_assert(MID_WORDS <= POOL_WORDS, "the pool holds every phase's arrays");
@@ -64,7 +66,8 @@ struct groth16_check_ops {
         const uint32_t* consts;
         uint32_t* results;
         uint32_t slot_words;
-        const uint32_t* witness;  // plain, 8 words a value, then r, s, rs mod r
+        const uint32_t* witness;  // plain, 8 words a value, then r, s, rs mod r, s's and r's GLV
+                                  // halves (|k1| words 0-3, |k2| 4-7), their sign bits (epilogue.py)
         uint32_t n_wires, n_public;
         const uint32_t* tables;  // byte tables of delta1, alpha1, beta1 (G1), then delta2 (G2)
         const uint32_t* points;  // alpha1, beta1 (G1), beta2 (G2), IC_0..IC_n (G1), affine
@@ -77,6 +80,9 @@ struct groth16_check_ops {
         __device__ __forceinline__ uint32_t* fixed1(int i) const { return flag() + 4 + i * X1::WORDS; }
         __device__ __forceinline__ uint32_t* fixed2() const { return fixed1(4); }
         __device__ __forceinline__ const uint32_t* scalar(int i) const { return witness + 8ull * n_wires + 8 * i; }
+        // which = 0: s (its product by A), 1: r (by B1)
+        __device__ __forceinline__ const uint32_t* glv(int which) const { return scalar(3 + which); }
+        __device__ __forceinline__ uint32_t glv_signs(int which) const { return scalar(5)[which]; }
         __device__ __forceinline__ const uint32_t* ic(uint32_t i) const { return points + 2 * W1 + W2 + i * W1; }
         __device__ __forceinline__ const uint32_t* slot(int i) const { return results + (uint64_t)i * slot_words; }
     };
@@ -119,13 +125,24 @@ struct groth16_check_ops {
         }
     }
 
-    // 64 threads: warps 0, 1 s A and r B1 (a warp each); then pi_a (thread 32) and pi_c
-    // (thread 0).  (pi_c's Miller loop runs in the final phase.)
+    static __device__ __forceinline__ decltype(A1::x) beta() {
+        decltype(A1::x) b;
+#pragma unroll
+        for (int j = 0; j < decltype(A1::x)::N; j++) b.v[j] = ENDO::BETA[j];
+        return b;
+    }
+
+    // 128 threads: warps 0, 1 the GLV halves of s A, warps 2, 3 those of r B1 (a warp each:
+    // 128-bit scalars, half the doublings of one warp's 256-bit product); then pi_a (thread 32)
+    // and pi_c (thread 0).  (pi_c's Miller loop runs in the final phase.)
     static __device__ void tail_mid(const tail_args& a) {
         uint32_t(*var_c)[X1::WORDS] = reinterpret_cast<uint32_t(*)[X1::WORDS]>(pool());
-        const uint32_t tid = threadIdx.x, warp = tid >> 5;
-        const X1 prod = WX1::var_base_mul(X1::load(a.slot(warp)), a.scalar(warp == 0 ? 1 : 0));
-        if ((tid & 31) == 0) prod.store(var_c[warp]);
+        const uint32_t tid = threadIdx.x, warp = tid >> 5, which = warp >> 1, half = warp & 1;
+        if (warp < 4) {
+            const X1 prod = WX1::glv_half_mul(X1::load(a.slot(which)), a.glv(which) + 4 * half, half != 0,
+                                              ((a.glv_signs(which) >> half) & 1u) != 0, beta());
+            if ((tid & 31) == 0) prod.store(var_c[warp]);
+        }
         __syncthreads();
         if (tid == 32) {  // pi_a = alpha1 + A + r delta1
             X1 acc = X1::load(a.slot(0));
@@ -136,8 +153,7 @@ struct groth16_check_ops {
             X1 acc = X1::load(a.slot(3));
             acc.add(X1::load(a.slot(4)));
             for (int i = 1; i < 4; i++) acc.add(X1::load(a.fixed1(i)));
-            acc.add(X1::load(var_c[0]));
-            acc.add(X1::load(var_c[1]));
+            for (int w = 0; w < 4; w++) acc.add(X1::load(var_c[w]));
             tail_affine(acc).store(a.out() + W1 + W2);
         }
     }

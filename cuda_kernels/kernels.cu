@@ -370,7 +370,7 @@ typedef xyzz<fqi_t> g1i_acc;
 typedef affine<fp2<fqi_t>> g2i_aff;
 typedef xyzz<fp2<fqi_t>> g2i_acc;
 typedef pairing_ops<fp2g<fqi_t>, PAIRING_D_TWIST ? 9 : 1, PAIRING_D_TWIST> PAIR;
-typedef groth16_check_ops<PAIR, g1i_aff, g2i_aff> CHECK;
+typedef groth16_check_ops<PAIR, g1i_aff, g2i_aff, G1_ENDO_P> CHECK;
 
 extern "C" __global__ void __launch_bounds__(128) fb_table_g1(const uint32_t* point, uint32_t* out) {
     fb_table<g1i_aff, g1i_acc>(point, out);
@@ -378,7 +378,7 @@ extern "C" __global__ void __launch_bounds__(128) fb_table_g1(const uint32_t* po
 extern "C" __global__ void __launch_bounds__(128) fb_table_g2(const uint32_t* point, uint32_t* out) {
     fb_table<g2i_aff, g2i_acc>(point, out);
 }
-typedef groth16_check_ops<PAIR, g1i_aff, g2i_aff>::tail_args tail_args;
+typedef CHECK::tail_args tail_args;
 // The lines of n G2 points (affine), point i's at out + i * n_lines * line words.  A warp
 // a point (fp2_group.cuh's batches): launch 32n threads, at most 256 a block.
 extern "C" __global__ void __launch_bounds__(256) g2_prepare(const uint32_t* consts, const uint32_t* points, uint32_t n,
@@ -410,6 +410,7 @@ extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_
 //   op 9: pairing(a[item] G1, b[item] G2) (a key's e(alpha1, beta2); tests);
 //   op 10, 11: b[item] a[item] by curve_warp.cuh (a: affine G1 / G2 points, b: 8-word scalars);
 //   op 12: one batch of n <= BATCH_MAX Fq2 products a_j b_j (one warp);
+//   op 14: one GLV half of the mid phase, (+-k) phi^e(a[item]) (b: 8 words an item, |k| then flags);
 //   op 16 + m: latency chain m (perf/pairing_latency.py), n iterations, one warp: out[0..1]
 //     cycles (clock64), out[2..3] nanoseconds (globaltimer).  m 0: base-field product inline,
 //     1: out of line, 2: one Fq2 product (a lane group), 3: Fq12 product, 4: cyclotomic
@@ -562,6 +563,14 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
         if (writer) r.store(out + (uint64_t)i * g1i_aff::WORDS);
         return;
     }
+    if (op == 14) {  // one GLV half (the mid phase's): b holds 8 words an item, |k| (4), flags (bit 0 phi, 1 -)
+        const g1i_acc p = g1i_acc::from_affine(g1i_aff::load(a + (uint64_t)i * g1i_aff::WORDS));
+        const uint32_t* k = b + 8ull * i;
+        const g1i_aff r = tail_affine(xyzz_warp<fqi_t>::glv_half_mul(p, k, (k[4] & 1u) != 0, (k[4] & 2u) != 0,
+                                                                     CHECK::beta()));
+        if (writer) r.store(out + (uint64_t)i * g1i_aff::WORDS);
+        return;
+    }
     if (op == 11) {
         const g2i_acc p = g2i_acc::from_affine(g2i_aff::load(a + (uint64_t)i * g2i_aff::WORDS));
         const g2i_aff r = tail_affine(xyzz_warp<fp2<fqi_t>>::var_base_mul(p, b + 8ull * i));
@@ -589,7 +598,7 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 // Everything that runs the pairing code, as one kernel: ptxas compiles that code once a
 // kernel, so one kernel keeps the build's time (not one copy for each phase, the batched
 // check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
-//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (64), final (128)
+//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (128), final (128)
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
 //     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs; a grid of k blocks runs
 //     the phase of k proofs, block j's results and witness at p1 + j u4 and p2 + j u5 words

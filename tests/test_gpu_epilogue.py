@@ -57,6 +57,29 @@ def test_core_result_carries_the_device_verdict(backend, loaded):
     assert core.verified is True and core.proof is not None
 
 
+def test_device_epilogue_with_edge_blinding_scalars(backend, loaded, monkeypatch):
+    """r and s at the edges of the mid phase's GLV split (0, 1, r - 1, lambda, both halves
+    negative): every proof still verifies on the CPU."""
+    import random
+
+    from engine.algebra import glv
+    from engine.backends.gpu import epilogue as gepi
+
+    zkey, key, values = loaded
+    curve = zkey.curve
+    lam = glv.endomorphism(curve)[1]
+    rng = random.Random(3)
+    both_neg = next(k for k in (rng.randrange(curve.r) for _ in range(1000)) if glv.split_words(curve, k)[1] == 3)
+    pairs = [(0, 0), (1, curve.r - 1), (lam, both_neg), (curve.r - lam, 1 << 127)]
+    draws = iter([x for pair in pairs for x in pair])
+    real = gepi.blinding_scalars
+    monkeypatch.setattr(gepi, "blinding_scalars", lambda c: real(c, draw=lambda _n: next(draws)))
+    vk = vk_from_zkey(zkey)
+    for _ in pairs:
+        p = prove(zkey, values, backend, key)
+        assert checked_on_device(p) and verify(vk, p.public, p)
+
+
 @pytest.mark.parametrize("slot", [0, 1, 2, 3, 4])  # A, B1, B2, C, H
 def test_corrupted_msm_result_on_device_gives_verification_error(backend, loaded, slot):
     from cuda_kernels.driver import Device

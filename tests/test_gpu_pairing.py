@@ -243,7 +243,7 @@ def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     for launch_phase in (gepi.launch_early, gepi.launch_mid, gepi.launch_final):
         launch_phase(None, tail, None, batch=(5, 400, 96))
     strides = [[0, 0]] * 3 + [[100, 24]] * 3
-    for (name, block, args, grid), (phase, threads), st in zip(calls, [(0, 128), (1, 64), (2, 128)] * 2, strides):
+    for (name, block, args, grid), (phase, threads), st in zip(calls, [(0, 128), (1, 128), (2, 128)] * 2, strides):
         assert name == "groth16_pairing" and block == threads and len(args) == 17
         assert grid == (1 if st[0] == 0 else 5)
         assert args[0].value == phase and args[1:8] == ("consts", "results", "witness", "tables", "points", "gamma",
@@ -344,6 +344,35 @@ def test_device_var_base_mul_matches_cpu(backend, curve):
     from engine.algebra.limbs import g1_from_mont
 
     assert g1_from_mont(curve, out) == [ec.g1_mul(curve, p, k) for p, k in zip(pts, ks)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_glv_halves_match_cpu(backend, curve):
+    """The mid phase's GLV halves (curve_warp.cuh's glv_half_mul, one warp each): (+-k1) P and
+    (+-k2) phi(P) from engine/algebra/glv.py's split add up to k P, for random points and
+    scalars, k = 0, 1, r - 1, lambda, scalars whose halves are negative, and infinity."""
+    from engine.algebra import glv
+    from engine.algebra.limbs import g1_from_mont
+
+    rng = random.Random(44)
+    r, lam = curve.r, glv.endomorphism(curve)[1]
+    ks = [0, 1, r - 1, lam, r - lam, 1 << 127, rng.randrange(r), rng.randrange(r), rng.randrange(r), 5]
+    ks += [k for k in (rng.randrange(r) for _ in range(200)) if glv.split_words(curve, k)[1] == 3][:2]
+    pts = [g1(curve, rng.randrange(1, r)) for _ in ks[:-1]] + [None]
+    items, rows = [], []
+    for p, k in zip(pts, ks):
+        halves, signs = glv.split_words(curve, k)
+        for h in (0, 1):  # h = 1: k2 against phi(P)
+            items.append(p)
+            rows.append([(halves >> (128 * h)) & ((1 << 128) - 1) | (h | ((signs >> h) & 1) << 1) << 128])
+    n = len(items)
+    s = from_ints([row[0] for row in rows], 4).view(np.uint32).reshape(-1)
+    out = _device_call(backend, curve, 14, [g1_to_mont(curve, items).view(np.uint32).reshape(-1), s],
+                       n * curve.n8q // 2, n, n)
+    got = g1_from_mont(curve, out.view(np.uint64))
+    for i, (p, k) in enumerate(zip(pts, ks)):
+        assert ec.g1_add(curve, got[2 * i], got[2 * i + 1]) == ec.g1_mul(curve, p, k % r), (i, k)
 
 
 # ---- the warp-wide batches (fp2_group.cuh, tower.cuh, curve_warp.cuh) on the device

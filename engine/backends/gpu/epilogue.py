@@ -22,6 +22,7 @@ import numpy as np
 
 from cuda_kernels.driver import Device, DeviceBuffer, Stream, U32, launch
 
+from engine.algebra import glv
 from engine.algebra.curves import Curve
 from engine.algebra.limbs import from_ints, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
 from engine.backends.gpu import verify as gverify
@@ -41,7 +42,7 @@ def launch_pairing(mod, grid: int, block: int, stream: Stream, op: int, consts, 
     ptrs = (*ptrs, *(0,) * (9 - len(ptrs)))
     words = [x if isinstance(x, U32) else U32(x) for x in (*u, *(0,) * (5 - len(u)))]
     launch(mod, PAIRING_KERNEL, grid, block, stream, U32(op), consts, *ptrs, out, *words)
-SCALAR_BYTES = 3 * 32  # r, s, rs after the witness
+SCALAR_BYTES = 6 * 32  # r, s, rs, s's and r's GLV halves, their signs: after the witness
 
 
 def g1_words(curve: Curve) -> int:
@@ -54,9 +55,13 @@ def proof_bytes(curve: Curve) -> int:
 
 
 def blinding_scalars(curve: Curve, draw=secrets.randbelow) -> np.ndarray:
-    """r, s and rs mod r as three plain (4,) uint64 rows: the epilogue's inputs."""
+    """The epilogue's inputs as six plain (4,) uint64 rows: r, s, rs mod r, then s's and r's GLV
+    splits (engine/algebra/glv.py: |k1| in the low 128 bits, |k2| in the high), then their sign
+    bits (s's in the first 32-bit word, r's in the second): the mid phase's products by A and B1
+    run as two half-length products each."""
     r, s = draw(curve.r), draw(curve.r)
-    return from_ints([r, s, r * s % curve.r], 4)
+    (s_halves, s_signs), (r_halves, r_signs) = glv.split_words(curve, s), glv.split_words(curve, r)
+    return from_ints([r, s, r * s % curve.r, s_halves, r_halves, s_signs | r_signs << 32], 4)
 
 
 def key_buffer_bytes(curve: Curve, n_public: int) -> dict[str, int]:
@@ -175,8 +180,8 @@ def launch_early(mod, args: tuple, side: Stream, batch: tuple | None = None) -> 
 
 
 def launch_mid(mod, args: tuple, side: Stream, batch: tuple | None = None) -> None:
-    """s A, r B1, pi_a, pi_c: needs the A, B1, C, H sums."""
-    _launch_phase(mod, TAIL_MID, 64, args, side, batch)
+    """s A, r B1 (two GLV halves each, a warp a half), pi_a, pi_c: needs the A, B1, C, H sums."""
+    _launch_phase(mod, TAIL_MID, 128, args, side, batch)
 
 
 def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None) -> None:

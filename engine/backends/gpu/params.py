@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from engine.algebra import glv
 from engine.algebra.curves import Curve
 
 # Which Montgomery product the kernels use (cuda_kernels/field.cuh): "auto" takes the
@@ -50,6 +51,22 @@ def fq_mul_out_of_line() -> bool:
     return os.environ.get("GROTH16_FQ_MUL_INLINE") != "1"
 
 
+def _arr(vals: list[int]) -> str:
+    return "{" + ", ".join(f"0x{v:08x}u" for v in vals) + "}"
+
+
+def endo_struct(curve: Curve) -> str:
+    """G1's endomorphism constant for the tail's GLV products (engine/algebra/glv.py), in
+    Montgomery form."""
+    n = curve.n8q // 4
+    beta = glv.endomorphism(curve)[0] * (1 << (32 * n)) % curve.q
+    return (
+        "struct G1_ENDO_P {  // beta R mod q: phi(x, y) = (beta x, y) = [lambda](x, y) on G1\n"
+        f"    static constexpr uint32_t BETA[{n}] = {_arr(_limbs32(beta, n))};\n"
+        "};\n"
+    )
+
+
 def field_struct(name: str, p: int, n_bytes: int, mul_out_of_line: bool = False) -> str:
     n = n_bytes // 4
     r = (1 << (32 * n)) % p
@@ -58,21 +75,18 @@ def field_struct(name: str, p: int, n_bytes: int, mul_out_of_line: bool = False)
     negpinv = (-pow(p, -1, 1 << (32 * n))) % (1 << (32 * n))
     assert p < 1 << (32 * n - 1), "the Montgomery kernels need one spare bit"
 
-    def arr(vals: list[int]) -> str:
-        return "{" + ", ".join(f"0x{v:08x}u" for v in vals) + "}"
-
     return (
         f"struct {name} {{\n"
         f"    static constexpr int N = {n};\n"
         f"    static constexpr int BITS = {p.bit_length()};\n"
-        f"    static constexpr uint32_t MOD[{n}] = {arr(_limbs32(p, n))};\n"
+        f"    static constexpr uint32_t MOD[{n}] = {_arr(_limbs32(p, n))};\n"
         f"    static constexpr uint32_t INV = 0x{inv:08x}u;\n"
-        f"    static constexpr uint32_t ONE[{n}] = {arr(_limbs32(r, n))};\n"
-        f"    static constexpr uint32_t R2[{n}] = {arr(_limbs32(r2, n))};\n"
-        f"    static constexpr uint32_t MODM2[{n}] = {arr(_limbs32(p - 2, n))};\n"
+        f"    static constexpr uint32_t ONE[{n}] = {_arr(_limbs32(r, n))};\n"
+        f"    static constexpr uint32_t R2[{n}] = {_arr(_limbs32(r2, n))};\n"
+        f"    static constexpr uint32_t MODM2[{n}] = {_arr(_limbs32(p - 2, n))};\n"
         f"    static constexpr bool SHOUP = {'true' if allows_shoup(p, n_bytes) else 'false'};\n"
         f"    static constexpr bool MUL_OUT_OF_LINE = {'true' if mul_out_of_line else 'false'};\n"
-        f"    static constexpr uint32_t NEGPINV[{n}] = {arr(_limbs32(negpinv, n))};  // -p^-1 mod 2^(32N)\n"
+        f"    static constexpr uint32_t NEGPINV[{n}] = {_arr(_limbs32(negpinv, n))};  // -p^-1 mod 2^(32N)\n"
         "};\n"
     )
 
@@ -92,4 +106,5 @@ def params_header(curve: Curve, field_mul: str | None = None) -> str:
         "typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\ntypedef int int32_t;\n#endif\n"
         + field_struct("FR_P", curve.r, curve.n8r)
         + field_struct("FQ_P", curve.q, curve.n8q, mul_out_of_line=fq_mul_out_of_line())
+        + endo_struct(curve)
     )
