@@ -43,7 +43,7 @@ struct groth16_check_ops {
     //     exponentiation, the flag.
     // `results`: the five MSM sums (XYZZ, slots of slot_words: A, B1, B2, C, H), then `out`:
     // pi_a, pi_b, pi_c, L (affine) and the flag word (4 words), then the scratch the phases
-    // hand on: the five table products (XYZZ).
+    // hand on: the five table products (XYZZ), then the mid phase's s A + r B1 (XYZZ).
     typedef xyzz<decltype(A1::x)> X1;
     typedef xyzz<decltype(A2::x)> X2;
     typedef xyzz_warp<decltype(A1::x)> WX1;  // the same points, a whole warp per product
@@ -69,7 +69,7 @@ struct groth16_check_ops {
         const uint32_t* witness;  // plain, 8 words a value, then r, s, rs mod r, s's and r's GLV
                                   // halves (|k1| words 0-3, |k2| 4-7), their sign bits (epilogue.py)
         uint32_t n_wires, n_public;
-        const uint32_t* tables;  // byte tables of delta1, alpha1, beta1 (G1), then delta2 (G2)
+        const uint32_t* tables;  // byte tables of delta1, alpha1, beta1 (G1), delta2 (G2), IC_1.. (ic_table)
         const uint32_t* points;  // alpha1, beta1 (G1), beta2 (G2), IC_0..IC_n (G1), affine
         const uint32_t* gamma_lines;
         const uint32_t* delta_lines;
@@ -78,18 +78,23 @@ struct groth16_check_ops {
         __device__ __forceinline__ uint32_t* out() const { return results + 5ull * slot_words; }
         __device__ __forceinline__ uint32_t* flag() const { return out() + 3 * W1 + W2; }
         __device__ __forceinline__ uint32_t* fixed1(int i) const { return flag() + 4 + i * X1::WORDS; }
-        __device__ __forceinline__ uint32_t* fixed2() const { return fixed1(4); }
+        __device__ __forceinline__ uint32_t* fixed2() const { return fixed1(4); }  // G2: two G1 slots
+        __device__ __forceinline__ uint32_t* glv_sum() const { return fixed1(6); }  // the mid phase's s A + r B1
         __device__ __forceinline__ const uint32_t* scalar(int i) const { return witness + 8ull * n_wires + 8 * i; }
         // which = 0: s (its product by A), 1: r (by B1)
         __device__ __forceinline__ const uint32_t* glv(int which) const { return scalar(3 + which); }
         __device__ __forceinline__ uint32_t glv_signs(int which) const { return scalar(5)[which]; }
         __device__ __forceinline__ const uint32_t* ic(uint32_t i) const { return points + 2 * W1 + W2 + i * W1; }
+        // IC_i's byte table (1 <= i <= n_public <= WARP_IC_MAX), after delta2's
+        __device__ __forceinline__ const uint32_t* ic_table(uint32_t i) const {
+            return tables + (uint64_t)FB_ROWS * (3 * W1 + W2 + (i - 1) * W1);
+        }
         __device__ __forceinline__ const uint32_t* slot(int i) const { return results + (uint64_t)i * slot_words; }
     };
 
     // 128 threads: warp 0 the four G1 table products (a thread each), warp 1 the G2 one (the
-    // whole warp), warps 2-3 the IC products (up to WARP_IC_MAX public inputs a warp each, in
-    // turn; beyond, a thread each); then L.  (L's Miller loop runs in the final phase, beside
+    // whole warp), warps 2-3 the IC products (up to WARP_IC_MAX public inputs: from their byte
+    // tables, a warp each, in turn; beyond, double-and-add, a thread each); then L.  (L's Miller loop runs in the final phase, beside
     // pi_b's: at small sizes the early and mid phases, one after the other on the side stream,
     // were the proof's longest chain.)
     static __device__ void tail_early(const tail_args& a) {
@@ -103,11 +108,11 @@ struct groth16_check_ops {
         } else if (warp == 1) {  // s delta2
             const X2 p = WX2::fixed_base_mul(tab1 + 3ull * FB_ROWS * W1, a.scalar(1));
             if (lane == 0) p.store(a.fixed2());
-        } else if (warp >= 2 && a.n_public <= WARP_IC_MAX) {
+        } else if (warp >= 2 && a.n_public <= WARP_IC_MAX) {  // IC_i's byte table (epilogue.py's ic_tables)
             X1 acc = X1::inf();
 #pragma unroll 1
             for (uint32_t i = warp - 1; i <= a.n_public; i += 2)
-                WX1::add(acc, WX1::var_base_mul(X1::from_affine(A1::load(a.ic(i))), a.witness + 8ull * i));
+                WX1::add(acc, WX1::fixed_base_mul(a.ic_table(i), a.witness + 8ull * i));
             (lane == 0 ? acc : X1::inf()).store(var_l[tid - 64]);
         } else if (warp >= 2) {
             const uint32_t v = tid - 64;
@@ -133,9 +138,11 @@ struct groth16_check_ops {
     }
 
     // 128 threads: warps 0, 1 the GLV halves of s A, warps 2, 3 those of r B1 (a warp each:
-    // 128-bit scalars, half the doublings of one warp's 256-bit product); then pi_a (thread 32)
-    // and pi_c (thread 0).  (pi_c's Miller loop runs in the final phase.)
-    static __device__ void tail_mid(const tail_args& a) {
+    // 128-bit scalars, half the doublings of one warp's 256-bit product); their sum s A + r B1
+    // into the scratch; then (`join`) pi_a and pi_c.  (pi_c's Miller loop runs in the final
+    // phase.)  A small proof runs the products as soon as A, B1 exist (its A, B1, C MSMs go
+    // first) and the join once H does too, as a launch of its own (op 5).
+    static __device__ void tail_mid(const tail_args& a, bool join) {
         uint32_t(*var_c)[X1::WORDS] = reinterpret_cast<uint32_t(*)[X1::WORDS]>(pool());
         const uint32_t tid = threadIdx.x, warp = tid >> 5, which = warp >> 1, half = warp & 1;
         if (warp < 4) {
@@ -144,6 +151,18 @@ struct groth16_check_ops {
             if ((tid & 31) == 0) prod.store(var_c[warp]);
         }
         __syncthreads();
+        if (tid == 0) {  // s A + r B1
+            X1 acc = X1::load(var_c[0]);
+            for (int w = 1; w < 4; w++) acc.add(X1::load(var_c[w]));
+            acc.store(a.glv_sum());
+        }
+        if (join) tail_join(a);  // thread 0 reads back what it wrote
+    }
+
+    // pi_a (thread 32) and pi_c (thread 0), from the MSM sums, the early phase's table products
+    // and the mid phase's s A + r B1.
+    static __device__ void tail_join(const tail_args& a) {
+        const uint32_t tid = threadIdx.x;
         if (tid == 32) {  // pi_a = alpha1 + A + r delta1
             X1 acc = X1::load(a.slot(0));
             acc.add(A1::load(a.points));
@@ -153,7 +172,7 @@ struct groth16_check_ops {
             X1 acc = X1::load(a.slot(3));
             acc.add(X1::load(a.slot(4)));
             for (int i = 1; i < 4; i++) acc.add(X1::load(a.fixed1(i)));
-            for (int w = 0; w < 4; w++) acc.add(X1::load(var_c[w]));
+            acc.add(X1::load(a.glv_sum()));
             tail_affine(acc).store(a.out() + W1 + W2);
         }
     }

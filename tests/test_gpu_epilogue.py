@@ -116,3 +116,27 @@ def test_batched_device_check_accepts_good_and_rejects_one_bad(backend, loaded):
     if zkey.n_public:
         wrong_public = [(v + 1) % zkey.curve.r for v in proofs[0].public]
         assert not backend.verify_batch(key, [(wrong_public, proofs[0])] + items[1:])
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+@pytest.mark.parametrize("n_public", [0, 1, 4, 5, 9])
+def test_device_public_input_point_with_and_without_ic_tables(backend, curve, n_public):
+    """L = IC_0 + sum pub_i IC_i: from the IC points' byte tables for up to IC_TABLE_MAX public inputs
+    (a warp a product), by double-and-add beyond (a thread each): bench keys on either side of the
+    bound prove on the device and verify on the CPU."""
+    from engine.algebra.curves import curve_by_name
+    from engine.backends.gpu import epilogue as gepi
+    from engine.groth16.bench_circuit import make_bench_circuit
+    from engine.groth16.setup import select_setup_ops, setup
+
+    bench = make_bench_circuit(curve_by_name(curve), 40, n_public, seed=n_public)
+    zkey = setup(bench.r1cs, select_setup_ops("cpu"))
+    assert gepi.ic_tables(zkey.n_public) == (n_public if n_public <= gepi.IC_TABLE_MAX else 0)
+    key = backend.load_key(zkey)
+    try:
+        vk = vk_from_zkey(zkey)
+        for _ in range(2):
+            p = prove(zkey, bench.witness, backend, key)
+            assert checked_on_device(p) and verify(vk, p.public, p)
+    finally:
+        key.close()

@@ -39,8 +39,9 @@ def tail_launches(monkeypatch):
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
 
     counts = _Counts(early=0, mid=0, final=0)
-    for phase in list(counts):
-        real = getattr(gepi, f"launch_{phase}")
+    # a small proof's mid phase is two launches, its products then its join: counted once, as mid
+    for name, phase in (("early", "early"), ("mid", "mid"), ("mid_products", "mid"), ("final", "final")):
+        real = getattr(gepi, f"launch_{name}")
 
         def counted(*args, _real=real, _phase=phase, **kw):
             batch = kw.get("batch", args[3] if len(args) > 3 else None)
@@ -48,7 +49,7 @@ def tail_launches(monkeypatch):
             counts.launches[_phase] += 1
             return _real(*args, **kw)
 
-        monkeypatch.setattr(gepi, f"launch_{phase}", counted)
+        monkeypatch.setattr(gepi, f"launch_{name}", counted)
     return counts
 
 
@@ -322,3 +323,94 @@ def test_a_resident_core_copies_with_dataclasses_replace(curve):
         core.pi_a0, core.pi_b1_0, core.pi_b2_0, core.pi_c0, core.pi_h) and sums.timings == core.timings
     assert dataclasses.replace(core, pi_h=None).pi_h is None and core.pi_h is not None
     assert dataclasses.replace(core) == core
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, monkeypatch):
+    """A small plan's B2 (G2) MSM goes on the slot's second side stream, on a sort and buckets of its
+    own (counted in the working set), queued before the front; the final phase's stream waits for it.
+    Without footprint.b2_beside it stays on the compute stream after the G1 MSMs, on the shared scratch."""
+    import inspect
+
+    from engine.backends.gpu import footprint, pipeline  # noqa: PLC0415
+    from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
+
+    if not beside:
+        monkeypatch.setattr(footprint, "b2_beside", lambda plan_w: False)
+    order = []
+    real_acc, real_sort, real_front = gmsm.accumulate, gmsm.sort_scalars, pipeline._front
+    acc_sig = inspect.signature(real_acc)
+
+    def accumulate(*args, **kw):
+        bound = acc_sig.bind(*args, **kw).arguments
+        order.append((bound["group"], bound["stream"], id(bound["sort"])))
+        return real_acc(*args, **kw)
+
+    monkeypatch.setattr(gmsm, "accumulate", accumulate)
+    monkeypatch.setattr(gmsm, "sort_scalars", lambda mod, plan, w, sort, stream, *a:
+                        (order.append(("sort", stream, id(sort))), real_sort(mod, plan, w, sort, stream, *a))[1])
+    monkeypatch.setattr(pipeline, "_front", lambda key, st, stream, mark:
+                        (order.append(("front", stream, None)), real_front(key, st, stream, mark))[1])
+    from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
+
+    for name in ("mid", "mid_products", "join"):
+        real = getattr(gepi, f"launch_{name}")
+        monkeypatch.setattr(gepi, f"launch_{name}", lambda mod, tail, side, *a, _r=real, _n=name:
+                            (order.append((_n, side, None)), _r(mod, tail, side, *a))[1])
+    zkey, witness = _tiny("bn128")
+    with fake_driver() as fake:
+        backend = _backend()
+        key = backend.load_key(zkey)
+        assert footprint.b2_beside(key.plan_w) == beside
+        staged = backend.stage(key, witness)
+        st = staged.state
+        assert (st.b2_scratch is not None) == beside
+        core = backend.compute(staged).wait()
+        compute = backend.ctx.compute_stream(0)
+        side2 = backend.side_streams.get(0, 1)
+        g2 = [o for o in order if o[0] == "g2"]
+        assert len(g2) == 1
+        side = backend.side_streams.get(0, 0)
+        if beside:  # B2 on side2; A, B1, C (their sort) first on the compute stream, then the front and H
+            assert order[0] == ("sort", side2, id(st.b2_scratch[0])) and order[1] == ("g2", side2, id(st.b2_scratch[0]))
+            assert order[2] == ("sort", compute, id(st.sort))
+            assert [o[0] for o in order[3:]] == ["mid_products", "front", "sort", "g1", "join"]  # H: sort, g1
+            assert [o[1] for o in order[3:]] == [side, compute, compute, compute, side]
+            assert "side_b2" in core.timings and "gpu_msm_b2" in core.timings
+        else:  # as before: the front, H, the witness sort, the G1 MSMs, the mid phase, B2, all but mid on compute
+            assert [o[0] for o in order] == ["front", "sort", "g1", "sort", "mid", "g2"]
+            assert [o[1] for o in order] == [compute, compute, compute, compute, side, compute]
+            assert "side_b2" not in core.timings
+        assert core.proof is not None
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_device
+
+
+def test_ic_table_bound_matches_the_kernel_and_tables_are_made_at_load(monkeypatch):
+    """epilogue.IC_TABLE_MAX is groth16_check.cuh's WARP_IC_MAX (the early phase reads IC_i's table exactly
+    when n_public <= it), and load_key makes one byte table per IC_i then, after delta2's."""
+    import re
+    from pathlib import Path
+
+    from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
+
+    text = (Path(__file__).resolve().parent.parent / "cuda_kernels/groth16_check.cuh").read_text()
+    assert int(re.search(r"WARP_IC_MAX = (\d+);", text).group(1)) == gepi.IC_TABLE_MAX
+    tables = []
+    real = gepi.launch
+    monkeypatch.setattr(gepi, "launch", lambda mod, name, *a: (tables.append((name, a[-1])) if name.startswith("fb_table")
+                                                               else None, real(mod, name, *a))[1])
+    zkey, _ = _tiny("bn128")
+    with fake_driver():
+        backend = _backend()
+        key = backend.load_key(zkey)
+        ep = key.epilogue
+        g1b, g2b = 2 * zkey.curve.n8q, 4 * zkey.curve.n8q
+        assert zkey.n_public == 3 and gepi.ic_tables(3) == 3
+        want = [ep.tables.offset(i * gepi.FB_ROWS * g1b) for i in range(3)] + [ep.tables.offset(3 * gepi.FB_ROWS * g1b)]
+        want += [ep.tables.offset(gepi.FB_ROWS * (3 * g1b + g2b + i * g1b)) for i in range(3)]
+        assert [t for _, t in tables] == want and ep.tables.nbytes == gepi.FB_ROWS * (6 * g1b + g2b)
+        backend.unload_key(key)
+        backend.close()
+    assert gepi.ic_tables(gepi.IC_TABLE_MAX + 1) == 0

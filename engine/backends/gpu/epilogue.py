@@ -1,7 +1,8 @@
 """The proof's epilogue and self-check on the device: per-key tables, per-proof launches, decoding.
 
 Per key (`KeyEpilogue`, built when the key is loaded, all on the device): the byte
-tables of δ1, α1, β1 (G1) and δ2 (G2) that the epilogue's fixed-base products read;
+tables of δ1, α1, β1 (G1), δ2 (G2) and, for up to IC_TABLE_MAX public inputs, IC_1..IC_n
+that the epilogue's fixed-base products read;
 the key's α1, β1, β2 and IC points; the pairing constants, the prepared lines of γ2,
 δ2 and β2, and the check's target e(α1, β2)^-1 = pairing(-α1, β2).
 
@@ -28,8 +29,11 @@ from engine.algebra.limbs import from_ints, g1_from_mont, g1_to_mont, g2_from_mo
 from engine.backends.gpu import verify as gverify
 
 FB_ROWS = 32 * 256  # rows of a byte table (epilogue.cuh)
+IC_TABLE_MAX = 4  # keys with up to this many public inputs get byte tables of IC_1..IC_n (groth16_check.cuh's
+# WARP_IC_MAX): L's products are then fixed-base, 32 additions each, not a 256-bit double-and-add chain
 PAIRING_KERNEL = "groth16_pairing"  # the tail's phases, the batched check, the tools (kernels.cu)
 TAIL_EARLY, TAIL_MID, TAIL_FINAL, BATCH_CHECK, TOOLS = 0, 1, 2, 3, 16  # its ops
+TAIL_MID_PRODUCTS, TAIL_JOIN = 4, 5  # the mid phase in two launches (a small proof's: pipeline.py)
 PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
 
@@ -64,6 +68,11 @@ def blinding_scalars(curve: Curve, draw=secrets.randbelow) -> np.ndarray:
     return from_ints([r, s, r * s % curve.r, s_halves, r_halves, s_signs | r_signs << 32], 4)
 
 
+def ic_tables(n_public: int) -> int:
+    """How many IC points (IC_1 ..) a key with n_public public inputs has byte tables for."""
+    return n_public if n_public <= IC_TABLE_MAX else 0
+
+
 def key_buffer_bytes(curve: Curve, n_public: int) -> dict[str, int]:
     """The device buffers `KeyEpilogue` allocates for a key, by name, in bytes (no device needed:
     footprint.py counts them into the key's device bytes)."""
@@ -71,7 +80,7 @@ def key_buffer_bytes(curve: Curve, n_public: int) -> dict[str, int]:
     return {
         "points": (2 + n_public + 1) * g1b + g2b,  # alpha1, beta1, beta2, IC_0..IC_nPublic
         "bases": 3 * g1b + g2b,  # delta1, alpha1, beta1, delta2
-        "tables": FB_ROWS * (3 * g1b + g2b),
+        "tables": FB_ROWS * (3 * g1b + g2b + ic_tables(n_public) * g1b),  # then IC_1.. (ic_tables)
         "consts": int(gverify.pairing_consts(curve).nbytes),
         "g2": 3 * g2b,  # gamma2, delta2, beta2
         "lines": 3 * gverify.n_lines(curve) * 3 * 2 * curve.n8q,
@@ -123,6 +132,10 @@ class KeyEpilogue:
         for i in range(3):
             launch(mod, "fb_table_g1", blocks, 128, stream, bases.offset(i * g1b), self.tables.offset(i * FB_ROWS * g1b))
         launch(mod, "fb_table_g2", blocks, 128, stream, bases.offset(3 * g1b), self.tables.offset(3 * FB_ROWS * g1b))
+        ic0 = 2 * g1b + g2b  # IC_0 in `points` (after alpha1, beta1, beta2)
+        for i in range(1, ic_tables(zkey.n_public) + 1):  # IC_i's table after delta2's
+            launch(mod, "fb_table_g1", blocks, 128, stream, self.points.offset(ic0 + i * g1b),
+                   self.tables.offset(FB_ROWS * (3 * g1b + g2b + (i - 1) * g1b)))
         # pairing: constants, lines of gamma2, delta2, beta2, target pairing(-alpha1, beta2)
         self.consts = upload("consts", gverify.pairing_consts(curve))
         g2 = upload("g2", np.concatenate([np.asarray(p, dtype=np.uint64).reshape(-1)
@@ -153,9 +166,9 @@ def _neg(curve: Curve, p):
 
 
 def scratch_bytes(curve: Curve) -> int:
-    """What the tail's phases hand on to each other after the flag: five table products (XYZZ)
-    (groth16_check.cuh, tail_args)."""
-    return 4 * 4 * curve.n8q + 8 * curve.n8q
+    """What the tail's phases hand on to each other after the flag: five table products and the mid
+    phase's s·A + r·B1 (XYZZ) (groth16_check.cuh, tail_args)."""
+    return 4 * 4 * curve.n8q + 8 * curve.n8q + 4 * curve.n8q
 
 
 def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int, witness: DeviceBuffer) -> tuple:
@@ -182,6 +195,16 @@ def launch_early(mod, args: tuple, side: Stream, batch: tuple | None = None) -> 
 def launch_mid(mod, args: tuple, side: Stream, batch: tuple | None = None) -> None:
     """s A, r B1 (two GLV halves each, a warp a half), pi_a, pi_c: needs the A, B1, C, H sums."""
     _launch_phase(mod, TAIL_MID, 128, args, side, batch)
+
+
+def launch_mid_products(mod, args: tuple, side: Stream) -> None:
+    """The mid phase's s A + r B1 only (into the scratch): needs the A and B1 sums."""
+    _launch_phase(mod, TAIL_MID_PRODUCTS, 128, args, side, None)
+
+
+def launch_join(mod, args: tuple, side: Stream) -> None:
+    """pi_a and pi_c after launch_mid_products: needs the C and H sums too."""
+    _launch_phase(mod, TAIL_JOIN, 64, args, side, None)
 
 
 def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None) -> None:

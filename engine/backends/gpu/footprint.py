@@ -251,17 +251,28 @@ ALLOC_ALIGN = 256  # a proof's buffers are carved from one allocation at this al
 ALLOC_SLACK = ALLOC_ALIGN * 32  # their rounding: at most 26 carved buffers (and the 16-byte minimum of the rest)
 
 
+def b2_beside(plan_w: gmsm.MsmPlan) -> bool:
+    """Whether a resident proof under `plan_w` runs its B2 (G2) MSM on a stream of its own, beside the
+    front and the G1 MSMs, with a sort and bucket scratch of its own: the small full-fold plans whose
+    A, B1, C share one launch set.  Their MSMs are chains of dependent point operations on a few SMs
+    (perf/RESULTS.md, "GPU MSM at proof sizes"), so the device has room for both; a large MSM fills
+    it alone, and its scratch would cost real memory."""
+    return gmsm.fused_sets(plan_w) > 1
+
+
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
                       early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None) -> int:
-    """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets,
-    and with `tail` the device tail's r, s, rs, proof area and scratch (inside the witness and results
-    allocations).  `early`: the fold-1 (witness, H) plans a proof may take instead while the key's
-    tables build: the sort and bucket scratch is sized for either."""
+    """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets
+    (twice when B2 runs beside the rest: b2_beside), and with `tail` the device tail's r, s, rs, proof
+    area and scratch (inside the witness and results allocations).  `early`: the fold-1 (witness, H)
+    plans a proof may take instead while the key's tables build: the sort and bucket scratch is sized
+    for either."""
     total = n_wires * FR + 3 * domain * FR + (gepi.proof_device_bytes(curve) if tail else 0)
     plans, shapes = scratch_shapes([(plan_w, plan_h)] + ([early] if early is not None else []), sm_count)
-    total += gmsm.SortScratch.nbytes(plans)
-    total += gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
+    copies = 2 if tail and b2_beside(plan_w) else 1
+    total += copies * gmsm.SortScratch.nbytes(plans)
+    total += copies * gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
     total += 5 * acc_bytes(curve, True)
     total += RANGE_CHECK_BYTES  # the witness's range check's answer (pipeline.stage)
     return total + ALLOC_SLACK  # allocation rounding

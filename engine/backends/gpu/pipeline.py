@@ -5,8 +5,9 @@ from the stream-ordered pool, copy the witness into a pinned buffer taken from
 the context's pool (never pinned here: pinning is device-global) and upload
 it, record an event.  Compute phase (`compute`, a compute stream): wait on that
 event, run evaluate -> 3 iNTT (coset factor fused) -> 3 NTT -> h -> H MSM ->
-one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs, then, for a
-resident key, the proof's tail (epilogue and pairing check, engine/backends/gpu/epilogue.py:
+one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs (a small plan's B2
+runs from the start on a second side stream, on a sort and buckets of its own, beside the
+front and the G1 MSMs: footprint.b2_beside), then, for a resident key, the proof's tail (epilogue and pairing check, engine/backends/gpu/epilogue.py:
 two of its three phases on the slot's side stream, beside the stages they do not
 need); copy what comes back (the affine proof and the check's verdict, with the MSM
 sums) to pinned memory, free everything asynchronously, record the done event.
@@ -101,17 +102,24 @@ class _ProofLayout:
     shapes: list
     bucket_sizes: tuple
     arena_bytes: int
+    b2_beside: bool = False  # a second sort and bucket scratch for the B2 MSM on its own stream
 
 
 def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, witness=None) -> tuple:
-    """witness (unless given: carved first), a, b, c, sort scratch, bucket scratch from `dev` (an _Arena,
-    or a _Sizer), in that order."""
+    """witness (unless given: carved first), a, b, c, sort scratch, bucket scratch, then (None, or when B2
+    runs beside the rest) B2's own sort and bucket scratch, from `dev` (an _Arena, or a _Sizer), in that
+    order."""
     n = key.domain
     witness = dev.alloc(up_bytes, stream) if witness is None else witness
     a, b, c = (dev.alloc(n * FR, stream) for _ in range(3))
-    sort = gmsm.SortScratch(dev, layout.sort_plans, stream)
-    buckets = gmsm.BucketScratch(dev, layout.shapes, acc_bytes(key.curve, True), stream, sizes=layout.bucket_sizes)
-    return witness, a, b, c, sort, buckets
+
+    def scratch():
+        return (gmsm.SortScratch(dev, layout.sort_plans, stream),
+                gmsm.BucketScratch(dev, layout.shapes, acc_bytes(key.curve, True), stream, sizes=layout.bucket_sizes))
+
+    sort, buckets = scratch()
+    b2 = scratch() if layout.b2_beside else None
+    return witness, a, b, c, sort, buckets, b2
 
 
 def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
@@ -119,7 +127,8 @@ def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
     got = cache.get((sm_count, up_bytes))
     if got is None:
         sort_plans, shapes = _scratch_shapes(key, sm_count)
-        got = _ProofLayout(sort_plans, shapes, gmsm.BucketScratch.sizes(shapes), 0)
+        got = _ProofLayout(sort_plans, shapes, gmsm.BucketScratch.sizes(shapes), 0,
+                           b2_beside=has_tail(key) and footprint.b2_beside(key.plan_w))
         sizer = _Sizer()
         _allocate(sizer, key, got, up_bytes, None)
         got.arena_bytes = sizer.total
@@ -197,6 +206,7 @@ class ProofState:
     upload_start: Event | None = None  # timing events around the witness upload
     streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
     range_offset: int | None = None  # where the device's range check answers in `host` (None: checked here)
+    b2_scratch: tuple | None = None  # (sort, buckets) of a B2 MSM beside the rest (footprint.b2_beside)
 
     def results_view(self, nbytes: int) -> np.ndarray | None:
         return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
@@ -330,7 +340,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 launch(key.module, "witness_range_check", -(-key.n_wires // 256), 256, stream, witness_buf,
                        U32(key.n_wires), found)
                 Device.download(host.array[range_offset:range_offset + RANGE_BYTES], found, stream)
-            _, a, b, c, sort, buckets = _allocate(arena, key, layout, up_bytes, stream, witness=witness_buf)
+            _, a, b, c, sort, buckets, b2_scratch = _allocate(arena, key, layout, up_bytes, stream, witness=witness_buf)
             state = ProofState(
                 witness=witness_buf,
                 a=a,
@@ -345,6 +355,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 range_offset=range_offset if host is not None else None,
                 uploaded=uploaded,
                 upload_start=upload_start,
+                b2_scratch=b2_scratch,
             )
             if key.host is not None:  # staging buffers for the streamed bases (in `allocated` too)
                 state.streaming = key.host.stage(dev, stream)
@@ -398,8 +409,10 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     tail = has_tail(key)
     stream = ctx.compute_stream(slot)
     side = backend.side_streams.get(slot) if tail else None
+    side2 = backend.side_streams.get(slot, 1) if tail and st.b2_scratch is not None else None  # B2 beside
     marks: list[Event] = []
     side_marks: list[Event] = []  # early start, early end, mid start, mid end
+    b2_marks: list[Event] = []  # B2's start and end on side2, when it runs there
     side_events: list[Event] = []  # the cross-stream events (back to the pool after the done event)
     nbytes = result_bytes(key)  # what comes back
     raw = st.results_view(nbytes)
@@ -407,18 +420,22 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     error: BaseException | None = None
     ordered = False  # the compute stream waits on the upload: frees may go on it
     plans: ProofPlans | None = None
+    stages = STAGES if tail else STAGES[:-1]  # the timed stages, in the order _launch_proof ran them
     try:
         stream.wait_event(st.uploaded)
         ordered = True
         plans = key.plans_now()  # fixed for this proof: fold 1 while the key's tables still build
         key.wait(plans, stream)
-        _launch_proof(backend, key, st, plans, stream, side, marks, side_marks, side_events, timing)
+        stages = _launch_proof(backend, key, st, plans, stream, side, marks, side_marks, side_events, timing, side2,
+                               b2_marks)
         if late is None:
             Device.download(raw, st.results, stream)
     except Exception as exc:  # handed to the Pending: raised after the done event
         error = exc
-        if ordered and side is not None:  # whatever reached the side stream finishes before the frees
-            _join_side(stream, side, side_events, ctx.events)
+        if ordered:  # whatever reached the side streams finishes before the frees
+            for s in (side, side2):
+                if s is not None:
+                    _join_side(stream, s, side_events, ctx.events)
     free_on = stream if ordered else ctx.upload_stream
     failed = _free_all([b for b in st.device_buffers if b is not late], free_on)
     done = _fence(free_on)
@@ -440,13 +457,15 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
             timings = dict(staged.timings)
             timings["gpu_upload"] = st.upload_start.elapsed_ms(st.uploaded) / 1000.0
             timings["gpu_fold"] = plans.w.fold
-            for name, (e0, e1) in zip(STAGES if tail else STAGES[:-1], zip(marks, marks[1:])):
+            for name, (e0, e1) in zip(stages, zip(marks, marks[1:])):
                 timings[f"gpu_{name}"] = e0.elapsed_ms(e1) / 1000.0
             if len(side_marks) == 4:  # the overlapped phases, beside the stages above (not in their sum)
                 timings["side_early"] = side_marks[0].elapsed_ms(side_marks[1]) / 1000.0
                 timings["side_mid"] = side_marks[2].elapsed_ms(side_marks[3]) / 1000.0
+            if len(b2_marks) == 2:  # B2 beside the rest: its own time (gpu_msm_b2 is then the wait for it)
+                timings["side_b2"] = b2_marks[0].elapsed_ms(b2_marks[1]) / 1000.0
         finally:
-            ctx.events.give(*marks, *side_marks, *side_events)
+            ctx.events.give(*marks, *side_marks, *b2_marks, *side_events)
             st.release_host(ctx)
         if key.host is not None:  # one result per MSM per chunk: their sums (the CPU ends this proof)
             a, b1, b2, c, h = key.host.results(out)
@@ -465,10 +484,13 @@ def _join_side(stream, side, side_events: list[Event], pool=None) -> None:
 
 
 def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, stream, side, marks: list[Event],
-                  side_marks: list[Event], side_events: list[Event], timing: bool) -> None:
+                  side_marks: list[Event], side_events: list[Event], timing: bool, side2=None,
+                  b2_marks: list[Event] | None = None) -> tuple:
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
     a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
-    `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both."""
+    `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both.  With
+    `side2` and a small plan (footprint.b2_beside): _launch_small.  Returns the timed stages' names in
+    the order of the marks."""
     ctx = backend.ctx
     sm = ctx.device.sm_count
     pool = ctx.events
@@ -489,7 +511,7 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     if key.host is not None:  # bases streamed from pinned host memory, chunk by chunk; no device tail
         _front(key, st, stream, mark)
         key.host.enqueue(key.module, st, {"h": (plan_h, lay_h), "w": (plan_w, lay_w)}, stream, mark)
-        return
+        return STAGES[:-1]
     mod = key.module
     side.wait_event(st.uploaded)
     side.wait_event(key.ready)
@@ -497,7 +519,9 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     side_mark()
     gepi.launch_early(mod, tail, side)
     side_mark()
-    _front(key, st, stream, mark)
+    if side2 is not None and footprint.b2_beside(plan_w):
+        return _launch_small(backend, key, st, plans, stream, side, side2, tail, mark, side_mark, b2_marks,
+                             side_events, timing)
     mid_done: list[Event] = []
 
     def before_b2() -> None:  # the mid phase beside the B2 MSM
@@ -509,6 +533,7 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
         mid_done.append(_track(side_events, pool.take()).record(side))
         side_mark()
 
+    _front(key, st, stream, mark)
     _msms(key, plan_h, lay_h, plan_w, lay_w, st.c, st.witness, st.sort, st.buckets, st.results.ptr, 5 * g2_acc,
           stream, mark, before_b2)
     if backend.fault_hook is not None:
@@ -516,6 +541,65 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     stream.wait_event(mid_done[0])
     gepi.launch_final(mod, tail, stream)
     mark()
+    return STAGES
+
+
+# A small proof's stages in the order its compute stream runs them (_launch_small)
+SMALL_STAGES = ("msm_a_b1_c", "evaluate", "ntt", "msm_h", "msm_b2", "check")
+
+
+def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, stream, side, side2, tail: tuple, mark,
+                  side_mark, b2_marks: list[Event], side_events: list[Event], timing: bool) -> tuple:
+    """A small plan's proof (footprint.b2_beside), whose MSMs are latency chains on a few SMs, on three
+    streams: `side2` sorts the witness into the B2 scratch and runs the B2 MSM from the start; `stream`
+    runs the A, B1, C MSMs first (they need only the witness), then the front and the H MSM; `side`
+    (after the early phase) runs the mid phase's s·A + r·B1 as soon as A and B1 exist, and its join
+    (pi_a, pi_c) once H does too.  The final phase waits for B2 and the join.  So the G2 MSM and the
+    tail's products leave the compute stream's chain."""
+    pool = backend.ctx.events
+    mod, sm = key.module, backend.ctx.device.sm_count
+    g1_acc, g2_acc = acc_bytes(key.curve, False), acc_bytes(key.curve, True)
+    (plan_h, lay_h), (plan_w, lay_w) = _layouts(plans, sm)
+    res, stride = st.results.ptr, 5 * g2_acc
+
+    def hook(after: str) -> None:  # tests: corrupt a result on the device
+        if backend.fault_hook is not None:
+            backend.fault_hook(st.results, g2_acc, stream, after)
+
+    side2.wait_event(st.uploaded)
+    key.wait(plans, side2)
+    sort2, buckets2 = st.b2_scratch
+    if timing:
+        b2_marks.append(pool.take(True).record(side2))
+    gmsm.sort_scalars(mod, plan_w, st.witness, sort2, side2)
+    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort2, buckets2, g2_acc, res + 2 * g2_acc, side2, stride)
+    if timing:
+        b2_marks.append(pool.take(True).record(side2))
+    b2_done = _track(side_events, pool.take()).record(side2)
+
+    gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
+    g1_msms = [(key.a, res), (key.b1, res + g2_acc), (key.c, res + 3 * g2_acc)]
+    gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, g1_msms, st.sort, st.buckets, g1_acc, stream, stride)
+    mark()
+    hook("a_b1_c")
+    side.wait_event(_track(side_events, pool.take()).record(stream))
+    side_mark()
+    gepi.launch_mid_products(mod, tail, side)
+    _front(key, st, stream, mark)
+    gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, st.c, st.sort, st.buckets, g1_acc, res + 4 * g2_acc, stream, stride)
+    mark()
+    hook("h")
+    side.wait_event(_track(side_events, pool.take()).record(stream))
+    gepi.launch_join(mod, tail, side)
+    side_mark()
+    mid_done = _track(side_events, pool.take()).record(side)
+    stream.wait_event(b2_done)
+    mark()  # "msm_b2": what waiting for it added to the compute stream
+    hook("b2")
+    stream.wait_event(mid_done)
+    gepi.launch_final(mod, tail, stream)
+    mark()
+    return SMALL_STAGES
 
 
 def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
