@@ -1,0 +1,85 @@
+"""The MSM planner's cost terms per curve and group (msm.plan_msm picks the window c with them).
+
+The planner weighs, for each candidate window, the bucket phase's entries (one mixed addition
+each) against the buckets it reduces, the serial chain after the bucket sums and the Horner
+doublings between bucket sets.  How those weigh against each other is a property of the
+field: BN254's terms were fitted on the H200 and its windows measured right at every size
+(perf/RESULTS.md, h15small and before), but BLS12-381's 12-limb field moves the optimum.  The
+measured sweep (perf/RESULTS.md, b13bls "Window c": G1 2^20 c = 16 8.86 ms against the
+BN254-calibrated plan's c = 20 9.37; G2 2^20 c = 16 26.8 against 28.9; G1 2^24 c = 20 107.4
+against c = 22 109.4) fits a bucket that costs about 11 entries instead of 3 (the reduction's
+XYZZ + XYZZ additions, 192-byte accumulators read and written, against mixed additions that
+stream 96-byte affine points) and a heavy penalty on windows whose top window holds only a few
+scalar bits (c = 17, 18, 19, 21, 23 for its 255-bit r: that window's n entries fall into
+2^t buckets, a long fix-up chain; c = 17 leaves t = 0, half the scalars' carry in bucket 1).
+
+Terms are in entries of the group (one mixed addition of that group); `weight` is a group's
+entry against its curve's G1 entry, used where one plan serves MSMs of both groups (a proof's
+witness MSMs share one sort: A, B1, C in G1 and B2 in G2).  A curve without an entry here takes
+DEFAULT_COSTS (BN254's calibration, with which its plans stay exactly what they were).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+# The planner's latency term.  One dependent point operation on one thread costs about as
+# long as the whole device takes for LATENCY_ENTRIES mixed additions (BN254 G1 on the H200:
+# ~6 us an XYZZ operation, perf/pairing_latency.py, against ~2.7e9 additions/s at 2^24), so
+# at small sizes the serial chain of the reduction, not the additions, decides the window.
+LATENCY_ENTRIES = 16000
+PLAN_SM_COUNT = 132  # the planner's device (an H200) for the latency estimate
+# relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
+ENTRY_COST = {"affine": 0.65, "xyzz": 1.0}
+GROUPS = ("g1", "g2")
+WITNESS_GROUPS = ("g1", "g1", "g1", "g2")  # a proof's A, B1, C and B2: one sorted scalar vector
+
+
+@dataclass(frozen=True)
+class PlanCosts:
+    """One group's cost terms, in entries of that group (see the module's docstring)."""
+
+    bucket: float = 3.0  # reducing one bucket (about 3 additions)
+    latency: float = LATENCY_ENTRIES  # a step of the serial chain (msm.critical_depth)
+    doubling: float = 40.0  # a doubling between bucket sets (partial folds), besides its latency
+    skew: float = 0.0  # latency steps per extra fix-up step of the top window's buckets (msm.top_window_depth)
+    weight: float = 1.0  # an entry against the curve's G1 entry
+
+    def terms(self) -> "PlanCosts":
+        """The terms without the weight: groups with equal terms are costed once, weights summed."""
+        return dataclasses.replace(self, weight=1.0)
+
+
+DEFAULT_COSTS = {"g1": PlanCosts(), "g2": PlanCosts(weight=3.0)}
+# BLS12-381 (fitted to the b13bls sweep, 21 timings of G1 2^20, 2^21, 2^24 and G2 2^20 at c = 16..23:
+# the plans of every measured row are the measured best; perf/RESULTS.md, b15win, re-measures them
+# beside the BN254-calibrated plans).  G2's entries cost ~3.1x G1's (2^20 c = 20: 28.9 against 9.37 ms)
+# and its sweep fits the same terms.  latency: a dependent 12-limb step ~2x BN254's (13.3 against
+# 6.3 us a serial doubling, footprint.T_SERIAL_DOUBLING) over ~0.48 ns an entry.
+BLS12_381_COSTS = PlanCosts(bucket=11.0, latency=24000.0, skew=2.0)
+PLAN_COSTS_BY_CURVE: dict[str, dict[str, PlanCosts]] = {
+    "bls12381": {"g1": BLS12_381_COSTS, "g2": dataclasses.replace(BLS12_381_COSTS, weight=3.0)},
+}
+
+
+def costs_for(curve: str | None, group: str) -> PlanCosts:
+    """`group`'s terms on `curve` (a module's `curve` name; None or unlisted: DEFAULT_COSTS)."""
+    if group not in GROUPS:
+        raise ValueError(f"msm group {group!r} is not one of {GROUPS}")
+    return PLAN_COSTS_BY_CURVE.get(curve or "", DEFAULT_COSTS).get(group, DEFAULT_COSTS[group])
+
+
+def cost_mix(curve: str | None, groups: tuple[str, ...]) -> list[tuple[PlanCosts, float]]:
+    """The distinct terms of the MSMs one plan serves, each with its summed weight (first seen first)."""
+    if not groups:
+        raise ValueError("a plan serves at least one MSM")
+    mix: dict[PlanCosts, float] = {}
+    for group in groups:
+        k = costs_for(curve, group)
+        mix[k.terms()] = mix.get(k.terms(), 0.0) + k.weight
+    return list(mix.items())
+
+
+def top_window_bits(c: int, windows: int, scalar_bits: int) -> int:
+    """Scalar bits in the top window (its digit is those bits plus the carry from below)."""
+    return max(0, scalar_bits - c * (windows - 1))
