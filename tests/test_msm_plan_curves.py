@@ -27,8 +27,10 @@ FOLDS = ("full", 8, 4, 2, 1)
 BN254_GRID_SHA256 = "7457453221366ead3f390a7ba1cc156cb547ac7d7620701b10b647fee822fc41"
 
 # The b13bls window sweep on the H200 (perf/RESULTS.md, "Window c", full fold, ms; G1 mixed_eo, G2 eo),
-# the data BLS12-381's terms were fitted to
+# the data BLS12-381's terms were fitted to, and b15win's call (2^16: the terms' c = 10 against c = 16)
 BLS_SWEEP = {
+    ("g1", 16): {10: 2.232, 16: 1.551},
+    ("g2", 16): {10: 5.508, 16: 3.977},
     ("g1", 20): {16: 8.862, 17: 9.315, 18: 9.432, 19: 10.116, 20: 9.366, 21: 11.048},
     ("g1", 21): {16: 16.690, 17: 17.012, 18: 16.623, 19: 17.377, 20: 16.199, 21: 18.341},
     ("g1", 24): {20: 107.393, 21: 111.546, 22: 109.424, 23: 120.780},
@@ -73,6 +75,21 @@ def test_every_measured_bls12381_row_plans_its_fastest_window():
     for (group, log_n), times in BLS_SWEEP.items():
         plan = gmsm.plan_msm(1 << log_n, 255, curve="bls12381", groups=(group,))
         assert plan.c == min(times, key=times.get), (group, log_n, plan.c)
+
+
+def test_bls12381_terms_only_where_measured():
+    """Below 2^20 (2^16 measured: the terms' c = 10 44% slower than c = 16) and for partial folds (not
+    re-measured) BLS12-381 keeps the curve-blind plans."""
+    for log_n in range(10, 27):
+        for fold in (8, 4, 2, 1) if log_n >= 20 else ("full", 8, 4, 2, 1):
+            for groups in (("g1",), ("g2",), gmsm.WITNESS_GROUPS):
+                assert gmsm.plan_msm(1 << log_n, 255, fold, curve="bls12381", groups=groups) == \
+                    gmsm.plan_msm(1 << log_n, 255, fold), (log_n, fold, groups)
+    assert msm_costs.costs_for("bls12381", "g1", (1 << 20) - 1) == msm_costs.DEFAULT_COSTS["g1"]
+    assert msm_costs.costs_for("bls12381", "g1", 1 << 20, 1) == msm_costs.DEFAULT_COSTS["g1"]
+    assert msm_costs.costs_for("bls12381", "g1", 1 << 20) == msm_costs.BLS12_381_COSTS
+    assert [gmsm.plan_msm(1 << k, 255, curve="bls12381", groups=gmsm.WITNESS_GROUPS).c for k in (20, 22, 23, 24)] \
+        == [16, 20, 20, 20]
 
 
 def test_the_witness_plan_weighs_three_g1_msms_and_one_g2():

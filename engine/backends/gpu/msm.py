@@ -200,7 +200,7 @@ def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22
         raise ValueError(f"accumulation {acc!r} is not one of {ACCUMULATIONS}")
     if batch < 1:
         raise ValueError(f"msm batch {batch} < 1")
-    mix = msm_costs.cost_mix(curve, tuple(groups))
+    mix = msm_costs.cost_mix(curve, tuple(groups), n, fold)
     best = None
     for c in range(2, max_c + 1):
         w = windows_for(c, scalar_bits)

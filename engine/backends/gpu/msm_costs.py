@@ -44,6 +44,13 @@ class PlanCosts:
     doubling: float = 40.0  # a doubling between bucket sets (partial folds), besides its latency
     skew: float = 0.0  # latency steps per extra fix-up step of the top window's buckets (msm.top_window_depth)
     weight: float = 1.0  # an entry against the curve's G1 entry
+    # where the terms were measured to hold: MSMs of at least min_n points, and only full-fold plans when
+    # full_fold_only; elsewhere the group takes DEFAULT_COSTS (the plans it had before per-curve terms)
+    min_n: int = 0
+    full_fold_only: bool = False
+
+    def applies(self, n: int, fold: str | int) -> bool:
+        return n >= self.min_n and (fold == "full" or not self.full_fold_only)
 
     def terms(self) -> "PlanCosts":
         """The terms without the weight: groups with equal terms are costed once, weights summed."""
@@ -52,31 +59,39 @@ class PlanCosts:
 
 DEFAULT_COSTS = {"g1": PlanCosts(), "g2": PlanCosts(weight=3.0)}
 # BLS12-381 (fitted to the b13bls sweep, 21 timings of G1 2^20, 2^21, 2^24 and G2 2^20 at c = 16..23:
-# the plans of every measured row are the measured best; perf/RESULTS.md, b15win, re-measures them
-# beside the BN254-calibrated plans).  G2's entries cost ~3.1x G1's (2^20 c = 20: 28.9 against 9.37 ms)
-# and its sweep fits the same terms.  latency: a dependent 12-limb step ~2x BN254's (13.3 against
-# 6.3 us a serial doubling, footprint.T_SERIAL_DOUBLING) over ~0.48 ns an entry.
-BLS12_381_COSTS = PlanCosts(bucket=11.0, latency=24000.0, skew=2.0)
+# the plans of every measured row are the measured best).  G2's entries cost ~3.1x G1's (2^20 c = 20:
+# 28.9 against 9.37 ms) and its sweep fits the same terms.  latency: a dependent 12-limb step ~2x
+# BN254's (13.3 against 6.3 us a serial doubling, footprint.T_SERIAL_DOUBLING) over ~0.48 ns an entry.
+# Measured on the H200 (perf/RESULTS.md, b15win): from 2^20 they hold (G1 2^20 c = 16 8.88 against
+# 9.41 ms, 2^24 c = 20 107.6 against 109.7; G2 2^20 26.9 against 29.0; the 2^20 proof 69.1 -> 60.4 ms),
+# but not at 2^16, where their c = 10 took 2.23 ms against c = 16's 1.55 (G2 5.51 against 3.98): so
+# min_n = 2^20, and full folds only (the fit's; partial folds' doubling chains were not re-measured).
+BLS12_381_COSTS = PlanCosts(bucket=11.0, latency=24000.0, skew=2.0, min_n=1 << 20, full_fold_only=True)
 PLAN_COSTS_BY_CURVE: dict[str, dict[str, PlanCosts]] = {
     "bls12381": {"g1": BLS12_381_COSTS, "g2": dataclasses.replace(BLS12_381_COSTS, weight=3.0)},
 }
 
 
-def costs_for(curve: str | None, group: str) -> PlanCosts:
-    """`group`'s terms on `curve` (a module's `curve` name; None or unlisted: DEFAULT_COSTS)."""
+def costs_for(curve: str | None, group: str, n: int | None = None, fold: str | int = "full") -> PlanCosts:
+    """`group`'s terms on `curve` (a module's `curve` name; None or unlisted: DEFAULT_COSTS) for an MSM
+    of n points under `fold` (n None: the curve's terms wherever they apply)."""
     if group not in GROUPS:
         raise ValueError(f"msm group {group!r} is not one of {GROUPS}")
-    return PLAN_COSTS_BY_CURVE.get(curve or "", DEFAULT_COSTS).get(group, DEFAULT_COSTS[group])
+    k = PLAN_COSTS_BY_CURVE.get(curve or "", DEFAULT_COSTS).get(group, DEFAULT_COSTS[group])
+    return k if n is None or k.applies(n, fold) else DEFAULT_COSTS[group]
 
 
-def cost_mix(curve: str | None, groups: tuple[str, ...]) -> list[tuple[PlanCosts, float]]:
-    """The distinct terms of the MSMs one plan serves, each with its summed weight (first seen first)."""
+def cost_mix(curve: str | None, groups: tuple[str, ...], n: int | None = None,
+             fold: str | int = "full") -> list[tuple[PlanCosts, float]]:
+    """The distinct terms (min_n and full_fold_only aside) of the MSMs one plan serves, each with its
+    summed weight, first seen first."""
     if not groups:
         raise ValueError("a plan serves at least one MSM")
     mix: dict[PlanCosts, float] = {}
     for group in groups:
-        k = costs_for(curve, group)
-        mix[k.terms()] = mix.get(k.terms(), 0.0) + k.weight
+        k = costs_for(curve, group, n, fold)
+        key = dataclasses.replace(k.terms(), min_n=0, full_fold_only=False)
+        mix[key] = mix.get(key, 0.0) + k.weight
     return list(mix.items())
 
 
