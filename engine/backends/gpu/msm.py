@@ -214,7 +214,7 @@ def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22
         for k, weight in mix:
             one = (ENTRY_COST[acc] * n * w + k.bucket * g * (1 << (c - 1))
                    + (0 if g == 1 else k.doubling * c * f * (g - 1)))
-            one += k.latency * (depth + k.skew * top_window_depth(plan, PLAN_SM_COUNT) if k.skew else depth)
+            one += k.latency * ((depth + k.skew * top_window_depth(plan, PLAN_SM_COUNT)) if k.skew else depth)
             cost += one if weight == 1 else weight * one
         if best is None or cost < best[0]:
             best = (cost, plan)

@@ -7,11 +7,14 @@ field: BN254's terms were fitted on the H200 and its windows measured right at e
 (perf/RESULTS.md, h15small and before), but BLS12-381's 12-limb field moves the optimum.  The
 measured sweep (perf/RESULTS.md, b13bls "Window c": G1 2^20 c = 16 8.86 ms against the
 BN254-calibrated plan's c = 20 9.37; G2 2^20 c = 16 26.8 against 28.9; G1 2^24 c = 20 107.4
-against c = 22 109.4) fits a bucket that costs about 11 entries instead of 3 (the reduction's
-XYZZ + XYZZ additions, 192-byte accumulators read and written, against mixed additions that
-stream 96-byte affine points) and a heavy penalty on windows whose top window holds only a few
-scalar bits (c = 17, 18, 19, 21, 23 for its 255-bit r: that window's n entries fall into
-2^t buckets, a long fix-up chain; c = 17 leaves t = 0, half the scalars' carry in bucket 1).
+against c = 22 109.4) fits an effective bucket cost of about 11 entries instead of 3 (what a
+bucket adds whatever its entries: its share of the reduction's XYZZ additions, the partial sums
+and fix-ups where chunks cut it; fitted, not counted) and a heavy penalty on windows whose top
+window holds only a few scalar bits (c = 17, 18, 19, 21, 23 for its 255-bit r: that window's n
+entries fall into 2^t buckets, a long fix-up chain; c = 17 leaves t = 0, half the scalars' carry
+in bucket 1).  Those terms were measured to hold from 2^20 points on full folds only (at 2^16
+they picked a window 44% slower), so each group's terms say where they apply (min_n,
+full_fold_only) and the curve keeps the default terms elsewhere.
 
 Terms are in entries of the group (one mixed addition of that group); `weight` is a group's
 entry against its curve's G1 entry, used where one plan serves MSMs of both groups (a proof's
