@@ -24,7 +24,8 @@ fix-up, segment reduction with the tree's first pass, later tree passes, combine
 kernel launches and the planner's serial chain (`depth`, dependent point operations).
 `--sets 3` also times three MSMs over one sorted vector (a proof's A, B1, C) as one launch
 set against three after one another.  `--window 9,11` times those windows beside the
-planner's; `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
+planner's (`base`: the plan made without the curve's planner terms, msm_costs.DEFAULT_COSTS,
+what every curve took before them); `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
 FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
 `--product ref,value,mixed` times the XYZZ pass's builds of the base field's product
 (msm.PRODUCT_ABI: operands through the stack frame, in registers, or the accumulation by
@@ -141,7 +142,7 @@ def time_both(stream, fn, repeats: int, warmup: int = 2) -> tuple[float, float]:
 
 
 def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, rates, accumulation: str,
-          scalars: str, batch: int = 1, window: int | None = None, phases: list | None = None,
+          scalars: str, batch: int = 1, window: int | str | None = None, phases: list | None = None,
           sets: int = 1, kernels: list | None = None) -> list[dict]:
     """A row for each (product ABI, sort) of `kernels` (None: the module's own), all
     over the same points, tables and scalars (a 2^26 key's tables take seconds to build), each
@@ -150,11 +151,13 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     mod = backend.ctx.module(curve)
     n = 1 << log_n
-    plan = gmsm.plan_msm(n, curve.r.bit_length(), fold, accumulation=accumulation, batch=batch)
-    if window is not None:
-        plan = with_window(plan, window, fold)
-    layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
     group = "g2" if g2 else "g1"
+    # window "base": the plan without the curve's planner terms (msm_costs.DEFAULT_COSTS, BN254's)
+    plan = gmsm.plan_msm(n, curve.r.bit_length(), fold, accumulation=accumulation, batch=batch,
+                         curve=None if window == "base" else curve.name, groups=(group,))
+    if window not in (None, "base"):
+        plan = with_window(plan, int(window), fold)
+    layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count)
     acc = (8 if g2 else 4) * curve.n8q
     pts_host = cached_points(curve, g2, n)
     pts = dev.alloc(plan.fold * pts_host.nbytes, stream)
@@ -283,7 +286,8 @@ def main() -> None:
     ap.add_argument("--affine", default="", help="comma list of THREADSxM for the affine rounds")
     ap.add_argument("--breakdown", action="store_true", help="also each phase's time")
     ap.add_argument("--sets", type=int, default=1, help="also time this many MSMs of one sorted vector")
-    ap.add_argument("--window", default="", help="comma list of window bits to time beside the planner's")
+    ap.add_argument("--window", default="",
+                    help="comma list of window bits to time beside the planner's (base: the curve-blind plan)")
     ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
     ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
     ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
@@ -308,7 +312,7 @@ def main() -> None:
     fixes = [tuple(int(v) for v in f.split(":")) for f in args.fix.split(",") if f] or [
         (gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE)]
     segs = [int(v) for v in args.min_segment.split(",") if v] or [gmsm.MIN_SEGMENT]
-    windows = [None] + [int(c) for c in args.window.split(",") if c]
+    windows = [None] + [c if c == "base" else int(c) for c in args.window.split(",") if c]
     reduce_threads = [{"g1": int(v), "g2": int(v)} for v in args.reduce_threads.split(",") if v] or [
         dict(gmsm.REDUCE_THREADS)]
     variants = [(w, f, m, t) for w in windows for f in fixes for m in segs for t in reduce_threads]

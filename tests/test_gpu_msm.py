@@ -405,3 +405,28 @@ def test_binned_sort_matches_cpu(backend, curve, sort, monkeypatch):
     wq = gmsm.windows_for(8, bits)
     got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True, plan=gmsm.MsmPlan(m, 8, wq, wq, bits))
     assert got == cpu_msm_g2(curve, q, sq)
+
+
+@pytest.mark.parametrize("log_n", [20, 24])
+def test_bls12381_curve_plans_match_cpu(backend, log_n):
+    """The windows BLS12-381's planner terms give at 2^20 (c = 16: 16 windows, a full top window) and
+    2^24 (c = 20), on a few hundred points (same c, windows and folds; the full fold and fold 2), G1 and G2."""
+    import dataclasses
+
+    from engine.backends.gpu import msm as gmsm
+
+    curve, rng, n = BLS12_381, random.Random(log_n), 300
+    pts, pts2 = points(curve, n, rng), points(curve, n, rng, g2=True)
+    scalars = rand_fr(curve, n, rng)  # zero, one, r - 1 among them
+    want_c = 16 if log_n == 20 else 20
+    expect = {"g1": cpu_msm_g1(curve, pts, scalars), "g2": cpu_msm_g2(curve, pts2, scalars)}
+    for group in ("g1", "g2"):
+        big = gmsm.plan_msm(1 << log_n, curve.r.bit_length(), curve=curve.name, groups=(group,))
+        assert big.c == want_c
+        for fold in (big.windows, 2):
+            plan = dataclasses.replace(big, n=n, fold=fold)
+            if group == "g1":
+                got = g1(backend, curve, pts, scalars, plan=plan)
+            else:
+                got = backend._msm(curve, g2_to_mont(curve, pts2), from_ints(scalars, 4), True, plan=plan)
+            assert got == expect[group], (group, fold)

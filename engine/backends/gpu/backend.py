@@ -317,7 +317,7 @@ class GpuBackend(Backend):
         fold = self.fold if fold is None else fold
         if plan is None:
             plan = gmsm.plan_msm(n, curve.r.bit_length(), "full" if fold == "auto" else fold, batch=k,
-                                 accumulation=accumulation, rounds=rounds)
+                                 accumulation=accumulation, rounds=rounds, curve=curve.name, groups=(group,))
         layout = gmsm.AccumulateLayout.for_plan(plan, dev.sm_count, seg_len)
         host = np.ascontiguousarray(bases)
         pts = dev.alloc(plan.fold * host.nbytes, stream)

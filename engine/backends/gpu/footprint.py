@@ -219,9 +219,19 @@ def _proof_msms(plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan | None, count: int = 
     return h + [(plan_w, 3 + G2_WEIGHT, count), (plan_w, 0, 3 * count)]  # 4 MSMs: weight 3 + 3, 4 combines
 
 
+def witness_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WINDOW_BITS) -> gmsm.MsmPlan:
+    """The plan of a proof's witness MSMs (A, B1, C in G1 and B2 in G2 share one sorted vector), on
+    n of the key's wires, with the curve's planner terms (msm_costs.py)."""
+    return gmsm.plan_msm(n, shape.scalar_bits, fold, max_c, curve=shape.curve.name, groups=gmsm.WITNESS_GROUPS)
+
+
+def h_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WINDOW_BITS) -> gmsm.MsmPlan:
+    """The plan of the H MSM (G1) on n of the key's domain rows."""
+    return gmsm.plan_msm(n, shape.scalar_bits, fold, max_c, curve=shape.curve.name, groups=("g1",))
+
+
 def _full_fold_seconds(shape: "KeyShape") -> float:
-    bits = shape.scalar_bits
-    full = _proof_msms(gmsm.plan_msm(shape.n_wires, bits, "full"), gmsm.plan_msm(shape.domain, bits, "full"))
+    full = _proof_msms(witness_plan(shape, shape.n_wires, "full"), h_plan(shape, shape.domain, "full"))
     return estimate(shape.curve, full)[0]
 
 
@@ -306,9 +316,8 @@ def host_plans(shape: KeyShape, chunk_w: int, chunk_h: int,
                max_c: int | None = None) -> tuple[gmsm.MsmPlan, gmsm.MsmPlan]:
     """Fold-1 plans for one chunk (shifted copies would multiply the bytes streamed); windows of at most
     max_c bits (fewer buckets: room for larger chunks)."""
-    bits, c = shape.scalar_bits, max_c or MAX_WINDOW_BITS
-    return (gmsm.plan_msm(min(chunk_w, shape.n_wires), bits, 1, max_c=c),
-            gmsm.plan_msm(min(chunk_h, shape.domain), bits, 1, max_c=c))
+    c = max_c or MAX_WINDOW_BITS
+    return witness_plan(shape, min(chunk_w, shape.n_wires), 1, c), h_plan(shape, min(chunk_h, shape.domain), 1, c)
 
 
 def tail_plan(plan: gmsm.MsmPlan, n: int) -> gmsm.MsmPlan:
@@ -319,8 +328,8 @@ def tail_plan(plan: gmsm.MsmPlan, n: int) -> gmsm.MsmPlan:
 # ------------------------------------------------------------------ the choice
 
 def resident_footprint(shape: KeyShape, fold: str | int, budget: int, proofs: int, sm_count: int) -> KeyFootprint:
-    bits, curve = shape.scalar_bits, shape.curve
-    pw, ph = gmsm.plan_msm(shape.n_wires, bits, fold), gmsm.plan_msm(shape.domain, bits, fold)
+    curve = shape.curve
+    pw, ph = witness_plan(shape, shape.n_wires, fold), h_plan(shape, shape.domain, fold)
     points = (_alloc(pw.fold * shape.n_wires * g1_bytes(curve)) * 3
               + _alloc(pw.fold * shape.n_wires * g2_bytes(curve)) + _alloc(ph.fold * shape.domain * g1_bytes(curve)))
     seconds, ops, serial = estimate(curve, _proof_msms(pw, ph))
@@ -340,8 +349,7 @@ def early_plans(shape: KeyShape, pw: gmsm.MsmPlan, ph: gmsm.MsmPlan) -> tuple[gm
     best window over table 0, the points as the zkey holds them); None when neither plan folds."""
     if pw.fold == 1 and ph.fold == 1:
         return None
-    bits = shape.scalar_bits
-    return gmsm.plan_msm(shape.n_wires, bits, 1), gmsm.plan_msm(shape.domain, bits, 1)
+    return witness_plan(shape, shape.n_wires, 1), h_plan(shape, shape.domain, 1)
 
 
 def host_footprint(shape: KeyShape, chunk_w: int, budget: int, proofs: int, sm_count: int,

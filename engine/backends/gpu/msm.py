@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cuda_kernels.driver import Device, DeviceBuffer, Module, Ptr, Stream, U32, launch
+from engine.backends.gpu import msm_costs
+from engine.backends.gpu.msm_costs import ENTRY_COST, LATENCY_ENTRIES, PLAN_SM_COUNT, WITNESS_GROUPS  # noqa: F401
 
 SCAN_BLOCK = 4096
 # A bucket cut across at most FIX_SERIAL chunks is summed by one thread, across up to
@@ -42,12 +44,7 @@ FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists
 REDUCE_THREADS = {"g1": 256, "g2": 128}
 MIN_SEGMENT = 2  # buckets a thread of msm_reduce_segments reduces at least (2 measured 1-7% faster than 4)
 TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds up to 1024 points into one
-# The planner's latency term.  One dependent point operation on one thread costs about as
-# long as the whole device takes for LATENCY_ENTRIES mixed additions (BN254 G1 on the H200:
-# ~6 us an XYZZ operation, perf/pairing_latency.py, against ~2.7e9 additions/s at 2^24), so
-# at small sizes the serial chain of the reduction, not the additions, decides the window.
-LATENCY_ENTRIES = 16000
-PLAN_SM_COUNT = 132  # the planner's device (an H200) for the latency estimate
+# The planner's terms (LATENCY_ENTRIES, ENTRY_COST, per curve and group: msm_costs.py).
 # MSMs of one sorted scalar vector against different bases (a proof's A, B1, C) share one set
 # of XYZZ-pass launches, up to MSM_SETS at a time, where the plan is small enough for their
 # chains to be latency, not work (the scratch holds a set of buckets and partials for each).
@@ -115,8 +112,6 @@ def accumulate_bound(group: str, curve: str | None) -> int | None:
 
 
 ACCUMULATE_THREADS = 128  # a block of msm_accumulate (perf/msm.py reports how many an SM holds)
-# relative cost of an entry in the bucket phase (field products: 6 batch-affine, 10 mixed XYZZ)
-ENTRY_COST = {"affine": 0.65, "xyzz": 1.0}
 
 
 @dataclass(frozen=True)
@@ -191,17 +186,21 @@ def default_accumulation() -> str:
 
 
 def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22, *, batch: int = 1,
-             accumulation: str | None = None, rounds: int | None = None) -> MsmPlan:
+             accumulation: str | None = None, rounds: int | None = None, curve: str | None = None,
+             groups: tuple[str, ...] = ("g1",)) -> MsmPlan:
     """Pick c minimising the time: the work (the bucket phase's entries n*W, weighted by the
-    accumulation's cost an entry, about 3 additions per bucket to reduce, the doublings
-    between groups) plus the latency of the serial chain after the bucket sums
-    (critical_depth, in LATENCY_ENTRIES a step).  `rounds` overrides the number of
+    accumulation's cost an entry, the buckets to reduce, the doublings between groups) plus the
+    latency of the serial chain after the bucket sums (critical_depth, and where the curve's
+    terms count it the top window's heavy buckets: top_window_depth), with `curve`'s terms for
+    each of `groups`, the groups of the MSMs that share the plan (msm_costs.py; a proof's witness
+    MSMs: WITNESS_GROUPS; curve None: BN254's calibration).  `rounds` overrides the number of
     batch-affine rounds (tests)."""
     acc = accumulation or default_accumulation()
     if acc not in ACCUMULATIONS:
         raise ValueError(f"accumulation {acc!r} is not one of {ACCUMULATIONS}")
     if batch < 1:
         raise ValueError(f"msm batch {batch} < 1")
+    mix = msm_costs.cost_mix(curve, tuple(groups), n, fold)
     best = None
     for c in range(2, max_c + 1):
         w = windows_for(c, scalar_bits)
@@ -209,9 +208,14 @@ def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22
         g = -(-w // f)
         if batch * g * (1 << (c - 1)) > MAX_BUCKET_KEYS or n * f >= 1 << 31 or batch * n * w >= 1 << 32:
             continue
-        cost = ENTRY_COST[acc] * n * w + 3 * g * (1 << (c - 1)) + (0 if g == 1 else 40 * c * f * (g - 1))
         plan = MsmPlan(n, c, w, f, scalar_bits, batch, affine_rounds_for(n, w, g * (1 << (c - 1)), acc))
-        cost += LATENCY_ENTRIES * critical_depth(plan, PLAN_SM_COUNT)
+        depth = critical_depth(plan, PLAN_SM_COUNT)
+        cost = 0.0
+        for k, weight in mix:
+            one = (ENTRY_COST[acc] * n * w + k.bucket * g * (1 << (c - 1))
+                   + (0 if g == 1 else k.doubling * c * f * (g - 1)))
+            one += k.latency * ((depth + k.skew * top_window_depth(plan, PLAN_SM_COUNT)) if k.skew else depth)
+            cost += one if weight == 1 else weight * one
         if best is None or cost < best[0]:
             best = (cost, plan)
     if best is None:
@@ -268,6 +272,19 @@ def critical_depth(plan: MsmPlan, sm_count: int) -> int:
     depth += 2 * MIN_SEGMENT + (3 * lo_bits) // 2 + 8
     depth += sum(tree_pass_per_thread(count) + 8 for count in layout.tree_levels()[:-1])
     return 1 + depth + (plan.groups - 1) * (plan.c * plan.fold + 1)
+
+
+def top_window_depth(plan: MsmPlan, sm_count: int) -> int:
+    """Fix-up steps the top window's buckets add to the longest chain: that window's digit holds
+    msm_costs.top_window_bits of the scalar (and the carry), so its n entries a vector fall into
+    about 2^t buckets of its set on top of their mean share (BLS12-381's 255-bit r with c = 17:
+    t = 0, the carry of half the scalars in bucket 1)."""
+    layout = AccumulateLayout.for_plan(plan, sm_count)
+    t = msm_costs.top_window_bits(plan.c, plan.windows, plan.scalar_bits)
+    live = plan.xyzz_entries / max(plan.max_entries, 1)  # what the affine rounds leave
+    heavy = plan.xyzz_entries / max(plan.keys, 1) + live * plan.n / (1 << t)
+    chunks = int(-(-heavy // layout.chunk)) + 1
+    return max(0, fix_depth(chunks) - fix_depth(mean_chunks_per_bucket(plan, layout)))
 
 
 def tree_pass_per_thread(count: int) -> int:
