@@ -15,6 +15,6 @@ echo "bench circuit and setup: $(( $(date +%s) - t0 )) s"
 for setting in "16GiB split,single" "whole split"; do
   set -- $setting
   timeout ${T_C2:-170} python3 perf/c2.py --zkey $W/bench.zkey --wtns $W/bench.wtns --partitions 10 --jobs 1 --concurrency 1 \
-    --budgets $1 --modes $2 --proof-dir $R/proof_$1 --json $R/c2.jsonl 2>&1 | grep -v "^  " | tail -6
+    --budgets $1 --modes $2 --proof-dir $R/proof_$1 --json $R/c2.jsonl 2>&1 | tail -8
 done
 tar czf $OUT/c2_$K.tgz -C $OUT c2_$K && rm -rf $R
