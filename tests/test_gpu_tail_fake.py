@@ -332,13 +332,13 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, m
     Without footprint.b2_beside it stays on the compute stream after the G1 MSMs, on the shared scratch."""
     import inspect
 
-    from engine.backends.gpu import footprint, pipeline  # noqa: PLC0415
+    from engine.backends.gpu import footprint, launch  # noqa: PLC0415
     from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
 
     if not beside:
         monkeypatch.setattr(footprint, "b2_beside", lambda plan_w: False)
     order = []
-    real_acc, real_sort, real_front = gmsm.accumulate, gmsm.sort_scalars, pipeline._front
+    real_acc, real_sort, real_front = gmsm.accumulate, gmsm.sort_scalars, launch._front
     acc_sig = inspect.signature(real_acc)
 
     def accumulate(*args, **kw):
@@ -349,7 +349,7 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, m
     monkeypatch.setattr(gmsm, "accumulate", accumulate)
     monkeypatch.setattr(gmsm, "sort_scalars", lambda mod, plan, w, sort, stream, *a:
                         (order.append(("sort", stream, id(sort))), real_sort(mod, plan, w, sort, stream, *a))[1])
-    monkeypatch.setattr(pipeline, "_front", lambda key, st, stream, mark:
+    monkeypatch.setattr(launch, "_front", lambda key, st, stream, mark:
                         (order.append(("front", stream, None)), real_front(key, st, stream, mark))[1])
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
 

@@ -46,9 +46,10 @@ from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.key import GpuKey, ProofPlans
+from engine.backends.gpu.launch import _msms, _track
 from engine.backends.gpu.pipeline import (FR, RESULT_ALIGN, ProofState, _await_frees, _core, _destroy, _fence,
-                                          _fetch_late, _free_all, _join_side, _msms, _settle, _track, compute,
-                                          result_bytes, results_alloc_bytes)
+                                          _fetch_late, _free_all, _join_side, _settle, compute, result_bytes,
+                                          results_alloc_bytes)
 from engine.errors import UnreducedWitnessError
 
 # a batch's phases on its compute stream (timings gpu_batch_<name>, seconds; gpu_check after them:

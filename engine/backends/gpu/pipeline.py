@@ -23,8 +23,9 @@ its stream and waits for those frees before raising; a failing `compute`
 frees on the stream and its Pending raises after the done event, so the
 scheduler returns the VRAM budget only when the memory is really free.
 
+engine/backends/gpu/launch.py queues a proof's kernels on its streams;
 engine/backends/gpu/batch.py runs several staged proofs of one key as one compute
-phase on the helpers here.
+phase on the helpers here and there.
 """
 from __future__ import annotations
 
@@ -42,18 +43,15 @@ from engine.formats.rows import copy_rows
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
-from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.footprint import acc_bytes
+from engine.backends.gpu.launch import STAGES, _launch_proof, _track
 from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import destroy_events as _destroy
 
 FR = 32
-STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")  # "check": the device tail only
 
 
-def _layouts(plans: ProofPlans, sm_count: int):
-    return footprint.layouts(plans.w, plans.h, sm_count)
 
 
 def _scratch_shapes(key: GpuKey, sm_count: int):
@@ -372,9 +370,6 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
     return Staged(key=key, witness=witness, state=state)
 
 
-def _track(events: list[Event], event: Event) -> Event:
-    events.append(event)
-    return event
 
 
 def discard(backend, staged: Staged) -> Pending:
@@ -481,159 +476,6 @@ def _join_side(stream, side, side_events: list[Event], pool=None) -> None:
         stream.wait_event(_track(side_events, pool.take() if pool is not None else Event()).record(side))
     except DeviceError:
         side.synchronize()
-
-
-def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, stream, side, marks: list[Event],
-                  side_marks: list[Event], side_events: list[Event], timing: bool, side2=None,
-                  b2_marks: list[Event] | None = None) -> tuple:
-    """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
-    a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
-    `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both.  With
-    `side2` and a small plan (footprint.b2_beside): _launch_small.  Returns the timed stages' names in
-    the order of the marks."""
-    ctx = backend.ctx
-    sm = ctx.device.sm_count
-    pool = ctx.events
-
-    def mark():
-        if timing:
-            marks.append(pool.take(True))
-            marks[-1].record(stream)
-
-    def side_mark():
-        if timing:
-            side_marks.append(pool.take(True))
-            side_marks[-1].record(side)
-
-    mark()
-    g2_acc = acc_bytes(key.curve, True)
-    (plan_h, lay_h), (plan_w, lay_w) = _layouts(plans, sm)
-    if key.host is not None:  # bases streamed from pinned host memory, chunk by chunk; no device tail
-        _front(key, st, stream, mark)
-        key.host.enqueue(key.module, st, {"h": (plan_h, lay_h), "w": (plan_w, lay_w)}, stream, mark)
-        return STAGES[:-1]
-    mod = key.module
-    side.wait_event(st.uploaded)
-    side.wait_event(key.ready)
-    tail = gepi.tail_args(key.epilogue, key.n_wires, st.results, g2_acc, st.witness)
-    side_mark()
-    gepi.launch_early(mod, tail, side)
-    side_mark()
-    if side2 is not None and footprint.b2_beside(plan_w):
-        return _launch_small(backend, key, st, plans, stream, side, side2, tail, mark, side_mark, b2_marks,
-                             side_events, timing)
-    mid_done: list[Event] = []
-
-    def before_b2() -> None:  # the mid phase beside the B2 MSM
-        if backend.fault_hook is not None:  # tests: corrupt a result on the device
-            backend.fault_hook(st.results, g2_acc, stream, "a_b1_c_h")
-        side.wait_event(_track(side_events, pool.take()).record(stream))
-        side_mark()
-        gepi.launch_mid(mod, tail, side)
-        mid_done.append(_track(side_events, pool.take()).record(side))
-        side_mark()
-
-    _front(key, st, stream, mark)
-    _msms(key, plan_h, lay_h, plan_w, lay_w, st.c, st.witness, st.sort, st.buckets, st.results.ptr, 5 * g2_acc,
-          stream, mark, before_b2)
-    if backend.fault_hook is not None:
-        backend.fault_hook(st.results, g2_acc, stream, "b2")
-    stream.wait_event(mid_done[0])
-    gepi.launch_final(mod, tail, stream)
-    mark()
-    return STAGES
-
-
-# A small proof's stages in the order its compute stream runs them (_launch_small)
-SMALL_STAGES = ("msm_a_b1_c", "evaluate", "ntt", "msm_h", "msm_b2", "check")
-
-
-def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, stream, side, side2, tail: tuple, mark,
-                  side_mark, b2_marks: list[Event], side_events: list[Event], timing: bool) -> tuple:
-    """A small plan's proof (footprint.b2_beside), whose MSMs are latency chains on a few SMs, on three
-    streams: `side2` sorts the witness into the B2 scratch and runs the B2 MSM from the start; `stream`
-    runs the A, B1, C MSMs first (they need only the witness), then the front and the H MSM; `side`
-    (after the early phase) runs the mid phase's s·A + r·B1 as soon as A and B1 exist, and its join
-    (pi_a, pi_c) once H does too.  The final phase waits for B2 and the join.  So the G2 MSM and the
-    tail's products leave the compute stream's chain."""
-    pool = backend.ctx.events
-    mod, sm = key.module, backend.ctx.device.sm_count
-    g1_acc, g2_acc = acc_bytes(key.curve, False), acc_bytes(key.curve, True)
-    (plan_h, lay_h), (plan_w, lay_w) = _layouts(plans, sm)
-    res, stride = st.results.ptr, 5 * g2_acc
-
-    def hook(after: str) -> None:  # tests: corrupt a result on the device
-        if backend.fault_hook is not None:
-            backend.fault_hook(st.results, g2_acc, stream, after)
-
-    side2.wait_event(st.uploaded)
-    key.wait(plans, side2)
-    sort2, buckets2 = st.b2_scratch
-    if timing:
-        b2_marks.append(pool.take(True).record(side2))
-    gmsm.sort_scalars(mod, plan_w, st.witness, sort2, side2)
-    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort2, buckets2, g2_acc, res + 2 * g2_acc, side2, stride)
-    if timing:
-        b2_marks.append(pool.take(True).record(side2))
-    b2_done = _track(side_events, pool.take()).record(side2)
-
-    gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
-    g1_msms = [(key.a, res), (key.b1, res + g2_acc), (key.c, res + 3 * g2_acc)]
-    gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, g1_msms, st.sort, st.buckets, g1_acc, stream, stride)
-    mark()
-    hook("a_b1_c")
-    side.wait_event(_track(side_events, pool.take()).record(stream))
-    side_mark()
-    gepi.launch_mid_products(mod, tail, side)
-    _front(key, st, stream, mark)
-    gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, st.c, st.sort, st.buckets, g1_acc, res + 4 * g2_acc, stream, stride)
-    mark()
-    hook("h")
-    side.wait_event(_track(side_events, pool.take()).record(stream))
-    gepi.launch_join(mod, tail, side)
-    side_mark()
-    mid_done = _track(side_events, pool.take()).record(side)
-    stream.wait_event(b2_done)
-    mark()  # "msm_b2": what waiting for it added to the compute stream
-    hook("b2")
-    stream.wait_event(mid_done)
-    gepi.launch_final(mod, tail, stream)
-    mark()
-    return SMALL_STAGES
-
-
-def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
-    """evaluate -> 3 iNTT (coset) -> 3 NTT -> h (into st.c), on `stream`."""
-    mod, n = key.module, key.domain
-    (rp_a, wa, ca), (rp_b, wb, cb) = key.csr
-    launch(mod, "evaluate_ab", -(-n // 256), 256, stream, rp_a, wa, ca, rp_b, wb, cb, st.witness, U32(n), st.a, st.b,
-           st.c)
-    mark()
-    for buf in (st.a, st.b, st.c):
-        gntt.dif(mod, buf, key.tables, stream, inverse=True, scale=key.tables.coset)
-        gntt.dit(mod, buf, key.tables, stream, inverse=False)
-    launch(mod, "quotient_h", -(-n // 256), 256, stream, st.a, st.b, st.c, U32(n), st.c)
-    mark()
-
-
-def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: int, stride: int, stream,
-          mark, before_b2=None) -> None:
-    """The H MSM over the h vectors at `h` and the A, B1, C, B2 MSMs over the witnesses at `w`
-    (plan.batch vectors each, one after another): proof j's five results at res + j * stride,
-    in the order A, B1, B2, C, H, each slot one G2 accumulator wide.  `before_b2` runs once the
-    G1 sums are queued (a single proof's tail starts its mid phase there)."""
-    curve, mod = key.curve, key.module
-    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
-    gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, h, sort, buckets, g1_acc, res + 4 * g2_acc, stream, stride)
-    mark()
-    gmsm.sort_scalars(mod, plan_w, w, sort, stream)
-    g1_msms = [(key.a, res), (key.b1, res + g2_acc), (key.c, res + 3 * g2_acc)]  # one launch set when small
-    gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, g1_msms, sort, buckets, g1_acc, stream, stride)
-    mark()
-    if before_b2 is not None:
-        before_b2()
-    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort, buckets, g2_acc, res + 2 * g2_acc, stream, stride)
-    mark()
 
 
 class ResidentCore(CoreResult):
