@@ -414,3 +414,13 @@ def test_ic_table_bound_matches_the_kernel_and_tables_are_made_at_load(monkeypat
         backend.unload_key(key)
         backend.close()
     assert gepi.ic_tables(gepi.IC_TABLE_MAX + 1) == 0
+
+
+def test_b2_beside_can_be_switched_off_for_experiments(monkeypatch):
+    from engine.backends.gpu import footprint  # noqa: PLC0415
+    from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
+
+    small = gmsm.plan_msm(1000, 254)
+    assert gmsm.fused_sets(small) > 1 and footprint.b2_beside(small)
+    monkeypatch.setenv("GROTH16_B2_BESIDE", "0")
+    assert not footprint.b2_beside(small)

@@ -19,6 +19,7 @@ host-tier keys and their proofs have neither (their proofs end on the CPU).
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 from engine.algebra.curves import Curve
@@ -266,8 +267,9 @@ def b2_beside(plan_w: gmsm.MsmPlan) -> bool:
     front and the G1 MSMs, with a sort and bucket scratch of its own: the small full-fold plans whose
     A, B1, C share one launch set.  Their MSMs are chains of dependent point operations on a few SMs
     (perf/RESULTS.md, "GPU MSM at proof sizes"), so the device has room for both; a large MSM fills
-    it alone, and its scratch would cost real memory."""
-    return gmsm.fused_sets(plan_w) > 1
+    it alone, and its scratch would cost real memory.  GROTH16_B2_BESIDE=0 keeps every proof on the one
+    path (for A/B measurements)."""
+    return gmsm.fused_sets(plan_w) > 1 and os.environ.get("GROTH16_B2_BESIDE") != "0"
 
 
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
