@@ -81,3 +81,13 @@ def test_blinding_scalars_carry_the_splits_of_s_and_r(curve):
     signs = vals[5]
     for k, halves, sg in ((s, vals[3], signs & 0xFFFFFFFF), (r, vals[4], signs >> 32)):
         assert (halves, sg) == glv.split_words(curve, k)
+
+
+def test_the_halves_are_below_128_bits_for_every_scalar(curve):
+    """decompose's rounding leaves (k1, k2) = (e1 a1 + e2 a2, e1 b1 + e2 b2) with |e1|, |e2| <= 1/2 for the
+    basis (a1, b1), (a2, b2): so |k1| <= (|a1| + |a2|) / 2 and |k2| <= (|b1| + |b2|) / 2 for every k, and both
+    bounds fit the device's 128-bit halves (its AssertionError never fires)."""
+    (a1, b1), (a2, b2) = glv._basis(curve)
+    assert a1 * b2 - a2 * b1 != 0
+    assert (abs(a1) + abs(a2)) // 2 + 1 < 1 << glv.HALF_BITS
+    assert (abs(b1) + abs(b2)) // 2 + 1 < 1 << glv.HALF_BITS
