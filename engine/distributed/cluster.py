@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 
-from engine.api import StreamResult, _aiter, job_items
+from engine.jobs import StreamResult, _aiter, job_items
 from engine.config import EngineConfig
 from engine.distributed.actor import EngineActor, KeySpec
 from engine.distributed.placement import EngineSlot, Placement

@@ -1,0 +1,126 @@
+"""What an Engine's callers hold and what its jobs are made of: the key handle, a stream's result, a job's
+handle, and the small helpers the Engine and the RayCluster share (a call's witnesses, a lone error out of its
+ExceptionGroup).  engine/api.py re-exports the public ones."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+
+import anyio
+
+from scheduler.pipeline import KeyRecord
+
+from engine.errors import EngineClosedError
+
+
+@dataclass(eq=False)
+class KeyHandle:
+    """A proving key loaded into an engine (resident on its devices)."""
+
+    label: str
+    path: str | None
+    curve: str | None
+    n_vars: int
+    n_public: int
+    domain_size: int
+    working_set_bytes: int  # device memory one proof reserves
+    witness_bytes: int  # host memory one synthesised witness reserves
+    devices: tuple[int, ...]
+    # the key's footprint (backends that plan it: the GPU's; device 0's when several)
+    tier: str | None = None  # "resident" | "host" (bases streamed from pinned host memory)
+    fold: int | None = None  # precomputed shifted copies per witness base (MSM windows folded)
+    msm_cost: float | None = None  # estimated seconds of one proof's MSMs under that plan (footprint.py's model)
+    proofs_in_flight: int | None = None  # working sets the budget keeps room for beside the key
+    key_device_bytes: int = 0  # device memory the key holds (per device)
+    key_host_bytes: int = 0  # pinned host memory the key holds (all devices)
+    footprint: Any = field(repr=False, default=None)  # the backend's KeyFootprint (describe(), as_dict())
+    _record: KeyRecord = field(repr=False, default=None)
+    _engine: Any = field(repr=False, default=None)  # the Engine that loaded it
+    _jobs: int = field(repr=False, default=0)
+    _resident_bytes: dict = field(repr=False, default_factory=dict)
+    _host_bytes: dict = field(repr=False, default_factory=dict)
+
+
+@dataclass
+class StreamResult:
+    """One item of `Engine.prove_stream`: its position, and the proof or the error."""
+
+    index: int
+    item: Any
+    proof: Any = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _JobHandle:
+    def __init__(self, job_id: int):
+        self.id = job_id
+        self.scope = anyio.CancelScope()
+        self.done = anyio.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.cancelled = False
+        self.callbacks: list[Callable[["_JobHandle"], None]] = []
+
+    async def result(self) -> Any:
+        try:
+            await self.done.wait()
+        except BaseException:
+            self.scope.cancel()  # the caller gave up: the job gives back what it holds
+            raise
+        if self.error is not None:
+            raise self.error
+        if self.cancelled:
+            raise EngineClosedError(f"job {self.id} was cancelled because the engine shut down")
+        return self.value
+
+
+def _single(group: BaseExceptionGroup) -> BaseException:
+    """The one exception of a group (nested groups flattened); the group itself when there are several."""
+    leaves: list[BaseException] = []
+
+    def walk(g: BaseExceptionGroup) -> None:
+        for e in g.exceptions:
+            walk(e) if isinstance(e, BaseExceptionGroup) else leaves.append(e)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 else group
+
+
+def job_items(witness: Any, partitions: Sequence[Any] | None) -> list[Any]:
+    """The witnesses of a `prove(key, witness)` or `prove(key, partitions=[...])` call (Engine, RayCluster)."""
+    if (witness is None) == (partitions is None):
+        raise TypeError("prove(key, witness) or prove(key, partitions=[...]), not both or neither")
+    items = [witness] if partitions is None else list(partitions)
+    if not items:
+        raise ValueError("partitions: an empty list")
+    return items
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:
+    if hasattr(items, "__aiter__"):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item
+
+
+def _default_host_budget() -> int:
+    """Half the machine's RAM: synthesised witnesses waiting for a device never take more."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
