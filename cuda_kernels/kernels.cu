@@ -599,7 +599,7 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 // kernel, so one kernel keeps the build's time (not one copy for each phase, the batched
 // check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
 //   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (128), final (128); op 4 the mid
-//     phase's products only, op 5 its join (pi_a, pi_c) only (a small proof's: pipeline.py)
+//     phase's products only, op 5 its join (pi_a, pi_c) only (a small proof's: launch.py)
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
 //     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs; a grid of k blocks runs
 //     the phase of k proofs, block j's results and witness at p1 + j u4 and p2 + j u5 words
