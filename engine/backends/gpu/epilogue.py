@@ -33,7 +33,7 @@ IC_TABLE_MAX = 4  # keys with up to this many public inputs get byte tables of I
 # WARP_IC_MAX): L's products are then fixed-base, 32 additions each, not a 256-bit double-and-add chain
 PAIRING_KERNEL = "groth16_pairing"  # the tail's phases, the batched check, the tools (kernels.cu)
 TAIL_EARLY, TAIL_MID, TAIL_FINAL, BATCH_CHECK, TOOLS = 0, 1, 2, 3, 16  # its ops
-TAIL_MID_PRODUCTS, TAIL_JOIN = 4, 5  # the mid phase in two launches (a small proof's: pipeline.py)
+TAIL_MID_PRODUCTS, TAIL_JOIN = 4, 5  # the mid phase in two launches (a small proof's: launch.py)
 PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
 
