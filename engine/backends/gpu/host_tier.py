@@ -104,7 +104,7 @@ class HostTier:
     def enqueue(self, mod: Module, st, layouts: dict, stream: Stream, mark) -> None:
         """All chunks of the H MSM, then of the four witness MSMs; `mark()` after H and after the rest.
 
-        `st` is the proof's pipeline.ProofState (witness, H scalars in `c`, sort and bucket scratch,
+        `st` is the proof's proof_state.ProofState (witness, H scalars in `c`, sort and bucket scratch,
         results, `streaming`: its HostProof); `layouts` maps "h"/"w" to (plan, layout) of a whole chunk.  The
         last, shorter chunk keeps the window and the per-thread entry count, so that scratch serves it."""
         hp: HostProof = st.streaming

@@ -8,8 +8,6 @@ on three streams (`_launch_small`); a host-tier key's streams its bases (host_ti
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from cuda_kernels.driver import Event, U32, launch
 
 from engine.backends.gpu import epilogue as gepi
@@ -18,9 +16,7 @@ from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.key import GpuKey, ProofPlans
-
-if TYPE_CHECKING:
-    from engine.backends.gpu.pipeline import ProofState
+from engine.backends.gpu.proof_state import ProofState
 
 STAGES = ("evaluate", "ntt", "msm_h", "msm_a_b1_c", "msm_b2", "check")  # "check": the device tail only
 
@@ -71,8 +67,8 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     gepi.launch_early(mod, tail, side)
     side_mark()
     if side2 is not None and footprint.b2_beside(plan_w):
-        return _launch_small(backend, key, st, plans, stream, side, side2, tail, mark, side_mark, b2_marks,
-                             side_events, timing)
+        return _launch_small(backend, key, st, plans, ((plan_h, lay_h), (plan_w, lay_w)), stream, side, side2, tail,
+                             mark, side_mark, b2_marks, side_events, timing)
     mid_done: list[Event] = []
 
     def before_b2() -> None:  # the mid phase beside the B2 MSM
@@ -99,8 +95,8 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
 SMALL_STAGES = ("msm_a_b1_c", "evaluate", "ntt", "msm_h", "msm_b2", "check")
 
 
-def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, stream, side, side2, tail: tuple, mark,
-                  side_mark, b2_marks: list[Event], side_events: list[Event], timing: bool) -> tuple:
+def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layouts: tuple, stream, side, side2,
+                  tail: tuple, mark, side_mark, b2_marks: list[Event], side_events: list[Event], timing: bool) -> tuple:
     """A small plan's proof (footprint.b2_beside), whose MSMs are latency chains on a few SMs, on three
     streams: `side2` sorts the witness into the B2 scratch and runs the B2 MSM from the start; `stream`
     runs the A, B1, C MSMs first (they need only the witness), then the front and the H MSM; `side`
@@ -108,9 +104,9 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     (pi_a, pi_c) once H does too.  The final phase waits for B2 and the join.  So the G2 MSM and the
     tail's products leave the compute stream's chain."""
     pool = backend.ctx.events
-    mod, sm = key.module, backend.ctx.device.sm_count
+    mod = key.module
     g1_acc, g2_acc = acc_bytes(key.curve, False), acc_bytes(key.curve, True)
-    (plan_h, lay_h), (plan_w, lay_w) = _layouts(plans, sm)
+    (plan_h, lay_h), (plan_w, lay_w) = layouts  # _launch_proof's, for this proof's plans
     res, stride = st.results.ptr, 5 * g2_acc
 
     def hook(after: str) -> None:  # tests: corrupt a result on the device

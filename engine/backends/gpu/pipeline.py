@@ -30,11 +30,10 @@ phase on the helpers here and there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from cuda_kernels.driver import Device, DeviceBuffer, Event, PinnedBuffer, U32, launch
+from cuda_kernels.driver import Device, DeviceBuffer, Event, U32, launch
 
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError, UnreducedWitnessError
@@ -47,6 +46,7 @@ from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.launch import STAGES, _launch_proof, _track
 from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
+from engine.backends.gpu.proof_state import ProofState
 from engine.backends.gpu.runtime import destroy_events as _destroy
 
 FR = 32
@@ -186,44 +186,6 @@ def pinned_bytes(key: GpuKey) -> int:
     """The pinned host buffer one proof of `key` uses: its witness (and r, s, rs), then what comes
     back, then the range check's answer."""
     return _range_offset(_results_offset(upload_bytes(key)), key) + RANGE_BYTES
-
-
-@dataclass
-class ProofState:
-    witness: DeviceBuffer
-    a: DeviceBuffer
-    b: DeviceBuffer
-    c: DeviceBuffer
-    sort: gmsm.SortScratch
-    buckets: gmsm.BucketScratch
-    results: DeviceBuffer
-    device_buffers: list[DeviceBuffer]  # every buffer the memory phase allocated
-    host: PinnedBuffer | None  # witness then results; None: no free pinned buffer (pageable copies)
-    results_offset: int
-    uploaded: Event
-    upload_start: Event | None = None  # timing events around the witness upload
-    streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
-    range_offset: int | None = None  # where the device's range check answers in `host` (None: checked here)
-    b2_scratch: tuple | None = None  # (sort, buckets) of a B2 MSM beside the rest (footprint.b2_beside)
-
-    def results_view(self, nbytes: int) -> np.ndarray | None:
-        return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
-
-    def unreduced_row(self) -> int | None:
-        """After the done event: the first witness row the device found not reduced, or None."""
-        if self.host is None or self.range_offset is None:
-            return None
-        found = int(self.host.array[self.range_offset:self.range_offset + 4].view(np.uint32)[0])
-        return None if found == 0 else 0xFFFFFFFF - found
-
-    def release_host(self, ctx) -> None:
-        """After the done event: the pinned buffer and the events back to their pools (a host-tier proof's own
-        events destroyed)."""
-        ctx.pinned.give_back(self.host)
-        self.host = None
-        ctx.events.give(self.uploaded, self.upload_start)
-        if self.streaming is not None:
-            _destroy(*self.streaming.events)
 
 
 def _free_all(bufs: list[DeviceBuffer], stream) -> list[DeviceBuffer]:

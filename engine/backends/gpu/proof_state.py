@@ -1,0 +1,52 @@
+"""A staged proof's device state: what the memory phase (pipeline.stage) allocated and uploaded, handed to
+the compute phase (pipeline.compute, launch.py's launches, batch.py).  Its own module so that the launches
+and the phases both read it without importing each other."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuda_kernels.driver import DeviceBuffer, Event, PinnedBuffer
+
+from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu.runtime import destroy_events as _destroy
+
+
+@dataclass
+class ProofState:
+    witness: DeviceBuffer
+    a: DeviceBuffer
+    b: DeviceBuffer
+    c: DeviceBuffer
+    sort: gmsm.SortScratch
+    buckets: gmsm.BucketScratch
+    results: DeviceBuffer
+    device_buffers: list[DeviceBuffer]  # every buffer the memory phase allocated
+    host: PinnedBuffer | None  # witness then results; None: no free pinned buffer (pageable copies)
+    results_offset: int
+    uploaded: Event
+    upload_start: Event | None = None  # timing events around the witness upload
+    streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
+    range_offset: int | None = None  # where the device's range check answers in `host` (None: checked here)
+    b2_scratch: tuple | None = None  # (sort, buckets) of a B2 MSM beside the rest (footprint.b2_beside)
+
+    def results_view(self, nbytes: int) -> np.ndarray | None:
+        return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
+
+    def unreduced_row(self) -> int | None:
+        """After the done event: the first witness row the device found not reduced, or None."""
+        if self.host is None or self.range_offset is None:
+            return None
+        found = int(self.host.array[self.range_offset:self.range_offset + 4].view(np.uint32)[0])
+        return None if found == 0 else 0xFFFFFFFF - found
+
+    def release_host(self, ctx) -> None:
+        """After the done event: the pinned buffer and the events back to their pools (a host-tier proof's own
+        events destroyed)."""
+        ctx.pinned.give_back(self.host)
+        self.host = None
+        ctx.events.give(self.uploaded, self.upload_start)
+        if self.streaming is not None:
+            _destroy(*self.streaming.events)
