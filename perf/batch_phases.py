@@ -57,7 +57,8 @@ def one_round(backend, key, witness: np.ndarray, k: int) -> dict:
         raise SystemExit(f"batch of {k}: a proof failed its device check")
     tm = cores[0].timings
     if k == 1:  # compute()'s stages: the same boundaries (its mid phase overlaps B2, its final is gpu_check)
-        ph = {"front": tm["gpu_evaluate"] + tm["gpu_ntt"], "gather": 0.0, "msm_h": tm["gpu_msm_h"],
+        front = tm["gpu_front"] if "gpu_front" in tm else tm["gpu_evaluate"] + tm["gpu_ntt"]  # beside: the wait
+        ph = {"front": front, "gather": 0.0, "msm_h": tm["gpu_msm_h"],
               "sort_g1": tm["gpu_msm_a_b1_c"], "msm_b2": tm["gpu_msm_b2"], "check": tm["gpu_check"]}
     else:
         ph = {name: tm[f"gpu_batch_{name}"] for name in ("gather", "front", "msm_h", "sort_g1", "msm_b2")}

@@ -325,11 +325,13 @@ def test_a_resident_core_copies_with_dataclasses_replace(curve):
     assert dataclasses.replace(core) == core
 
 
-@pytest.mark.parametrize("beside", [True, False])
-def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, monkeypatch):
+@pytest.mark.parametrize("beside,front", [(True, True), (True, False), (False, True)])
+def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, front, monkeypatch):
     """A small plan's B2 (G2) MSM goes on the slot's second side stream, on a sort and buckets of its
     own (counted in the working set), queued before the front; the final phase's stream waits for it.
-    Without footprint.b2_beside it stays on the compute stream after the G1 MSMs, on the shared scratch."""
+    The front goes on the tail's side stream (footprint.front_beside; GROTH16_FRONT_BESIDE=0: on the
+    compute stream between the G1 MSMs and H).  Without footprint.b2_beside B2 stays on the compute
+    stream after the G1 MSMs, on the shared scratch, and the front before them."""
     import inspect
 
     from engine.backends.gpu import footprint, launch  # noqa: PLC0415
@@ -337,6 +339,8 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, m
 
     if not beside:
         monkeypatch.setattr(footprint, "b2_beside", lambda plan_w: False)
+    if not front:
+        monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
     order = []
     real_acc, real_sort, real_front = gmsm.accumulate, gmsm.sort_scalars, launch._front
     acc_sig = inspect.signature(real_acc)
@@ -371,12 +375,19 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, m
         g2 = [o for o in order if o[0] == "g2"]
         assert len(g2) == 1
         side = backend.side_streams.get(0, 0)
-        if beside:  # B2 on side2; A, B1, C (their sort) first on the compute stream, then the front and H
+        if beside and front:  # B2 on side2, the front on side; A, B1, C (their sort), then H on compute
+            assert order[0] == ("sort", side2, id(st.b2_scratch[0])) and order[1] == ("g2", side2, id(st.b2_scratch[0]))
+            assert order[2] == ("front", side, None) and order[3] == ("sort", compute, id(st.sort))
+            assert [o[0] for o in order[4:]] == ["mid_products", "sort", "g1", "join"]  # H: sort, g1
+            assert [o[1] for o in order[4:]] == [side, compute, compute, side]
+            assert {"side_b2", "gpu_msm_b2", "side_front", "gpu_front"} <= set(core.timings)
+            assert "gpu_ntt" not in core.timings
+        elif beside:  # B2 on side2; A, B1, C (their sort) first on the compute stream, then the front and H
             assert order[0] == ("sort", side2, id(st.b2_scratch[0])) and order[1] == ("g2", side2, id(st.b2_scratch[0]))
             assert order[2] == ("sort", compute, id(st.sort))
             assert [o[0] for o in order[3:]] == ["mid_products", "front", "sort", "g1", "join"]  # H: sort, g1
             assert [o[1] for o in order[3:]] == [side, compute, compute, compute, side]
-            assert "side_b2" in core.timings and "gpu_msm_b2" in core.timings
+            assert "side_b2" in core.timings and "gpu_msm_b2" in core.timings and "side_front" not in core.timings
         else:  # as before: the front, H, the witness sort, the G1 MSMs, the mid phase, B2, all but mid on compute
             assert [o[0] for o in order] == ["front", "sort", "g1", "sort", "mid", "g2"]
             assert [o[1] for o in order] == [compute, compute, compute, compute, side, compute]
@@ -414,6 +425,55 @@ def test_ic_table_bound_matches_the_kernel_and_tables_are_made_at_load(monkeypat
         backend.unload_key(key)
         backend.close()
     assert gepi.ic_tables(gepi.IC_TABLE_MAX + 1) == 0
+
+
+@pytest.mark.parametrize("front", [True, False])
+def test_a_small_proofs_streams_order_the_front_before_h_and_the_final_after_everything(front, monkeypatch):
+    """Happens-before on the device (tests/stream_order.py): the front's last kernel (quotient_h, which
+    writes h into st.c) is done before the H MSM's sort reads st.c, and the final phase starts after the
+    front, B2's accumulation and the join.  With the front beside, the A, B1, C sort of the witness and
+    the front are not ordered either way (they may run together)."""
+    from stream_order import StreamOrder  # noqa: PLC0415
+
+    if not front:
+        monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
+    zkey, witness = _tiny("bn128")
+    with fake_driver() as fake:
+        order = StreamOrder(fake)
+        backend = _backend()
+        key = backend.load_key(zkey)
+        staged = backend.stage(key, witness)
+        st = staged.state
+        n0 = len(order.launches)
+        core = backend.compute(staged).wait()
+        proof = order.launches[n0:]
+        compute = backend.ctx.compute_stream(0).handle
+        side = backend.side_streams.get(0, 0).handle
+        (quotient,) = [x for x in proof if x.name == "quotient_h"]
+        (evaluate,) = [x for x in proof if x.name == "evaluate_ab"]
+        assert quotient.stream == evaluate.stream == (side if front else compute)
+        (h_count,) = [x for x in proof if x.name == "msm_count" and x.first_arg == st.c.ptr]
+        assert h_count.stream == compute and order.before(quotient, h_count)
+        w_counts = [x for x in proof if x.name == "msm_count" and x.first_arg == st.witness.ptr]
+        assert len(w_counts) == 2  # B2's own sort on side2, A B1 C's on compute
+        (w_compute,) = [x for x in w_counts if x.stream == compute]
+        assert not order.before(quotient, w_compute)
+        assert order.before(w_compute, evaluate) == (not front)  # the one-stream order: A, B1, C, then the front
+        final = [x for x in proof if x.stream == compute][-1]
+        g2_acc = [x for x in proof if x.name.startswith("msm_accumulate") and x.stream not in (compute, side)]
+        assert g2_acc and all(order.before(x, final) for x in g2_acc + [quotient, evaluate, h_count])
+        assert all(order.before(x, final) for x in proof if x.stream == side)
+        assert core.proof is not None
+        backend.unload_key(key)
+        backend.close()
+
+
+def test_the_front_beside_can_be_switched_off_for_experiments(monkeypatch):
+    from engine.backends.gpu import footprint  # noqa: PLC0415
+
+    assert footprint.front_beside()
+    monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
+    assert not footprint.front_beside()
 
 
 def test_b2_beside_can_be_switched_off_for_experiments(monkeypatch):

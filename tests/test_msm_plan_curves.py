@@ -161,16 +161,18 @@ def summary(fp, shape):
 
 
 # BN254 bench keys' footprints before the per-curve terms (main at 61a07e7): (log2 constraints, budget GiB) ->
-# summary(); the plans are (witness, H) and, with fold tables, the fold-1 pair a proof takes while they build
+# summary(); the plans are (witness, H) and, with fold tables, the fold-1 pair a proof takes while they build.
+# The MSM scratch from 2^20 up is 65-67 KB smaller than then: half as many reduction segments (longer ones,
+# msm.SEGMENT_THREADS_PER_SM), so half the segment sums; the plans are the same.
 BN254_FOOTPRINTS = {
     (14, 139): ("resident", ((9, 29, 29), (16, 16, 16), (10, 26, 1), (13, 20, 1)), 185672192, 231382364, 2),
     (14, 16): ("resident", ((9, 29, 29), (16, 16, 16), (10, 26, 1), (13, 20, 1)), 185672192, 231382364, 2),
-    (20, 139): ("resident", ((20, 13, 13), (20, 13, 13), (16, 16, 1), (17, 15, 1)), 6106939904, 470348284, 2),
-    (20, 16): ("resident", ((20, 13, 13), (20, 13, 13), (16, 16, 1), (17, 15, 1)), 6106939904, 470348284, 2),
-    (22, 139): ("resident", ((20, 13, 13), (22, 12, 12), (17, 15, 1), (19, 14, 1)), 23890788864, 1566715644, 2),
-    (22, 16): ("resident", ((20, 13, 4), (20, 13, 4), (17, 15, 1), (19, 14, 1)), 7516203008, 1566715644, 2),
-    (24, 139): ("resident", ((22, 12, 12), (22, 12, 12), (20, 13, 1), (20, 13, 1)), 90194343936, 3722609660, 2),
-    (24, 16): ("host", ((17, 15, 1), (19, 14, 1)), 0, 1566715644, 1),
+    (20, 139): ("resident", ((20, 13, 13), (20, 13, 13), (16, 16, 1), (17, 15, 1)), 6106939904, 470283004, 2),
+    (20, 16): ("resident", ((20, 13, 13), (20, 13, 13), (16, 16, 1), (17, 15, 1)), 6106939904, 470283004, 2),
+    (22, 139): ("resident", ((20, 13, 13), (22, 12, 12), (17, 15, 1), (19, 14, 1)), 23890788864, 1566648572, 2),
+    (22, 16): ("resident", ((20, 13, 4), (20, 13, 4), (17, 15, 1), (19, 14, 1)), 7516203008, 1566648572, 2),
+    (24, 139): ("resident", ((22, 12, 12), (22, 12, 12), (20, 13, 1), (20, 13, 1)), 90194343936, 3722543100, 2),
+    (24, 16): ("host", ((17, 15, 1), (19, 14, 1)), 0, 1566648572, 1),
 }
 
 
@@ -180,3 +182,14 @@ def test_bn254_key_footprints_are_unchanged(log_c, budget):
     shape = bench_shape(BN254, log_c)
     fp = fpm.plan_key(shape, budget * GiB, proofs=2)
     assert summary(fp, shape) == BN254_FOOTPRINTS[(log_c, budget)]
+
+
+def test_the_reduction_aims_at_256_segments_an_sm_where_buckets_are_many():
+    """msm_reduce_segments' segment length (measured on the H200, perf/RESULTS.md "Session 25"): 2^19
+    buckets on 132 SMs -> 16 buckets a thread, 2^21 -> 63 (64 was measured), a small set -> MIN_SEGMENT; the segments cover
+    every bucket."""
+    for log_n, want in ((20, 16), (24, 63), (14, gmsm.MIN_SEGMENT)):
+        plan = gmsm.plan_msm(1 << log_n, 254, "full", curve="bn128", groups=("g1",))
+        lay = gmsm.AccumulateLayout.for_plan(plan, 132)
+        assert lay.seg_len == want, (log_n, plan.c, lay.seg_len)
+        assert lay.segs * lay.seg_len >= plan.buckets_per_group > (lay.segs - 1) * lay.seg_len

@@ -272,6 +272,15 @@ def b2_beside(plan_w: gmsm.MsmPlan) -> bool:
     return gmsm.fused_sets(plan_w) > 1 and os.environ.get("GROTH16_B2_BESIDE") != "0"
 
 
+def front_beside() -> bool:
+    """Whether a small proof (b2_beside) runs its front (evaluate, the NTTs, h) on the tail's side stream
+    after the early phase, beside the A, B1, C MSMs, instead of on the compute stream between them and
+    H: both need only the witness, and at these sizes neither fills the device.  It needs no memory of
+    its own (the front's buffers are its own already).  GROTH16_FRONT_BESIDE=0 keeps it on the compute
+    stream (for A/B measurements)."""
+    return os.environ.get("GROTH16_FRONT_BESIDE") != "0"
+
+
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
                       early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None) -> int:

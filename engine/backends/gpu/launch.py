@@ -32,12 +32,13 @@ def _track(events: list[Event], event: Event) -> Event:
 
 def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, stream, side, marks: list[Event],
                   side_marks: list[Event], side_events: list[Event], timing: bool, side2=None,
-                  b2_marks: list[Event] | None = None) -> tuple:
+                  beside: dict[str, list[Event]] | None = None) -> tuple:
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
     a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
     `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both.  With
-    `side2` and a small plan (footprint.b2_beside): _launch_small.  Returns the timed stages' names in
-    the order of the marks."""
+    `side2` and a small plan (footprint.b2_beside): _launch_small, which records the start and end of
+    what it runs beside the compute stream into `beside` (by name: "b2", "front").  Returns the timed
+    stages' names in the order of the marks."""
     ctx = backend.ctx
     sm = ctx.device.sm_count
     pool = ctx.events
@@ -68,7 +69,7 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     side_mark()
     if side2 is not None and footprint.b2_beside(plan_w):
         return _launch_small(backend, key, st, plans, ((plan_h, lay_h), (plan_w, lay_w)), stream, side, side2, tail,
-                             mark, side_mark, b2_marks, side_events, timing)
+                             mark, side_mark, beside if beside is not None else {}, side_events, timing)
     mid_done: list[Event] = []
 
     def before_b2() -> None:  # the mid phase beside the B2 MSM
@@ -91,18 +92,22 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     return STAGES
 
 
-# A small proof's stages in the order its compute stream runs them (_launch_small)
+# A small proof's stages in the order its compute stream runs them (_launch_small); with the front
+# beside (footprint.front_beside), "front" is what waiting for it added to the compute stream
 SMALL_STAGES = ("msm_a_b1_c", "evaluate", "ntt", "msm_h", "msm_b2", "check")
+SMALL_STAGES_FRONT_BESIDE = ("msm_a_b1_c", "front", "msm_h", "msm_b2", "check")
 
 
 def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layouts: tuple, stream, side, side2,
-                  tail: tuple, mark, side_mark, b2_marks: list[Event], side_events: list[Event], timing: bool) -> tuple:
+                  tail: tuple, mark, side_mark, beside: dict[str, list[Event]], side_events: list[Event],
+                  timing: bool) -> tuple:
     """A small plan's proof (footprint.b2_beside), whose MSMs are latency chains on a few SMs, on three
     streams: `side2` sorts the witness into the B2 scratch and runs the B2 MSM from the start; `stream`
-    runs the A, B1, C MSMs first (they need only the witness), then the front and the H MSM; `side`
-    (after the early phase) runs the mid phase's s·A + r·B1 as soon as A and B1 exist, and its join
-    (pi_a, pi_c) once H does too.  The final phase waits for B2 and the join.  So the G2 MSM and the
-    tail's products leave the compute stream's chain."""
+    runs the A, B1, C MSMs first (they need only the witness), then the H MSM; `side`, after the early
+    phase, runs the front (evaluate, the NTTs, h: footprint.front_beside; else the compute stream runs
+    it before H), the mid phase's s·A + r·B1 as soon as A and B1 exist, and its join (pi_a, pi_c) once
+    H does too.  The final phase waits for B2 and the join.  So the G2 MSM, the front and the tail's
+    products leave the compute stream's chain (A, B1, C, then H)."""
     pool = backend.ctx.events
     mod = key.module
     g1_acc, g2_acc = acc_bytes(key.curve, False), acc_bytes(key.curve, True)
@@ -113,17 +118,25 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
         if backend.fault_hook is not None:
             backend.fault_hook(st.results, g2_acc, stream, after)
 
+    def beside_mark(name: str, on) -> None:
+        if timing:
+            beside.setdefault(name, []).append(pool.take(True).record(on))
+
     side2.wait_event(st.uploaded)
     key.wait(plans, side2)
     sort2, buckets2 = st.b2_scratch
-    if timing:
-        b2_marks.append(pool.take(True).record(side2))
+    beside_mark("b2", side2)
     gmsm.sort_scalars(mod, plan_w, st.witness, sort2, side2)
     gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort2, buckets2, g2_acc, res + 2 * g2_acc, side2, stride)
-    if timing:
-        b2_marks.append(pool.take(True).record(side2))
+    beside_mark("b2", side2)
     b2_done = _track(side_events, pool.take()).record(side2)
 
+    front_beside = footprint.front_beside()
+    front_done = None
+    if front_beside:  # side already waits for the upload and the key (_launch_proof)
+        beside_mark("front", side)
+        _front(key, st, side, lambda: beside_mark("front", side))
+        front_done = _track(side_events, pool.take()).record(side)
     gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
     g1_msms = [(key.a, res), (key.b1, res + g2_acc), (key.c, res + 3 * g2_acc)]
     gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, g1_msms, st.sort, st.buckets, g1_acc, stream, stride)
@@ -132,7 +145,11 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     side.wait_event(_track(side_events, pool.take()).record(stream))
     side_mark()
     gepi.launch_mid_products(mod, tail, side)
-    _front(key, st, stream, mark)
+    if front_done is not None:
+        stream.wait_event(front_done)
+        mark()  # "front": what waiting for it added to the compute stream
+    else:
+        _front(key, st, stream, mark)
     gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, st.c, st.sort, st.buckets, g1_acc, res + 4 * g2_acc, stream, stride)
     mark()
     hook("h")
@@ -146,7 +163,7 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     stream.wait_event(mid_done)
     gepi.launch_final(mod, tail, stream)
     mark()
-    return SMALL_STAGES
+    return SMALL_STAGES_FRONT_BESIDE if front_beside else SMALL_STAGES
 
 
 def _front(key: GpuKey, st: ProofState, stream, mark) -> None:

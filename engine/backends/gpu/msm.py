@@ -43,6 +43,10 @@ FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists
 # 64-word accumulators in 256-thread blocks cost BN254 G2 14% at 2^15-2^16 against 128 (h15acc).
 REDUCE_THREADS = {"g1": 256, "g2": 128}
 MIN_SEGMENT = 2  # buckets a thread of msm_reduce_segments reduces at least (2 measured 1-7% faster than 4)
+# segments (threads of msm_reduce_segments) an SM the segment length aims at, where the buckets are
+# many: perf/RESULTS.md "Session 25": 256 (2^19 buckets: L = 16, 2^21: L = 64) beat 512 (L = 8, 32)
+# by 0.2 ms (G1) and 0.6 ms (G2) at 2^20 and 0.13 ms at G1 2^24; 128 (L = 32, 128) lost everywhere
+SEGMENT_THREADS_PER_SM = 256
 TREE_THREADS, TREE_PER_THREAD = 256, 4  # one tree-sum pass folds up to 1024 points into one
 # The planner's terms (LATENCY_ENTRIES, ENTRY_COST, per curve and group: msm_costs.py).
 # MSMs of one sorted scalar vector against different bases (a proof's A, B1, C) share one set
@@ -446,7 +450,7 @@ class AccumulateLayout:
         # short segments keep the serial running sums short (a thread's chain is 2 * seg_len
         # additions and its weight's double-and-add); the tree sum takes the rest
         if seg_len is None:
-            seg_len = max(MIN_SEGMENT, -(-(B * plan.sets) // max(sm_count * 512, 1)))
+            seg_len = max(MIN_SEGMENT, -(-(B * plan.sets) // max(sm_count * SEGMENT_THREADS_PER_SM, 1)))
         seg_len = max(1, min(seg_len, B))
         segs = -(-B // seg_len)
         return AccumulateLayout(chunk, chunks, seg_len, segs)

@@ -369,7 +369,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     side2 = backend.side_streams.get(slot, 1) if tail and st.b2_scratch is not None else None  # B2 beside
     marks: list[Event] = []
     side_marks: list[Event] = []  # early start, early end, mid start, mid end
-    b2_marks: list[Event] = []  # B2's start and end on side2, when it runs there
+    beside: dict[str, list[Event]] = {}  # a small proof's phases beside the compute stream: "b2", "front"
     side_events: list[Event] = []  # the cross-stream events (back to the pool after the done event)
     nbytes = result_bytes(key)  # what comes back
     raw = st.results_view(nbytes)
@@ -384,7 +384,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         plans = key.plans_now()  # fixed for this proof: fold 1 while the key's tables still build
         key.wait(plans, stream)
         stages = _launch_proof(backend, key, st, plans, stream, side, marks, side_marks, side_events, timing, side2,
-                               b2_marks)
+                               beside)
         if late is None:
             Device.download(raw, st.results, stream)
     except Exception as exc:  # handed to the Pending: raised after the done event
@@ -419,10 +419,11 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
             if len(side_marks) == 4:  # the overlapped phases, beside the stages above (not in their sum)
                 timings["side_early"] = side_marks[0].elapsed_ms(side_marks[1]) / 1000.0
                 timings["side_mid"] = side_marks[2].elapsed_ms(side_marks[3]) / 1000.0
-            if len(b2_marks) == 2:  # B2 beside the rest: its own time (gpu_msm_b2 is then the wait for it)
-                timings["side_b2"] = b2_marks[0].elapsed_ms(b2_marks[1]) / 1000.0
+            for name, ev in beside.items():  # B2, the front beside the rest: their own times (gpu_msm_b2,
+                if len(ev) >= 2:  # gpu_front are then the compute stream's waits for them)
+                    timings[f"side_{name}"] = ev[0].elapsed_ms(ev[-1]) / 1000.0
         finally:
-            ctx.events.give(*marks, *side_marks, *b2_marks, *side_events)
+            ctx.events.give(*marks, *side_marks, *[e for ev in beside.values() for e in ev], *side_events)
             st.release_host(ctx)
         if key.host is not None:  # one result per MSM per chunk: their sums (the CPU ends this proof)
             a, b1, b2, c, h = key.host.results(out)
