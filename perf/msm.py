@@ -53,6 +53,7 @@ from gpu_common import (Device, Event, imads_per_mul, measure_rates, random_poin
 
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import GpuBackend
 
 PRODUCTS = {"xyzz": 10, "affine": 6}  # per addition; an Fq2 product counts 3 Fq products
@@ -170,7 +171,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         sc_host = np.concatenate([witness_scalars(curve, n, z, o, seed=7 + j) for j in range(batch)])
     sc = dev.alloc(sc_host.nbytes, stream)
     Device.upload(sc, sc_host, stream)
-    binned = any(k[1] in ("binned", "auto") for k in kernels or []) or gmsm.binned_sort(plan)
+    binned = any(k[1] in ("binned", "auto") for k in kernels or []) or gsort.binned_sort(plan)
     sort = gmsm.SortScratch(dev, [plan], stream, binned=binned or None)
     bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
     res = dev.alloc(max(sets, 1) * batch * acc, stream)
@@ -184,11 +185,11 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    own_abi, own_sort, own_bounds = gmsm.PRODUCT_ABI, gmsm.SORT, gmsm.ACCUMULATE_BOUNDS
+    own_abi, own_sort, own_bounds = gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS
     rows, first = [], None
     for abi, sort_kind, *bound in kernels or [(None, None)]:
         gmsm.PRODUCT_ABI = own_abi if not abi else {g: abi for g in ("g1", "g2")}  # else the curve's default
-        gmsm.SORT = sort_kind or own_sort
+        gsort.SORT = sort_kind or own_sort
         # a third field: the accumulation's register bound (msm.ACCUMULATE_BOUNDS), "0" for none
         gmsm.ACCUMULATE_BOUNDS = own_bounds if not bound or bound[0] is None else (
             {} if int(bound[0]) == 0 else {g: int(bound[0]) for g in ("g1", "g2")})
@@ -238,11 +239,11 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
             "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.product_abi(group, curve.name), "T": layout.chunk,
             "kernel": kernel.removeprefix("msm_accumulate_"),
-            "sort": "binned" if gmsm.binned_sort(plan) else "direct",
+            "sort": "binned" if gsort.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
             "result": check,
             **extra})
-    gmsm.PRODUCT_ABI, gmsm.SORT, gmsm.ACCUMULATE_BOUNDS = own_abi, own_sort, own_bounds
+    gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS = own_abi, own_sort, own_bounds
     sort.free(stream)
     bs.free(stream)
     for b in (pts, sc, res):

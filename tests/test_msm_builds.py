@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import msm_sort as gsort
 
 
 def test_kernel_names_of_the_product_builds(monkeypatch):
@@ -46,25 +47,25 @@ def test_sort_placement_and_its_scratch(monkeypatch):
     small = gmsm.plan_msm(1 << 16, 254, "full", accumulation="xyzz")
     big = gmsm.plan_msm(1 << 24, 254, "full", accumulation="xyzz")
     wide = gmsm.MsmPlan(1000, 6, gmsm.windows_for(6, 254), gmsm.windows_for(6, 254), 254)  # 43 windows
-    assert gmsm.SORT == "direct" and not any(gmsm.binned_sort(p) for p in (small, big))
-    monkeypatch.setattr(gmsm, "SORT", "auto")
-    assert not gmsm.binned_sort(small) and gmsm.binned_sort(big)
-    monkeypatch.setattr(gmsm, "SORT", "binned")
-    assert gmsm.binned_sort(small) and not gmsm.binned_sort(wide)  # a block stages MSM_BINS x windows pairs
+    assert gsort.SORT == "direct" and not any(gsort.binned_sort(p) for p in (small, big))
+    monkeypatch.setattr(gsort, "SORT", "auto")
+    assert not gsort.binned_sort(small) and gsort.binned_sort(big)
+    monkeypatch.setattr(gsort, "SORT", "binned")
+    assert gsort.binned_sort(small) and not gsort.binned_sort(wide)  # a block stages MSM_BINS x windows pairs
     entries = big.max_entries
-    base = 12 * (big.keys + 1) + 4 * entries + 8 * (-(-big.keys // gmsm.SCAN_BLOCK) + 1)
-    assert gmsm.SortScratch.nbytes([big]) == base + 8 * entries + 4 * gmsm.MSM_BINS
-    monkeypatch.setattr(gmsm, "SORT", "direct")
+    base = 12 * (big.keys + 1) + 4 * entries + 8 * (-(-big.keys // gsort.SCAN_BLOCK) + 1)
+    assert gmsm.SortScratch.nbytes([big]) == base + 8 * entries + 4 * gsort.MSM_BINS
+    monkeypatch.setattr(gsort, "SORT", "direct")
     assert gmsm.SortScratch.nbytes([big]) == base
-    monkeypatch.setattr(gmsm, "SORT", "merge")
+    monkeypatch.setattr(gsort, "SORT", "merge")
     with pytest.raises(ValueError, match="'merge'"):
-        gmsm.binned_sort(big)
+        gsort.binned_sort(big)
 
 
 @pytest.mark.parametrize("keys,shift", [(1, 0), (256, 0), (257, 1), (1 << 21, 13), ((1 << 24) - 5, 16)])
 def test_bins_cover_every_key(keys, shift):
-    assert gmsm.bin_shift(keys) == shift
-    assert (keys - 1) >> shift < gmsm.MSM_BINS
+    assert gsort.bin_shift(keys) == shift
+    assert (keys - 1) >> shift < gsort.MSM_BINS
 
 
 def test_each_curve_takes_its_measured_build(monkeypatch):
