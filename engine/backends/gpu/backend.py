@@ -20,6 +20,7 @@ from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import pipeline
 from engine.backends.gpu import staging
+from engine.backends.gpu import waiting
 from engine.backends.gpu.footprint import KeyFootprint, KeyShape, plan_key
 from engine.backends.gpu.key import GpuKey, upload_bytes
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
@@ -71,6 +72,8 @@ class GpuBackend(Backend):
         # before the tail reads it (the check must then fail)
         self.fault_hook = None
         self.side_streams = gepi.SideStreams(self.ctx)
+        self.flight = waiting.Flight()  # compute phases in flight: a lone one's waiter polls (waiting.py)
+        self.wait_spin_s = waiting.spin_seconds()
         self._cache_writes: list[GpuKey] = []  # first loads whose key-cache entry is still being written
 
     def set_guard_owner(self, owner: object) -> None:
@@ -133,11 +136,11 @@ class GpuBackend(Backend):
         return pipeline.stage(self, key, witness)
 
     def compute(self, staged: Staged, slot: int = 0) -> Pending:
-        return pipeline.compute(self, staged, slot)
+        return self.flight.track([pipeline.compute(self, staged, slot)])[0]
 
     def compute_batch(self, staged: list[Staged], slot: int = 0) -> list[Pending]:
         """Staged proofs of one key in one compute phase (their MSMs batched); one Pending each."""
-        return batch.compute_batch(self, staged, slot)
+        return self.flight.track(batch.compute_batch(self, staged, slot))
 
     def max_batch(self, key: ResidentKey) -> int:
         """How many proofs of `key` the scheduler may hand compute_batch at once: 1 (no batching)

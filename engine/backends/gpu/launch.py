@@ -87,6 +87,7 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     if backend.fault_hook is not None:
         backend.fault_hook(st.results, g2_acc, stream, "b2")
     stream.wait_event(mid_done[0])
+    st.before_final = _track(side_events, pool.take()).record(stream)
     gepi.launch_final(mod, tail, stream)
     mark()
     return STAGES
@@ -161,6 +162,7 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     mark()  # "msm_b2": what waiting for it added to the compute stream
     hook("b2")
     stream.wait_event(mid_done)
+    st.before_final = _track(side_events, pool.take()).record(stream)
     gepi.launch_final(mod, tail, stream)
     mark()
     return SMALL_STAGES_FRONT_BESIDE if front_beside else SMALL_STAGES

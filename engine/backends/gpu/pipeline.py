@@ -48,6 +48,7 @@ from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.proof_state import ProofState
 from engine.backends.gpu.runtime import destroy_events as _destroy
+from engine.backends.gpu.waiting import await_awake
 
 FR = 32
 
@@ -401,6 +402,9 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         nonlocal raw
         try:
             try:
+                flight = getattr(backend, "flight", None)
+                if error is None and flight is not None and flight.lone():  # waiting.py: awake for the end
+                    await_awake(st.before_final, done, backend.wait_spin_s)
                 _await_frees(done, failed, free_on)
             finally:
                 if late is not None:  # the kernels are done (or failed): fetch it, or only free it

@@ -31,6 +31,7 @@ class ProofState:
     streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
     range_offset: int | None = None  # where the device's range check answers in `host` (None: checked here)
     b2_scratch: tuple | None = None  # (sort, buckets) of a B2 MSM beside the rest (footprint.b2_beside)
+    before_final: Event | None = None  # recorded just before the device tail's final phase (waiting.py)
 
     def results_view(self, nbytes: int) -> np.ndarray | None:
         return None if self.host is None else self.host.array[self.results_offset:self.results_offset + nbytes]
