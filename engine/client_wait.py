@@ -25,10 +25,10 @@ library only, nothing imported beyond what the client has: it is on the CLI's pa
 from __future__ import annotations
 
 import _thread  # built in: no import time on the CLI's path (threading would cost more)
-import os
 import socket
 import time
 
+from engine.env_setting import milliseconds
 from engine.errors import EngineError
 
 DEFAULT_SPIN_MS = 3.0
@@ -55,11 +55,7 @@ class SpinSettingError(EngineError, ValueError):
 def spin_seconds(spin_ms: float | None = None) -> float:
     """The spin budget a request gets: the argument, else the environment's, else the default (ms -> s)."""
     if spin_ms is None:
-        raw = os.environ.get(ENV, "").strip()
-        try:
-            spin_ms = float(raw) if raw else DEFAULT_SPIN_MS
-        except ValueError:
-            raise SpinSettingError(f"{ENV}={raw!r}: expected a number of milliseconds (0 turns the spin off)") from None
+        spin_ms = milliseconds(ENV, DEFAULT_SPIN_MS, SpinSettingError, "turns the spin off")
     if not spin_ms >= 0:  # negative or NaN
         raise SpinSettingError(f"the client's spin must be >= 0 ms, not {spin_ms!r}")
     return spin_ms / 1e3

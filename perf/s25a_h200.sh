@@ -10,9 +10,7 @@ R=$OUT/r; mkdir -p "$R"
 STEPS=${STEPS:-batch w01}
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 snap() { tar czf "$OUT/r.tgz" -C "$R" .; }
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
-python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
+. perf/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 msm() { local tag=$1 t=$2; shift 2; timeout "$t" python3 perf/msm.py "$@" --json "$R/$tag.json" \
           > "$R/$tag.log" 2>&1; echo "msm $tag rc=$? $(date +%T)"; grep -h "^|" "$R/$tag.log"; }

@@ -5,9 +5,7 @@
 set -u
 R=$OUT/r; mkdir -p "$R"
 snap() { tar czf "$OUT/r.tgz" -C "$R" .; }
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
-python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
+. perf/device_env.sh
 for s in ${SIZES:-14 13 15}; do
   extra=""; [ "$s" = 14 ] && extra=--breakdown
   timeout ${T:-45} python3 perf/msm.py --sizes $s --curves bn128 --g2 --window ${WINDOWS:-9,10,11,12,13,14,16} \

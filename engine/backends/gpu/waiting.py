@@ -11,11 +11,11 @@ synthesis pool and the other waits need (engine/client_wait.py has the same rule
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 from engine.backends.base import Pending
+from engine.env_setting import milliseconds
 from engine.errors import DeviceError, EngineError
 
 DEFAULT_SPIN_MS = 5.0
@@ -28,14 +28,7 @@ class WaitSettingError(EngineError, ValueError):
 
 def spin_seconds() -> float:
     """The polling budget of a lone wait, from GROTH16_WAIT_SPIN_MS (ms; 0 turns it off)."""
-    raw = os.environ.get(ENV, "").strip()
-    try:
-        ms = float(raw) if raw else DEFAULT_SPIN_MS
-    except ValueError:
-        raise WaitSettingError(f"{ENV}={raw!r}: expected a number of milliseconds (0 turns the polling off)") from None
-    if not ms >= 0:  # negative or NaN
-        raise WaitSettingError(f"{ENV}={raw!r}: the polling budget must be >= 0 ms")
-    return ms / 1000.0
+    return milliseconds(ENV, DEFAULT_SPIN_MS, WaitSettingError, "turns the polling off") / 1000.0
 
 
 class Flight:
