@@ -172,7 +172,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     sc = dev.alloc(sc_host.nbytes, stream)
     Device.upload(sc, sc_host, stream)
     binned = any(k[1] in ("binned", "auto") for k in kernels or []) or gsort.binned_sort(plan)
-    sort = gmsm.SortScratch(dev, [plan], stream, binned=binned or None)
+    sort = gmsm.SortScratch(dev, [plan], stream, binned=binned)
     bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
     res = dev.alloc(max(sets, 1) * batch * acc, stream)
 

@@ -186,6 +186,32 @@ def test_a_key_loaded_for_one_proof_builds_no_fold_tables(curve, log_n):
         assert "tables built" not in one.describe()
 
 
+@pytest.mark.parametrize("curve", [BN254, BLS12_381])
+def test_the_binned_sort_is_granted_only_where_it_costs_no_fold(curve):
+    """A key whose sorts are large enough for the binned placement (msm_sort.SORT_BINNED_ENTRIES entries)
+    gets its bins (8 bytes an entry, in the working set) where they fit beside its proofs in flight; where
+    they do not, the same tier, fold and proofs as without them, and no bins; small keys never."""
+    from engine.backends.gpu import msm as gmsm
+
+    shape = bench_shape(curve, 24)
+    whole = plan_key(shape, 139 * GiB, proofs=2)
+    plans, _ = fpm.scratch_shapes(whole.all_plans(), fpm.DEFAULT_SM_COUNT)
+    assert whole.tier == "resident" and whole.sort_bins and gmsm.SortScratch.wants_bins(plans)
+    bins = gmsm.SortScratch.nbytes(plans, True) - gmsm.SortScratch.nbytes(plans)
+    assert bins >= 8 * (1 << 27)
+    plain = fpm.proof_working_set(curve, shape.n_wires, shape.domain, whole.plan_w, whole.plan_h,
+                                  fpm.DEFAULT_SM_COUNT, early=(whole.early_w, whole.early_h) if whole.early_w else None)
+    assert whole.working_set_bytes == plain + bins and total(whole) <= 139 * GiB
+    assert whole.as_dict()["sort_bins"] and "binned bucket sort" in whole.describe()
+    # a budget with room for the key and its proofs but not for their bins: the choice is kept, no bins
+    tight = whole.device_bytes + whole.proofs_in_flight * plain + bins // 2
+    fp = plan_key(shape, tight, proofs=2)
+    assert not fp.sort_bins and total(fp) <= tight
+    assert (fp.tier, fp.fold, fp.proofs_in_flight, fp.working_set_bytes) == ("resident", whole.fold, 2, plain)
+    assert not plan_key(shape, 16 * GiB, proofs=2).sort_bins  # the host tier's chunks are small
+    assert not plan_key(bench_shape(curve, 20), 139 * GiB, proofs=2).sort_bins  # 2^20: below the threshold
+
+
 def test_the_error_names_the_footprint_the_working_set_and_the_budget():
     with pytest.raises(BudgetError) as info:
         plan_key(bench_shape(BN254, 24), 4 * GiB, proofs=2, label="big.zkey on device 0")

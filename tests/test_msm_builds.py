@@ -47,19 +47,47 @@ def test_sort_placement_and_its_scratch(monkeypatch):
     small = gmsm.plan_msm(1 << 16, 254, "full", accumulation="xyzz")
     big = gmsm.plan_msm(1 << 24, 254, "full", accumulation="xyzz")
     wide = gmsm.MsmPlan(1000, 6, gmsm.windows_for(6, 254), gmsm.windows_for(6, 254), 254)  # 43 windows
-    assert gsort.SORT == "direct" and not any(gsort.binned_sort(p) for p in (small, big))
-    monkeypatch.setattr(gsort, "SORT", "auto")
-    assert not gsort.binned_sort(small) and gsort.binned_sort(big)
+    assert gsort.SORT == "auto" and not gsort.binned_sort(small) and gsort.binned_sort(big)
+    assert gmsm.SortScratch.wants_bins([small, big]) and not gmsm.SortScratch.wants_bins([small])
+    monkeypatch.setattr(gsort, "SORT", "direct")
+    assert not any(gsort.binned_sort(p) for p in (small, big)) and not gmsm.SortScratch.wants_bins([big])
     monkeypatch.setattr(gsort, "SORT", "binned")
     assert gsort.binned_sort(small) and not gsort.binned_sort(wide)  # a block stages MSM_BINS x windows pairs
     entries = big.max_entries
     base = 12 * (big.keys + 1) + 4 * entries + 8 * (-(-big.keys // gsort.SCAN_BLOCK) + 1)
-    assert gmsm.SortScratch.nbytes([big]) == base + 8 * entries + 4 * gsort.MSM_BINS
-    monkeypatch.setattr(gsort, "SORT", "direct")
+    # the bins are counted (and allocated) only when asked for, whatever SORT says
+    assert gmsm.SortScratch.nbytes([big], True) == base + 8 * entries + 4 * gsort.MSM_BINS
     assert gmsm.SortScratch.nbytes([big]) == base
     monkeypatch.setattr(gsort, "SORT", "merge")
     with pytest.raises(ValueError, match="'merge'"):
         gsort.binned_sort(big)
+
+
+def test_a_sort_without_bins_in_its_scratch_places_directly(monkeypatch):
+    """sort_scalars takes the binned passes only where its scratch has the bins (a key's footprint grants
+    them); a large plan over a scratch without them places directly (it raised before)."""
+    from fake_cuda import fake_driver  # noqa: PLC0415
+
+    from engine.backends.gpu import msm_sort  # noqa: PLC0415
+
+    big = gmsm.plan_msm(1 << 24, 254, "full", accumulation="xyzz")
+    names = []
+    with fake_driver() as fake:
+        from cuda_kernels.driver import Device  # noqa: PLC0415
+
+        dev = Device(0)
+        stream = dev.stream()
+        real = msm_sort.launch
+        monkeypatch.setattr(msm_sort, "launch", lambda mod, name, *a, **k: (names.append(name), None)[1])
+        for binned in (False, True):
+            names.clear()
+            s = gmsm.SortScratch(dev, [big], stream, binned=binned)
+            assert s.binned == binned and len(s.bin_bufs) == (3 if binned else 0)
+            msm_sort.sort_scalars(type("M", (), {"allow_shared": lambda self, n, b: None})(), big, 0, s, stream)
+            assert ("msm_bin" in names and "msm_place" in names) == binned and ("msm_scatter" in names) != binned
+            s.free(stream)
+        monkeypatch.setattr(msm_sort, "launch", real)
+        assert fake is not None
 
 
 @pytest.mark.parametrize("keys,shift", [(1, 0), (256, 0), (257, 1), (1 << 21, 13), ((1 << 24) - 5, 16)])

@@ -328,7 +328,7 @@ class GpuBackend(Backend):
         gmsm.precompute(mod, group, plan, pts, stream)
         sc = self._upload_fr(vectors.reshape(-1, 4), stream)
         acc = (8 if g2 else 4) * curve.n8q
-        sort = gmsm.SortScratch(dev, [plan], stream)
+        sort = gmsm.SortScratch(dev, [plan], stream, binned=gmsm.SortScratch.wants_bins([plan]))
         bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
         res = dev.alloc(k * acc, stream)
         gmsm.run_msm(mod, group, plan, layout, pts, sc, sort, bs, acc, res.ptr, stream)

@@ -129,7 +129,7 @@ def compute_batch(backend, staged: list[Staged], slot: int = 0, timing: bool = T
         try:
             h_all, a_all, b_all, w_all, res, tw = (dev.alloc(size, stream) for size in (
                 k * n_h, k * n_h, k * n_h, k * n_w, k * res_stride, k * tw_stride))
-            sort = gmsm.SortScratch(dev, [plan_w, plan_h], stream)
+            sort = gmsm.SortScratch(dev, [plan_w, plan_h], stream)  # direct: batched keys are small
             buckets = gmsm.BucketScratch(dev, [(plan_h, lay_h), (plan_w, lay_w)], g2_acc, stream)
         except BaseException:
             _settle(stream, batch_bufs)

@@ -145,6 +145,9 @@ class KeyFootprint:
     # bytes a load holds beside device_bytes until its CSR is built on the device (reserved with the
     # key's for the load, given back after); 0: the host builds the CSR (no room, or rows out of order)
     csr_build_bytes: int = 0
+    # the proofs' bucket sorts through coarse bins (msm_sort.py: 8 bytes an entry more, in working_set_bytes);
+    # granted by plan_key only where they fit beside the proofs in flight without changing the choice
+    sort_bins: bool = False
 
     @property
     def fold(self) -> int:
@@ -170,6 +173,7 @@ class KeyFootprint:
             "table_seconds": round(self.table_seconds, 4),
             "serial_doublings": self.serial_doublings,
             "chunk_points": self.chunk_w, "chunks": self.chunks, "streamed_bytes": self.streamed_bytes,
+            "sort_bins": self.sort_bins,
         }
 
     def describe(self) -> str:
@@ -181,6 +185,8 @@ class KeyFootprint:
             where = f"resident, fold {self.fold} of {self.plan_w.windows} windows ({self.plan_w.c}-bit)"
             if self.fold > 1 or self.plan_h.fold > 1:
                 where += f", tables built at load in about {self.table_seconds:.2f} s"
+            if self.sort_bins:
+                where += ", binned bucket sort"
         else:
             where = (f"host tier, {fmt_bytes(self.host_bytes)} of bases pinned in host memory, streamed in "
                      f"{self.chunks} chunks of {self.chunk_w:,} wires per proof")
@@ -283,16 +289,16 @@ def front_beside() -> bool:
 
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
-                      early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None) -> int:
+                      early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None, bins: bool = False) -> int:
     """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets
     (twice when B2 runs beside the rest: b2_beside), and with `tail` the device tail's r, s, rs, proof
     area and scratch (inside the witness and results allocations).  `early`: the fold-1 (witness, H)
     plans a proof may take instead while the key's tables build: the sort and bucket scratch is sized
-    for either."""
+    for either.  `bins`: the sort's coarse bins too (KeyFootprint.sort_bins)."""
     total = n_wires * FR + 3 * domain * FR + (gepi.proof_device_bytes(curve) if tail else 0)
     plans, shapes = scratch_shapes([(plan_w, plan_h)] + ([early] if early is not None else []), sm_count)
     copies = 2 if tail and b2_beside(plan_w) else 1
-    total += copies * gmsm.SortScratch.nbytes(plans)
+    total += copies * gmsm.SortScratch.nbytes(plans, bins)
     total += copies * gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
     total += 5 * acc_bytes(curve, True)
     total += RANGE_CHECK_BYTES  # the witness's range check's answer (pipeline.stage)
@@ -387,6 +393,23 @@ def _fits(fp: KeyFootprint, budget: int, proofs: int) -> bool:
     return fp.device_bytes + proofs * fp.working_set_bytes <= budget
 
 
+def _grant_sort_bins(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: int) -> KeyFootprint:
+    """`fp` with the binned bucket sort (msm_sort.py: 3.2 ms off a 2^24 sort on the H200) where its plans
+    would take it and its bigger working sets still fit beside the key, the same tier, fold and proofs in
+    flight: the bins never cost a fold (the reason they are not simply counted in every working set)."""
+    if fp.tier != "resident":
+        return fp
+    plans, _ = scratch_shapes(fp.all_plans(), sm_count)
+    if not gmsm.SortScratch.wants_bins(plans):
+        return fp
+    early = (fp.early_w, fp.early_h) if fp.early_w is not None else None
+    ws = proof_working_set(shape.curve, shape.n_wires, shape.domain, fp.plan_w, fp.plan_h, sm_count, early=early,
+                           bins=True)
+    if fp.device_bytes + fp.proofs_in_flight * ws > budget:
+        return fp
+    return dataclasses.replace(fp, sort_bins=True, working_set_bytes=ws)
+
+
 def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: int = DEFAULT_SM_COUNT,
              fold: str | int = "auto", tier: str = "auto", chunk: int | None = None,
              label: str = "the key", proofs_per_load: float | None = None) -> KeyFootprint:
@@ -425,7 +448,8 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
 
         fastest = min(cost(fp) for fp in fitting)
         near = [fp for fp in fitting if cost(fp) <= fastest * (1 + SLACK)]
-        chosen = min(near, key=lambda fp: (-fp.proofs_in_flight, cost(fp), fp.device_bytes))
+        chosen = _grant_sort_bins(min(near, key=lambda fp: (-fp.proofs_in_flight, cost(fp), fp.device_bytes)),
+                                  shape, budget, sm_count)
         # the CSR built on the device only where the budget also holds its transient bytes beside the key
         build = shape.csr_build_bytes if chosen.device_bytes + shape.csr_build_bytes <= budget else 0
         return dataclasses.replace(chosen, csr_build_bytes=build)

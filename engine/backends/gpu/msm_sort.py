@@ -28,22 +28,21 @@ def scan(mod: Module, counts: int, k: int, offsets: int, cursor: int, block_sums
 
 # The bucket sort places entries directly (a random 4-byte write each into `sorted`) or in two
 # passes through coarse bins (cuda_kernels/msm.cuh msm_bin / msm_place: writes that the L2
-# merges), which takes 8 bytes an entry more scratch (BN254 2^24: 1.6 GB): counted in a proof's
-# working set, that moves tight budgets to smaller folds or the host tier (footprint.plan_key:
-# 2^24 under 16 GiB went from resident to host), so it is not the default until the scratch can
-# share the a/b/c buffers that are dead by the witness MSMs.  SORT: "direct" (the default),
-# "binned", or "auto" (binned from SORT_BINNED_ENTRIES entries: on the H200 binned placed BN254
-# G1's 2e8 entries at 2^24 in 9.0 against 12.2 ms and 8e8 at 2^26 in 36.7 against 49.5, but 5.5e7
-# at 2^22 in 3.2 against 2.4); perf/msm.py --sort compares them.
+# merges), which takes 8 bytes an entry more scratch (BN254 2^24: 1.6 GB).  On the H200 binned
+# placed BN254 G1's 2e8 entries at 2^24 in 9.0 against 12.2 ms and 8e8 at 2^26 in 36.7 against
+# 49.5, but 5.5e7 at 2^22 in 3.2 against 2.4.  SORT: "auto" (the default: binned from
+# SORT_BINNED_ENTRIES entries, where the scratch has the bins: a key's footprint grants them only
+# where they fit beside its proofs without a smaller fold or the host tier, footprint.plan_key),
+# "direct" (never), "binned" (wherever the scratch has them); perf/msm.py --sort compares them.
 SORTS = ("auto", "direct", "binned")
-SORT = "direct"
+SORT = "auto"
 SORT_BINNED_ENTRIES = 1 << 27
 MSM_BINS = 256  # cuda_kernels/msm.cuh's MSM_BINS: bins, and the threads of a msm_bin block
 BIN_MAX_WINDOWS = 40  # a msm_bin block stages MSM_BINS * windows pairs in shared memory
 
 
 def binned_sort(plan: MsmPlan) -> bool:
-    """Whether sort_scalars places `plan`'s entries through coarse bins (SORT)."""
+    """Whether sort_scalars places `plan`'s entries through coarse bins (SORT), given a scratch with them."""
     if SORT not in SORTS:
         raise ValueError(f"msm sort {SORT!r} is not one of {SORTS}")
     if plan.windows > BIN_MAX_WINDOWS or SORT == "direct":
@@ -62,10 +61,10 @@ def bin_shared_bytes(plan: MsmPlan) -> int:
 
 
 class SortScratch:
-    """Device buffers for sorting one scalar vector into buckets (plan-sized); `binned` (default:
-    whether any plan sorts through bins) adds the binned order's keys and entries."""
+    """Device buffers for sorting one scalar vector into buckets (plan-sized); `binned` adds the binned
+    order's keys and entries (used where binned_sort(plan) says so; without them every sort is direct)."""
 
-    def __init__(self, dev: Device, plans: list[MsmPlan], stream: Stream, binned: bool | None = None):
+    def __init__(self, dev: Device, plans: list[MsmPlan], stream: Stream, binned: bool = False):
         k = max(p.keys for p in plans)
         entries = max(max(p.max_entries for p in plans), 1)
         self.counts = dev.alloc(4 * (k + 1), stream)
@@ -75,16 +74,21 @@ class SortScratch:
         nblocks = -(-k // SCAN_BLOCK)
         self.block_sums = dev.alloc(4 * (nblocks + 1), stream)
         self.block_prefix = dev.alloc(4 * (nblocks + 1), stream)
-        self.binned = any(binned_sort(p) for p in plans) if binned is None else binned
+        self.binned = bool(binned)
         self.bin_bufs = [dev.alloc(4 * entries, stream), dev.alloc(4 * entries, stream),
                          dev.alloc(4 * MSM_BINS, stream)] if self.binned else []
 
     @staticmethod
-    def nbytes(plans: list[MsmPlan]) -> int:
+    def nbytes(plans: list[MsmPlan], binned: bool = False) -> int:
         k = max(p.keys for p in plans)
         entries = max(max(p.max_entries for p in plans), 1)
-        binned = 8 * entries + 4 * MSM_BINS if any(binned_sort(p) for p in plans) else 0
-        return 12 * (k + 1) + 4 * entries + 8 * (-(-k // SCAN_BLOCK) + 1) + binned
+        bins = 8 * entries + 4 * MSM_BINS if binned else 0
+        return 12 * (k + 1) + 4 * entries + 8 * (-(-k // SCAN_BLOCK) + 1) + bins
+
+    @staticmethod
+    def wants_bins(plans: list[MsmPlan]) -> bool:
+        """Whether a scratch for `plans` would use bins if it had them (SORT, the plans' sizes)."""
+        return any(binned_sort(p) for p in plans)
 
     def free(self, stream: Stream) -> None:
         for b in (self.counts, self.offsets, self.cursor, self.sorted, self.block_sums, self.block_prefix,
@@ -114,9 +118,7 @@ def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: Sor
     _mark(mark, "count")
     scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
     _mark(mark, "scan")
-    if binned_sort(plan):
-        if not s.binned:
-            raise ValueError("msm: a binned sort needs a SortScratch made with binned buffers")
+    if s.binned and binned_sort(plan):
         bin_keys, bin_entries, bin_fill = s.bin_bufs
         Device.memset32(bin_fill, 0, MSM_BINS, stream)
         shared = bin_shared_bytes(plan)

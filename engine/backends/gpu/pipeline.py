@@ -113,7 +113,7 @@ def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, wit
     a, b, c = (dev.alloc(n * FR, stream) for _ in range(3))
 
     def scratch():
-        return (gmsm.SortScratch(dev, layout.sort_plans, stream),
+        return (gmsm.SortScratch(dev, layout.sort_plans, stream, binned=key.footprint.sort_bins),
                 gmsm.BucketScratch(dev, layout.shapes, acc_bytes(key.curve, True), stream, sizes=layout.bucket_sizes))
 
     sort, buckets = scratch()
@@ -142,7 +142,7 @@ def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     fp = key.footprint
     early = (fp.early_w, fp.early_h) if fp.early_w is not None else None
     return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count,
-                                       tail=has_tail(key), early=early)
+                                       tail=has_tail(key), early=early, bins=fp.sort_bins)
 
 
 def has_tail(key: GpuKey) -> bool:
