@@ -41,7 +41,62 @@ struct fp6 {
             return x8 + x;
         }
     }
-    static __device__ __forceinline__ F2 mul_xi(const F2& a) { return {small(a.c0) - a.c1, a.c0 + small(a.c1)}; }
+    static __device__ __forceinline__ F2 mul_xi(const F2& a) {
+        if constexpr (XI0 == 9) return {nine<true>(a.c0, a.c1), nine<false>(a.c1, a.c0)};
+        else return {small(a.c0) - a.c1, a.c0 + small(a.c1)};
+    }
+    // 9x - y (MINUS) or 9x + y mod p for reduced x, y (BN254's xi = 9 + u), with one reduction
+    // instead of small()'s four: v = 9x + (p - y or y) < 10p as an N+1-limb integer, its
+    // quotient by p estimated from the top 64 bits (a double product: floor(v_top * 2^(32(N-1))
+    // / p), rounded down, so q or q - 1, never more), v - q p < 2p, one conditional subtraction.
+    // Plain 64-bit arithmetic: the same code on the host (tests) and the device.
+    template <bool MINUS, template <class> class FP, class P>
+    static __device__ __forceinline__ FP<P> nine(const FP<P>& x, const FP<P>& y) {
+        constexpr int N = P::N;
+        constexpr double ptop = (double)P::MOD[N - 1] + (double)P::MOD[N - 2] / 4294967296.0 +
+                                (double)P::MOD[N - 3] / 18446744073709551616.0;
+        constexpr double inv = (1.0 / ptop) * (1.0 - 1.0 / 1099511627776.0);  // rounded down (2^-40)
+        uint32_t w[N], t[N + 1];
+        if constexpr (MINUS) {
+            uint32_t br = 0;
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                const uint64_t d = (uint64_t)P::MOD[j] - y.v[j] - br;
+                w[j] = (uint32_t)d, br = (uint32_t)(d >> 63);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < N; j++) w[j] = y.v[j];
+        }
+        uint64_t c = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            c = (uint64_t)x.v[j] * 9u + w[j] + (c >> 32);
+            t[j] = (uint32_t)c;
+        }
+        t[N] = (uint32_t)(c >> 32);
+        const uint64_t top = ((uint64_t)t[N] << 32) | t[N - 1];
+        const uint32_t q = (uint32_t)((double)top * inv);
+        uint64_t b = 0;  // q p + borrow, the high word carried
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const uint64_t m = (uint64_t)q * P::MOD[j] + b;
+            const uint32_t lo = (uint32_t)m;
+            b = (m >> 32) + (t[j] < lo);
+            t[j] -= lo;
+        }
+        FP<P> r;  // t < 2p now: subtract p once if t >= p
+        uint32_t br = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const uint64_t d = (uint64_t)t[j] - P::MOD[j] - br;
+            r.v[j] = (uint32_t)d, br = (uint32_t)(d >> 63);
+        }
+        const bool keep = br != 0;  // t < p (the (N+1)th word t[N] - b is 0: t < 2p < 2^(32N))
+#pragma unroll
+        for (int j = 0; j < N; j++) r.v[j] = keep ? t[j] : r.v[j];
+        return r;
+    }
 
     friend __device__ __forceinline__ fp6 operator+(const fp6& a, const fp6& b) { return {a.c0 + b.c0, a.c1 + b.c1, a.c2 + b.c2}; }
     friend __device__ __forceinline__ fp6 operator-(const fp6& a, const fp6& b) { return {a.c0 - b.c0, a.c1 - b.c1, a.c2 - b.c2}; }
@@ -161,20 +216,25 @@ struct fp12 {
     static __device__ __forceinline__ fp12 get_mul(batch& bt) {
         return combine(bt, [&bt](int q) { return F6::get_mul(bt, 6 * q); });
     }
-    friend __device__ __noinline__ fp12 operator*(const fp12& a, const fp12& b) {
+    // Each operation twice: out of line (most callers: one copy of the code) and inline (`*_in`,
+    // for the loops of the Miller loop and of the powers of x, where the value stays in registers
+    // instead of going through the caller's stack and back at every call).
+    static __device__ __forceinline__ fp12 mul_in(const fp12& a, const fp12& b) {
         batch bt;
         put_mul(bt, a, b);
         bt.run(18);
         return get_mul(bt);
     }
+    friend __device__ __noinline__ fp12 operator*(const fp12& a, const fp12& b) { return mul_in(a, b); }
     // (as a product: its additions split over the parts like a product's; the same two rounds
     // as the two-Fq6-product squaring)
-    __device__ __noinline__ fp12 sqr() const {
+    static __device__ __forceinline__ fp12 sqr_in(const fp12& a) {
         batch bt;
-        put_sqr(bt, *this);
+        put_sqr(bt, a);
         bt.run(18);
         return get_mul(bt);
     }
+    __device__ __noinline__ fp12 sqr() const { return sqr_in(*this); }
     __device__ __forceinline__ fp12 conj() const { return {c0, c1.neg()}; }
     __device__ fp12 inverse() const {
         batch bt;
@@ -203,7 +263,9 @@ struct fp12 {
     }
     // Part q squares pair q, (z0, z1), (z2, z3) or (z4, z5), and forms two of the outputs:
     // 3 t - 2 z into c0.c_q, 3 t' + 2 z' into c1.c_(q+1 mod 3) (t' = xi t5 for part 2).
-    __device__ __noinline__ fp12 cyc_sqr() const {
+    __device__ __noinline__ fp12 cyc_sqr() const { return cyc_sqr_in(*this); }
+    static __device__ __forceinline__ fp12 cyc_sqr_in(const fp12& x) {
+        const F6 &c0 = x.c0, &c1 = x.c1;
         const F2 &z0 = c0.c0, &z4 = c0.c1, &z3 = c0.c2, &z2 = c1.c0, &z1 = c1.c1, &z5 = c1.c2;
         batch bt;
         F2::template for_parts<3>([&](int q) { put_sq4(bt, 2 * q, F2::pick(q, z0, z2, z4), F2::pick(q, z1, z3, z5)); });
@@ -255,6 +317,12 @@ struct fp12 {
         return mul_sparse(yp, F2::zero(), b0, lc);
     }
     __device__ __noinline__ fp12 mul_line_m(const F2& yp, const F2& a1, const F2& lc) const {
+        return mul_sparse(lc, a1, F2::zero(), yp);
+    }
+    __device__ __forceinline__ fp12 mul_line_d_in(const F2& yp, const F2& b0, const F2& lc) const {
+        return mul_sparse(yp, F2::zero(), b0, lc);
+    }
+    __device__ __forceinline__ fp12 mul_line_m_in(const F2& yp, const F2& a1, const F2& lc) const {
         return mul_sparse(lc, a1, F2::zero(), yp);
     }
     // f (L0 + L1 w), L0 = b0 + c0 v, L1 = b1 + c1 v
