@@ -221,6 +221,23 @@ def test_host_binary_inverse_and_affine_match_python(curve, host_tmp):
     assert _run_host_points(curve, host_tmp, cmds) == [_g1_flat(P), [0, 0], _g2_flat(Q), [0, 0, 0, 0]]
 
 
+def test_host_mul_xi_matches_python(curve, host_tmp):
+    """tower.cuh's mul_xi (BN254: 9x -/+ y with one reduction, its quotient estimated from the top
+    words; BLS12-381: additions) on the words where the estimate is tightest: 0, 1, p - 1, p - 2, the
+    words just below and above k p / 9 (9x next to a multiple of p) and random values."""
+    rng = random.Random(33)
+    q, R = curve.q, 1 << (8 * curve.n8q)
+    rinv = pow(R, -1, q)
+    words = [0, 1, 2, q - 1, q - 2, (q + 1) // 2]
+    words += [w for k in range(1, 9) for w in (k * q // 9, k * q // 9 + 1, k * q // 9 - 1)]
+    words += [rng.randrange(q) for _ in range(12)]
+    pairs = [(x, y) for x in words for y in (0, 1, q - 1, rng.randrange(q))]
+    vals = [w * rinv % q for pair in pairs for w in pair]  # the host binary takes plain values
+    xi0 = gverify.pairing_shape(curve)[0]
+    want = [v for a0, a1 in zip(vals[::2], vals[1::2]) for v in ((xi0 * a0 - a1) % q, (a0 + xi0 * a1) % q)]
+    assert _run_host_points(curve, host_tmp, [(f"xi {len(pairs)}", vals, None)]) == [want]
+
+
 def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     """engine/backends/gpu/epilogue.py's launches of groth16_pairing put each phase's and the
     batched check's arguments where kernels.cu reads them (op, consts, p1 .. p10, u1 .. u5), a
