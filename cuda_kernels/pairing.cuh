@@ -180,7 +180,7 @@ struct pairing_ops {
         batch bt;
         bt.put(0, l.ly, embed(yp)), bt.put(1, l.lx, embed(xp));
         bt.run(2);
-        return mul_scaled_line(f, {bt.get(0), bt.get(1), l.lc});
+        return mul_scaled_line_in(f, {bt.get(0), bt.get(1), l.lc});
     }
 
     // The Miller function of one pair (P affine G1, lines of Q given by get_line(index)).  A
@@ -202,9 +202,9 @@ struct pairing_ops {
                     bt.run(20);
                     const line scaled = {bt.get(18), bt.get(19), l.lc};
                     f = F12::get_mul(bt);
-                    if (!l.vertical()) f = mul_scaled_line(f, scaled);
+                    if (!l.vertical()) f = mul_scaled_line_in(f, scaled);
                 } else {
-                    f = f.sqr();
+                    f = F12::sqr_in(f);
                 }
                 continue;
             }
