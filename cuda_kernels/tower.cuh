@@ -136,10 +136,20 @@ struct fp12 {
         __syncwarp();
         mine.store(bt.s + q * X6);
         __syncwarp();
-        const uint32_t* s = bt.s;
-        auto ld = [s](int i, int j) { return F2::load(s + i * X6 + j * F2::WORDS); };
-        const fp12 r = {{ld(0, 0) + F6::mul_xi(ld(1, 2)), ld(0, 1) + ld(1, 0), ld(0, 2) + ld(1, 1)},
-                        {ld(2, 0) - ld(0, 0) - ld(1, 0), ld(2, 1) - ld(0, 1) - ld(1, 1), ld(2, 2) - ld(0, 2) - ld(1, 2)}};
+        // and the parts again: part q forms the coefficients q of the result, (t0 + v t1)_q and
+        // (m - t0 - t1)_q, from the three Fq6 (not every lane all six), and a second exchange
+        // hands them on (the result's layout: c0.c_q at word q W, c1.c_q at (3 + q) W).
+        constexpr int W = F2::WORDS;
+        uint32_t* s = bt.s;
+        auto ld = [s](int i, int j) { return F2::load(s + i * X6 + j * W); };
+        const F2 t0q = ld(0, q), t1q = ld(1, q), t1p = ld(1, q == 0 ? 2 : q - 1);
+        const F2 vt1 = F2::pick(q, F6::mul_xi(t1p), t1p, t1p);  // (v t1)_q: xi t1_2, t1_0, t1_1
+        const F2 a = t0q + vt1, b = ld(2, q) - t0q - t1q;
+        __syncwarp();
+        a.store(s + q * W);
+        b.store(s + (3 + q) * W);
+        __syncwarp();
+        const fp12 r = load(s);
         __syncwarp();
         return r;
 #else
