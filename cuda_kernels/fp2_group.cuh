@@ -30,21 +30,8 @@ struct __align__(16) fp2g {
 
     // Lane l's share of a Karatsuba Fq2 product: x0 y0 (l = 0), x1 y1 (l = 1), (x0 + x1)(y0 + y1)
     // (l = 2 and up).  Inline: no call in the chain's one wait.
-    // The Karatsuba sums go into the product unreduced: x0 + x1 < 2p < 2^(32N) (no carry out), and
-    // a Montgomery product (ab + mp) / R with ab < 4p^2 < pR (4p < R on both curves) is below 2p
-    // before its one conditional subtraction, so it comes out reduced, the same value.
-    static __device__ __forceinline__ F add_lazy(const F& a, const F& b) {
-        F r;
-        uint64_t c = 0;
-#pragma unroll
-        for (int j = 0; j < F::N; j++) {
-            c = (uint64_t)a.v[j] + b.v[j] + (c >> 32);
-            r.v[j] = (uint32_t)c;
-        }
-        return r;
-    }
     static __device__ __forceinline__ F lane_product(uint32_t l, const F& x0, const F& x1, const F& y0, const F& y1) {
-        const F sx = add_lazy(x0, x1), sy = add_lazy(y0, y1);
+        const F sx = x0 + x1, sy = y0 + y1;
         F x, y;
 #pragma unroll
         for (int j = 0; j < F::N; j++) {
