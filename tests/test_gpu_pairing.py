@@ -478,6 +478,28 @@ def test_device_tower_batches_match_cpu(backend, curve):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_mul_xi_on_edge_words_matches_cpu(backend, curve):
+    """The device's products by xi (BN254: xi_nine.cuh's PTX block, its quotient estimated from the
+    top words) on the words where the estimate is tightest: an Fq12 product by v hands a's third Fq6
+    coefficient, as stored, to mul_xi (Karatsuba's u12 = (a1 + a2) 1 - a1 = a2), so a's coefficients
+    are the Fq values whose Montgomery words are 0, 1, p - 1, p - 2 and the words next to k p / 9."""
+    rng = random.Random(43)
+    q, R = curve.q, 1 << (8 * curve.n8q)
+    rinv = pow(R, -1, q)
+    words = [0, 1, q - 1, q - 2] + [w for k in range(1, 9) for w in (k * q // 9, k * q // 9 + 1)]
+    vals = [w * rinv % q for w in words]  # plain values: _tower_op stores v R mod q = w
+    xs = []
+    for i in range(0, len(vals), 2):
+        c = [(vals[i], vals[i + 1]), (vals[-1 - i], vals[i]), (vals[i + 1], vals[-1 - i])]
+        xs.append(((tuple(rng.sample(c, 3))), tuple(c)))
+    z, one = (0, 0), (1, 0)
+    v = ((z, one, z), (z, z, z))
+    assert _tower_op(backend, curve, 0, xs, [v] * len(xs)) == [pr.fq12_mul(curve, x, v) for x in xs]
+    assert _tower_op(backend, curve, 0, xs, xs[::-1]) == [pr.fq12_mul(curve, x, y) for x, y in zip(xs, xs[::-1])]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
 def test_device_fq2_batch_matches_cpu(backend, curve):
     """One batch of k Fq2 products for k = 1 .. 20 (a part round, one round, two): random values
     and 0, 1, p - 1."""
