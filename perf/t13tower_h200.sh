@@ -7,13 +7,13 @@
 #   probe  perf/tower_probe.py time on the probe builds carried under .wt/t13tower/probe (if any)
 #   tests  pytest -m gpu: the pairing, the epilogue, the fake-driver tail, the pipeline (this tree)
 #   prove  perf/prove.py 2^13 and 2^16 BN254 warm proofs, main's tree then this one's (same files)
-#   OUT=/tmp/out bash .wt/t13tower/perf/t13tower_h200.sh
+#   OUT=/tmp/out bash .wt/t13tower/perf/t13tower_h200.sh   (WHL=DIR: the wheels to install, default .whl)
 set -u
 ROOT=$PWD; T=$ROOT/.wt/t13tower; R=$OUT/r; W=/tmp/t13w; mkdir -p "$R" "$W"
 STEPS=${STEPS:-lat probe tests prove}
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 snap() { tar czf "$OUT/r.tgz" -C "$R" .; }
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$ROOT"/.whl/*.whl
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "${WHL:-$ROOT/.whl}"/*.whl
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$ROOT/.kcache-t13tower
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 python3 "$T/scripts/carry_kernels.py" install "$GROTH16_KERNEL_CACHE" main="$ROOT" mine="$T"
