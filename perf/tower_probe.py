@@ -3,6 +3,7 @@ seconds and timed side by side in one device call (t13tower).
 
     python perf/tower_probe.py build OUT TREE [CURVES]   # here: OUT/<curve>.cubin of TREE's tower
     python perf/tower_probe.py sass OUT                  # here: per-function SASS counts (nvdisasm)
+    python perf/tower_probe.py ptx TREE [CURVE]          # here: branches per tower function in the PTX
     python perf/tower_probe.py time DIR...               # device: each DIR's cubins, chains timed
 
 kernels.cu's groth16_pairing holds the whole pairing (and its tools) in one kernel that takes
@@ -95,6 +96,38 @@ def build(out: Path, tree: Path, curves: list[str]) -> None:
         (out / f"{c}.cubin").write_bytes(cubin)
 
 
+def ptx(tree: Path, curve: str) -> dict[str, str]:
+    """The probe kernel's PTX for `curve` (NVRTC, no device needed): {function name: its body}."""
+    sys.path.insert(0, str(tree))
+    from cuda.bindings import nvrtc  # noqa: PLC0415
+    from cuda_kernels.build import DEFAULT_OPTIONS, _check  # noqa: PLC0415
+    from engine.algebra.curves import curve_by_name  # noqa: PLC0415
+    from engine.backends.gpu.params import params_header  # noqa: PLC0415
+    header = params_header(curve_by_name(curve)).encode()
+    err, prog = nvrtc.nvrtcCreateProgram(SRC.encode(), b"tower_probe.cu", 1, [header], [b"params.cuh"])
+    _check(err, "nvrtcCreateProgram")
+    try:
+        opts = [b"--gpu-architecture=compute_90", f"--include-path={tree}/cuda_kernels".encode(),
+                *(o.encode() for o in DEFAULT_OPTIONS)]
+        (res,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _check(res, "nvrtcCompileProgram")
+        err, size = nvrtc.nvrtcGetPTXSize(prog)
+        buf = bytearray(size)
+        nvrtc.nvrtcGetPTX(prog, buf)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    text = bytes(buf).decode(errors="replace").replace("\0", "")
+    funcs = {}
+    for m in re.finditer(r"^\.func[^\n]*?(\S+)\($(.*?)^}", text, re.S | re.M):
+        funcs[m.group(1)] = m.group(2)
+    return funcs
+
+
+def branches(body: str) -> int:
+    """Branch instructions in a PTX function body."""
+    return len(re.findall(r"^\s*(?:@%p\d+\s+)?bra(?:\.uni)?\s", body, re.M))
+
+
 def sass(out: Path) -> None:
     for cubin in sorted(out.glob("*.cubin")):
         text = subprocess.run([NVDISASM, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
@@ -161,5 +194,8 @@ if __name__ == "__main__":
         build(Path(sys.argv[2]), Path(sys.argv[3]).resolve(), (sys.argv[4] if len(sys.argv) > 4 else "bn128,bls12381").split(","))
     elif cmd == "sass":
         sass(Path(sys.argv[2]))
+    elif cmd == "ptx":
+        for name, body in ptx(Path(sys.argv[2]).resolve(), sys.argv[3] if len(sys.argv) > 3 else "bn128").items():
+            print(f"{name[-60:]:60s} bra {branches(body):4d} lines {body.count(chr(10)):6d}")
     else:
         time([Path(p) for p in sys.argv[2:]])
