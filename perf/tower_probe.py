@@ -2,7 +2,7 @@
 seconds and timed side by side in one device call (t13tower).
 
     python perf/tower_probe.py build OUT TREE [CURVES]   # here: OUT/<curve>.cubin of TREE's tower
-    python perf/tower_probe.py sass OUT                  # here: per-function SASS counts (nvdisasm)
+    NVDISASM=... python perf/tower_probe.py sass OUT     # here: per-function SASS counts (nvdisasm)
     python perf/tower_probe.py ptx TREE [CURVE]          # here: branches per tower function in the PTX
     python perf/tower_probe.py time DIR...               # device: each DIR's cubins, chains timed
 
@@ -17,6 +17,7 @@ a digest of every chain's result: variants that compute the same values print th
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -80,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(64) tower_probe(const uint32_t* con
 '''
 MODES = ["fq12 mul", "cyclotomic sqr", "fq12 sqr", "fq12 x line", "batch of 10 fq2 mul", "miller loop (two warps)",
          "final exp (two warps)"]
-NVDISASM = "/tmp/h13tail2/nvd/nvidia/cu13/bin/nvdisasm"
+NVDISASM = os.environ.get("NVDISASM", "nvdisasm")  # e.g. the nvidia-cuda-nvdisasm wheel's bin/nvdisasm
 
 
 def build(out: Path, tree: Path, curves: list[str]) -> None:
