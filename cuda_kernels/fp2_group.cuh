@@ -157,9 +157,10 @@ struct __align__(16) fp2g {
     }
     // q = 0, 1, 2: a, b, c (selects per word).
     // Every word of all three is read and two selects (PTX selp) keep one: with the plain
-    // `q == 0 ? a : ...` ptxas made operands that live in memory (a noinline operation's `this`)
+    // `q == 0 ? a : ...` NVVM made operands that live in memory (a noinline operation's `this`)
     // conditional loads, a divergent branch and one scalar local load per word (the lane groups'
-    // q differ, so the three paths ran one after another: 65 branches in a cyclotomic squaring).
+    // q differ, so the three paths ran one after another: 256 branches in the PTX of a
+    // cyclotomic squaring; tests/test_tower_ptx.py).
     static __device__ __forceinline__ uint32_t sel3(int q, uint32_t a, uint32_t b, uint32_t c) {
 #ifdef __CUDA_ARCH__
         uint32_t r;

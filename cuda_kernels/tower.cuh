@@ -32,7 +32,8 @@ struct fp6 {
     __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero() && c2.is_zero(); }
     __device__ __forceinline__ bool operator==(const fp6& o) const { return c0 == o.c0 && c1 == o.c1 && c2 == o.c2; }
 
-    // xi * a = (XI0 a0 - a1) + (a0 + XI0 a1) u, XI0 a small constant: additions only.
+    // xi * a = (XI0 a0 - a1) + (a0 + XI0 a1) u, XI0 a small constant: BN254's (XI0 = 9) as
+    // xi_nine.cuh's 9x -/+ y with one reduction, BLS12-381's (XI0 = 1) additions only.
     static __device__ __forceinline__ F small(const F& x) {
         if constexpr (XI0 == 1) {
             return x;
