@@ -14,7 +14,7 @@
 #include "inverse.cuh"
 
 template <class F>
-struct fp2g {
+struct __align__(16) fp2g {
     F c0, c1;
     static constexpr int WORDS = 2 * F::WORDS;
 
@@ -156,10 +156,26 @@ struct fp2g {
 #endif
     }
     // q = 0, 1, 2: a, b, c (selects per word).
+    // Every word of all three is read and two selects (PTX selp) keep one: with the plain
+    // `q == 0 ? a : ...` NVVM made operands that live in memory (a noinline operation's `this`)
+    // conditional loads, a divergent branch and one scalar local load per word (the lane groups'
+    // q differ, so the three paths ran one after another: 256 branches in the PTX of a
+    // cyclotomic squaring; tests/test_tower_ptx.py).
+    static __device__ __forceinline__ uint32_t sel3(int q, uint32_t a, uint32_t b, uint32_t c) {
+#ifdef __CUDA_ARCH__
+        uint32_t r;
+        asm("{\n\t.reg .pred p0, p1;\n\tsetp.eq.s32 p0, %4, 0;\n\tsetp.eq.s32 p1, %4, 1;\n\t"
+            "selp.b32 %0, %2, %3, p1;\n\tselp.b32 %0, %1, %0, p0;\n\t}"
+            : "=&r"(r) : "r"(a), "r"(b), "r"(c), "r"(q));
+        return r;
+#else
+        return q == 0 ? a : q == 1 ? b : c;
+#endif
+    }
     static __device__ __forceinline__ F pick(int q, const F& a, const F& b, const F& c) {
         F r;
 #pragma unroll
-        for (int j = 0; j < F::N; j++) r.v[j] = q == 0 ? a.v[j] : q == 1 ? b.v[j] : c.v[j];
+        for (int j = 0; j < F::N; j++) r.v[j] = sel3(q, a.v[j], b.v[j], c.v[j]);
         return r;
     }
     static __device__ __forceinline__ fp2g pick(int q, const fp2g& a, const fp2g& b, const fp2g& c) {

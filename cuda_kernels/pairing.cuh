@@ -171,12 +171,16 @@ struct pairing_ops {
         if constexpr (D_TWIST) return f.mul_line_d(l.ly, l.lx, l.lc);
         else return f.mul_line_m(l.ly, l.lx, l.lc);
     }
+    static __device__ __forceinline__ F12 mul_scaled_line_in(const F12& f, const line& l) {
+        if constexpr (D_TWIST) return f.mul_line_d_in(l.ly, l.lx, l.lc);
+        else return f.mul_line_m_in(l.ly, l.lx, l.lc);
+    }
     // f times a prepared line: ly yP, lx xP in one batch first.
     static __device__ __forceinline__ F12 mul_line(const F12& f, const line& l, const F& xp, const F& yp) {
         batch bt;
         bt.put(0, l.ly, embed(yp)), bt.put(1, l.lx, embed(xp));
         bt.run(2);
-        return mul_scaled_line(f, {bt.get(0), bt.get(1), l.lc});
+        return mul_scaled_line_in(f, {bt.get(0), bt.get(1), l.lc});
     }
 
     // The Miller function of one pair (P affine G1, lines of Q given by get_line(index)).  A
@@ -198,9 +202,9 @@ struct pairing_ops {
                     bt.run(20);
                     const line scaled = {bt.get(18), bt.get(19), l.lc};
                     f = F12::get_mul(bt);
-                    if (!l.vertical()) f = mul_scaled_line(f, scaled);
+                    if (!l.vertical()) f = mul_scaled_line_in(f, scaled);
                 } else {
-                    f = f.sqr();
+                    f = F12::sqr_in(f);
                 }
                 continue;
             }
@@ -254,14 +258,14 @@ struct pairing_ops {
 #pragma unroll 1
         for (int i = 0; i < n; i++) {
             if (k.op(i) == pairing_layout::SQUARE) {
-                f = f.sqr();
+                f = F12::sqr_in(f);
                 continue;
             }
             F2::wait_for(ring, (uint32_t)(li + 1));
             const line l = line::load(ring + 4 + (li % RING_LINES) * line::WORDS);
             li++;
             F2::poke(ring + 1, (uint32_t)li);
-            if (!l.vertical()) f = mul_scaled_line(f, l);
+            if (!l.vertical()) f = mul_scaled_line_in(f, l);
         }
         return f;
     }
@@ -299,7 +303,7 @@ struct pairing_ops {
             F12 s = f;
 #pragma unroll 1
             for (int i = 0; i < n; i++) {
-                if (i > 0) s = s.cyc_sqr();
+                if (i > 0) s = F12::cyc_sqr_in(s);
                 const int d = k.naf(i);
                 if (d == 0) continue;
                 if (j >= DUO_SLOTS) F2::wait_for(duo + 1, j - DUO_SLOTS + 1);  // its slot taken
@@ -315,7 +319,7 @@ struct pairing_ops {
             F2::wait_for(duo, j + 1);
             const F12 x = F12::load(duo_value(duo, j % DUO_SLOTS));
             F2::poke(duo + 1, j + 1);
-            acc = t == 0 ? x : acc * x;
+            acc = t == 0 ? x : F12::mul_in(acc, x);
         }
         if (k.x_neg()) acc = acc.conj();
         acc.store(duo_value(duo, DUO_SLOTS));

@@ -19,6 +19,7 @@
 // that put into a batch take its first slot `at` so that callers can fill one batch
 // with the products of several operations.
 #pragma once
+#include "xi_nine.cuh"
 
 template <class F2, int XI0>
 struct fp6 {
@@ -31,7 +32,8 @@ struct fp6 {
     __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero() && c2.is_zero(); }
     __device__ __forceinline__ bool operator==(const fp6& o) const { return c0 == o.c0 && c1 == o.c1 && c2 == o.c2; }
 
-    // xi * a = (XI0 a0 - a1) + (a0 + XI0 a1) u, XI0 a small constant: additions only.
+    // xi * a = (XI0 a0 - a1) + (a0 + XI0 a1) u, XI0 a small constant: BN254's (XI0 = 9) as
+    // xi_nine.cuh's 9x -/+ y with one reduction, BLS12-381's (XI0 = 1) additions only.
     static __device__ __forceinline__ F small(const F& x) {
         if constexpr (XI0 == 1) {
             return x;
@@ -41,8 +43,10 @@ struct fp6 {
             return x8 + x;
         }
     }
-    static __device__ __forceinline__ F2 mul_xi(const F2& a) { return {small(a.c0) - a.c1, a.c0 + small(a.c1)}; }
-
+    static __device__ __forceinline__ F2 mul_xi(const F2& a) {
+        if constexpr (XI0 == 9) return {xi_nine<true>(a.c0, a.c1), xi_nine<false>(a.c1, a.c0)};
+        else return {small(a.c0) - a.c1, a.c0 + small(a.c1)};
+    }
     friend __device__ __forceinline__ fp6 operator+(const fp6& a, const fp6& b) { return {a.c0 + b.c0, a.c1 + b.c1, a.c2 + b.c2}; }
     friend __device__ __forceinline__ fp6 operator-(const fp6& a, const fp6& b) { return {a.c0 - b.c0, a.c1 - b.c1, a.c2 - b.c2}; }
     __device__ __forceinline__ fp6 neg() const { return {c0.neg(), c1.neg(), c2.neg()}; }
@@ -133,10 +137,20 @@ struct fp12 {
         __syncwarp();
         mine.store(bt.s + q * X6);
         __syncwarp();
-        const uint32_t* s = bt.s;
-        auto ld = [s](int i, int j) { return F2::load(s + i * X6 + j * F2::WORDS); };
-        const fp12 r = {{ld(0, 0) + F6::mul_xi(ld(1, 2)), ld(0, 1) + ld(1, 0), ld(0, 2) + ld(1, 1)},
-                        {ld(2, 0) - ld(0, 0) - ld(1, 0), ld(2, 1) - ld(0, 1) - ld(1, 1), ld(2, 2) - ld(0, 2) - ld(1, 2)}};
+        // and the parts again: part q forms the coefficients q of the result, (t0 + v t1)_q and
+        // (m - t0 - t1)_q, from the three Fq6 (not every lane all six), and a second exchange
+        // hands them on (the result's layout: c0.c_q at word q W, c1.c_q at (3 + q) W).
+        constexpr int W = F2::WORDS;
+        uint32_t* s = bt.s;
+        auto ld = [s](int i, int j) { return F2::load(s + i * X6 + j * W); };
+        const F2 t0q = ld(0, q), t1q = ld(1, q), t1p = ld(1, q == 0 ? 2 : q - 1);
+        const F2 vt1 = F2::pick(q, F6::mul_xi(t1p), t1p, t1p);  // (v t1)_q: xi t1_2, t1_0, t1_1
+        const F2 a = t0q + vt1, b = ld(2, q) - t0q - t1q;
+        __syncwarp();
+        a.store(s + q * W);
+        b.store(s + (3 + q) * W);
+        __syncwarp();
+        const fp12 r = load(s);
         __syncwarp();
         return r;
 #else
@@ -161,20 +175,25 @@ struct fp12 {
     static __device__ __forceinline__ fp12 get_mul(batch& bt) {
         return combine(bt, [&bt](int q) { return F6::get_mul(bt, 6 * q); });
     }
-    friend __device__ __noinline__ fp12 operator*(const fp12& a, const fp12& b) {
+    // Each operation twice: out of line (most callers: one copy of the code) and inline (`*_in`,
+    // for the loops of the Miller loop and of the powers of x, where the value stays in registers
+    // instead of going through the caller's stack and back at every call).
+    static __device__ __forceinline__ fp12 mul_in(const fp12& a, const fp12& b) {
         batch bt;
         put_mul(bt, a, b);
         bt.run(18);
         return get_mul(bt);
     }
+    friend __device__ __noinline__ fp12 operator*(const fp12& a, const fp12& b) { return mul_in(a, b); }
     // (as a product: its additions split over the parts like a product's; the same two rounds
     // as the two-Fq6-product squaring)
-    __device__ __noinline__ fp12 sqr() const {
+    static __device__ __forceinline__ fp12 sqr_in(const fp12& a) {
         batch bt;
-        put_sqr(bt, *this);
+        put_sqr(bt, a);
         bt.run(18);
         return get_mul(bt);
     }
+    __device__ __noinline__ fp12 sqr() const { return sqr_in(*this); }
     __device__ __forceinline__ fp12 conj() const { return {c0, c1.neg()}; }
     __device__ fp12 inverse() const {
         batch bt;
@@ -203,7 +222,9 @@ struct fp12 {
     }
     // Part q squares pair q, (z0, z1), (z2, z3) or (z4, z5), and forms two of the outputs:
     // 3 t - 2 z into c0.c_q, 3 t' + 2 z' into c1.c_(q+1 mod 3) (t' = xi t5 for part 2).
-    __device__ __noinline__ fp12 cyc_sqr() const {
+    __device__ __noinline__ fp12 cyc_sqr() const { return cyc_sqr_in(*this); }
+    static __device__ __forceinline__ fp12 cyc_sqr_in(const fp12& x) {
+        const F6 &c0 = x.c0, &c1 = x.c1;
         const F2 &z0 = c0.c0, &z4 = c0.c1, &z3 = c0.c2, &z2 = c1.c0, &z1 = c1.c1, &z5 = c1.c2;
         batch bt;
         F2::template for_parts<3>([&](int q) { put_sq4(bt, 2 * q, F2::pick(q, z0, z2, z4), F2::pick(q, z1, z3, z5)); });
@@ -255,6 +276,12 @@ struct fp12 {
         return mul_sparse(yp, F2::zero(), b0, lc);
     }
     __device__ __noinline__ fp12 mul_line_m(const F2& yp, const F2& a1, const F2& lc) const {
+        return mul_sparse(lc, a1, F2::zero(), yp);
+    }
+    __device__ __forceinline__ fp12 mul_line_d_in(const F2& yp, const F2& b0, const F2& lc) const {
+        return mul_sparse(yp, F2::zero(), b0, lc);
+    }
+    __device__ __forceinline__ fp12 mul_line_m_in(const F2& yp, const F2& a1, const F2& lc) const {
         return mul_sparse(lc, a1, F2::zero(), yp);
     }
     // f (L0 + L1 w), L0 = b0 + c0 v, L1 = b1 + c1 v

@@ -221,6 +221,23 @@ def test_host_binary_inverse_and_affine_match_python(curve, host_tmp):
     assert _run_host_points(curve, host_tmp, cmds) == [_g1_flat(P), [0, 0], _g2_flat(Q), [0, 0, 0, 0]]
 
 
+def test_host_mul_xi_matches_python(curve, host_tmp):
+    """tower.cuh's mul_xi (BN254: 9x -/+ y with one reduction, its quotient estimated from the top
+    words; BLS12-381: additions) on the words where the estimate is tightest: 0, 1, p - 1, p - 2, the
+    words just below and above k p / 9 (9x next to a multiple of p) and random values."""
+    rng = random.Random(33)
+    q, R = curve.q, 1 << (8 * curve.n8q)
+    rinv = pow(R, -1, q)
+    words = [0, 1, 2, q - 1, q - 2, (q + 1) // 2]
+    words += [w for k in range(1, 9) for w in (k * q // 9, k * q // 9 + 1, k * q // 9 - 1)]
+    words += [rng.randrange(q) for _ in range(12)]
+    pairs = [(x, y) for x in words for y in (0, 1, q - 1, rng.randrange(q))]
+    vals = [w * rinv % q for pair in pairs for w in pair]  # the host binary takes plain values
+    xi0 = gverify.pairing_shape(curve)[0]
+    want = [v for a0, a1 in zip(vals[::2], vals[1::2]) for v in ((xi0 * a0 - a1) % q, (a0 + xi0 * a1) % q)]
+    assert _run_host_points(curve, host_tmp, [(f"xi {len(pairs)}", vals, None)]) == [want]
+
+
 def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     """engine/backends/gpu/epilogue.py's launches of groth16_pairing put each phase's and the
     batched check's arguments where kernels.cu reads them (op, consts, p1 .. p10, u1 .. u5), a
@@ -457,6 +474,28 @@ def test_device_tower_batches_match_cpu(backend, curve):
         elem = ((ly, z, z), (lx, lc, z)) if d_twist else ((lc, lx, z), (z, ly, z))
         want.append(pr.fq12_mul(curve, x, elem))
     assert _tower_op(backend, curve, 8, xs, lines) == want
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_mul_xi_on_edge_words_matches_cpu(backend, curve):
+    """The device's products by xi (BN254: xi_nine.cuh's PTX block, its quotient estimated from the
+    top words) on the words where the estimate is tightest: an Fq12 product by v hands a's third Fq6
+    coefficient, as stored, to mul_xi (Karatsuba's u12 = (a1 + a2) 1 - a1 = a2), so a's coefficients
+    are the Fq values whose Montgomery words are 0, 1, p - 1, p - 2 and the words next to k p / 9."""
+    rng = random.Random(43)
+    q, R = curve.q, 1 << (8 * curve.n8q)
+    rinv = pow(R, -1, q)
+    words = [0, 1, q - 1, q - 2] + [w for k in range(1, 9) for w in (k * q // 9, k * q // 9 + 1)]
+    vals = [w * rinv % q for w in words]  # plain values: _tower_op stores v R mod q = w
+    xs = []
+    for i in range(0, len(vals), 2):
+        c = [(vals[i], vals[i + 1]), (vals[-1 - i], vals[i]), (vals[i + 1], vals[-1 - i])]
+        xs.append(((tuple(rng.sample(c, 3))), tuple(c)))
+    z, one = (0, 0), (1, 0)
+    v = ((z, one, z), (z, z, z))
+    assert _tower_op(backend, curve, 0, xs, [v] * len(xs)) == [pr.fq12_mul(curve, x, v) for x in xs]
+    assert _tower_op(backend, curve, 0, xs, xs[::-1]) == [pr.fq12_mul(curve, x, y) for x, y in zip(xs, xs[::-1])]
 
 
 @pytest.mark.gpu

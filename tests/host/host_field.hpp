@@ -17,6 +17,7 @@
 #define __global__
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
+#define __align__(n) __attribute__((aligned(n)))
 struct uint4 {
     uint32_t x, y, z, w;
 };

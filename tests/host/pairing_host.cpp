@@ -140,6 +140,15 @@ int main() {
                 wr(r.x.c0), wr(r.x.c1), wr(r.y.c0), wr(r.y.c1);
             }
             printf("\n");
+        } else if (c == "xi") {
+            // Fq2 values: each one times xi (tower.cuh's mul_xi: BN254's one-reduction 9x -/+ y)
+            int n;
+            if (scanf("%d", &n) != 1) return 1;
+            for (int i = 0; i < n; i++) {
+                const F2 r = PO::F6::mul_xi(rd2());
+                wr(r.c0), wr(r.c1);
+            }
+            printf("\n");
         } else if (c == "finv") {
             // Fq values: each one's inverse by the binary algorithm (0 -> 0)
             int n;
