@@ -3,8 +3,7 @@
 # the bench keys under ${W:-/tmp/fin}/pp): a small proof as it runs now (its front beside the A, B1, C MSMs, the
 # lone waiter polling its done event) against the front on the compute stream (GROTH16_FRONT_BESIDE=0) and
 # against a blocking waiter (GROTH16_WAIT_SPIN_MS=0), same keys, alternating, twice (perf/prove.py, medians of 9,
-# BN254 2^13 and 2^16 constraints); the 2^13 proof on one time line; the BN254 2^20 MSMs with the reduction's
-# new segment length (perf/msm.py, phases).
+# BN254 2^13 and 2^16 constraints); the 2^13 proof on one time line.  perf/s25msm_final.sh: the MSMs.
 set -u
 P=${W:-/tmp/fin}/pp
 for round in 1 2; do
@@ -21,8 +20,3 @@ done
 d=$P/bn128_2^13
 [ -e "$d/bench.zkey" ] && timeout 20 python3 perf/proof_timeline.py --zkey "$d/bench.zkey" --wtns "$d/bench.wtns" \
   --repeats 15 2>&1 | tail -24
-timeout 25 python3 perf/msm.py --sizes 20 --curves bn128 --g2 --breakdown --repeats 5 2>&1 | grep "^| curve\|^| bn128"
-# the binned bucket sort, now the default where the scratch has its bins (perf/msm.py allocates them where
-# msm_sort.binned_sort says so): G1 at 2^24 on both curves, beside the direct placement in the same run
-timeout 40 python3 perf/msm.py --sizes 24 --curves bn128,bls12381 --sort auto,direct --repeats 5 2>&1 \
-  | grep "^| curve\|^| bn128\|^| bls12381"
