@@ -186,7 +186,14 @@ def test_a_key_loaded_for_one_proof_builds_no_fold_tables(curve, log_n):
         assert "tables built" not in one.describe()
 
 
-@pytest.mark.parametrize("curve", [BN254, BLS12_381])
+def test_the_binned_sort_is_granted_on_the_curves_where_it_measured_faster():
+    from engine.backends.gpu import msm_sort
+
+    assert msm_sort.BINNED_CURVES == {"bn128"}
+    assert not plan_key(bench_shape(BLS12_381, 24), 139 * GiB, proofs=2).sort_bins
+
+
+@pytest.mark.parametrize("curve", [BN254])
 def test_the_binned_sort_is_granted_only_where_it_costs_no_fold(curve):
     """A key whose sorts are large enough for the binned placement (msm_sort.SORT_BINNED_ENTRIES entries)
     gets its bins (8 bytes an entry, in the working set) where they fit beside its proofs in flight; where

@@ -34,6 +34,10 @@ def scan(mod: Module, counts: int, k: int, offsets: int, cursor: int, block_sums
 # SORT_BINNED_ENTRIES entries, where the scratch has the bins: a key's footprint grants them only
 # where they fit beside its proofs without a smaller fold or the host tier, footprint.plan_key),
 # "direct" (never), "binned" (wherever the scratch has them); perf/msm.py --sort compares them.
+# Where the bins are granted: the curves whose sorts measured faster binned at 2^24 (perf/RESULTS.md
+# "Session 25": BN254 G1 56.8 against 60.1 ms; BLS12-381 G1 112.1 against 107.0, slower, though an
+# earlier session measured it 3.4 ms faster: not granted until that is settled).
+BINNED_CURVES = frozenset({"bn128"})
 SORTS = ("auto", "direct", "binned")
 SORT = "auto"
 SORT_BINNED_ENTRIES = 1 << 27
