@@ -484,3 +484,32 @@ def test_b2_beside_can_be_switched_off_for_experiments(monkeypatch):
     assert gmsm.fused_sets(small) > 1 and footprint.b2_beside(small)
     monkeypatch.setenv("GROTH16_B2_BESIDE", "0")
     assert not footprint.b2_beside(small)
+
+
+def test_a_key_granted_the_binned_sort_bins_h_and_places_the_witness_directly(monkeypatch):
+    """Where a key's footprint grants the bins (msm_sort.py), its proofs sort H's scalars through them and the
+    witness directly (the witness MSMs measured no faster, B2 slower, over the binned order); a key without
+    the grant sorts both directly."""
+    from engine.backends.gpu import msm_sort  # noqa: PLC0415
+
+    monkeypatch.setenv("GROTH16_B2_BESIDE", "0")  # the one-stream path: H, then the witness's one sort
+    monkeypatch.setattr(msm_sort, "BINNED_CURVES", frozenset({"bn128", "bls12381"}))
+    zkey, witness = _tiny("bn128")
+    for sort, granted in (("binned", True), ("direct", False)):
+        monkeypatch.setattr(msm_sort, "SORT", sort)
+        names = []
+        real = msm_sort.launch
+        with fake_driver():
+            backend = _backend()
+            key = backend.load_key(zkey)
+            assert key.footprint.sort_bins == granted
+            staged = backend.stage(key, witness)
+            assert staged.state.sort.binned == granted
+            monkeypatch.setattr(msm_sort, "launch", lambda mod, name, *a, **k: (names.append(name), real(mod, name, *a, **k))[1])
+            backend.compute(staged).wait()
+            monkeypatch.setattr(msm_sort, "launch", real)
+            placements = [n for n in names if n in ("msm_scatter", "msm_bin", "msm_place")]
+            want = ["msm_bin", "msm_place", "msm_scatter"] if granted else ["msm_scatter", "msm_scatter"]
+            assert placements == want, placements
+            backend.unload_key(key)
+            backend.close()

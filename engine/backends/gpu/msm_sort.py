@@ -109,10 +109,12 @@ def _mark(mark: Mark, name: str) -> None:
 
 
 def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: SortScratch, stream: Stream,
-                 mark: Mark = None) -> None:
+                 mark: Mark = None, bins: bool = True) -> None:
     """Count digits per bucket, scan to offsets, place each (point, sign) in its bucket.
 
-    `scalars` holds plan.batch vectors of n scalars one after another."""
+    `scalars` holds plan.batch vectors of n scalars one after another.  `bins`: through the scratch's
+    bins where it has them and binned_sort says so; False: directly (a caller whose accumulation reads
+    the direct order faster)."""
     k = plan.keys
     Device.memset32(s.counts, 0, k + 1, stream)
     grid = (-(-plan.n // 256), plan.batch, 1)
@@ -122,7 +124,7 @@ def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: Sor
     _mark(mark, "count")
     scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
     _mark(mark, "scan")
-    if s.binned and binned_sort(plan):
+    if bins and s.binned and binned_sort(plan):
         bin_keys, bin_entries, bin_fill = s.bin_bufs
         Device.memset32(bin_fill, 0, MSM_BINS, stream)
         shared = bin_shared_bytes(plan)
