@@ -351,8 +351,8 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, f
         return real_acc(*args, **kw)
 
     monkeypatch.setattr(gmsm, "accumulate", accumulate)
-    monkeypatch.setattr(gmsm, "sort_scalars", lambda mod, plan, w, sort, stream, *a:
-                        (order.append(("sort", stream, id(sort))), real_sort(mod, plan, w, sort, stream, *a))[1])
+    monkeypatch.setattr(gmsm, "sort_scalars", lambda mod, plan, w, sort, stream, *a, **k:
+                        (order.append(("sort", stream, id(sort))), real_sort(mod, plan, w, sort, stream, *a, **k))[1])
     monkeypatch.setattr(launch, "_front", lambda key, st, stream, mark:
                         (order.append(("front", stream, None)), real_front(key, st, stream, mark))[1])
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
