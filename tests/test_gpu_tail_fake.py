@@ -339,8 +339,7 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, f
 
     if not beside:
         monkeypatch.setattr(footprint, "b2_beside", lambda plan_w: False)
-    if not front:
-        monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
+    monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1" if front else "0")  # (the tiny key's domain is below the bound)
     order = []
     real_acc, real_sort, real_front = gmsm.accumulate, gmsm.sort_scalars, launch._front
     acc_sig = inspect.signature(real_acc)
@@ -435,8 +434,7 @@ def test_a_small_proofs_streams_order_the_front_before_h_and_the_final_after_eve
     the front are not ordered either way (they may run together)."""
     from stream_order import StreamOrder  # noqa: PLC0415
 
-    if not front:
-        monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
+    monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1" if front else "0")
     zkey, witness = _tiny("bn128")
     with fake_driver() as fake:
         order = StreamOrder(fake)
@@ -468,12 +466,17 @@ def test_a_small_proofs_streams_order_the_front_before_h_and_the_final_after_eve
         backend.close()
 
 
-def test_the_front_beside_can_be_switched_off_for_experiments(monkeypatch):
+def test_the_front_goes_beside_from_its_measured_domain_and_can_be_forced(monkeypatch):
     from engine.backends.gpu import footprint  # noqa: PLC0415
 
-    assert footprint.front_beside()
+    monkeypatch.delenv("GROTH16_FRONT_BESIDE", raising=False)
+    bound = footprint.FRONT_BESIDE_MIN_DOMAIN
+    assert 1 << 14 < bound <= 1 << 17  # between the domains measured: no gain at 2^14, a gain at 2^17
+    assert footprint.front_beside(bound) and footprint.front_beside(1 << 17) and not footprint.front_beside(bound // 2)
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
-    assert not footprint.front_beside()
+    assert not footprint.front_beside(1 << 20)
+    monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1")
+    assert footprint.front_beside(1 << 10)
 
 
 def test_b2_beside_can_be_switched_off_for_experiments(monkeypatch):

@@ -279,13 +279,21 @@ def b2_beside(plan_w: gmsm.MsmPlan) -> bool:
     return gmsm.fused_sets(plan_w) > 1 and os.environ.get("GROTH16_B2_BESIDE") != "0"
 
 
-def front_beside() -> bool:
-    """Whether a small proof (b2_beside) runs its front (evaluate, the NTTs, h) on the tail's side stream
-    after the early phase, beside the A, B1, C MSMs, instead of on the compute stream between them and
-    H: both need only the witness, and at these sizes neither fills the device.  It needs no memory of
-    its own (the front's buffers are its own already).  GROTH16_FRONT_BESIDE=0 keeps it on the compute
-    stream (for A/B measurements)."""
-    return os.environ.get("GROTH16_FRONT_BESIDE") != "0"
+# The front goes beside the G1 MSMs from this domain up: measured on the H200 (perf/RESULTS.md, "Session
+# 25") 0.2-0.4 ms faster at the 2^17 domain and no faster at 2^14 (the G1 MSMs slow beside it, the tail's
+# side stream reaches its join later); the bound lies between the two measured domains.
+FRONT_BESIDE_MIN_DOMAIN = 1 << 16
+
+
+def front_beside(domain: int) -> bool:
+    """Whether a small proof (b2_beside) of a key with this domain runs its front (evaluate, the NTTs, h) on
+    the tail's side stream after the early phase, beside the A, B1, C MSMs, instead of on the compute stream
+    between them and H: both need only the witness.  It needs no memory of its own (the front's buffers are
+    its own already).  GROTH16_FRONT_BESIDE=1 / 0 forces it either way (A/B measurements)."""
+    forced = os.environ.get("GROTH16_FRONT_BESIDE")
+    if forced in ("0", "1"):
+        return forced == "1"
+    return domain >= FRONT_BESIDE_MIN_DOMAIN
 
 
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,

@@ -132,7 +132,7 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     beside_mark("b2", side2)
     b2_done = _track(side_events, pool.take()).record(side2)
 
-    front_beside = footprint.front_beside()
+    front_beside = footprint.front_beside(key.domain)
     front_done = None
     if front_beside:  # side already waits for the upload and the key (_launch_proof)
         beside_mark("front", side)
