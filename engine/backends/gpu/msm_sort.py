@@ -6,12 +6,23 @@ the scalars (engine/backends/gpu/msm.py plans; this module only places).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from cuda_kernels.driver import Device, DeviceBuffer, Module, Stream, U32, launch
 
-if TYPE_CHECKING:
-    from engine.backends.gpu.msm import MsmPlan
+
+class MsmPlan(Protocol):
+    """What the sort reads of a plan (msm.py's MsmPlan; this module does not import msm.py, which imports it)."""
+
+    n: int
+    c: int
+    windows: int
+    fold: int
+    batch: int
+    groups: int
+    buckets_per_group: int
+    keys: int
+    max_entries: int
 
 SCAN_BLOCK = 4096
 
