@@ -3,6 +3,7 @@ handle, and the small helpers the Engine and the RayCluster share (a call's witn
 ExceptionGroup).  engine/api.py re-exports the public ones."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
@@ -15,8 +16,9 @@ from engine.errors import EngineClosedError
 
 
 @dataclass(eq=False)
-class KeyHandle:
-    """A proving key loaded into an engine (resident on its devices)."""
+class KeyInfo:
+    """What a loaded key tells its caller, the same from an engine (KeyHandle) and a cluster
+    (engine.distributed.ClusterKey, which gets it from an engine's handle: key_info)."""
 
     label: str
     path: str | None
@@ -26,6 +28,17 @@ class KeyHandle:
     domain_size: int
     working_set_bytes: int  # device memory one proof reserves
     witness_bytes: int  # host memory one synthesised witness reserves
+
+
+def key_info(handle: KeyInfo) -> dict:
+    """`handle`'s KeyInfo fields, by name (what an engine's actor sends its cluster)."""
+    return {f.name: getattr(handle, f.name) for f in dataclasses.fields(KeyInfo)}
+
+
+@dataclass(eq=False)
+class KeyHandle(KeyInfo):
+    """A proving key loaded into an engine (resident on its devices)."""
+
     devices: tuple[int, ...]
     # the key's footprint (backends that plan it: the GPU's; device 0's when several)
     tier: str | None = None  # "resident" | "host" (bases streamed from pinned host memory)

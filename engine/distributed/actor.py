@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.distributed.transport import Failure, failure
+from engine.jobs import key_info
 
 
 @dataclass(frozen=True)
@@ -30,12 +31,6 @@ class KeySpec:
     path: str
     wasm: str | None = None
     label: str | None = None
-
-
-def describe_key(handle: Any) -> dict:
-    """The public fields of an Engine's KeyHandle (what the cluster's handle mirrors)."""
-    return {name: getattr(handle, name) for name in
-            ("label", "path", "curve", "n_vars", "n_public", "domain_size", "working_set_bytes", "witness_bytes")}
 
 
 class EngineActor:
@@ -104,7 +99,7 @@ class EngineActor:
     # ---- the Engine's calls
     async def load_key(self, spec: KeySpec) -> dict | Failure:
         try:
-            return describe_key(await self._key(spec))
+            return key_info(await self._key(spec))  # what ClusterKey mirrors
         except Exception as exc:
             return failure(exc)
 

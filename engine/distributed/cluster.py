@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 
-from engine.jobs import StreamResult, _aiter, job_items
+from engine.jobs import KeyInfo, StreamResult, _aiter, job_items
 from engine.config import EngineConfig
 from engine.distributed.actor import EngineActor, KeySpec
 from engine.distributed.placement import EngineSlot, Placement
@@ -57,17 +57,10 @@ def import_ray():
 
 
 @dataclass(eq=False)
-class ClusterKey:
-    """A key loaded into a cluster: the fields of engine.KeyHandle, resident where it has been used."""
+class ClusterKey(KeyInfo):
+    """A key loaded into a cluster: an engine's KeyHandle's public fields (KeyInfo), resident where it has
+    been used."""
 
-    label: str
-    path: str | None
-    curve: str | None
-    n_vars: int
-    n_public: int
-    domain_size: int
-    working_set_bytes: int
-    witness_bytes: int
     _spec: KeySpec = field(repr=False, default=None)
     _cluster: "RayCluster" = field(repr=False, default=None)
 
