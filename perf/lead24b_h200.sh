@@ -5,9 +5,8 @@
 # for snarkjs.  Carry [".whl", ".kcache-lead"].   OUT=/tmp/o bash perf/lead24b_h200.sh
 set -u
 W=/tmp/l24b; R=$OUT; mkdir -p $W
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KEY_CACHE=$W/kc GROTH16_KERNEL_CACHE=$PWD/.kcache-lead
-python3 scripts/carry_kernels.py install .kcache-lead lead="$PWD" 2>&1 | tail -2
+GPU_ENV_KCACHE=.kcache-lead GPU_ENV_KNAME=lead . scripts/gpu_env.sh || exit 2
+export GROTH16_KEY_CACHE=$W/kc
 timeout 170 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_pairing.py tests/test_gpu_epilogue.py \
   tests/test_gpu_tail_fake.py tests/test_gpu_batch.py tests/test_gpu_pipeline.py tests/test_gpu_failure_paths.py \
   tests/test_gpu_guard.py tests/test_gpu_witness_range.py > $R/tests.log 2>&1 &

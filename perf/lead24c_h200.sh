@@ -5,9 +5,8 @@
 # Carry [".whl", ".kcache"].   OUT=/tmp/o bash perf/lead24c_h200.sh
 set -u
 W=/tmp/l24c; R=$OUT; mkdir -p $W
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KEY_CACHE=$W/kc GROTH16_KERNEL_CACHE=$PWD/.kcache
-python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -1
+. scripts/gpu_env.sh || exit 2
+export GROTH16_KEY_CACHE=$W/kc
 for c in 8189 32765; do
   d=$W/b$c; python3 -m engine bench-circuit --constraints $c --curve bn128 --quiet $d >/dev/null &&
     python3 -m engine setup --backend gpu $d/bench.r1cs $d/bench.zkey --quiet 2>/dev/null

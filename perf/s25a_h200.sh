@@ -10,7 +10,7 @@ R=$OUT/r; mkdir -p "$R"
 STEPS=${STEPS:-batch w01}
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
 snap() { tar czf "$OUT/r.tgz" -C "$R" .; }
-. perf/device_env.sh
+. scripts/gpu_env.sh || exit 2
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 msm() { local tag=$1 t=$2; shift 2; timeout "$t" python3 perf/msm.py "$@" --json "$R/$tag.json" \
           > "$R/$tag.log" 2>&1; echo "msm $tag rc=$? $(date +%T)"; grep -h "^|" "$R/$tag.log"; }

@@ -7,7 +7,7 @@
 set -u
 R=$OUT/r; mkdir -p "$R"
 snap() { tar czf "$OUT/r.tgz" -C "$R" .; }
-. perf/device_env.sh
+. scripts/gpu_env.sh || exit 2
 msm() { local tag=$1 t=$2; shift 2; timeout "$t" python3 perf/msm.py --breakdown --repeats 5 "$@" --json "$R/$tag.json" \
           > "$R/$tag.log" 2>&1; echo "msm $tag rc=$? $(date +%T)"; grep -h "^|" "$R/$tag.log"; }
 msm bn16 40 --sizes 14,16 --curves bn128 --g2 --min-segment 2,4,8,16; snap

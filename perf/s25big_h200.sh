@@ -5,7 +5,7 @@
 # Carry [".whl", ".kcache"].   OUT=/tmp/out bash perf/s25big_h200.sh
 set -u
 W=/tmp/s25big; mkdir -p $W
-. perf/device_env.sh
+. scripts/gpu_env.sh || exit 2
 export GROTH16_KEY_CACHE=$W/kc
 t0=$(date +%s)
 python3 -m engine bench-circuit --constraints 16777216 --curve bn128 --quiet $W/b24 &&

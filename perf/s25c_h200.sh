@@ -5,7 +5,7 @@
 set -u
 R=$OUT/r; mkdir -p "$R"
 snap() { tar czf "$OUT/r.tgz" -C "$R" .; }
-. perf/device_env.sh
+. scripts/gpu_env.sh || exit 2
 for s in ${SIZES:-14 13 15}; do
   extra=""; [ "$s" = 14 ] && extra=--breakdown
   timeout ${T:-45} python3 perf/msm.py --sizes $s --curves bn128 --g2 --window ${WINDOWS:-9,10,11,12,13,14,16} \
