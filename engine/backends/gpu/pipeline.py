@@ -402,8 +402,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         nonlocal raw
         try:
             try:
-                flight = getattr(backend, "flight", None)
-                if error is None and flight is not None and flight.lone():  # waiting.py: awake for the end
+                if error is None and backend.flight.lone():  # waiting.py: awake for the end
                     await_awake(st.before_final, done, backend.wait_spin_s)
                 _await_frees(done, failed, free_on)
             finally:
