@@ -80,6 +80,8 @@ struct groth16_check_ops {
         __device__ __forceinline__ uint32_t* fixed1(int i) const { return flag() + 4 + i * X1::WORDS; }
         __device__ __forceinline__ uint32_t* fixed2() const { return fixed1(4); }  // G2: two G1 slots
         __device__ __forceinline__ uint32_t* glv_sum() const { return fixed1(6); }  // the mid phase's s A + r B1
+        // a split final phase's Miller product of (-pi_a, pi_b) and (L, gamma2) (tail_pre_final)
+        __device__ __forceinline__ uint32_t* pre_product() const { return fixed1(7); }
         __device__ __forceinline__ const uint32_t* scalar(int i) const { return witness + 8ull * n_wires + 8 * i; }
         // which = 0: s (its product by A), 1: r (by B1)
         __device__ __forceinline__ const uint32_t* glv(int which) const { return scalar(3 + which); }
@@ -160,14 +162,11 @@ struct groth16_check_ops {
     }
 
     // pi_a (thread 32) and pi_c (thread 0), from the MSM sums, the early phase's table products
-    // and the mid phase's s A + r B1.
-    static __device__ void tail_join(const tail_args& a) {
+    // and the mid phase's s A + r B1; `with_a` false: pi_c only (a split final phase makes pi_a).
+    static __device__ void tail_join(const tail_args& a, bool with_a = true) {
         const uint32_t tid = threadIdx.x;
-        if (tid == 32) {  // pi_a = alpha1 + A + r delta1
-            X1 acc = X1::load(a.slot(0));
-            acc.add(A1::load(a.points));
-            acc.add(X1::load(a.fixed1(0)));
-            tail_affine(acc).store(a.out());
+        if (tid == 32 && with_a) {
+            join_a(a);
         } else if (tid == 0) {  // pi_c = C + H + s alpha1 + rs delta1 + r beta1 + s A + r B1
             X1 acc = X1::load(a.slot(3));
             acc.add(X1::load(a.slot(4)));
@@ -175,6 +174,18 @@ struct groth16_check_ops {
             acc.add(X1::load(a.glv_sum()));
             tail_affine(acc).store(a.out() + W1 + W2);
         }
+    }
+    static __device__ __forceinline__ void join_a(const tail_args& a) {  // pi_a = alpha1 + A + r delta1
+        X1 acc = X1::load(a.slot(0));
+        acc.add(A1::load(a.points));
+        acc.add(X1::load(a.fixed1(0)));
+        tail_affine(acc).store(a.out());
+    }
+    static __device__ __forceinline__ A2 join_b(const tail_args& a) {  // pi_b = beta2 + B2 + s delta2
+        X2 acc = X2::load(a.slot(2));
+        acc.add(A2::load(a.points + 2 * W1));
+        acc.add(X2::load(a.fixed2()));
+        return tail_affine(acc);
     }
 
     // 128 threads, four warps.  Warp 1 makes pi_b, then the lines of (-pi_a, pi_b) into the
@@ -210,10 +221,7 @@ struct groth16_check_ops {
         }
         const A1 p = A1::load(a.out()).neg();
         if (warp == 1) {
-            X2 acc = X2::load(a.slot(2));  // pi_b = beta2 + B2 + s delta2
-            acc.add(A2::load(a.points + 2 * W1));
-            acc.add(X2::load(a.fixed2()));
-            const A2 pi_b = tail_affine(acc);
+            const A2 pi_b = join_b(a);
             if (tid == 32) pi_b.store(a.out() + W1);
             const bool inf = p.is_inf() || pi_b.is_inf();
             PO::ring_post(ring, inf ? 2u : 1u);
@@ -230,6 +238,58 @@ struct groth16_check_ops {
         if (tid == 0) *a.flag() = ok ? 1u : 0u;
     }
     static __device__ __forceinline__ consts consts_of(const tail_args& a) { return PO::make_consts(a.consts); }
+
+    // A small proof's final phase in two launches (launch.py), so that only pi_c's Miller loop and
+    // the final exponentiation wait on the last MSM and the join.  `pre` (128 threads), once A, B2 and
+    // the early phase are done, beside the H MSM and the join: pi_a (thread 0) and pi_b (thread 32),
+    // then the Miller loops of (-pi_a, pi_b) (warp 1 makes the lines, warp 0 takes them) and of
+    // (L, gamma2) (warp 2), their product into the scratch.  `post` (64 threads), after the join:
+    // (pi_c, delta2)'s Miller loop on warp 0, the product by pre's, the final exponentiation on
+    // warps 0 and 1 (the duo), the flag.
+    static __device__ void tail_pre_final(const tail_args& a) {
+        const uint32_t tid = threadIdx.x, warp = tid >> 5;
+        uint32_t *ring = pool(), *hold = ring + PO::RING_WORDS;
+        if (tid < 4) ring[tid] = hold[tid] = 0;
+        if (tid == 0) join_a(a);
+        if (tid == 32) join_b(a).store(a.out() + W1);
+        __syncthreads();  // (the block's global writes are seen by its threads after the barrier)
+        if (warp >= 3) return;
+        const consts k = consts_of(a);
+        if (warp == 2) {
+            const F12 f = pair_prepared(k, A1::load(a.out() + 2 * W1 + W2), a.gamma_lines);
+            f.store(hold + 4);
+            F2::poke(hold, 1);
+            return;
+        }
+        const A1 p = A1::load(a.out()).neg();
+        const A2 q = A2::load(a.out() + W1);
+        const bool inf = p.is_inf() || q.is_inf();  // the pair contributes 1
+        if (warp == 1) {
+            if (!inf) PO::produce_lines(k, p.x, p.y, F2{q.x.c0, q.x.c1}, F2{q.y.c0, q.y.c1}, ring);
+            return;
+        }
+        F12 f = inf ? F12::one() : PO::consume_lines(k, ring);
+        F2::wait_for(hold, 1);
+        f = f * F12::load(hold + 4);
+        if (tid == 0) f.store(a.pre_product());
+    }
+    static __device__ void tail_post_final(const tail_args& a) {
+        const uint32_t tid = threadIdx.x, warp = tid >> 5;
+        uint32_t* duo = pool();
+        if (tid < 4) duo[tid] = 0;
+        __syncthreads();
+        if (warp >= 2) return;
+        const consts k = consts_of(a);
+        if (warp == 1) {
+            PO::final_exp(k, PO::duo_wait(duo), duo);
+            return;
+        }
+        F12 f = pair_prepared(k, A1::load(a.out() + W1 + W2), a.delta_lines);
+        f = f * F12::load(a.pre_product());
+        PO::duo_post(duo, f);
+        const bool ok = PO::final_exp(k, f, duo) == F12::load(a.target);
+        if (tid == 0) *a.flag() = ok ? 1u : 0u;
+    }
 
     // n proofs (pi_a, pi_b, pi_c each, affine), rho: n + 1 scalars of 8 words (the last one
     // sum rho_j mod r); the public-input side as n_ic scalars c_i = sum_j rho_j pub_ji (c_0 =

@@ -101,6 +101,35 @@ def test_corrupted_msm_result_on_device_gives_verification_error(backend, loaded
     assert verify(vk_from_zkey(zkey), *_public_and(prove(zkey, values, backend, key)))  # and recovers
 
 
+@pytest.mark.parametrize("split", ["1", "0"])
+def test_small_proofs_final_phase_split_or_whole_verifies_and_catches_a_fault(backend, loaded, split, monkeypatch):
+    """The tiny keys' proofs take the small path (footprint.b2_beside); its final phase split around the
+    join (GROTH16_FINAL_SPLIT=1, the default: pi_a, pi_b and two Miller loops on B2's stream, pi_c's loop
+    and the final exponentiation after the join) and whole (=0) make proofs the CPU accepts, and a
+    corrupted MSM sum of any of the five is caught by the device check either way."""
+    from cuda_kernels.driver import Device
+
+    monkeypatch.setenv("GROTH16_FINAL_SPLIT", split)
+    zkey, key, values = loaded
+    vk = vk_from_zkey(zkey)
+    for _ in range(2):
+        p = prove(zkey, values, backend, key)
+        assert checked_on_device(p) and verify(vk, p.public, p)
+        assert ("side_final_pre" in p.timings) == (split == "1")
+    for slot in range(5):
+        def corrupt(results, slot_bytes, stream, after, _slot=slot):
+            if (_slot == 2) == (after == "b2"):
+                Device.memset32(results.ptr + _slot * slot_bytes, 0x7654321, 1, stream)
+
+        backend.fault_hook = corrupt
+        try:
+            with pytest.raises(VerificationError, match="does not verify"):
+                prove(zkey, values, backend, key)
+        finally:
+            backend.fault_hook = None
+    assert verify(vk, *_public_and(prove(zkey, values, backend, key)))
+
+
 def _public_and(p: Proof):
     return p.public, p
 

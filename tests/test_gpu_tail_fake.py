@@ -39,8 +39,10 @@ def tail_launches(monkeypatch):
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
 
     counts = _Counts(early=0, mid=0, final=0)
-    # a small proof's mid phase is two launches, its products then its join: counted once, as mid
-    for name, phase in (("early", "early"), ("mid", "mid"), ("mid_products", "mid"), ("final", "final")):
+    # a small proof's mid phase is two launches, its products then its join: counted once, as mid; its
+    # final phase split around the join (footprint.final_split) also two: counted once, as final
+    for name, phase in (("early", "early"), ("mid", "mid"), ("mid_products", "mid"), ("final", "final"),
+                        ("post_final", "final")):
         real = getattr(gepi, f"launch_{name}")
 
         def counted(*args, _real=real, _phase=phase, **kw):
@@ -356,9 +358,9 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, f
                         (order.append(("front", stream, None)), real_front(key, st, stream, mark))[1])
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
 
-    for name in ("mid", "mid_products", "join"):
+    for name in ("mid", "mid_products", "join", "join_c"):  # join_c: the join of a split final phase
         real = getattr(gepi, f"launch_{name}")
-        monkeypatch.setattr(gepi, f"launch_{name}", lambda mod, tail, side, *a, _r=real, _n=name:
+        monkeypatch.setattr(gepi, f"launch_{name}", lambda mod, tail, side, *a, _r=real, _n=name.removesuffix("_c"):
                             (order.append((_n, side, None)), _r(mod, tail, side, *a))[1])
     zkey, witness = _tiny("bn128")
     with fake_driver() as fake:
@@ -516,3 +518,58 @@ def test_a_key_granted_the_binned_sort_bins_h_and_places_the_witness_directly(mo
             assert placements == want, placements
             backend.unload_key(key)
             backend.close()
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_a_small_proofs_final_phase_splits_around_its_join(split, monkeypatch):
+    """Happens-before on the device (tests/stream_order.py): with footprint.final_split, the final phase's
+    first part (pi_a, pi_b, two Miller loops: kernels.cu op 6) runs on B2's stream after B2's accumulation,
+    the A, B1, C sums and the early phase, and is not ordered after H or the join (it runs beside them);
+    the join makes pi_c alone (op 7) and the compute stream ends with the second part (op 8) after the join
+    and the first part.  GROTH16_FINAL_SPLIT=0: the one final launch (op 2) after the join (op 5) and B2."""
+    from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
+    from stream_order import StreamOrder  # noqa: PLC0415
+
+    monkeypatch.setenv("GROTH16_FINAL_SPLIT", "1" if split else "0")
+    monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
+    zkey, witness = _tiny("bn128")
+    with fake_driver() as fake:
+        order = StreamOrder(fake)
+        backend = _backend()
+        key = backend.load_key(zkey)
+        staged = backend.stage(key, witness)
+        st = staged.state
+        n0 = len(order.launches)
+        core = backend.compute(staged).wait()
+        proof = order.launches[n0:]
+        compute = backend.ctx.compute_stream(0).handle
+        side = backend.side_streams.get(0, 0).handle
+        side2 = backend.side_streams.get(0, 1).handle
+
+        def tail(op):
+            return [x for x in proof if x.name == "groth16_pairing" and x.first_arg & 0xFFFFFFFF == op]
+
+        (early,) = tail(gepi.TAIL_EARLY)
+        accs = [x for x in proof if x.name.startswith("msm_accumulate")]
+        (b2_acc,) = [x for x in accs if x.stream == side2]
+        g1_acc = [x for x in accs if x.stream == compute]
+        abc, h_acc = g1_acc[0], g1_acc[-1]  # A, B1, C's launch set first, H's last
+        assert abc.name.startswith("msm_accumulate_sets") and len(g1_acc) == 2
+        last = proof[-1]
+        assert last.stream == compute
+        if split:
+            (pre,), (join,), (post,) = tail(gepi.TAIL_PRE_FINAL), tail(gepi.TAIL_JOIN_C), tail(gepi.TAIL_POST_FINAL)
+            assert not tail(gepi.TAIL_FINAL) and not tail(gepi.TAIL_JOIN)
+            assert pre.stream == side2 and join.stream == side and post is last
+            assert all(order.before(x, pre) for x in (b2_acc, abc, early))
+            assert not order.before(h_acc, pre) and not order.before(join, pre)
+            assert order.before(h_acc, join) and order.before(join, post) and order.before(pre, post)
+            assert "side_final_pre" in core.timings
+        else:
+            (final,), (join,) = tail(gepi.TAIL_FINAL), tail(gepi.TAIL_JOIN)
+            assert not tail(gepi.TAIL_PRE_FINAL) and not tail(gepi.TAIL_POST_FINAL) and not tail(gepi.TAIL_JOIN_C)
+            assert final is last and all(order.before(x, final) for x in (b2_acc, join, h_acc))
+            assert "side_final_pre" not in core.timings
+        assert core.proof is not None
+        backend.unload_key(key)
+        backend.close()

@@ -34,6 +34,7 @@ IC_TABLE_MAX = 4  # keys with up to this many public inputs get byte tables of I
 PAIRING_KERNEL = "groth16_pairing"  # the tail's phases, the batched check, the tools (kernels.cu)
 TAIL_EARLY, TAIL_MID, TAIL_FINAL, BATCH_CHECK, TOOLS = 0, 1, 2, 3, 16  # its ops
 TAIL_MID_PRODUCTS, TAIL_JOIN = 4, 5  # the mid phase in two launches (a small proof's: launch.py)
+TAIL_PRE_FINAL, TAIL_JOIN_C, TAIL_POST_FINAL = 6, 7, 8  # a small proof's final phase split around its join
 PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
 
@@ -167,8 +168,9 @@ def _neg(curve: Curve, p):
 
 def scratch_bytes(curve: Curve) -> int:
     """What the tail's phases hand on to each other after the flag: five table products and the mid
-    phase's s·A + r·B1 (XYZZ) (groth16_check.cuh, tail_args)."""
-    return 4 * 4 * curve.n8q + 8 * curve.n8q + 4 * curve.n8q
+    phase's s·A + r·B1 (XYZZ), then a split final phase's Miller product (Fq12) (groth16_check.cuh,
+    tail_args)."""
+    return 4 * 4 * curve.n8q + 8 * curve.n8q + 4 * curve.n8q + 12 * curve.n8q
 
 
 def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int, witness: DeviceBuffer) -> tuple:
@@ -205,6 +207,23 @@ def launch_mid_products(mod, args: tuple, side: Stream) -> None:
 def launch_join(mod, args: tuple, side: Stream) -> None:
     """pi_a and pi_c after launch_mid_products: needs the C and H sums too."""
     _launch_phase(mod, TAIL_JOIN, 64, args, side, None)
+
+
+def launch_join_c(mod, args: tuple, side: Stream) -> None:
+    """pi_c alone after launch_mid_products (a split final phase makes pi_a): needs the C and H sums."""
+    _launch_phase(mod, TAIL_JOIN_C, 64, args, side, None)
+
+
+def launch_pre_final(mod, args: tuple, stream: Stream) -> None:
+    """A split final phase's first part: pi_a, pi_b, the Miller loops of (-pi_a, pi_b) and (L, gamma2),
+    their product into the scratch; needs the A and B2 sums and the early phase, not C or H."""
+    _launch_phase(mod, TAIL_PRE_FINAL, 128, args, stream, None)
+
+
+def launch_post_final(mod, args: tuple, stream: Stream) -> None:
+    """A split final phase's second part: (pi_c, delta2)'s Miller loop, the product by the first part's,
+    the final exponentiation and the flag; needs launch_join_c and launch_pre_final."""
+    _launch_phase(mod, TAIL_POST_FINAL, 64, args, stream, None)
 
 
 def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None) -> None:

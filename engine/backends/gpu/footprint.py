@@ -296,6 +296,15 @@ def front_beside(domain: int) -> bool:
     return domain >= FRONT_BESIDE_MIN_DOMAIN
 
 
+def final_split() -> bool:
+    """Whether a small proof (b2_beside) splits its final phase around the join: pi_a, pi_b and the
+    Miller loops of (-pi_a, pi_b) and (L, gamma2) on B2's stream as soon as A, B2 and the early phase
+    exist (beside the H MSM and the mid phase), so that after the join only pi_c's Miller loop and the
+    final exponentiation are left.  No memory of its own (its Fq12 is in the tail's scratch).
+    GROTH16_FINAL_SPLIT=0 keeps the one final launch (A/B measurements)."""
+    return os.environ.get("GROTH16_FINAL_SPLIT") != "0"
+
+
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
                       early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None, bins: bool = False) -> int:

@@ -108,7 +108,10 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     phase, runs the front (evaluate, the NTTs, h: footprint.front_beside; else the compute stream runs
     it before H), the mid phase's s·A + r·B1 as soon as A and B1 exist, and its join (pi_a, pi_c) once
     H does too.  The final phase waits for B2 and the join.  So the G2 MSM, the front and the tail's
-    products leave the compute stream's chain (A, B1, C, then H)."""
+    products leave the compute stream's chain (A, B1, C, then H).  With footprint.final_split, `side2`
+    goes on after B2 with the final phase's part that needs only A, B2 and the early phase (pi_a, pi_b,
+    two of the three Miller loops), the join makes pi_c alone, and the compute stream ends with the
+    rest (pi_c's Miller loop, the final exponentiation)."""
     pool = backend.ctx.events
     mod = key.module
     g1_acc, g2_acc = acc_bytes(key.curve, False), acc_bytes(key.curve, True)
@@ -123,6 +126,8 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
         if timing:
             beside.setdefault(name, []).append(pool.take(True).record(on))
 
+    split = footprint.final_split()
+    early_done = _track(side_events, pool.take()).record(side) if split else None  # side: the early phase so far
     side2.wait_event(st.uploaded)
     key.wait(plans, side2)
     sort2, buckets2 = st.b2_scratch
@@ -143,9 +148,20 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, g1_msms, st.sort, st.buckets, g1_acc, stream, stride)
     mark()
     hook("a_b1_c")
-    side.wait_event(_track(side_events, pool.take()).record(stream))
+    g1_done = _track(side_events, pool.take()).record(stream)
+    side.wait_event(g1_done)
     side_mark()
     gepi.launch_mid_products(mod, tail, side)
+    pre_done = None
+    if split:  # after B2 on its stream: pi_a, pi_b and their Miller loop beside H and the join
+        if backend.fault_hook is not None:
+            backend.fault_hook(st.results, g2_acc, side2, "b2")
+        side2.wait_event(g1_done)
+        side2.wait_event(early_done)
+        beside_mark("final_pre", side2)
+        gepi.launch_pre_final(mod, tail, side2)
+        beside_mark("final_pre", side2)
+        pre_done = _track(side_events, pool.take()).record(side2)
     if front_done is not None:
         stream.wait_event(front_done)
         mark()  # "front": what waiting for it added to the compute stream
@@ -155,15 +171,16 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     mark()
     hook("h")
     side.wait_event(_track(side_events, pool.take()).record(stream))
-    gepi.launch_join(mod, tail, side)
+    (gepi.launch_join_c if split else gepi.launch_join)(mod, tail, side)
     side_mark()
     mid_done = _track(side_events, pool.take()).record(side)
-    stream.wait_event(b2_done)
-    mark()  # "msm_b2": what waiting for it added to the compute stream
-    hook("b2")
+    stream.wait_event(b2_done if pre_done is None else pre_done)
+    mark()  # "msm_b2": what waiting for it (and with the split, the final phase's first part) added
+    if not split:
+        hook("b2")
     stream.wait_event(mid_done)
     st.before_final = _track(side_events, pool.take()).record(stream)
-    gepi.launch_final(mod, tail, stream)
+    (gepi.launch_post_final if split else gepi.launch_final)(mod, tail, stream)
     mark()
     return SMALL_STAGES_FRONT_BESIDE if front_beside else SMALL_STAGES
 
