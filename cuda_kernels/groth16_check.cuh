@@ -80,8 +80,10 @@ struct groth16_check_ops {
         __device__ __forceinline__ uint32_t* fixed1(int i) const { return flag() + 4 + i * X1::WORDS; }
         __device__ __forceinline__ uint32_t* fixed2() const { return fixed1(4); }  // G2: two G1 slots
         __device__ __forceinline__ uint32_t* glv_sum() const { return fixed1(6); }  // the mid phase's s A + r B1
-        // a split final phase's Miller product of (-pi_a, pi_b) and (L, gamma2) (tail_pre_final)
+        // a split final phase's Miller products: of (-pi_a, pi_b) and (L, gamma2) (tail_pre_final), then
+        // of (pi_c, delta2) (tail_join_miller)
         __device__ __forceinline__ uint32_t* pre_product() const { return fixed1(7); }
+        __device__ __forceinline__ uint32_t* c_product() const { return fixed1(7) + F12::WORDS; }
         __device__ __forceinline__ const uint32_t* scalar(int i) const { return witness + 8ull * n_wires + 8 * i; }
         // which = 0: s (its product by A), 1: r (by B1)
         __device__ __forceinline__ const uint32_t* glv(int which) const { return scalar(3 + which); }
@@ -239,13 +241,13 @@ struct groth16_check_ops {
     }
     static __device__ __forceinline__ consts consts_of(const tail_args& a) { return PO::make_consts(a.consts); }
 
-    // A small proof's final phase in two launches (launch.py), so that only pi_c's Miller loop and
-    // the final exponentiation wait on the last MSM and the join.  `pre` (128 threads), once A, B2 and
-    // the early phase are done, beside the H MSM and the join: pi_a (thread 0) and pi_b (thread 32),
-    // then the Miller loops of (-pi_a, pi_b) (warp 1 makes the lines, warp 0 takes them) and of
-    // (L, gamma2) (warp 2), their product into the scratch.  `post` (64 threads), after the join:
-    // (pi_c, delta2)'s Miller loop on warp 0, the product by pre's, the final exponentiation on
-    // warps 0 and 1 (the duo), the flag.
+    // A small proof's final phase split around its join (launch.py), so that what follows the last MSM
+    // is the join, pi_c's Miller loop and the final exponentiation only.  `pre` (128 threads), once A,
+    // B2 and the early phase are done, beside the H MSM and the mid phase: pi_a (thread 0) and pi_b
+    // (thread 32), then the Miller loops of (-pi_a, pi_b) (warp 1 makes the lines, warp 0 takes them)
+    // and of (L, gamma2) (warp 2), their product into the scratch.  `join_miller` (32 threads), the
+    // join's launch: pi_c, then (pi_c, delta2)'s Miller loop into the scratch.  `post` (64 threads),
+    // after both: the product of the two, the final exponentiation on warps 0 and 1 (the duo), the flag.
     static __device__ void tail_pre_final(const tail_args& a) {
         const uint32_t tid = threadIdx.x, warp = tid >> 5;
         uint32_t *ring = pool(), *hold = ring + PO::RING_WORDS;
@@ -273,6 +275,13 @@ struct groth16_check_ops {
         f = f * F12::load(hold + 4);
         if (tid == 0) f.store(a.pre_product());
     }
+    static __device__ void tail_join_miller(const tail_args& a) {
+        tail_join(a, false);  // thread 0: pi_c
+        __syncthreads();
+        if (threadIdx.x >= 32) return;
+        const F12 f = pair_prepared(consts_of(a), A1::load(a.out() + W1 + W2), a.delta_lines);
+        if (threadIdx.x == 0) f.store(a.c_product());
+    }
     static __device__ void tail_post_final(const tail_args& a) {
         const uint32_t tid = threadIdx.x, warp = tid >> 5;
         uint32_t* duo = pool();
@@ -284,8 +293,7 @@ struct groth16_check_ops {
             PO::final_exp(k, PO::duo_wait(duo), duo);
             return;
         }
-        F12 f = pair_prepared(k, A1::load(a.out() + W1 + W2), a.delta_lines);
-        f = f * F12::load(a.pre_product());
+        const F12 f = F12::load(a.c_product()) * F12::load(a.pre_product());
         PO::duo_post(duo, f);
         const bool ok = PO::final_exp(k, f, duo) == F12::load(a.target);
         if (tid == 0) *a.flag() = ok ? 1u : 0u;

@@ -600,8 +600,8 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 // check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
 //   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (128), final (128); op 4 the mid
 //     phase's products only, op 5 its join (pi_a, pi_c) only (a small proof's: launch.py); a split
-//     final phase: op 6 its part before the join (128), op 7 the join of pi_c alone (64), op 8 the
-//     part after (64)
+//     final phase: op 6 its part before the join (128), op 7 the join of pi_c alone and its Miller
+//     loop (32), op 8 the final exponentiation after both (64)
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
 //     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs; a grid of k blocks runs
 //     the phase of k proofs, block j's results and witness at p1 + j u4 and p2 + j u5 words
@@ -619,7 +619,8 @@ extern "C" __global__ void __launch_bounds__(256) groth16_pairing(
         const tail_args a{consts, const_cast<uint32_t*>(p1) + j * u4, u1, p2 + j * u5, u2, u3, p3, p4, p5, p6, p7};
         if (op == 0) CHECK::tail_early(a);
         else if (op == 1 || op == 4) CHECK::tail_mid(a, op == 1);
-        else if (op == 5 || op == 7) CHECK::tail_join(a, op == 5);
+        else if (op == 5) CHECK::tail_join(a);
+        else if (op == 7) CHECK::tail_join_miller(a);
         else if (op == 6) CHECK::tail_pre_final(a);
         else if (op == 8) CHECK::tail_post_final(a);
         else CHECK::tail_final(a);

@@ -525,8 +525,8 @@ def test_a_small_proofs_final_phase_splits_around_its_join(split, monkeypatch):
     """Happens-before on the device (tests/stream_order.py): with footprint.final_split, the final phase's
     first part (pi_a, pi_b, two Miller loops: kernels.cu op 6) runs on B2's stream after B2's accumulation,
     the A, B1, C sums and the early phase, and is not ordered after H or the join (it runs beside them);
-    the join makes pi_c alone (op 7) and the compute stream ends with the second part (op 8) after the join
-    and the first part.  GROTH16_FINAL_SPLIT=0: the one final launch (op 2) after the join (op 5) and B2."""
+    the join makes pi_c and its Miller loop (op 7), and the compute stream ends with the final exponentiation
+    (op 8) after the join and the first part.  GROTH16_FINAL_SPLIT=0: the one final launch (op 2) after the join (op 5) and B2."""
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
     from stream_order import StreamOrder  # noqa: PLC0415
 

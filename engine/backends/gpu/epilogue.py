@@ -168,9 +168,9 @@ def _neg(curve: Curve, p):
 
 def scratch_bytes(curve: Curve) -> int:
     """What the tail's phases hand on to each other after the flag: five table products and the mid
-    phase's s·A + r·B1 (XYZZ), then a split final phase's Miller product (Fq12) (groth16_check.cuh,
+    phase's s·A + r·B1 (XYZZ), then a split final phase's two Miller products (Fq12) (groth16_check.cuh,
     tail_args)."""
-    return 4 * 4 * curve.n8q + 8 * curve.n8q + 4 * curve.n8q + 12 * curve.n8q
+    return 4 * 4 * curve.n8q + 8 * curve.n8q + 4 * curve.n8q + 2 * 12 * curve.n8q
 
 
 def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int, witness: DeviceBuffer) -> tuple:
@@ -210,8 +210,9 @@ def launch_join(mod, args: tuple, side: Stream) -> None:
 
 
 def launch_join_c(mod, args: tuple, side: Stream) -> None:
-    """pi_c alone after launch_mid_products (a split final phase makes pi_a): needs the C and H sums."""
-    _launch_phase(mod, TAIL_JOIN_C, 64, args, side, None)
+    """pi_c alone after launch_mid_products (a split final phase makes pi_a), then (pi_c, delta2)'s Miller
+    loop into the scratch: needs the C and H sums."""
+    _launch_phase(mod, TAIL_JOIN_C, 32, args, side, None)
 
 
 def launch_pre_final(mod, args: tuple, stream: Stream) -> None:
@@ -221,8 +222,8 @@ def launch_pre_final(mod, args: tuple, stream: Stream) -> None:
 
 
 def launch_post_final(mod, args: tuple, stream: Stream) -> None:
-    """A split final phase's second part: (pi_c, delta2)'s Miller loop, the product by the first part's,
-    the final exponentiation and the flag; needs launch_join_c and launch_pre_final."""
+    """A split final phase's last part: the product of the two Miller products, the final exponentiation
+    and the flag; needs launch_join_c and launch_pre_final."""
     _launch_phase(mod, TAIL_POST_FINAL, 64, args, stream, None)
 
 

@@ -299,8 +299,8 @@ def front_beside(domain: int) -> bool:
 def final_split() -> bool:
     """Whether a small proof (b2_beside) splits its final phase around the join: pi_a, pi_b and the
     Miller loops of (-pi_a, pi_b) and (L, gamma2) on B2's stream as soon as A, B2 and the early phase
-    exist (beside the H MSM and the mid phase), so that after the join only pi_c's Miller loop and the
-    final exponentiation are left.  No memory of its own (its Fq12 is in the tail's scratch).
+    exist (beside the H MSM and the mid phase), pi_c's Miller loop in the join's launch, so that after
+    both only the final exponentiation is left.  No memory of its own (its Fq12s are in the tail's scratch).
     GROTH16_FINAL_SPLIT=0 keeps the one final launch (A/B measurements)."""
     return os.environ.get("GROTH16_FINAL_SPLIT") != "0"
 

@@ -110,8 +110,8 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     H does too.  The final phase waits for B2 and the join.  So the G2 MSM, the front and the tail's
     products leave the compute stream's chain (A, B1, C, then H).  With footprint.final_split, `side2`
     goes on after B2 with the final phase's part that needs only A, B2 and the early phase (pi_a, pi_b,
-    two of the three Miller loops), the join makes pi_c alone, and the compute stream ends with the
-    rest (pi_c's Miller loop, the final exponentiation)."""
+    two of the three Miller loops), the join makes pi_c and its Miller loop, and the compute stream ends
+    with the final exponentiation."""
     pool = backend.ctx.events
     mod = key.module
     g1_acc, g2_acc = acc_bytes(key.curve, False), acc_bytes(key.curve, True)
