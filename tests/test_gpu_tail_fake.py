@@ -411,8 +411,8 @@ def test_ic_table_bound_matches_the_kernel_and_tables_are_made_at_load(monkeypat
     assert int(re.search(r"WARP_IC_MAX = (\d+);", text).group(1)) == gepi.IC_TABLE_MAX
     tables = []
     real = gepi.launch
-    monkeypatch.setattr(gepi, "launch", lambda mod, name, *a: (tables.append((name, a[-1])) if name.startswith("fb_table")
-                                                               else None, real(mod, name, *a))[1])
+    monkeypatch.setattr(gepi, "launch", lambda mod, name, *a, **k: (tables.append((name, a[-1])) if name.startswith("fb_table")
+                                                                    else None, real(mod, name, *a, **k))[1])
     zkey, _ = _tiny("bn128")
     with fake_driver():
         backend = _backend()
