@@ -16,7 +16,6 @@ the flag.  r and s come from the OS's CSPRNG (`secrets`) and travel with the wit
 """
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 
@@ -39,28 +38,15 @@ TAIL_PRE_FINAL, TAIL_JOIN_C, TAIL_POST_FINAL = 6, 7, 8  # a small proof's final 
 PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
 
-# With GROTH16_TAIL_ALONE=1 a proof's tail phases ask for this much (unused) dynamic shared memory, more
-# than half an SM's 228 KiB, so that no two of them share an SM (an A/B of whether the phases that run
-# side by side, each a latency chain on a few warps, slow each other there).
-TAIL_ALONE_SHARED = 116 * 1024
-
-
-def tail_alone() -> bool:
-    return os.environ.get("GROTH16_TAIL_ALONE") == "1"
-
-
 def launch_pairing(mod, grid: int, block: int, stream: Stream, op: int, consts, ptrs: tuple = (), out=0,
-                   u: tuple = (), shared: int = 0) -> None:
+                   u: tuple = ()) -> None:
     """groth16_pairing(op, consts, p1 .. p9 = ptrs, p10 = out, u1 .. u5 = u): kernels.cu says what
     each op reads from them (u4, u5: a batch's strides, engine/backends/gpu/batch.py)."""
     if len(ptrs) > 9 or len(u) > 5:
         raise ValueError(f"groth16_pairing takes 9 pointers and 5 words, not {len(ptrs)} and {len(u)}")
     ptrs = (*ptrs, *(0,) * (9 - len(ptrs)))
     words = [x if isinstance(x, U32) else U32(x) for x in (*u, *(0,) * (5 - len(u)))]
-    if shared > 48 * 1024 and getattr(mod, "_pairing_shared", 0) < shared:
-        mod.allow_shared(PAIRING_KERNEL, shared)
-        mod._pairing_shared = shared
-    launch(mod, PAIRING_KERNEL, grid, block, stream, U32(op), consts, *ptrs, out, *words, shared=shared)
+    launch(mod, PAIRING_KERNEL, grid, block, stream, U32(op), consts, *ptrs, out, *words)
 SCALAR_BYTES = 6 * 32  # r, s, rs, s's and r's GLV halves, their signs: after the witness
 
 
@@ -196,8 +182,7 @@ def _launch_phase(mod, phase: int, threads: int, args: tuple, stream: Stream, ba
     consts, results, slot_words, witness, n_wires, n_public, tables, points, gamma, delta, target = args
     k, res_stride, wit_stride = batch or (1, 0, 0)
     launch_pairing(mod, k, threads, stream, phase, consts, (results, witness, tables, points, gamma, delta, target),
-                   0, (slot_words, n_wires, n_public, res_stride // 4, wit_stride // 4),
-                   shared=TAIL_ALONE_SHARED if batch is None and tail_alone() else 0)
+                   0, (slot_words, n_wires, n_public, res_stride // 4, wit_stride // 4))
 
 
 # `batch` = (k, results stride, witness stride), strides in bytes: the phase of k proofs in one launch
