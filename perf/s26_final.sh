@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lead's closing figures of session 26 (a FINALS entry of scripts/final_h200.sh, after its "prove" step made
-# the bench keys under ${W:-/tmp/fin}/pp): a small proof's final phase split around its join (the default)
-# against the one final launch (GROTH16_FINAL_SPLIT=0), same keys, alternating, twice (perf/prove.py, medians of
+# the bench keys under ${W:-/tmp/fin}/pp): a small proof's final phase split around its join (GROTH16_FINAL_SPLIT=1)
+# against the one final launch (=0, the default), same keys, alternating, twice (perf/prove.py, medians of
 # 9, BN254 2^13 and 2^16 constraints); the 2^13 proof on one time line both ways.
 set -u
 P=${W:-/tmp/fin}/pp

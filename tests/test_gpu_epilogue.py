@@ -104,8 +104,8 @@ def test_corrupted_msm_result_on_device_gives_verification_error(backend, loaded
 @pytest.mark.parametrize("split", ["1", "0"])
 def test_small_proofs_final_phase_split_or_whole_verifies_and_catches_a_fault(backend, loaded, split, monkeypatch):
     """The tiny keys' proofs take the small path (footprint.b2_beside); its final phase split around the
-    join (GROTH16_FINAL_SPLIT=1, the default: pi_a, pi_b and two Miller loops on B2's stream, pi_c's loop
-    and the final exponentiation after the join) and whole (=0) make proofs the CPU accepts, and a
+    join (GROTH16_FINAL_SPLIT=1: pi_a, pi_b and two Miller loops on B2's stream, pi_c's loop
+    and the final exponentiation after the join) and whole (=0, the default) make proofs the CPU accepts, and a
     corrupted MSM sum of any of the five is caught by the device check either way."""
     from cuda_kernels.driver import Device
 

@@ -573,3 +573,15 @@ def test_a_small_proofs_final_phase_splits_around_its_join(split, monkeypatch):
         assert core.proof is not None
         backend.unload_key(key)
         backend.close()
+
+
+def test_the_final_split_is_off_unless_asked_for(monkeypatch):
+    """Measured no faster than the one final launch (perf/RESULTS.md, "Session 26"): a switch for A/B only."""
+    from engine.backends.gpu import footprint  # noqa: PLC0415
+
+    monkeypatch.delenv("GROTH16_FINAL_SPLIT", raising=False)
+    assert not footprint.final_split()
+    monkeypatch.setenv("GROTH16_FINAL_SPLIT", "1")
+    assert footprint.final_split()
+    monkeypatch.setenv("GROTH16_FINAL_SPLIT", "0")
+    assert not footprint.final_split()
