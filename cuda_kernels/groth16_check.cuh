@@ -200,7 +200,8 @@ struct groth16_check_ops {
     // warp 3's value, then the product.
     static constexpr int HOLD_WORDS = 4 + 2 * F12::WORDS;
     static_assert(PO::RING_WORDS + PO::DUO_WORDS + HOLD_WORDS <= POOL_WORDS, "the ring, the duo, the hold fit the pool");
-    static __device__ void tail_final(const tail_args& a) {
+    // pi_b_given: pi_b is in the proof area already (tail_pi_b ran on B2's stream after it).
+    static __device__ void tail_final(const tail_args& a, bool pi_b_given = false) {
         const uint32_t tid = threadIdx.x, warp = tid >> 5;
         uint32_t *ring = pool(), *duo = ring + PO::RING_WORDS, *hold = duo + PO::DUO_WORDS;
         if (tid < 4) ring[tid] = duo[tid] = hold[tid] = 0;
@@ -223,8 +224,8 @@ struct groth16_check_ops {
         }
         const A1 p = A1::load(a.out()).neg();
         if (warp == 1) {
-            const A2 pi_b = join_b(a);
-            if (tid == 32) pi_b.store(a.out() + W1);
+            const A2 pi_b = pi_b_given ? A2::load(a.out() + W1) : join_b(a);
+            if (tid == 32 && !pi_b_given) pi_b.store(a.out() + W1);
             const bool inf = p.is_inf() || pi_b.is_inf();
             PO::ring_post(ring, inf ? 2u : 1u);
             if (!inf) PO::produce_lines(k, p.x, p.y, F2{pi_b.x.c0, pi_b.x.c1}, F2{pi_b.y.c0, pi_b.y.c1}, ring);
@@ -240,6 +241,12 @@ struct groth16_check_ops {
         if (tid == 0) *a.flag() = ok ? 1u : 0u;
     }
     static __device__ __forceinline__ consts consts_of(const tail_args& a) { return PO::make_consts(a.consts); }
+
+    // pi_b alone (thread 0), as soon as B2 and the early phase's s delta2 exist: a small proof runs it on
+    // B2's stream, beside the H MSM and the mid phase, so that the final phase's line maker starts at once.
+    static __device__ void tail_pi_b(const tail_args& a) {
+        if (threadIdx.x == 0) join_b(a).store(a.out() + W1);
+    }
 
     // A small proof's final phase split around its join (launch.py), so that what follows the last MSM
     // is the join, pi_c's Miller loop and the final exponentiation only.  `pre` (128 threads), once A,

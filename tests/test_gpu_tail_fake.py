@@ -520,17 +520,20 @@ def test_a_key_granted_the_binned_sort_bins_h_and_places_the_witness_directly(mo
             backend.close()
 
 
-@pytest.mark.parametrize("split", [True, False])
-def test_a_small_proofs_final_phase_splits_around_its_join(split, monkeypatch):
-    """Happens-before on the device (tests/stream_order.py): with footprint.final_split, the final phase's
+@pytest.mark.parametrize("mode", ["split", "pi_b", "whole"])
+def test_a_small_proofs_final_phase_splits_around_its_join(mode, monkeypatch):
+    """Happens-before on the device (tests/stream_order.py).  split (GROTH16_FINAL_SPLIT=1): the final phase's
     first part (pi_a, pi_b, two Miller loops: kernels.cu op 6) runs on B2's stream after B2's accumulation,
     the A, B1, C sums and the early phase, and is not ordered after H or the join (it runs beside them);
     the join makes pi_c and its Miller loop (op 7), and the compute stream ends with the final exponentiation
-    (op 8) after the join and the first part.  GROTH16_FINAL_SPLIT=0: the one final launch (op 2) after the join (op 5) and B2."""
+    (op 8) after the join and the first part.  pi_b (the default, footprint.pi_b_beside): pi_b alone (op 9) on
+    B2's stream after B2 and the early phase, beside H; the final phase without it (op 10) after it and the
+    join (op 5).  whole (GROTH16_PI_B_BESIDE=0): the one final launch (op 2) after the join and B2."""
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
     from stream_order import StreamOrder  # noqa: PLC0415
 
-    monkeypatch.setenv("GROTH16_FINAL_SPLIT", "1" if split else "0")
+    monkeypatch.setenv("GROTH16_FINAL_SPLIT", "1" if mode == "split" else "0")
+    monkeypatch.setenv("GROTH16_PI_B_BESIDE", "0" if mode == "whole" else "1")
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
     zkey, witness = _tiny("bn128")
     with fake_driver() as fake:
@@ -538,7 +541,6 @@ def test_a_small_proofs_final_phase_splits_around_its_join(split, monkeypatch):
         backend = _backend()
         key = backend.load_key(zkey)
         staged = backend.stage(key, witness)
-        st = staged.state
         n0 = len(order.launches)
         core = backend.compute(staged).wait()
         proof = order.launches[n0:]
@@ -557,22 +559,41 @@ def test_a_small_proofs_final_phase_splits_around_its_join(split, monkeypatch):
         assert abc.name.startswith("msm_accumulate_sets") and len(g1_acc) == 2
         last = proof[-1]
         assert last.stream == compute
-        if split:
+        others = {gepi.TAIL_FINAL, gepi.TAIL_JOIN, gepi.TAIL_PRE_FINAL, gepi.TAIL_JOIN_C, gepi.TAIL_POST_FINAL,
+                  gepi.TAIL_PI_B, gepi.TAIL_FINAL_GIVEN_B}
+        if mode == "split":
             (pre,), (join,), (post,) = tail(gepi.TAIL_PRE_FINAL), tail(gepi.TAIL_JOIN_C), tail(gepi.TAIL_POST_FINAL)
-            assert not tail(gepi.TAIL_FINAL) and not tail(gepi.TAIL_JOIN)
+            used = {gepi.TAIL_PRE_FINAL, gepi.TAIL_JOIN_C, gepi.TAIL_POST_FINAL}
             assert pre.stream == side2 and join.stream == side and post is last
             assert all(order.before(x, pre) for x in (b2_acc, abc, early))
             assert not order.before(h_acc, pre) and not order.before(join, pre)
             assert order.before(h_acc, join) and order.before(join, post) and order.before(pre, post)
             assert "side_final_pre" in core.timings
+        elif mode == "pi_b":
+            (pi_b,), (join,), (final,) = tail(gepi.TAIL_PI_B), tail(gepi.TAIL_JOIN), tail(gepi.TAIL_FINAL_GIVEN_B)
+            used = {gepi.TAIL_PI_B, gepi.TAIL_JOIN, gepi.TAIL_FINAL_GIVEN_B}
+            assert pi_b.stream == side2 and join.stream == side and final is last
+            assert order.before(b2_acc, pi_b) and order.before(early, pi_b) and not order.before(h_acc, pi_b)
+            assert all(order.before(x, final) for x in (pi_b, join, h_acc))
+            assert "side_pi_b" in core.timings and "side_final_pre" not in core.timings
         else:
             (final,), (join,) = tail(gepi.TAIL_FINAL), tail(gepi.TAIL_JOIN)
-            assert not tail(gepi.TAIL_PRE_FINAL) and not tail(gepi.TAIL_POST_FINAL) and not tail(gepi.TAIL_JOIN_C)
+            used = {gepi.TAIL_FINAL, gepi.TAIL_JOIN}
             assert final is last and all(order.before(x, final) for x in (b2_acc, join, h_acc))
-            assert "side_final_pre" not in core.timings
+            assert "side_final_pre" not in core.timings and "side_pi_b" not in core.timings
+        assert not any(tail(op) for op in others - used)
         assert core.proof is not None
         backend.unload_key(key)
         backend.close()
+
+
+def test_pi_b_goes_beside_unless_switched_off(monkeypatch):
+    from engine.backends.gpu import footprint  # noqa: PLC0415
+
+    monkeypatch.delenv("GROTH16_PI_B_BESIDE", raising=False)
+    assert footprint.pi_b_beside()
+    monkeypatch.setenv("GROTH16_PI_B_BESIDE", "0")
+    assert not footprint.pi_b_beside()
 
 
 def test_the_final_split_is_off_unless_asked_for(monkeypatch):

@@ -35,6 +35,7 @@ PAIRING_KERNEL = "groth16_pairing"  # the tail's phases, the batched check, the 
 TAIL_EARLY, TAIL_MID, TAIL_FINAL, BATCH_CHECK, TOOLS = 0, 1, 2, 3, 16  # its ops
 TAIL_MID_PRODUCTS, TAIL_JOIN = 4, 5  # the mid phase in two launches (a small proof's: launch.py)
 TAIL_PRE_FINAL, TAIL_JOIN_C, TAIL_POST_FINAL = 6, 7, 8  # a small proof's final phase split around its join
+TAIL_PI_B, TAIL_FINAL_GIVEN_B = 9, 10  # pi_b beside (a small proof's, after B2), then the final phase without it
 PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
 
@@ -227,10 +228,16 @@ def launch_post_final(mod, args: tuple, stream: Stream) -> None:
     _launch_phase(mod, TAIL_POST_FINAL, 64, args, stream, None)
 
 
-def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None) -> None:
-    """pi_b, the three Miller loops side by side, the final exponentiation and the flag: four
-    warps (one makes pi_b's lines, one consumes them, two run the prepared pairs; groth16_check.cuh)."""
-    _launch_phase(mod, TAIL_FINAL, 128, args, stream, batch)
+def launch_pi_b(mod, args: tuple, stream: Stream) -> None:
+    """pi_b alone into the proof area: needs the B2 sum and the early phase (s delta2)."""
+    _launch_phase(mod, TAIL_PI_B, 32, args, stream, None)
+
+
+def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None, pi_b_given: bool = False) -> None:
+    """pi_b (unless launch_pi_b made it), the three Miller loops side by side, the final exponentiation
+    and the flag: four warps (one makes pi_b's lines, one consumes them, two run the prepared pairs;
+    groth16_check.cuh)."""
+    _launch_phase(mod, TAIL_FINAL_GIVEN_B if pi_b_given else TAIL_FINAL, 128, args, stream, batch)
 
 
 class SideStreams:

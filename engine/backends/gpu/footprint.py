@@ -296,6 +296,14 @@ def front_beside(domain: int) -> bool:
     return domain >= FRONT_BESIDE_MIN_DOMAIN
 
 
+def pi_b_beside() -> bool:
+    """Whether a small proof (b2_beside) makes pi_b (beta2 + B2 + s delta2, affine: one thread's G2 additions
+    and inversion) on B2's stream right after B2, beside the H MSM and the mid phase, instead of at the start
+    of its final phase, where the Miller loop's line maker waits for it.  GROTH16_PI_B_BESIDE=0 keeps it in
+    the final phase (A/B measurements)."""
+    return os.environ.get("GROTH16_PI_B_BESIDE") != "0"
+
+
 def final_split() -> bool:
     """Whether a small proof (b2_beside) splits its final phase around the join: pi_a, pi_b and the
     Miller loops of (-pi_a, pi_b) and (L, gamma2) on B2's stream as soon as A, B2 and the early phase

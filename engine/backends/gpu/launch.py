@@ -127,7 +127,8 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
             beside.setdefault(name, []).append(pool.take(True).record(on))
 
     split = footprint.final_split()
-    early_done = _track(side_events, pool.take()).record(side) if split else None  # side: the early phase so far
+    pi_b = not split and footprint.pi_b_beside()  # (the split's first part makes pi_b)
+    early_done = _track(side_events, pool.take()).record(side) if split or pi_b else None  # side: the early phase
     side2.wait_event(st.uploaded)
     key.wait(plans, side2)
     sort2, buckets2 = st.b2_scratch
@@ -135,6 +136,13 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     gmsm.sort_scalars(mod, plan_w, st.witness, sort2, side2)
     gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort2, buckets2, g2_acc, res + 2 * g2_acc, side2, stride)
     beside_mark("b2", side2)
+    if pi_b:  # pi_b right after B2, beside the rest (footprint.pi_b_beside)
+        if backend.fault_hook is not None:
+            backend.fault_hook(st.results, g2_acc, side2, "b2")
+        side2.wait_event(early_done)
+        beside_mark("pi_b", side2)
+        gepi.launch_pi_b(mod, tail, side2)
+        beside_mark("pi_b", side2)
     b2_done = _track(side_events, pool.take()).record(side2)
 
     front_beside = footprint.front_beside(key.domain)
@@ -176,11 +184,14 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     mid_done = _track(side_events, pool.take()).record(side)
     stream.wait_event(b2_done if pre_done is None else pre_done)
     mark()  # "msm_b2": what waiting for it (and with the split, the final phase's first part) added
-    if not split:
+    if not split and not pi_b:
         hook("b2")
     stream.wait_event(mid_done)
     st.before_final = _track(side_events, pool.take()).record(stream)
-    (gepi.launch_post_final if split else gepi.launch_final)(mod, tail, stream)
+    if split:
+        gepi.launch_post_final(mod, tail, stream)
+    else:
+        gepi.launch_final(mod, tail, stream, pi_b_given=pi_b)
     mark()
     return SMALL_STAGES_FRONT_BESIDE if front_beside else SMALL_STAGES
 
