@@ -56,7 +56,10 @@ struct groth16_check_ops {
     // their sum.
     static constexpr int EARLY_WORDS = 64 * X1::WORDS + W1, MID_WORDS = 4 * X1::WORDS + W1;
     static constexpr int BATCH_WORDS = MAX_WARPS * (F12::WORDS + 2 * X1::WORDS);
-    static constexpr int POOL_WORDS = EARLY_WORDS > BATCH_WORDS ? EARLY_WORDS : BATCH_WORDS;
+    // the wide final phase's three rings, the duo and the hold (tail_final_wide)
+    static constexpr int WIDE_WORDS = 3 * PO::RING_WORDS + PO::DUO_WORDS + 4 + 2 * F12::WORDS;
+    static constexpr int POOL_WORDS_1 = EARLY_WORDS > BATCH_WORDS ? EARLY_WORDS : BATCH_WORDS;
+    static constexpr int POOL_WORDS = POOL_WORDS_1 > WIDE_WORDS ? POOL_WORDS_1 : WIDE_WORDS;
     static_assert(MID_WORDS <= POOL_WORDS, "the pool holds every phase's arrays");
     static __device__ __forceinline__ uint32_t* pool() {
         __shared__ __align__(16) uint32_t words[POOL_WORDS];
@@ -241,6 +244,59 @@ struct groth16_check_ops {
         if (tid == 0) *a.flag() = ok ? 1u : 0u;
     }
     static __device__ __forceinline__ consts consts_of(const tail_args& a) { return PO::make_consts(a.consts); }
+
+    // The final phase on six warps: each of the three pairs on two, a line maker and a consumer (warps
+    // 0/1 (-pi_a, pi_b) with its lines made on the fly, 2/3 (L, gamma2) and 4/5 (pi_c, delta2) with their
+    // prepared lines scaled by the point on the way: pairing.cuh's produce_prepared), so that every pair
+    // waits on one chain of squarings and products by lines, not the prepared pairs on their loads and
+    // scalings too.  Warp 4 hands its f to warp 2, warp 2 the product of the two to warp 0, and warps 0
+    // and 1 run the final exponentiation (the duo).  Hold as in tail_final (warp 4 in warp 3's place).
+    static __device__ void tail_final_wide(const tail_args& a, bool pi_b_given) {
+        const uint32_t tid = threadIdx.x, warp = tid >> 5;
+        uint32_t* rings = pool();
+        uint32_t *duo = rings + 3 * PO::RING_WORDS, *hold = duo + PO::DUO_WORDS;
+        if (tid < 4) {
+            for (int r = 0; r < 3; r++) rings[r * PO::RING_WORDS + tid] = 0;
+            duo[tid] = hold[tid] = 0;
+        }
+        __syncthreads();
+        const consts k = consts_of(a);
+        if (warp >= 6) return;
+        if (warp >= 2) {  // the prepared pairs: warps 2/3 (L, gamma2), 4/5 (pi_c, delta2)
+            uint32_t* ring = rings + (warp >> 1) * PO::RING_WORDS;
+            const A1 p = A1::load(warp < 4 ? a.out() + 2 * W1 + W2 : a.out() + W1 + W2);
+            if (warp & 1) {
+                if (!p.is_inf()) PO::produce_prepared(k, p.x, p.y, warp < 4 ? a.gamma_lines : a.delta_lines, ring);
+                return;
+            }
+            const F12 f = p.is_inf() ? F12::one() : PO::consume_lines(k, ring);
+            if (warp == 4) {
+                f.store(hold + 4);
+                F2::poke(hold, 1);
+                return;
+            }
+            F2::wait_for(hold, 1);
+            const F12 m = f * F12::load(hold + 4);
+            m.store(hold + 4 + F12::WORDS);
+            F2::poke(hold + 1, 1);
+            return;
+        }
+        const A1 p = A1::load(a.out()).neg();
+        const A2 pi_b = pi_b_given ? A2::load(a.out() + W1) : join_b(a);
+        const bool inf = p.is_inf() || pi_b.is_inf();
+        if (warp == 1) {
+            if (tid == 32 && !pi_b_given) pi_b.store(a.out() + W1);
+            if (!inf) PO::produce_lines(k, p.x, p.y, F2{pi_b.x.c0, pi_b.x.c1}, F2{pi_b.y.c0, pi_b.y.c1}, rings);
+            PO::final_exp(k, PO::duo_wait(duo), duo);
+            return;
+        }
+        F12 f = inf ? F12::one() : PO::consume_lines(k, rings);
+        F2::wait_for(hold + 1, 1);
+        f = f * F12::load(hold + 4 + F12::WORDS);
+        PO::duo_post(duo, f);
+        const bool ok = PO::final_exp(k, f, duo) == F12::load(a.target);
+        if (tid == 0) *a.flag() = ok ? 1u : 0u;
+    }
 
     // pi_b alone (thread 0), as soon as B2 and the early phase's s delta2 exist: a small proof runs it on
     // B2's stream, beside the H MSM and the mid phase, so that the final phase's line maker starts at once.

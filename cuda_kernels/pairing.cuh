@@ -251,6 +251,26 @@ struct pairing_ops {
             F2::poke(ring, (uint32_t)(i + 1));
         });
     }
+    // A prepared pair's lines into the ring for consume_lines, ly and lx scaled by yP and xP on the way,
+    // so that the consumer's chain is the squarings and the products by lines only (as for lines on the
+    // fly) and the lines' loads are off it.
+    static __device__ __noinline__ void produce_prepared(const consts& k, const F& xp, const F& yp,
+                                                         const uint32_t* prepared, uint32_t* ring) {
+        int li = 0;
+        const int n = k.n_ops();
+#pragma unroll 1
+        for (int i = 0; i < n; i++) {
+            if (k.op(i) == pairing_layout::SQUARE) continue;
+            const line l = line::load(prepared + (uint64_t)li * line::WORDS);
+            batch bt;
+            bt.put(0, l.ly, embed(yp)), bt.put(1, l.lx, embed(xp));
+            bt.run(2);
+            if (li >= RING_LINES) F2::wait_for(ring + 1, (uint32_t)(li - RING_LINES + 1));  // its slot taken
+            line{bt.get(0), bt.get(1), l.lc}.store(ring + 4 + (li % RING_LINES) * line::WORDS);
+            li++;
+            F2::poke(ring, (uint32_t)li);
+        }
+    }
     static __device__ __noinline__ F12 consume_lines(const consts& k, uint32_t* ring) {
         F12 f = F12::one();
         int li = 0;

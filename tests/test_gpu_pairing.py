@@ -144,6 +144,9 @@ def test_host_two_warp_pairing_matches_python(curve, host_tmp):
               (curve.g1_gen, None)]
     got = _run_host(curve, host_tmp, [("pair2", _pair_vals(P, Q)) for P, Q in pairs])
     assert got == [pr.pairing(curve, P, Q) for P, Q in pairs]
+    # Q's lines prepared, scaled by P in the line maker (pairing.cuh produce_prepared: the wide final phase)
+    got = _run_host(curve, host_tmp, [("pair2_prepared", _pair_vals(P, Q)) for P, Q in pairs])
+    assert got == [pr.pairing(curve, P, Q) for P, Q in pairs]
 
 
 def test_host_pairing_is_bilinear_against_fixture_alphabeta(curve, host_tmp):

@@ -520,21 +520,27 @@ def test_a_key_granted_the_binned_sort_bins_h_and_places_the_witness_directly(mo
             backend.close()
 
 
-@pytest.mark.parametrize("mode", ["split", "pi_b", "whole"])
-def test_a_small_proofs_final_phase_splits_around_its_join(mode, monkeypatch):
+@pytest.mark.parametrize("mode,wide", [("split", True), ("pi_b", True), ("pi_b", False), ("whole", True),
+                                       ("whole", False)])
+def test_a_small_proofs_final_phase_splits_around_its_join(mode, wide, monkeypatch):
     """Happens-before on the device (tests/stream_order.py).  split (GROTH16_FINAL_SPLIT=1): the final phase's
     first part (pi_a, pi_b, two Miller loops: kernels.cu op 6) runs on B2's stream after B2's accumulation,
     the A, B1, C sums and the early phase, and is not ordered after H or the join (it runs beside them);
     the join makes pi_c and its Miller loop (op 7), and the compute stream ends with the final exponentiation
     (op 8) after the join and the first part.  pi_b (the default, footprint.pi_b_beside): pi_b alone (op 9) on
     B2's stream after B2 and the early phase, beside H; the final phase without it (op 10) after it and the
-    join (op 5).  whole (GROTH16_PI_B_BESIDE=0): the one final launch (op 2) after the join and B2."""
+    join (op 5).  whole (GROTH16_PI_B_BESIDE=0): the one final launch (op 2) after the join and B2.  The final
+    phase on six warps (epilogue.final_wide, the default: ops 11 with pi_b given, 12 without) or four
+    (GROTH16_FINAL_WIDE=0: ops 10, 2)."""
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
     from stream_order import StreamOrder  # noqa: PLC0415
 
     monkeypatch.setenv("GROTH16_FINAL_SPLIT", "1" if mode == "split" else "0")
     monkeypatch.setenv("GROTH16_PI_B_BESIDE", "0" if mode == "whole" else "1")
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
+    monkeypatch.setenv("GROTH16_FINAL_WIDE", "1" if wide else "0")
+    given_b = gepi.TAIL_FINAL_WIDE_GIVEN_B if wide else gepi.TAIL_FINAL_GIVEN_B
+    whole = gepi.TAIL_FINAL_WIDE if wide else gepi.TAIL_FINAL
     zkey, witness = _tiny("bn128")
     with fake_driver() as fake:
         order = StreamOrder(fake)
@@ -560,7 +566,7 @@ def test_a_small_proofs_final_phase_splits_around_its_join(mode, monkeypatch):
         last = proof[-1]
         assert last.stream == compute
         others = {gepi.TAIL_FINAL, gepi.TAIL_JOIN, gepi.TAIL_PRE_FINAL, gepi.TAIL_JOIN_C, gepi.TAIL_POST_FINAL,
-                  gepi.TAIL_PI_B, gepi.TAIL_FINAL_GIVEN_B}
+                  gepi.TAIL_PI_B, gepi.TAIL_FINAL_GIVEN_B, gepi.TAIL_FINAL_WIDE_GIVEN_B, gepi.TAIL_FINAL_WIDE}
         if mode == "split":
             (pre,), (join,), (post,) = tail(gepi.TAIL_PRE_FINAL), tail(gepi.TAIL_JOIN_C), tail(gepi.TAIL_POST_FINAL)
             used = {gepi.TAIL_PRE_FINAL, gepi.TAIL_JOIN_C, gepi.TAIL_POST_FINAL}
@@ -570,15 +576,15 @@ def test_a_small_proofs_final_phase_splits_around_its_join(mode, monkeypatch):
             assert order.before(h_acc, join) and order.before(join, post) and order.before(pre, post)
             assert "side_final_pre" in core.timings
         elif mode == "pi_b":
-            (pi_b,), (join,), (final,) = tail(gepi.TAIL_PI_B), tail(gepi.TAIL_JOIN), tail(gepi.TAIL_FINAL_GIVEN_B)
-            used = {gepi.TAIL_PI_B, gepi.TAIL_JOIN, gepi.TAIL_FINAL_GIVEN_B}
+            (pi_b,), (join,), (final,) = tail(gepi.TAIL_PI_B), tail(gepi.TAIL_JOIN), tail(given_b)
+            used = {gepi.TAIL_PI_B, gepi.TAIL_JOIN, given_b}
             assert pi_b.stream == side2 and join.stream == side and final is last
             assert order.before(b2_acc, pi_b) and order.before(early, pi_b) and not order.before(h_acc, pi_b)
             assert all(order.before(x, final) for x in (pi_b, join, h_acc))
             assert "side_pi_b" in core.timings and "side_final_pre" not in core.timings
         else:
-            (final,), (join,) = tail(gepi.TAIL_FINAL), tail(gepi.TAIL_JOIN)
-            used = {gepi.TAIL_FINAL, gepi.TAIL_JOIN}
+            (final,), (join,) = tail(whole), tail(gepi.TAIL_JOIN)
+            used = {whole, gepi.TAIL_JOIN}
             assert final is last and all(order.before(x, final) for x in (b2_acc, join, h_acc))
             assert "side_final_pre" not in core.timings and "side_pi_b" not in core.timings
         assert not any(tail(op) for op in others - used)
@@ -606,3 +612,12 @@ def test_the_final_split_is_off_unless_asked_for(monkeypatch):
     assert footprint.final_split()
     monkeypatch.setenv("GROTH16_FINAL_SPLIT", "0")
     assert not footprint.final_split()
+
+
+def test_the_final_phase_goes_wide_unless_switched_off(monkeypatch):
+    from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
+
+    monkeypatch.delenv("GROTH16_FINAL_WIDE", raising=False)
+    assert gepi.final_wide()
+    monkeypatch.setenv("GROTH16_FINAL_WIDE", "0")
+    assert not gepi.final_wide()

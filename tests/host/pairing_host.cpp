@@ -105,19 +105,24 @@ int main() {
                 }
             }
             wr12(PO::final_exp(k, f));
-        } else if (c == "pair2") {
+        } else if (c == "pair2" || c == "pair2_prepared") {
             // one pair (as "pairs"), the final phase's way: two threads stand for its two warps,
             // one making the lines into the ring and squaring in the final exponentiation, the
-            // other taking the lines and multiplying the powers of x in (pairing.cuh)
+            // other taking the lines and multiplying the powers of x in (pairing.cuh); prepared:
+            // Q's lines made first (as a key's), the line maker scaling them by P on the way
             F xp = rd(), yp = rd();
             F2 xq = rd2(), yq = rd2();
             const bool inf = (xp.is_zero() && yp.is_zero()) || (xq.is_zero() && yq.is_zero());
+            std::vector<uint32_t> lines((size_t)k.n_lines() * PO::line::WORDS);
+            if (c == "pair2_prepared" && !inf)
+                PO::lines(k, xq, yq, F::one(), F::one(), [&](int li, const PO::line& l) { l.store(lines.data() + (size_t)li * PO::line::WORDS); });
             std::vector<uint32_t> words(PO::RING_WORDS + PO::DUO_WORDS + 4, 0u);
             uint32_t* ring = words.data() + (4 - (reinterpret_cast<uintptr_t>(words.data()) / 4) % 4) % 4;
             uint32_t* duo = ring + PO::RING_WORDS;
             std::thread producer([&] {
                 PO::host_producer() = true;
-                if (!inf) PO::produce_lines(k, xp, yp, xq, yq, ring);
+                if (!inf && c == "pair2") PO::produce_lines(k, xp, yp, xq, yq, ring);
+                if (!inf && c == "pair2_prepared") PO::produce_prepared(k, xp, yp, lines.data(), ring);
                 PO::final_exp(k, PO::duo_wait(duo), duo);
             });
             const F12 f = inf ? F12::one() : PO::consume_lines(k, ring);

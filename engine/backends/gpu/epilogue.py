@@ -16,6 +16,7 @@ the flag.  r and s come from the OS's CSPRNG (`secrets`) and travel with the wit
 """
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 
@@ -36,6 +37,7 @@ TAIL_EARLY, TAIL_MID, TAIL_FINAL, BATCH_CHECK, TOOLS = 0, 1, 2, 3, 16  # its ops
 TAIL_MID_PRODUCTS, TAIL_JOIN = 4, 5  # the mid phase in two launches (a small proof's: launch.py)
 TAIL_PRE_FINAL, TAIL_JOIN_C, TAIL_POST_FINAL = 6, 7, 8  # a small proof's final phase split around its join
 TAIL_PI_B, TAIL_FINAL_GIVEN_B = 9, 10  # pi_b beside (a small proof's, after B2), then the final phase without it
+TAIL_FINAL_WIDE_GIVEN_B, TAIL_FINAL_WIDE = 11, 12  # the final phase on six warps (final_wide), pi_b given or not
 PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
 
@@ -233,11 +235,21 @@ def launch_pi_b(mod, args: tuple, stream: Stream) -> None:
     _launch_phase(mod, TAIL_PI_B, 32, args, stream, None)
 
 
+def final_wide() -> bool:
+    """Whether the final phase runs on six warps, a line maker and a consumer for each of the three pairs
+    (groth16_check.cuh tail_final_wide), instead of four (the prepared pairs on one warp each, their lines'
+    loads and scalings on their chains).  GROTH16_FINAL_WIDE=0: four (A/B measurements)."""
+    return os.environ.get("GROTH16_FINAL_WIDE") != "0"
+
+
 def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None, pi_b_given: bool = False) -> None:
     """pi_b (unless launch_pi_b made it), the three Miller loops side by side, the final exponentiation
-    and the flag: four warps (one makes pi_b's lines, one consumes them, two run the prepared pairs;
-    groth16_check.cuh)."""
-    _launch_phase(mod, TAIL_FINAL_GIVEN_B if pi_b_given else TAIL_FINAL, 128, args, stream, batch)
+    and the flag (groth16_check.cuh): on six warps (final_wide), else four (one makes pi_b's lines, one
+    consumes them, two run the prepared pairs)."""
+    if final_wide():
+        _launch_phase(mod, TAIL_FINAL_WIDE_GIVEN_B if pi_b_given else TAIL_FINAL_WIDE, 192, args, stream, batch)
+    else:
+        _launch_phase(mod, TAIL_FINAL_GIVEN_B if pi_b_given else TAIL_FINAL, 128, args, stream, batch)
 
 
 class SideStreams:
