@@ -56,8 +56,10 @@ struct groth16_check_ops {
     // their sum.
     static constexpr int EARLY_WORDS = 64 * X1::WORDS + W1, MID_WORDS = 4 * X1::WORDS + W1;
     static constexpr int BATCH_WORDS = MAX_WARPS * (F12::WORDS + 2 * X1::WORDS);
-    // the wide final phase's three rings, the duo and the hold (tail_final_wide)
-    static constexpr int WIDE_WORDS = 3 * PO::RING_WORDS + PO::DUO_WORDS + 4 + 2 * F12::WORDS;
+    // the wide final phase's ring, the duo (its value slots shared with the prepared pairs' two rings) and
+    // the hold (tail_final_wide)
+    static constexpr int WIDE_SHARED = PO::DUO_WORDS - 4 > 2 * PO::RING_WORDS ? PO::DUO_WORDS - 4 : 2 * PO::RING_WORDS;
+    static constexpr int WIDE_WORDS = PO::RING_WORDS + 4 + WIDE_SHARED + 4 + 2 * F12::WORDS;
     static constexpr int POOL_WORDS_1 = EARLY_WORDS > BATCH_WORDS ? EARLY_WORDS : BATCH_WORDS;
     static constexpr int POOL_WORDS = POOL_WORDS_1 > WIDE_WORDS ? POOL_WORDS_1 : WIDE_WORDS;
     static_assert(MID_WORDS <= POOL_WORDS, "the pool holds every phase's arrays");
@@ -251,19 +253,20 @@ struct groth16_check_ops {
     // waits on one chain of squarings and products by lines, not the prepared pairs on their loads and
     // scalings too.  Warp 4 hands its f to warp 2, warp 2 the product of the two to warp 0, and warps 0
     // and 1 run the final exponentiation (the duo).  Hold as in tail_final (warp 4 in warp 3's place).
+    // The prepared pairs' rings lie over the duo's value slots (its four counters apart): both are done
+    // with them before warp 2 posts the product, and the duo's slots are written only after warp 0 has
+    // waited for it (so the kernel's static shared memory stays within 48 KiB on BLS12-381).
     static __device__ void tail_final_wide(const tail_args& a, bool pi_b_given) {
         const uint32_t tid = threadIdx.x, warp = tid >> 5;
-        uint32_t* rings = pool();
-        uint32_t *duo = rings + 3 * PO::RING_WORDS, *hold = duo + PO::DUO_WORDS;
-        if (tid < 4) {
-            for (int r = 0; r < 3; r++) rings[r * PO::RING_WORDS + tid] = 0;
-            duo[tid] = hold[tid] = 0;
-        }
+        uint32_t* ring0 = pool();
+        uint32_t *duo = ring0 + PO::RING_WORDS, *hold = duo + 4 + WIDE_SHARED;
+        uint32_t* prepared_ring[2] = {duo + 4, duo + 4 + PO::RING_WORDS};
+        if (tid < 4) ring0[tid] = duo[tid] = prepared_ring[0][tid] = prepared_ring[1][tid] = hold[tid] = 0;
         __syncthreads();
         const consts k = consts_of(a);
         if (warp >= 6) return;
         if (warp >= 2) {  // the prepared pairs: warps 2/3 (L, gamma2), 4/5 (pi_c, delta2)
-            uint32_t* ring = rings + (warp >> 1) * PO::RING_WORDS;
+            uint32_t* ring = prepared_ring[(warp >> 1) - 1];
             const A1 p = A1::load(warp < 4 ? a.out() + 2 * W1 + W2 : a.out() + W1 + W2);
             if (warp & 1) {
                 if (!p.is_inf()) PO::produce_prepared(k, p.x, p.y, warp < 4 ? a.gamma_lines : a.delta_lines, ring);
@@ -286,11 +289,11 @@ struct groth16_check_ops {
         const bool inf = p.is_inf() || pi_b.is_inf();
         if (warp == 1) {
             if (tid == 32 && !pi_b_given) pi_b.store(a.out() + W1);
-            if (!inf) PO::produce_lines(k, p.x, p.y, F2{pi_b.x.c0, pi_b.x.c1}, F2{pi_b.y.c0, pi_b.y.c1}, rings);
+            if (!inf) PO::produce_lines(k, p.x, p.y, F2{pi_b.x.c0, pi_b.x.c1}, F2{pi_b.y.c0, pi_b.y.c1}, ring0);
             PO::final_exp(k, PO::duo_wait(duo), duo);
             return;
         }
-        F12 f = inf ? F12::one() : PO::consume_lines(k, rings);
+        F12 f = inf ? F12::one() : PO::consume_lines(k, ring0);
         F2::wait_for(hold + 1, 1);
         f = f * F12::load(hold + 4 + F12::WORDS);
         PO::duo_post(duo, f);
