@@ -204,6 +204,19 @@ struct groth16_check_ops {
     // contributes 1).  Hold: [0] warp 3's value posted, [1] the product posted; from word 4
     // warp 3's value, then the product.
     static constexpr int HOLD_WORDS = 4 + 2 * F12::WORDS;
+    // The prepared pairs' hand-on (tail_final, tail_final_wide): the `second` posts its f into the hold,
+    // the first multiplies it in and posts the product for warp 0.
+    static __device__ __forceinline__ void hand_on_prepared(const F12& f, bool second, uint32_t* hold) {
+        if (second) {
+            f.store(hold + 4);
+            F2::poke(hold, 1);
+            return;
+        }
+        F2::wait_for(hold, 1);
+        const F12 m = f * F12::load(hold + 4);
+        m.store(hold + 4 + F12::WORDS);
+        F2::poke(hold + 1, 1);
+    }
     static_assert(PO::RING_WORDS + PO::DUO_WORDS + HOLD_WORDS <= POOL_WORDS, "the ring, the duo, the hold fit the pool");
     // pi_b_given: pi_b is in the proof area already (tail_pi_b ran on B2's stream after it).
     static __device__ void tail_final(const tail_args& a, bool pi_b_given = false) {
@@ -216,15 +229,7 @@ struct groth16_check_ops {
         if (warp >= 2) {  // the prepared pairs
             const F12 f = warp == 2 ? pair_prepared(k, A1::load(a.out() + 2 * W1 + W2), a.gamma_lines)
                                     : pair_prepared(k, A1::load(a.out() + W1 + W2), a.delta_lines);
-            if (warp == 3) {
-                f.store(hold + 4);
-                F2::poke(hold, 1);
-                return;
-            }
-            F2::wait_for(hold, 1);
-            const F12 m = f * F12::load(hold + 4);
-            m.store(hold + 4 + F12::WORDS);
-            F2::poke(hold + 1, 1);
+            hand_on_prepared(f, warp == 3, hold);
             return;
         }
         const A1 p = A1::load(a.out()).neg();
@@ -273,15 +278,7 @@ struct groth16_check_ops {
                 return;
             }
             const F12 f = p.is_inf() ? F12::one() : PO::consume_lines(k, ring);
-            if (warp == 4) {
-                f.store(hold + 4);
-                F2::poke(hold, 1);
-                return;
-            }
-            F2::wait_for(hold, 1);
-            const F12 m = f * F12::load(hold + 4);
-            m.store(hold + 4 + F12::WORDS);
-            F2::poke(hold + 1, 1);
+            hand_on_prepared(f, warp == 4, hold);
             return;
         }
         const A1 p = A1::load(a.out()).neg();

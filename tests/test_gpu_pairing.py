@@ -241,10 +241,11 @@ def test_host_mul_xi_matches_python(curve, host_tmp):
     assert _run_host_points(curve, host_tmp, [(f"xi {len(pairs)}", vals, None)]) == [want]
 
 
-def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
+@pytest.mark.parametrize("wide", [True, False])
+def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch, wide):
     """engine/backends/gpu/epilogue.py's launches of groth16_pairing put each phase's and the
     batched check's arguments where kernels.cu reads them (op, consts, p1 .. p10, u1 .. u5), a
-    batch's grid and strides (words) too."""
+    batch's grid and strides (words) too; the final phase on six warps (op 12) or four (op 2)."""
     import re
 
     from cuda_kernels.driver import U32
@@ -253,8 +254,10 @@ def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     sig = (ROOT / "cuda_kernels/kernels.cu").read_text().split(" groth16_pairing(")[1].split(")")[0]
     assert [re.sub(r".*\b(\w+)$", r"\1", a.strip()) for a in sig.split(",")] == \
         ["op", "consts"] + [f"p{i}" for i in range(1, 11)] + ["u1", "u2", "u3", "u4", "u5"]
+    monkeypatch.setenv("GROTH16_FINAL_WIDE", "1" if wide else "0")
+    final = (gepi.TAIL_FINAL_WIDE, 192) if wide else (gepi.TAIL_FINAL, 128)
     calls = []
-    monkeypatch.setattr(gepi, "launch", lambda mod, name, grid, block, stream, *args:
+    monkeypatch.setattr(gepi, "launch", lambda mod, name, grid, block, stream, *args, **kw:
                         calls.append((name, block, args, grid)))
     tail = ("consts", "results", U32(7), "witness", U32(8), U32(9), "tables", "points", "gamma", "delta", "target")
     gepi.launch_early(None, tail, None)
@@ -263,7 +266,7 @@ def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     for launch_phase in (gepi.launch_early, gepi.launch_mid, gepi.launch_final):
         launch_phase(None, tail, None, batch=(5, 400, 96))
     strides = [[0, 0]] * 3 + [[100, 24]] * 3
-    for (name, block, args, grid), (phase, threads), st in zip(calls, [(0, 128), (1, 128), (2, 128)] * 2, strides):
+    for (name, block, args, grid), (phase, threads), st in zip(calls, [(0, 128), (1, 128), final] * 2, strides):
         assert name == "groth16_pairing" and block == threads and len(args) == 17
         assert grid == (1 if st[0] == 0 else 5)
         assert args[0].value == phase and args[1:8] == ("consts", "results", "witness", "tables", "points", "gamma",

@@ -8,6 +8,8 @@ allocation rounding it adds).
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -30,6 +32,26 @@ def _backend(**options):
 
 def _tiny(curve):
     return read_zkey(TINY / curve / "tiny.zkey"), np.asarray(read_wtns(TINY / curve / "tiny.wtns").values)
+
+
+@contextlib.contextmanager
+def _one_proof_ordered():
+    """The tiny BN254 key's one proof on the fake driver, its launches in happens-before order
+    (tests/stream_order.py): yields the backend, the key, the proof's state and result, the order and the
+    proof's own launches; unloads and closes after."""
+    from stream_order import StreamOrder  # noqa: PLC0415
+
+    zkey, witness = _tiny("bn128")
+    with fake_driver() as fake:
+        order = StreamOrder(fake)
+        backend = _backend()
+        key = backend.load_key(zkey)
+        staged = backend.stage(key, witness)
+        n0 = len(order.launches)
+        core = backend.compute(staged).wait()
+        yield backend, key, staged.state, core, order, order.launches[n0:]
+        backend.unload_key(key)
+        backend.close()
 
 
 @pytest.fixture
@@ -434,19 +456,9 @@ def test_a_small_proofs_streams_order_the_front_before_h_and_the_final_after_eve
     writes h into st.c) is done before the H MSM's sort reads st.c, and the final phase starts after the
     front, B2's accumulation and the join.  With the front beside, the A, B1, C sort of the witness and
     the front are not ordered either way (they may run together)."""
-    from stream_order import StreamOrder  # noqa: PLC0415
 
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1" if front else "0")
-    zkey, witness = _tiny("bn128")
-    with fake_driver() as fake:
-        order = StreamOrder(fake)
-        backend = _backend()
-        key = backend.load_key(zkey)
-        staged = backend.stage(key, witness)
-        st = staged.state
-        n0 = len(order.launches)
-        core = backend.compute(staged).wait()
-        proof = order.launches[n0:]
+    with _one_proof_ordered() as (backend, key, st, core, order, proof):
         compute = backend.ctx.compute_stream(0).handle
         side = backend.side_streams.get(0, 0).handle
         (quotient,) = [x for x in proof if x.name == "quotient_h"]
@@ -464,8 +476,6 @@ def test_a_small_proofs_streams_order_the_front_before_h_and_the_final_after_eve
         assert g2_acc and all(order.before(x, final) for x in g2_acc + [quotient, evaluate, h_count])
         assert all(order.before(x, final) for x in proof if x.stream == side)
         assert core.proof is not None
-        backend.unload_key(key)
-        backend.close()
 
 
 def test_the_front_goes_beside_from_its_measured_domain_and_can_be_forced(monkeypatch):
@@ -533,7 +543,6 @@ def test_a_small_proofs_final_phase_splits_around_its_join(mode, wide, monkeypat
     phase on six warps (epilogue.final_wide, the default: ops 11 with pi_b given, 12 without) or four
     (GROTH16_FINAL_WIDE=0: ops 10, 2)."""
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
-    from stream_order import StreamOrder  # noqa: PLC0415
 
     monkeypatch.setenv("GROTH16_FINAL_SPLIT", "1" if mode == "split" else "0")
     monkeypatch.setenv("GROTH16_PI_B_BESIDE", "0" if mode == "whole" else "1")
@@ -541,15 +550,7 @@ def test_a_small_proofs_final_phase_splits_around_its_join(mode, wide, monkeypat
     monkeypatch.setenv("GROTH16_FINAL_WIDE", "1" if wide else "0")
     given_b = gepi.TAIL_FINAL_WIDE_GIVEN_B if wide else gepi.TAIL_FINAL_GIVEN_B
     whole = gepi.TAIL_FINAL_WIDE if wide else gepi.TAIL_FINAL
-    zkey, witness = _tiny("bn128")
-    with fake_driver() as fake:
-        order = StreamOrder(fake)
-        backend = _backend()
-        key = backend.load_key(zkey)
-        staged = backend.stage(key, witness)
-        n0 = len(order.launches)
-        core = backend.compute(staged).wait()
-        proof = order.launches[n0:]
+    with _one_proof_ordered() as (backend, key, _st, core, order, proof):
         compute = backend.ctx.compute_stream(0).handle
         side = backend.side_streams.get(0, 0).handle
         side2 = backend.side_streams.get(0, 1).handle
@@ -589,8 +590,6 @@ def test_a_small_proofs_final_phase_splits_around_its_join(mode, wide, monkeypat
             assert "side_final_pre" not in core.timings and "side_pi_b" not in core.timings
         assert not any(tail(op) for op in others - used)
         assert core.proof is not None
-        backend.unload_key(key)
-        backend.close()
 
 
 def test_pi_b_goes_beside_unless_switched_off(monkeypatch):
