@@ -108,7 +108,9 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     phase, runs the front (evaluate, the NTTs, h: footprint.front_beside; else the compute stream runs
     it before H), the mid phase's s·A + r·B1 as soon as A and B1 exist, and its join (pi_a, pi_c) once
     H does too.  The final phase waits for B2 and the join.  So the G2 MSM, the front and the tail's
-    products leave the compute stream's chain (A, B1, C, then H).  With footprint.final_split, `side2`
+    products leave the compute stream's chain (A, B1, C, then H).  With footprint.pi_b_beside (the
+    default), `side2` makes pi_b right after B2 and the final phase reads it.  With footprint.final_split,
+    `side2`
     goes on after B2 with the final phase's part that needs only A, B2 and the early phase (pi_a, pi_b,
     two of the three Miller loops), the join makes pi_c and its Miller loop, and the compute stream ends
     with the final exponentiation."""
