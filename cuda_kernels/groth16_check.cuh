@@ -56,12 +56,12 @@ struct groth16_check_ops {
     // their sum.
     static constexpr int EARLY_WORDS = 64 * X1::WORDS + W1, MID_WORDS = 4 * X1::WORDS + W1;
     static constexpr int BATCH_WORDS = MAX_WARPS * (F12::WORDS + 2 * X1::WORDS);
-    // the wide final phase's ring, the duo (its value slots shared with the prepared pairs' two rings) and
-    // the hold (tail_final_wide)
-    static constexpr int WIDE_SHARED = PO::DUO_WORDS - 4 > 2 * PO::RING_WORDS ? PO::DUO_WORDS - 4 : 2 * PO::RING_WORDS;
-    static constexpr int WIDE_WORDS = PO::RING_WORDS + 4 + WIDE_SHARED + 4 + 2 * F12::WORDS;
+    // the final phase's ring, the duo (its value slots shared with the prepared pairs' two rings) and the
+    // hold (tail_final)
+    static constexpr int FINAL_SHARED = PO::DUO_WORDS - 4 > 2 * PO::RING_WORDS ? PO::DUO_WORDS - 4 : 2 * PO::RING_WORDS;
+    static constexpr int FINAL_WORDS = PO::RING_WORDS + 4 + FINAL_SHARED + 4 + 2 * F12::WORDS;
     static constexpr int POOL_WORDS_1 = EARLY_WORDS > BATCH_WORDS ? EARLY_WORDS : BATCH_WORDS;
-    static constexpr int POOL_WORDS = POOL_WORDS_1 > WIDE_WORDS ? POOL_WORDS_1 : WIDE_WORDS;
+    static constexpr int POOL_WORDS = POOL_WORDS_1 > FINAL_WORDS ? POOL_WORDS_1 : FINAL_WORDS;
     static_assert(MID_WORDS <= POOL_WORDS, "the pool holds every phase's arrays");
     static __device__ __forceinline__ uint32_t* pool() {
         __shared__ __align__(16) uint32_t words[POOL_WORDS];
@@ -85,10 +85,6 @@ struct groth16_check_ops {
         __device__ __forceinline__ uint32_t* fixed1(int i) const { return flag() + 4 + i * X1::WORDS; }
         __device__ __forceinline__ uint32_t* fixed2() const { return fixed1(4); }  // G2: two G1 slots
         __device__ __forceinline__ uint32_t* glv_sum() const { return fixed1(6); }  // the mid phase's s A + r B1
-        // a split final phase's Miller products: of (-pi_a, pi_b) and (L, gamma2) (tail_pre_final), then
-        // of (pi_c, delta2) (tail_join_miller)
-        __device__ __forceinline__ uint32_t* pre_product() const { return fixed1(7); }
-        __device__ __forceinline__ uint32_t* c_product() const { return fixed1(7) + F12::WORDS; }
         __device__ __forceinline__ const uint32_t* scalar(int i) const { return witness + 8ull * n_wires + 8 * i; }
         // which = 0: s (its product by A), 1: r (by B1)
         __device__ __forceinline__ const uint32_t* glv(int which) const { return scalar(3 + which); }
@@ -169,11 +165,14 @@ struct groth16_check_ops {
     }
 
     // pi_a (thread 32) and pi_c (thread 0), from the MSM sums, the early phase's table products
-    // and the mid phase's s A + r B1; `with_a` false: pi_c only (a split final phase makes pi_a).
-    static __device__ void tail_join(const tail_args& a, bool with_a = true) {
+    // and the mid phase's s A + r B1.
+    static __device__ void tail_join(const tail_args& a) {
         const uint32_t tid = threadIdx.x;
-        if (tid == 32 && with_a) {
-            join_a(a);
+        if (tid == 32) {  // pi_a = alpha1 + A + r delta1
+            X1 acc = X1::load(a.slot(0));
+            acc.add(A1::load(a.points));
+            acc.add(X1::load(a.fixed1(0)));
+            tail_affine(acc).store(a.out());
         } else if (tid == 0) {  // pi_c = C + H + s alpha1 + rs delta1 + r beta1 + s A + r B1
             X1 acc = X1::load(a.slot(3));
             acc.add(X1::load(a.slot(4)));
@@ -182,12 +181,6 @@ struct groth16_check_ops {
             tail_affine(acc).store(a.out() + W1 + W2);
         }
     }
-    static __device__ __forceinline__ void join_a(const tail_args& a) {  // pi_a = alpha1 + A + r delta1
-        X1 acc = X1::load(a.slot(0));
-        acc.add(A1::load(a.points));
-        acc.add(X1::load(a.fixed1(0)));
-        tail_affine(acc).store(a.out());
-    }
     static __device__ __forceinline__ A2 join_b(const tail_args& a) {  // pi_b = beta2 + B2 + s delta2
         X2 acc = X2::load(a.slot(2));
         acc.add(A2::load(a.points + 2 * W1));
@@ -195,41 +188,50 @@ struct groth16_check_ops {
         return tail_affine(acc);
     }
 
-    // 128 threads, four warps.  Warp 1 makes pi_b, then the lines of (-pi_a, pi_b) into the
-    // ring (pairing.cuh's two-warp Miller loop), which warp 0 consumes; beside them warps 2 and
-    // 3 run the Miller loops of (L, gamma2) and (pi_c, delta2) on their prepared lines, warp 2
-    // multiplies the two and hands the product on (the hold's words).  Then warp 0 hands f to
-    // warp 1 and both run the final exponentiation, the powers of x on the two (the duo).
-    // The ring's hand-on word: 1 = pi_b's lines come, 2 = a point at infinity (the pair
-    // contributes 1).  Hold: [0] warp 3's value posted, [1] the product posted; from word 4
-    // warp 3's value, then the product.
-    static constexpr int HOLD_WORDS = 4 + 2 * F12::WORDS;
-    // The prepared pairs' hand-on (tail_final, tail_final_wide): the `second` posts its f into the hold,
-    // the first multiplies it in and posts the product for warp 0.
-    static __device__ __forceinline__ void hand_on_prepared(const F12& f, bool second, uint32_t* hold) {
-        if (second) {
-            f.store(hold + 4);
-            F2::poke(hold, 1);
-            return;
-        }
-        F2::wait_for(hold, 1);
-        const F12 m = f * F12::load(hold + 4);
-        m.store(hold + 4 + F12::WORDS);
-        F2::poke(hold + 1, 1);
+    // pi_b alone (thread 0), as soon as B2 and the early phase's s delta2 exist: a small proof runs it on
+    // B2's stream, beside the H MSM and the mid phase, so that the final phase's line maker starts at once.
+    static __device__ void tail_pi_b(const tail_args& a) {
+        if (threadIdx.x == 0) join_b(a).store(a.out() + W1);
     }
-    static_assert(PO::RING_WORDS + PO::DUO_WORDS + HOLD_WORDS <= POOL_WORDS, "the ring, the duo, the hold fit the pool");
-    // pi_b_given: pi_b is in the proof area already (tail_pi_b ran on B2's stream after it).
+
+    // 192 threads, six warps: each of the three pairs on two, a line maker and a consumer.  Warp 1
+    // makes pi_b (unless `pi_b_given`: tail_pi_b made it), then the lines of (-pi_a, pi_b) into the ring
+    // (pairing.cuh's two-warp Miller loop), which warp 0 consumes; warps 3 and 5 load the prepared lines
+    // of gamma2 and delta2 and scale them by L and pi_c on the way (pairing.cuh's produce_prepared), which
+    // warps 2 and 4 consume, so that every pair waits on one chain of squarings and products by lines.
+    // Warp 4 hands its f to warp 2, warp 2 the product of the two to warp 0 (the hold: [0] warp 4's
+    // value posted, [1] the product posted; from word 4 warp 4's value, then the product).  Then warp 0
+    // hands f to warp 1 and both run the final exponentiation, the powers of x on the two (the duo).
+    // The ring's hand-on word: 1 = pi_b's lines come, 2 = a point at infinity (the pair contributes 1).
+    // The prepared pairs' rings lie over the duo's value slots (its four counters apart): both are done
+    // with them before warp 2 posts the product, and the duo's slots are written only after warp 0 has
+    // waited for it (so the kernel's static shared memory stays within 48 KiB on BLS12-381).
     static __device__ void tail_final(const tail_args& a, bool pi_b_given = false) {
         const uint32_t tid = threadIdx.x, warp = tid >> 5;
-        uint32_t *ring = pool(), *duo = ring + PO::RING_WORDS, *hold = duo + PO::DUO_WORDS;
-        if (tid < 4) ring[tid] = duo[tid] = hold[tid] = 0;
+        uint32_t* ring = pool();
+        uint32_t *duo = ring + PO::RING_WORDS, *hold = duo + 4 + FINAL_SHARED;
+        uint32_t* prepared_ring[2] = {duo + 4, duo + 4 + PO::RING_WORDS};
+        if (tid < 4) ring[tid] = duo[tid] = prepared_ring[0][tid] = prepared_ring[1][tid] = hold[tid] = 0;
         __syncthreads();
         const consts k = consts_of(a);
-        if (warp >= 4) return;
-        if (warp >= 2) {  // the prepared pairs
-            const F12 f = warp == 2 ? pair_prepared(k, A1::load(a.out() + 2 * W1 + W2), a.gamma_lines)
-                                    : pair_prepared(k, A1::load(a.out() + W1 + W2), a.delta_lines);
-            hand_on_prepared(f, warp == 3, hold);
+        if (warp >= 6) return;
+        if (warp >= 2) {  // the prepared pairs: warps 2/3 (L, gamma2), 4/5 (pi_c, delta2)
+            uint32_t* pring = prepared_ring[(warp >> 1) - 1];
+            const A1 p = A1::load(warp < 4 ? a.out() + 2 * W1 + W2 : a.out() + W1 + W2);
+            if (warp & 1) {
+                if (!p.is_inf()) PO::produce_prepared(k, p.x, p.y, warp < 4 ? a.gamma_lines : a.delta_lines, pring);
+                return;
+            }
+            const F12 f = p.is_inf() ? F12::one() : PO::consume_lines(k, pring);
+            if (warp == 4) {
+                f.store(hold + 4);
+                F2::poke(hold, 1);
+                return;
+            }
+            F2::wait_for(hold, 1);
+            const F12 m = f * F12::load(hold + 4);
+            m.store(hold + 4 + F12::WORDS);
+            F2::poke(hold + 1, 1);
             return;
         }
         const A1 p = A1::load(a.out()).neg();
@@ -251,116 +253,6 @@ struct groth16_check_ops {
         if (tid == 0) *a.flag() = ok ? 1u : 0u;
     }
     static __device__ __forceinline__ consts consts_of(const tail_args& a) { return PO::make_consts(a.consts); }
-
-    // The final phase on six warps: each of the three pairs on two, a line maker and a consumer (warps
-    // 0/1 (-pi_a, pi_b) with its lines made on the fly, 2/3 (L, gamma2) and 4/5 (pi_c, delta2) with their
-    // prepared lines scaled by the point on the way: pairing.cuh's produce_prepared), so that every pair
-    // waits on one chain of squarings and products by lines, not the prepared pairs on their loads and
-    // scalings too.  Warp 4 hands its f to warp 2, warp 2 the product of the two to warp 0, and warps 0
-    // and 1 run the final exponentiation (the duo).  Hold as in tail_final (warp 4 in warp 3's place).
-    // The prepared pairs' rings lie over the duo's value slots (its four counters apart): both are done
-    // with them before warp 2 posts the product, and the duo's slots are written only after warp 0 has
-    // waited for it (so the kernel's static shared memory stays within 48 KiB on BLS12-381).
-    static __device__ void tail_final_wide(const tail_args& a, bool pi_b_given) {
-        const uint32_t tid = threadIdx.x, warp = tid >> 5;
-        uint32_t* ring0 = pool();
-        uint32_t *duo = ring0 + PO::RING_WORDS, *hold = duo + 4 + WIDE_SHARED;
-        uint32_t* prepared_ring[2] = {duo + 4, duo + 4 + PO::RING_WORDS};
-        if (tid < 4) ring0[tid] = duo[tid] = prepared_ring[0][tid] = prepared_ring[1][tid] = hold[tid] = 0;
-        __syncthreads();
-        const consts k = consts_of(a);
-        if (warp >= 6) return;
-        if (warp >= 2) {  // the prepared pairs: warps 2/3 (L, gamma2), 4/5 (pi_c, delta2)
-            uint32_t* ring = prepared_ring[(warp >> 1) - 1];
-            const A1 p = A1::load(warp < 4 ? a.out() + 2 * W1 + W2 : a.out() + W1 + W2);
-            if (warp & 1) {
-                if (!p.is_inf()) PO::produce_prepared(k, p.x, p.y, warp < 4 ? a.gamma_lines : a.delta_lines, ring);
-                return;
-            }
-            const F12 f = p.is_inf() ? F12::one() : PO::consume_lines(k, ring);
-            hand_on_prepared(f, warp == 4, hold);
-            return;
-        }
-        const A1 p = A1::load(a.out()).neg();
-        const A2 pi_b = pi_b_given ? A2::load(a.out() + W1) : join_b(a);
-        const bool inf = p.is_inf() || pi_b.is_inf();
-        if (warp == 1) {
-            if (tid == 32 && !pi_b_given) pi_b.store(a.out() + W1);
-            if (!inf) PO::produce_lines(k, p.x, p.y, F2{pi_b.x.c0, pi_b.x.c1}, F2{pi_b.y.c0, pi_b.y.c1}, ring0);
-            PO::final_exp(k, PO::duo_wait(duo), duo);
-            return;
-        }
-        F12 f = inf ? F12::one() : PO::consume_lines(k, ring0);
-        F2::wait_for(hold + 1, 1);
-        f = f * F12::load(hold + 4 + F12::WORDS);
-        PO::duo_post(duo, f);
-        const bool ok = PO::final_exp(k, f, duo) == F12::load(a.target);
-        if (tid == 0) *a.flag() = ok ? 1u : 0u;
-    }
-
-    // pi_b alone (thread 0), as soon as B2 and the early phase's s delta2 exist: a small proof runs it on
-    // B2's stream, beside the H MSM and the mid phase, so that the final phase's line maker starts at once.
-    static __device__ void tail_pi_b(const tail_args& a) {
-        if (threadIdx.x == 0) join_b(a).store(a.out() + W1);
-    }
-
-    // A small proof's final phase split around its join (launch.py), so that what follows the last MSM
-    // is the join, pi_c's Miller loop and the final exponentiation only.  `pre` (128 threads), once A,
-    // B2 and the early phase are done, beside the H MSM and the mid phase: pi_a (thread 0) and pi_b
-    // (thread 32), then the Miller loops of (-pi_a, pi_b) (warp 1 makes the lines, warp 0 takes them)
-    // and of (L, gamma2) (warp 2), their product into the scratch.  `join_miller` (32 threads), the
-    // join's launch: pi_c, then (pi_c, delta2)'s Miller loop into the scratch.  `post` (64 threads),
-    // after both: the product of the two, the final exponentiation on warps 0 and 1 (the duo), the flag.
-    static __device__ void tail_pre_final(const tail_args& a) {
-        const uint32_t tid = threadIdx.x, warp = tid >> 5;
-        uint32_t *ring = pool(), *hold = ring + PO::RING_WORDS;
-        if (tid < 4) ring[tid] = hold[tid] = 0;
-        if (tid == 0) join_a(a);
-        if (tid == 32) join_b(a).store(a.out() + W1);
-        __syncthreads();  // (the block's global writes are seen by its threads after the barrier)
-        if (warp >= 3) return;
-        const consts k = consts_of(a);
-        if (warp == 2) {
-            const F12 f = pair_prepared(k, A1::load(a.out() + 2 * W1 + W2), a.gamma_lines);
-            f.store(hold + 4);
-            F2::poke(hold, 1);
-            return;
-        }
-        const A1 p = A1::load(a.out()).neg();
-        const A2 q = A2::load(a.out() + W1);
-        const bool inf = p.is_inf() || q.is_inf();  // the pair contributes 1
-        if (warp == 1) {
-            if (!inf) PO::produce_lines(k, p.x, p.y, F2{q.x.c0, q.x.c1}, F2{q.y.c0, q.y.c1}, ring);
-            return;
-        }
-        F12 f = inf ? F12::one() : PO::consume_lines(k, ring);
-        F2::wait_for(hold, 1);
-        f = f * F12::load(hold + 4);
-        if (tid == 0) f.store(a.pre_product());
-    }
-    static __device__ void tail_join_miller(const tail_args& a) {
-        tail_join(a, false);  // thread 0: pi_c
-        __syncthreads();
-        if (threadIdx.x >= 32) return;
-        const F12 f = pair_prepared(consts_of(a), A1::load(a.out() + W1 + W2), a.delta_lines);
-        if (threadIdx.x == 0) f.store(a.c_product());
-    }
-    static __device__ void tail_post_final(const tail_args& a) {
-        const uint32_t tid = threadIdx.x, warp = tid >> 5;
-        uint32_t* duo = pool();
-        if (tid < 4) duo[tid] = 0;
-        __syncthreads();
-        if (warp >= 2) return;
-        const consts k = consts_of(a);
-        if (warp == 1) {
-            PO::final_exp(k, PO::duo_wait(duo), duo);
-            return;
-        }
-        const F12 f = F12::load(a.c_product()) * F12::load(a.pre_product());
-        PO::duo_post(duo, f);
-        const bool ok = PO::final_exp(k, f, duo) == F12::load(a.target);
-        if (tid == 0) *a.flag() = ok ? 1u : 0u;
-    }
 
     // n proofs (pi_a, pi_b, pi_c each, affine), rho: n + 1 scalars of 8 words (the last one
     // sum rho_j mod r); the public-input side as n_ic scalars c_i = sum_j rho_j pub_ji (c_0 =

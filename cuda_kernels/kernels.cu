@@ -598,12 +598,9 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 // Everything that runs the pairing code, as one kernel: ptxas compiles that code once a
 // kernel, so one kernel keeps the build's time (not one copy for each phase, the batched
 // check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
-//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (128), final (128); op 4 the mid
-//     phase's products only, op 5 its join (pi_a, pi_c) only (a small proof's: launch.py); a split
-//     final phase: op 6 its part before the join (128), op 7 the join of pi_c alone and its Miller
-//     loop (32), op 8 the final exponentiation after both (64); op 9 pi_b alone (32), op 10 the
-//     final phase with pi_b made by op 9 (128); op 11, 12 the final phase on six warps (192), pi_b
-//     made by op 9 or not
+//   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (128), final (192); op 4 the mid
+//     phase's products only, op 5 its join (pi_a, pi_c) only (a small proof's: launch.py); op 9
+//     pi_b alone (32), op 10 the final phase with pi_b made by op 9 (192)
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
 //     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs; a grid of k blocks runs
 //     the phase of k proofs, block j's results and witness at p1 + j u4 and p2 + j u5 words
@@ -616,18 +613,14 @@ extern "C" __global__ void __launch_bounds__(256) groth16_pairing(
     uint32_t op, const uint32_t* consts, const uint32_t* p1, const uint32_t* p2, const uint32_t* p3,
     const uint32_t* p4, const uint32_t* p5, const uint32_t* p6, const uint32_t* p7, const uint32_t* p8, uint32_t* p9,
     uint32_t* p10, uint32_t u1, uint32_t u2, uint32_t u3, uint32_t u4, uint32_t u5) {
-    if (op <= 2 || (op >= 4 && op <= 12)) {  // block j: proof j of a batch, its results at p1 + j u4, its witness at p2 + j u5
+    if (op <= 2 || op == 4 || op == 5 || op == 9 || op == 10) {  // block j: proof j of a batch, its results at p1 + j u4, its witness at p2 + j u5
         const uint64_t j = blockIdx.x;
         const tail_args a{consts, const_cast<uint32_t*>(p1) + j * u4, u1, p2 + j * u5, u2, u3, p3, p4, p5, p6, p7};
         if (op == 0) CHECK::tail_early(a);
         else if (op == 1 || op == 4) CHECK::tail_mid(a, op == 1);
         else if (op == 5) CHECK::tail_join(a);
-        else if (op == 7) CHECK::tail_join_miller(a);
-        else if (op == 6) CHECK::tail_pre_final(a);
-        else if (op == 8) CHECK::tail_post_final(a);
         else if (op == 9) CHECK::tail_pi_b(a);
-        else if (op == 11 || op == 12) CHECK::tail_final_wide(a, op == 11);
-        else CHECK::tail_final(a, op == 10);
+        else if (op == 2 || op == 10) CHECK::tail_final(a, op == 10);
     } else if (op == 3) {
         CHECK::batch_check(consts, p1, p2, u1, p3, p4, u2, p5, p6, p7, p8, p9, p10);
     } else if (op >= 16) {

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record of one call at the commit perf/RESULTS.md "Session 26" names; GROTH16_FINAL_SPLIT and
+# GROTH16_FINAL_WIDE were removed after it: set now, they change nothing.)
 # Session 26's first device call (issue 13: the 2^14-domain proof): a small proof's final phase split around
 # its join (footprint.final_split).  From the checkout root, carry [".whl", ".kcache"] (builds of main=$PWD).
 #   tests   the GPU tests of the tail, the pipeline, the waiter, the key tables

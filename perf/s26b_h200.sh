@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record of one call at the commit perf/RESULTS.md "Session 26" names; GROTH16_FINAL_SPLIT and
+# GROTH16_FINAL_WIDE were removed after it: set now, they change nothing.)
 # Session 26's second device call: the split final phase with pi_c's Miller loop in the join's launch.
 # From the checkout root, carry [".whl", ".kcache"].  GPU tests of the tail, bench keys (perf/prove.py), then
 # perf/s26_final.sh (the A/B, the time lines).   OUT=/tmp/out bash perf/s26b_h200.sh

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (A record of one call at the commit perf/RESULTS.md "Session 26" names; GROTH16_FINAL_SPLIT and
+# GROTH16_FINAL_WIDE were removed after it: set now, they change nothing.)
 # Session 26: throughput at the 2^14 domain with the final phase on six warps and on four (GROTH16_FINAL_WIDE),
 # alternating, twice (perf/sweep.py, 480 proofs, 32 in flight, 1 and 2 slots, every proof checked on the
 # device), and the host's split of one proof (perf/host_split.py) for the host's speed in this call.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 26's last call: after the review's kernel change (the prepared pairs' hand-on as one helper,
-# groth16_check.cuh hand_on_prepared), the GPU tests of everything that runs a final phase, and the 2^13
-# proof's final phase alone and in the proof (perf/final_phase.py).   OUT=/tmp/out bash perf/s26f_h200.sh
+# Session 26's review calls: after a kernel change of the review, the GPU tests of everything that runs a
+# final phase, and the 2^13 proof's final phase alone and in the proof (perf/final_phase.py).
+#   OUT=/tmp/out bash perf/s26f_h200.sh
 set -u
 W=${W:-/tmp/fin}
 . scripts/gpu_env.sh || exit 2

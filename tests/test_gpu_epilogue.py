@@ -101,29 +101,21 @@ def test_corrupted_msm_result_on_device_gives_verification_error(backend, loaded
     assert verify(vk_from_zkey(zkey), *_public_and(prove(zkey, values, backend, key)))  # and recovers
 
 
-@pytest.mark.parametrize("split,pi_b,wide", [("1", "1", "1"), ("0", "1", "1"), ("0", "1", "0"), ("0", "0", "1"),
-                                             ("0", "0", "0")])
-def test_small_proofs_final_phase_split_or_whole_verifies_and_catches_a_fault(backend, loaded, split, pi_b, wide,
-                                                                              monkeypatch):
-    """The tiny keys' proofs take the small path (footprint.b2_beside); its final phase split around the
-    join (GROTH16_FINAL_SPLIT=1: pi_a, pi_b and two Miller loops on B2's stream, pi_c's loop in the join's
-    launch, the final exponentiation last), whole with pi_b made beside after B2 (the default) and whole
-    (GROTH16_PI_B_BESIDE=0), each final phase on six warps (the default) or four (GROTH16_FINAL_WIDE=0),
-    make proofs the CPU accepts, and a corrupted MSM sum of any of the five is caught by the device check
-    each way."""
+@pytest.mark.parametrize("pi_b", ["1", "0"])
+def test_small_proofs_with_pi_b_beside_or_not_verify_and_catch_a_fault(backend, loaded, pi_b, monkeypatch):
+    """The tiny keys' proofs take the small path (footprint.b2_beside); with pi_b made on B2's stream after B2
+    (the default) and in the final phase (GROTH16_PI_B_BESIDE=0) they make proofs the CPU accepts, and a
+    corrupted MSM sum of any of the five is caught by the device check either way."""
     from cuda_kernels.driver import Device
 
-    monkeypatch.setenv("GROTH16_FINAL_SPLIT", split)
     monkeypatch.setenv("GROTH16_PI_B_BESIDE", pi_b)
-    monkeypatch.setenv("GROTH16_FINAL_WIDE", wide)
     zkey, key, values = loaded
     key.synchronize()  # its fold tables: the small path's full-fold plan (a fresh key's proofs take fold 1)
     vk = vk_from_zkey(zkey)
     for _ in range(2):
         p = prove(zkey, values, backend, key)
         assert checked_on_device(p) and verify(vk, p.public, p)
-        assert "side_b2" in p.timings and ("side_final_pre" in p.timings) == (split == "1")
-        assert ("side_pi_b" in p.timings) == (split == "0" and pi_b == "1")
+        assert "side_b2" in p.timings and ("side_pi_b" in p.timings) == (pi_b == "1")
     for slot in range(5):
         def corrupt(results, slot_bytes, stream, after, _slot=slot):
             if (_slot == 2) == (after == "b2"):

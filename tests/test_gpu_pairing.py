@@ -241,11 +241,10 @@ def test_host_mul_xi_matches_python(curve, host_tmp):
     assert _run_host_points(curve, host_tmp, [(f"xi {len(pairs)}", vals, None)]) == [want]
 
 
-@pytest.mark.parametrize("wide", [True, False])
-def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch, wide):
+def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch):
     """engine/backends/gpu/epilogue.py's launches of groth16_pairing put each phase's and the
     batched check's arguments where kernels.cu reads them (op, consts, p1 .. p10, u1 .. u5), a
-    batch's grid and strides (words) too; the final phase on six warps (op 12) or four (op 2)."""
+    batch's grid and strides (words) too; the final phase on its six warps."""
     import re
 
     from cuda_kernels.driver import U32
@@ -254,8 +253,7 @@ def test_pairing_kernel_arguments_follow_kernels_cu(monkeypatch, wide):
     sig = (ROOT / "cuda_kernels/kernels.cu").read_text().split(" groth16_pairing(")[1].split(")")[0]
     assert [re.sub(r".*\b(\w+)$", r"\1", a.strip()) for a in sig.split(",")] == \
         ["op", "consts"] + [f"p{i}" for i in range(1, 11)] + ["u1", "u2", "u3", "u4", "u5"]
-    monkeypatch.setenv("GROTH16_FINAL_WIDE", "1" if wide else "0")
-    final = (gepi.TAIL_FINAL_WIDE, 192) if wide else (gepi.TAIL_FINAL, 128)
+    final = (gepi.TAIL_FINAL, 192)
     calls = []
     monkeypatch.setattr(gepi, "launch", lambda mod, name, grid, block, stream, *args, **kw:
                         calls.append((name, block, args, grid)))

@@ -61,10 +61,8 @@ def tail_launches(monkeypatch):
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
 
     counts = _Counts(early=0, mid=0, final=0)
-    # a small proof's mid phase is two launches, its products then its join: counted once, as mid; its
-    # final phase split around the join (footprint.final_split) also two: counted once, as final
-    for name, phase in (("early", "early"), ("mid", "mid"), ("mid_products", "mid"), ("final", "final"),
-                        ("post_final", "final")):
+    # a small proof's mid phase is two launches, its products then its join: counted once, as mid
+    for name, phase in (("early", "early"), ("mid", "mid"), ("mid_products", "mid"), ("final", "final")):
         real = getattr(gepi, f"launch_{name}")
 
         def counted(*args, _real=real, _phase=phase, **kw):
@@ -380,9 +378,9 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, f
                         (order.append(("front", stream, None)), real_front(key, st, stream, mark))[1])
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
 
-    for name in ("mid", "mid_products", "join", "join_c"):  # join_c: the join of a split final phase
+    for name in ("mid", "mid_products", "join"):
         real = getattr(gepi, f"launch_{name}")
-        monkeypatch.setattr(gepi, f"launch_{name}", lambda mod, tail, side, *a, _r=real, _n=name.removesuffix("_c"):
+        monkeypatch.setattr(gepi, f"launch_{name}", lambda mod, tail, side, *a, _r=real, _n=name:
                             (order.append((_n, side, None)), _r(mod, tail, side, *a))[1])
     zkey, witness = _tiny("bn128")
     with fake_driver() as fake:

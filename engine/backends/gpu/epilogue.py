@@ -16,7 +16,6 @@ the flag.  r and s come from the OS's CSPRNG (`secrets`) and travel with the wit
 """
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 
@@ -35,9 +34,7 @@ IC_TABLE_MAX = 4  # keys with up to this many public inputs get byte tables of I
 PAIRING_KERNEL = "groth16_pairing"  # the tail's phases, the batched check, the tools (kernels.cu)
 TAIL_EARLY, TAIL_MID, TAIL_FINAL, BATCH_CHECK, TOOLS = 0, 1, 2, 3, 16  # its ops
 TAIL_MID_PRODUCTS, TAIL_JOIN = 4, 5  # the mid phase in two launches (a small proof's: launch.py)
-TAIL_PRE_FINAL, TAIL_JOIN_C, TAIL_POST_FINAL = 6, 7, 8  # a small proof's final phase split around its join
 TAIL_PI_B, TAIL_FINAL_GIVEN_B = 9, 10  # pi_b beside (a small proof's, after B2), then the final phase without it
-TAIL_FINAL_WIDE_GIVEN_B, TAIL_FINAL_WIDE = 11, 12  # the final phase on six warps (final_wide), pi_b given or not
 PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
 
@@ -171,9 +168,8 @@ def _neg(curve: Curve, p):
 
 def scratch_bytes(curve: Curve) -> int:
     """What the tail's phases hand on to each other after the flag: five table products and the mid
-    phase's s·A + r·B1 (XYZZ), then a split final phase's two Miller products (Fq12) (groth16_check.cuh,
-    tail_args)."""
-    return 4 * 4 * curve.n8q + 8 * curve.n8q + 4 * curve.n8q + 2 * 12 * curve.n8q
+    phase's s·A + r·B1 (XYZZ) (groth16_check.cuh, tail_args)."""
+    return 4 * 4 * curve.n8q + 8 * curve.n8q + 4 * curve.n8q
 
 
 def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int, witness: DeviceBuffer) -> tuple:
@@ -212,44 +208,15 @@ def launch_join(mod, args: tuple, side: Stream) -> None:
     _launch_phase(mod, TAIL_JOIN, 64, args, side, None)
 
 
-def launch_join_c(mod, args: tuple, side: Stream) -> None:
-    """pi_c alone after launch_mid_products (a split final phase makes pi_a), then (pi_c, delta2)'s Miller
-    loop into the scratch: needs the C and H sums."""
-    _launch_phase(mod, TAIL_JOIN_C, 32, args, side, None)
-
-
-def launch_pre_final(mod, args: tuple, stream: Stream) -> None:
-    """A split final phase's first part: pi_a, pi_b, the Miller loops of (-pi_a, pi_b) and (L, gamma2),
-    their product into the scratch; needs the A and B2 sums and the early phase, not C or H."""
-    _launch_phase(mod, TAIL_PRE_FINAL, 128, args, stream, None)
-
-
-def launch_post_final(mod, args: tuple, stream: Stream) -> None:
-    """A split final phase's last part: the product of the two Miller products, the final exponentiation
-    and the flag; needs launch_join_c and launch_pre_final."""
-    _launch_phase(mod, TAIL_POST_FINAL, 64, args, stream, None)
-
-
 def launch_pi_b(mod, args: tuple, stream: Stream) -> None:
     """pi_b alone into the proof area: needs the B2 sum and the early phase (s delta2)."""
     _launch_phase(mod, TAIL_PI_B, 32, args, stream, None)
 
 
-def final_wide() -> bool:
-    """Whether the final phase runs on six warps, a line maker and a consumer for each of the three pairs
-    (groth16_check.cuh tail_final_wide), instead of four (the prepared pairs on one warp each, their lines'
-    loads and scalings on their chains).  GROTH16_FINAL_WIDE=0: four (A/B measurements)."""
-    return os.environ.get("GROTH16_FINAL_WIDE") != "0"
-
-
 def launch_final(mod, args: tuple, stream: Stream, batch: tuple | None = None, pi_b_given: bool = False) -> None:
     """pi_b (unless launch_pi_b made it), the three Miller loops side by side, the final exponentiation
-    and the flag (groth16_check.cuh): on six warps (final_wide), else four (one makes pi_b's lines, one
-    consumes them, two run the prepared pairs)."""
-    if final_wide():
-        _launch_phase(mod, TAIL_FINAL_WIDE_GIVEN_B if pi_b_given else TAIL_FINAL_WIDE, 192, args, stream, batch)
-    else:
-        _launch_phase(mod, TAIL_FINAL_GIVEN_B if pi_b_given else TAIL_FINAL, 128, args, stream, batch)
+    and the flag: six warps, a line maker and a consumer for each pair (groth16_check.cuh)."""
+    _launch_phase(mod, TAIL_FINAL_GIVEN_B if pi_b_given else TAIL_FINAL, 192, args, stream, batch)
 
 
 class SideStreams:

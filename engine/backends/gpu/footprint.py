@@ -304,18 +304,6 @@ def pi_b_beside() -> bool:
     return os.environ.get("GROTH16_PI_B_BESIDE") != "0"
 
 
-def final_split() -> bool:
-    """Whether a small proof (b2_beside) splits its final phase around the join: pi_a, pi_b and the
-    Miller loops of (-pi_a, pi_b) and (L, gamma2) on B2's stream as soon as A, B2 and the early phase
-    exist (beside the H MSM and the mid phase), pi_c's Miller loop in the join's launch, so that after
-    both only the final exponentiation is left.  No memory of its own (its Fq12s are in the tail's scratch).
-    Off unless GROTH16_FINAL_SPLIT=1: on the H200 it measured no faster than the one final launch at the
-    2^14 and 2^17 domains (perf/RESULTS.md, "Session 26"): its parts start after B2 and after H, and each
-    takes about as long as the whole phase's Miller loops, so the final exponentiation starts no earlier.
-    It waits, switchable, for a shorter mid phase (the join then follows H, and pi_c's loop with it)."""
-    return os.environ.get("GROTH16_FINAL_SPLIT") == "1"
-
-
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
                       early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None, bins: bool = False) -> int:

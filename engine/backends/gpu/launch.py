@@ -109,11 +109,7 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     it before H), the mid phase's s·A + r·B1 as soon as A and B1 exist, and its join (pi_a, pi_c) once
     H does too.  The final phase waits for B2 and the join.  So the G2 MSM, the front and the tail's
     products leave the compute stream's chain (A, B1, C, then H).  With footprint.pi_b_beside (the
-    default), `side2` makes pi_b right after B2 and the final phase reads it.  With footprint.final_split,
-    `side2`
-    goes on after B2 with the final phase's part that needs only A, B2 and the early phase (pi_a, pi_b,
-    two of the three Miller loops), the join makes pi_c and its Miller loop, and the compute stream ends
-    with the final exponentiation."""
+    default), `side2` makes pi_b right after B2 and the final phase reads it."""
     pool = backend.ctx.events
     mod = key.module
     g1_acc, g2_acc = acc_bytes(key.curve, False), acc_bytes(key.curve, True)
@@ -128,9 +124,8 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
         if timing:
             beside.setdefault(name, []).append(pool.take(True).record(on))
 
-    split = footprint.final_split()
-    pi_b = not split and footprint.pi_b_beside()  # (the split's first part makes pi_b)
-    early_done = _track(side_events, pool.take()).record(side) if split or pi_b else None  # side: the early phase
+    pi_b = footprint.pi_b_beside()
+    early_done = _track(side_events, pool.take()).record(side) if pi_b else None  # side: the early phase
     side2.wait_event(st.uploaded)
     key.wait(plans, side2)
     sort2, buckets2 = st.b2_scratch
@@ -158,20 +153,9 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, g1_msms, st.sort, st.buckets, g1_acc, stream, stride)
     mark()
     hook("a_b1_c")
-    g1_done = _track(side_events, pool.take()).record(stream)
-    side.wait_event(g1_done)
+    side.wait_event(_track(side_events, pool.take()).record(stream))
     side_mark()
     gepi.launch_mid_products(mod, tail, side)
-    pre_done = None
-    if split:  # after B2 on its stream: pi_a, pi_b and their Miller loop beside H and the join
-        if backend.fault_hook is not None:
-            backend.fault_hook(st.results, g2_acc, side2, "b2")
-        side2.wait_event(g1_done)
-        side2.wait_event(early_done)
-        beside_mark("final_pre", side2)
-        gepi.launch_pre_final(mod, tail, side2)
-        beside_mark("final_pre", side2)
-        pre_done = _track(side_events, pool.take()).record(side2)
     if front_done is not None:
         stream.wait_event(front_done)
         mark()  # "front": what waiting for it added to the compute stream
@@ -181,19 +165,16 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     mark()
     hook("h")
     side.wait_event(_track(side_events, pool.take()).record(stream))
-    (gepi.launch_join_c if split else gepi.launch_join)(mod, tail, side)
+    gepi.launch_join(mod, tail, side)
     side_mark()
     mid_done = _track(side_events, pool.take()).record(side)
-    stream.wait_event(b2_done if pre_done is None else pre_done)
-    mark()  # "msm_b2": what waiting for it (and with the split, the final phase's first part) added
-    if not split and not pi_b:
+    stream.wait_event(b2_done)
+    mark()  # "msm_b2": what waiting for it (and pi_b) added to the compute stream
+    if not pi_b:
         hook("b2")
     stream.wait_event(mid_done)
     st.before_final = _track(side_events, pool.take()).record(stream)
-    if split:
-        gepi.launch_post_final(mod, tail, stream)
-    else:
-        gepi.launch_final(mod, tail, stream, pi_b_given=pi_b)
+    gepi.launch_final(mod, tail, stream, pi_b_given=pi_b)
     mark()
     return SMALL_STAGES_FRONT_BESIDE if front_beside else SMALL_STAGES
 
