@@ -333,21 +333,63 @@ class Ptr(ctypes.c_uint64):
     """A device pointer kernel argument."""
 
 
+_launch_slots = threading.local()  # per thread: argument count -> (its slot array, the address of its pointer half)
+
+
+def _slots(n: int) -> tuple:
+    """This thread's array of n 8-byte argument slots and, after them, the n slots' addresses (made once): the
+    driver copies a launch's arguments before cuLaunchKernel returns, so the next launch may reuse them."""
+    held = getattr(_launch_slots, "by_count", None)
+    if held is None:
+        held = _launch_slots.by_count = {}
+    got = held.get(n)
+    if got is None:
+        array = (ctypes.c_uint64 * (2 * n))()
+        base = ctypes.addressof(array)
+        array[n:] = range(base, base + 8 * n, 8)
+        got = held[n] = (array, base + 8 * n)
+    return got
+
+
+def _other_word(a) -> int:
+    """An argument of another type than launch's fast ones: a ctypes integer's value, else int(a)."""
+    if isinstance(a, ctypes._SimpleCData) and isinstance(a.value, int):
+        return a.value
+    return int(a)
+
+
 def launch(module: Module, name: str, grid: int | Sequence[int], block: int, stream: Stream, *args,
            shared: int = 0) -> None:
-    """Launch `name` with ctypes arguments (Ptr/U32); ints are taken as pointers."""
-    if isinstance(grid, int):
-        grid = (grid, 1, 1)
-    if grid[0] == 0:
-        return
-    vals = [a if isinstance(a, ctypes._SimpleCData) else Ptr(a.ptr if isinstance(a, DeviceBuffer) else int(a))
-            for a in args]
-    ptrs = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
-    _call(
-        f"cuLaunchKernel({name})",
-        cu.cuLaunchKernel(module.function(name), grid[0], grid[1], grid[2], block, 1, 1, shared,
-                          stream.handle, ctypes.addressof(ptrs), 0),
-    )
+    """Launch `name` with arguments U32 (a 32-bit word), Ptr, DeviceBuffer or int (a pointer).
+
+    Each argument is one 8-byte slot of the calling thread's slot array, whose second half points at the
+    first (a U32 parameter reads the low 4 bytes of its slot: little-endian): a small proof's ~60 launches
+    were most of the host's enqueue (perf/launch_overhead.py, perf/RESULTS.md "Session 27")."""
+    if type(grid) is int:
+        if grid == 0:
+            return
+        gx, gy, gz = grid, 1, 1
+    else:
+        gx, gy, gz = grid
+        if gx == 0:
+            return
+    n = len(args)
+    array, params = _slots(n)
+    words = []
+    for a in args:  # type identity, not isinstance: the slots' values in ~1 us for 17 arguments
+        t = type(a)
+        if t is int:
+            words.append(a)
+        elif t is U32 or t is Ptr:
+            words.append(a.value)
+        elif t is DeviceBuffer:
+            words.append(a.ptr)
+        else:
+            words.append(_other_word(a))
+    array[:n] = words
+    ret = cu.cuLaunchKernel(module.function(name), gx, gy, gz, block, 1, 1, shared, stream.handle, params, 0)
+    if ret[0] != cu.CUresult.CUDA_SUCCESS:
+        _call(f"cuLaunchKernel({name})", ret)
 
 
 class Device:
