@@ -1,5 +1,6 @@
-"""The MSM planner's per-curve terms (msm_costs.py): BN254's plans exactly as they were, BLS12-381's the
-measured-better windows, and every caller that makes a key's plans passing the curve and groups."""
+"""The MSM planner's per-curve terms (msm_costs.py): BN254's plans exactly as they were (but for the measured
+full-fold window, msm_costs.FULL_FOLD_WINDOW), BLS12-381's the measured-better windows, and every caller that makes a
+key's plans passing the curve and groups."""
 from __future__ import annotations
 
 import hashlib
@@ -14,17 +15,19 @@ from engine.backends.gpu.footprint import KeyShape
 
 GiB = 1 << 30
 
-# BN254's plans before the per-curve terms (main at 61a07e7, curve-blind plan_msm): the c of the default
-# plan per log2 n for folds full, 8, 4, 2, 1 ...
-BN254_C = {10: (8, 16, 13, 10, 10), 11: (8, 16, 13, 10, 10), 12: (9, 16, 13, 13, 10), 13: (9, 16, 13, 13, 10),
-           14: (9, 16, 16, 13, 10), 15: (16, 16, 16, 13, 13), 16: (16, 16, 16, 13, 13), 17: (17, 16, 16, 16, 13),
+# BN254's plans before the per-curve terms (main at 61a07e7, curve-blind plan_msm), but for the measured full-fold
+# window of session 27 (msm_costs.FULL_FOLD_WINDOW: c = 9 -> 8 at 2^12 .. 2^14, XYZZ): the c of the default plan per
+# log2 n for folds full, 8, 4, 2, 1 ...
+BN254_C = {10: (8, 16, 13, 10, 10), 11: (8, 16, 13, 10, 10), 12: (8, 16, 13, 13, 10), 13: (8, 16, 13, 13, 10),
+           14: (8, 16, 16, 13, 10), 15: (16, 16, 16, 13, 13), 16: (16, 16, 16, 13, 13), 17: (17, 16, 16, 16, 13),
            18: (17, 16, 16, 16, 15), 19: (17, 17, 16, 16, 15), 20: (20, 17, 17, 17, 16), 21: (20, 20, 17, 17, 17),
            22: (20, 20, 20, 19, 17), 23: (22, 20, 20, 20, 19), 24: (22, 22, 22, 20, 20), 25: (22, 22, 22, 22, 20),
            26: (22, 22, 22, 22, 20)}
 FOLDS = ("full", 8, 4, 2, 1)
 # ... and the digest of every field of every plan over log2 n 10..26, the folds, both accumulations,
-# batches 1 and 4 and window bounds 22, 16, 13 (repr of each MsmPlan, "none" where none fits)
-BN254_GRID_SHA256 = "7457453221366ead3f390a7ba1cc156cb547ac7d7620701b10b647fee822fc41"
+# batches 1 and 4 and window bounds 22, 16, 13 (repr of each MsmPlan, "none" where none fits; 7457453... before
+# the measured full-fold window)
+BN254_GRID_SHA256 = "b19d43f5af36f193b234884ea615f9c4b8e3952e1b98d5f4f9b0f3db0767061c"
 
 # The b13bls window sweep on the H200 (perf/RESULTS.md, "Window c", full fold, ms; G1 mixed_eo, G2 eo),
 # the data BLS12-381's terms were fitted to, and b15win's call (2^16: the terms' c = 10 against c = 16)
@@ -165,8 +168,9 @@ def summary(fp, shape):
 # The MSM scratch from 2^20 up is 65-67 KB smaller than then: half as many reduction segments (longer ones,
 # msm.SEGMENT_THREADS_PER_SM), so half the segment sums; the plans are the same.
 BN254_FOOTPRINTS = {
-    (14, 139): ("resident", ((9, 29, 29), (16, 16, 16), (10, 26, 1), (13, 20, 1)), 185672192, 231382364, 2),
-    (14, 16): ("resident", ((9, 29, 29), (16, 16, 16), (10, 26, 1), (13, 20, 1)), 185672192, 231382364, 2),
+    # 2^14: the witness plan's measured full-fold window (c = 8, 32 tables; c = 9 and 185672192 key bytes before)
+    (14, 139): ("resident", ((8, 32, 32), (16, 16, 16), (10, 26, 1), (13, 20, 1)), 201408512, 231480668, 2),
+    (14, 16): ("resident", ((8, 32, 32), (16, 16, 16), (10, 26, 1), (13, 20, 1)), 201408512, 231480668, 2),
     (20, 139): ("resident", ((20, 13, 13), (20, 13, 13), (16, 16, 1), (17, 15, 1)), 6106939904, 470283004, 2),
     (20, 16): ("resident", ((20, 13, 13), (20, 13, 13), (16, 16, 1), (17, 15, 1)), 6106939904, 470283004, 2),
     (22, 139): ("resident", ((20, 13, 13), (22, 12, 12), (17, 15, 1), (19, 14, 1)), 23890788864, 1566648572, 2),
@@ -178,7 +182,8 @@ BN254_FOOTPRINTS = {
 
 @pytest.mark.parametrize("log_c, budget", list(BN254_FOOTPRINTS))
 def test_bn254_key_footprints_are_unchanged(log_c, budget):
-    """BN254 keys keep the plans, and so the key's bytes and the MSM scratch, the curve-blind planner gave them."""
+    """BN254 keys keep the plans, and so the key's bytes and the MSM scratch, the curve-blind planner gave them (with
+    the measured full-fold window at 2^14)."""
     shape = bench_shape(BN254, log_c)
     fp = fpm.plan_key(shape, budget * GiB, proofs=2)
     assert summary(fp, shape) == BN254_FOOTPRINTS[(log_c, budget)]
@@ -193,3 +198,36 @@ def test_the_reduction_aims_at_256_segments_an_sm_where_buckets_are_many():
         lay = gmsm.AccumulateLayout.for_plan(plan, 132)
         assert lay.seg_len == want, (log_n, plan.c, lay.seg_len)
         assert lay.segs * lay.seg_len >= plan.buckets_per_group > (lay.segs - 1) * lay.seg_len
+
+
+# The full-fold window sweep of session 27 (perf/RESULTS.md, "Session 27", perf/s27e_h200.sh: perf/msm.py --window,
+# random scalars, ms): where the terms pick c = 9, c = 8 was the fastest measured, both groups and both curves
+WINDOW_SWEEP = {
+    ("bn128", "g1", 12): {6: 0.444, 7: 0.398, 8: 0.400, 9: 0.520, 10: 0.590, 16: 0.583},
+    ("bn128", "g1", 13): {6: 0.569, 7: 0.520, 8: 0.426, 9: 0.577, 10: 0.607, 16: 0.595},
+    ("bn128", "g1", 14): {6: 0.701, 7: 0.717, 8: 0.592, 9: 0.756, 10: 0.726, 16: 0.656},
+    ("bn128", "g2", 12): {6: 1.206, 7: 1.071, 8: 1.025, 9: 1.316, 10: 1.496, 16: 1.382},
+    ("bn128", "g2", 13): {6: 1.469, 7: 1.274, 8: 1.129, 9: 1.603, 10: 1.566, 16: 1.545},
+    ("bn128", "g2", 14): {6: 1.787, 7: 1.675, 8: 1.401, 9: 1.714, 10: 1.770, 16: 1.578},
+    ("bn128", "g1", 15): {6: 0.960, 7: 1.033, 8: 0.840, 9: 1.058, 10: 0.930, 16: 0.658},
+    ("bn128", "g2", 16): {6: 3.631, 7: 3.520, 8: 2.956, 9: 3.525, 10: 3.030, 16: 2.042},
+    ("bls12381", "g1", 13): {7: 0.849, 8: 0.761, 9: 1.010, 10: 1.100, 16: 1.186},
+    ("bls12381", "g1", 14): {7: 1.120, 8: 0.961, 9: 1.222, 10: 1.255, 16: 1.188},
+    ("bls12381", "g2", 13): {7: 2.273, 8: 2.100, 9: 2.729, 10: 2.952, 16: 3.024},
+    ("bls12381", "g2", 14): {7: 2.931, 8: 2.582, 9: 3.356, 10: 3.371, 16: 2.968},
+    ("bls12381", "g1", 15): {7: 1.590, 8: 1.348, 9: 1.634, 10: 1.595, 16: 1.269},
+}
+
+
+@pytest.mark.parametrize("curve, group, log_n", list(WINDOW_SWEEP))
+def test_full_fold_plans_take_the_measured_window(curve, group, log_n):
+    """Each measured row's plan is its fastest window but for 2^12 G1 (c = 7, 0.398 ms, and 8, 0.400: equal within
+    the repeats); the witness plans (A, B1, C, B2 on one sorted vector) take it too."""
+    bits = 255 if curve == "bls12381" else 254
+    times = WINDOW_SWEEP[(curve, group, log_n)]
+    plan = gmsm.plan_msm(1 << log_n, bits, curve=curve, groups=(group,))
+    assert times[plan.c] <= 1.01 * min(times.values()), (curve, group, log_n, plan.c)
+    assert plan.fold == plan.windows
+    if log_n <= 14:
+        assert plan.c == 8 and gmsm.plan_msm(1 << log_n, bits, curve=curve, groups=gmsm.WITNESS_GROUPS).c == 8
+        assert gmsm.plan_msm(1 << log_n, bits, 1, curve=curve, groups=(group,)).c != 8 or log_n < 12  # full folds only

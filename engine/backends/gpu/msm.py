@@ -197,7 +197,8 @@ def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22
     latency of the serial chain after the bucket sums (critical_depth, and where the curve's
     terms count it the top window's heavy buckets: top_window_depth), with `curve`'s terms for
     each of `groups`, the groups of the MSMs that share the plan (msm_costs.py; a proof's witness
-    MSMs: WITNESS_GROUPS; curve None: BN254's calibration).  `rounds` overrides the number of
+    MSMs: WITNESS_GROUPS; curve None: BN254's calibration); on a full fold, then the measured window
+    where the terms' was measured slower (msm_costs.FULL_FOLD_WINDOW).  `rounds` overrides the number of
     batch-affine rounds (tests)."""
     acc = accumulation or default_accumulation()
     if acc not in ACCUMULATIONS:
@@ -225,6 +226,10 @@ def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22
     if best is None:
         raise ValueError(f"no MSM plan for {batch} x {n} points")
     plan = best[1]
+    measured = msm_costs.FULL_FOLD_WINDOW.get(plan.c) if fold == "full" and acc == "xyzz" else None
+    if measured is not None and measured <= max_c:  # the measured window where the terms' is slower
+        w = windows_for(measured, scalar_bits)
+        plan = MsmPlan(n, measured, w, w, scalar_bits, batch, affine_rounds_for(n, w, 1 << (measured - 1), acc))
     if rounds is not None:
         plan = dataclasses.replace(plan, affine_rounds=rounds)
     return plan

@@ -75,6 +75,16 @@ PLAN_COSTS_BY_CURVE: dict[str, dict[str, PlanCosts]] = {
 }
 
 
+# A measured replacement for the terms' window on full folds: where they pick c = 9 (2^12 .. 2^14 points), c = 8
+# ran 20-30% faster on the H200 for random scalars, both groups, both curves, and the same on a 0/1 witness
+# (perf/RESULTS.md, "Session 27", perf/msm.py --window: BN254 G1 2^13 0.43 against 0.58 ms, G2 1.13 against 1.60;
+# 2^14 G1 0.59 against 0.75, G2 1.40 against 1.70; BLS12-381 G1 2^13 0.76 against 1.01, G2 2.10 against 2.86;
+# c = 6, 7, 10 and 16 no faster than 8 there), while from 2^15 the terms' c = 16 was the fastest measured.  The
+# terms do not see it (their entries and serial chain favour 9): a table, not a term (XYZZ accumulation only: the
+# batch-affine rounds' plans were not re-measured).
+FULL_FOLD_WINDOW = {9: 8}
+
+
 def costs_for(curve: str | None, group: str, n: int | None = None, fold: str | int = "full") -> PlanCosts:
     """`group`'s terms on `curve` (a module's `curve` name; None or unlisted: DEFAULT_COSTS) for an MSM
     of n points under `fold` (n None: the curve's terms wherever they apply)."""
