@@ -165,8 +165,9 @@ struct groth16_check_ops {
     }
 
     // pi_a (thread 32) and pi_c (thread 0), from the MSM sums, the early phase's table products
-    // and the mid phase's s A + r B1.
-    static __device__ void tail_join(const tail_args& a) {
+    // and the mid phase's s A + r B1; with `products` (op 6), s A and r B1 came from MSMs of s w over A
+    // and r w over B1 (launch.py): s A in the scratch's slot, r B1 in B1's result slot.
+    static __device__ void tail_join(const tail_args& a, bool products = false) {
         const uint32_t tid = threadIdx.x;
         if (tid == 32) {  // pi_a = alpha1 + A + r delta1
             X1 acc = X1::load(a.slot(0));
@@ -178,6 +179,7 @@ struct groth16_check_ops {
             acc.add(X1::load(a.slot(4)));
             for (int i = 1; i < 4; i++) acc.add(X1::load(a.fixed1(i)));
             acc.add(X1::load(a.glv_sum()));
+            if (products) acc.add(X1::load(a.slot(1)));
             tail_affine(acc).store(a.out() + W1 + W2);
         }
     }

@@ -63,6 +63,15 @@ extern "C" __global__ void __launch_bounds__(256) quotient_h(const uint32_t* a, 
                                                               const uint32_t* c, uint32_t n, uint32_t* h) {
     EVAL::quotient(a, b, c, n, h);
 }
+// A small proof's s w and r w (launch.py's products beside the MSMs): out[y n + i] = w_i k_y mod r, plain.  w and
+// k_y are plain; k_y goes to Montgomery form first, so that the Montgomery product of the two is plain.
+extern "C" __global__ void __launch_bounds__(256) fr_scale_pair(const uint32_t* w, uint32_t n, const uint32_t* k0,
+                                                                const uint32_t* k1, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const fr_t k = fr_t::load(blockIdx.y ? k1 : k0).to_mont();
+    (fr_t::load(w + 8ull * i) * k).store(out + 8ull * ((uint64_t)blockIdx.y * n + i));
+}
 extern "C" __global__ void __launch_bounds__(256) witness_range_check(const uint32_t* w, uint32_t n, uint32_t* found) {
     first_unreduced<FR_P>(w, n, found);
 }
@@ -599,7 +608,8 @@ __device__ __forceinline__ void pairing_tools(const uint32_t* consts, const uint
 // kernel, so one kernel keeps the build's time (not one copy for each phase, the batched
 // check and the tools).  The arguments by op (engine/backends/gpu/epilogue.py launches it):
 //   op 0, 1, 2: the proof's tail, phase early (128 threads), mid (128), final (192); op 4 the mid
-//     phase's products only, op 5 its join (pi_a, pi_c) only (a small proof's: launch.py); op 9
+//     phase's products only, op 5 its join (pi_a, pi_c) only (a small proof's: launch.py), op 6 the
+//     join after the products came from MSMs (s A in the scratch, r B1 in B1's slot: launch.py); op 9
 //     pi_b alone (32), op 10 the final phase with pi_b made by op 9 (192)
 //     (groth16_check.cuh): p1 results, p2 witness, p3 tables, p4 points, p5 gamma lines,
 //     p6 delta lines, p7 target; u1 slot words, u2 wires, u3 public inputs; a grid of k blocks runs
@@ -613,12 +623,12 @@ extern "C" __global__ void __launch_bounds__(256) groth16_pairing(
     uint32_t op, const uint32_t* consts, const uint32_t* p1, const uint32_t* p2, const uint32_t* p3,
     const uint32_t* p4, const uint32_t* p5, const uint32_t* p6, const uint32_t* p7, const uint32_t* p8, uint32_t* p9,
     uint32_t* p10, uint32_t u1, uint32_t u2, uint32_t u3, uint32_t u4, uint32_t u5) {
-    if (op <= 2 || op == 4 || op == 5 || op == 9 || op == 10) {  // block j: proof j of a batch, its results at p1 + j u4, its witness at p2 + j u5
+    if (op <= 2 || op == 4 || op == 5 || op == 6 || op == 9 || op == 10) {  // block j: proof j of a batch, its results at p1 + j u4, its witness at p2 + j u5
         const uint64_t j = blockIdx.x;
         const tail_args a{consts, const_cast<uint32_t*>(p1) + j * u4, u1, p2 + j * u5, u2, u3, p3, p4, p5, p6, p7};
         if (op == 0) CHECK::tail_early(a);
         else if (op == 1 || op == 4) CHECK::tail_mid(a, op == 1);
-        else if (op == 5) CHECK::tail_join(a);
+        else if (op == 5 || op == 6) CHECK::tail_join(a, op == 6);
         else if (op == 9) CHECK::tail_pi_b(a);
         else if (op == 2 || op == 10) CHECK::tail_final(a, op == 10);
     } else if (op == 3) {

@@ -43,7 +43,7 @@ from engine.groth16.verifier import vk_from_zkey  # noqa: E402
 from engine.progress import stage_seconds  # noqa: E402
 
 STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_front", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2",
-               "gpu_check", "side_early", "side_mid", "side_front", "side_b2", "side_pi_b", "evaluate",
+               "gpu_check", "side_early", "side_mid", "side_front", "side_b2", "side_pi_b", "side_products", "side_h", "evaluate",
                "quotient", "msm_h", "msm_a", "msm_b1", "msm_b2", "msm_c", "epilogue", "verify"]
 
 

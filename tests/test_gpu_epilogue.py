@@ -101,14 +101,19 @@ def test_corrupted_msm_result_on_device_gives_verification_error(backend, loaded
     assert verify(vk_from_zkey(zkey), *_public_and(prove(zkey, values, backend, key)))  # and recovers
 
 
-@pytest.mark.parametrize("pi_b", ["1", "0"])
-def test_small_proofs_with_pi_b_beside_or_not_verify_and_catch_a_fault(backend, loaded, pi_b, monkeypatch):
+@pytest.mark.parametrize("pi_b,products", [("1", "1"), ("0", "1"), ("1", "0"), ("0", "0")])
+def test_small_proofs_with_pi_b_beside_or_not_verify_and_catch_a_fault(backend, loaded, pi_b, products, monkeypatch):
     """The tiny keys' proofs take the small path (footprint.b2_beside); with pi_b made on B2's stream after B2
-    (the default) and in the final phase (GROTH16_PI_B_BESIDE=0) they make proofs the CPU accepts, and a
-    corrupted MSM sum of any of the five is caught by the device check either way."""
+    (the default) and in the final phase (GROTH16_PI_B_BESIDE=0), and with the mid phase's products as MSMs
+    beside (footprint.products_beside, the default for these domains) or as scalar products of the sums
+    (GROTH16_PRODUCTS_BESIDE=0), they make proofs the CPU accepts, and a corrupted MSM sum of any of the five
+    (with the products beside, B1's slot holds r B1) or of s A in the scratch is caught by the device check."""
     from cuda_kernels.driver import Device
 
+    from engine.backends.gpu import epilogue as gepi
+
     monkeypatch.setenv("GROTH16_PI_B_BESIDE", pi_b)
+    monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", products)
     zkey, key, values = loaded
     key.synchronize()  # its fold tables: the small path's full-fold plan (a fresh key's proofs take fold 1)
     vk = vk_from_zkey(zkey)
@@ -116,6 +121,18 @@ def test_small_proofs_with_pi_b_beside_or_not_verify_and_catch_a_fault(backend, 
         p = prove(zkey, values, backend, key)
         assert checked_on_device(p) and verify(vk, p.public, p)
         assert "side_b2" in p.timings and ("side_pi_b" in p.timings) == (pi_b == "1")
+        assert ("side_products" in p.timings) == (products == "1")
+    if products == "1":  # s A, in the tail's scratch: every sum done when the join is queued ("products")
+        def corrupt_s_a(results, slot_bytes, stream, after):
+            if after == "products":
+                Device.memset32(results.ptr + 5 * slot_bytes + gepi.glv_sum_offset(zkey.curve), 0x5A5A5A5, 1, stream)
+
+        backend.fault_hook = corrupt_s_a
+        try:
+            with pytest.raises(VerificationError, match="does not verify"):
+                prove(zkey, values, backend, key)
+        finally:
+            backend.fault_hook = None
     for slot in range(5):
         def corrupt(results, slot_bytes, stream, after, _slot=slot):
             if (_slot == 2) == (after == "b2"):

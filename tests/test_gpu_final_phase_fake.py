@@ -18,6 +18,7 @@ def test_a_small_proofs_pi_b_goes_beside_and_the_final_phase_after_everything(pi
 
     monkeypatch.setenv("GROTH16_PI_B_BESIDE", "1" if pi_b_beside else "0")
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
+    monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", "0")  # the mid phase's products (test_gpu_products_fake.py: with)
     with _one_proof_ordered() as (backend, key, _st, core, order, proof):
         compute = backend.ctx.compute_stream(0).handle
         side = backend.side_streams.get(0, 0).handle

@@ -141,6 +141,31 @@ def test_twiddle_product_matches_python(backend, curve):
     assert to_ints(host) == [a * b % r for a, b in zip(x, w)]
 
 
+@pytest.mark.parametrize("n", [1, 5, 257, 3000])
+def test_scale_pair_matches_python(backend, curve, n):
+    """A small proof's s w and r w (launch.py's products beside, kernels.cu fr_scale_pair): plain in, plain out,
+    fully reduced; w with its edges (0, 1, r - 1), and k0, k1 at theirs in turn (0, 1, r - 1) and random."""
+    from cuda_kernels.driver import Device, U32, launch
+
+    rng = random.Random()
+    r = curve.r
+    w = rand_fr(curve, n, rng)
+    backend.bind_thread()
+    mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
+    for k0, k1 in [(0, 1), (r - 1, 1), (rng.randrange(r), rng.randrange(r)), (1, r - 1)]:
+        hw, hk = from_ints(w, 4), from_ints([k0, k1], 4)
+        dw, dk, dout = dev.alloc(hw.nbytes, stream), dev.alloc(hk.nbytes, stream), dev.alloc(2 * hw.nbytes, stream)
+        Device.upload(dw, hw, stream)
+        Device.upload(dk, hk, stream)
+        launch(mod, "fr_scale_pair", (-(-n // 256), 2, 1), 256, stream, dw, U32(n), dk, dk.ptr + 32, dout)
+        host = np.empty((2 * n, 4), np.uint64)
+        Device.download(host, dout, stream)
+        stream.synchronize()
+        for buf in (dw, dk, dout):
+            Device.free(buf, stream)
+        assert to_ints(host) == [x * k0 % r for x in w] + [x * k1 % r for x in w], (n, k0, k1)
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 10, 11, 13, 17])
 @pytest.mark.parametrize("inverse,coset", [(False, False), (True, False), (False, True), (True, True)])
 def test_ntt_matches_cpu(backend, curve, k, inverse, coset):

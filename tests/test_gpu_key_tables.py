@@ -78,12 +78,18 @@ def sorts(monkeypatch):
     return seen
 
 
-def _proof_sorts(plan_w, plan_h) -> list:
+def _proof_sorts(plan_w, plan_h, domain: int | None = None) -> list:
     """The sorts one proof runs, in order: H's then the witness's; a small full-fold proof (its B2 MSM beside the
-    rest, on a sort of its own: launch._launch_small) sorts the witness twice, then H."""
+    rest, on a sort of its own: launch._launch_small) sorts the witness twice, then H; with the products beside
+    (a key of `domain`, footprint.products_beside: launch._launch_products) B2's, H's, r w's, s w's, then the
+    witness's for A and C."""
     from engine.backends.gpu import footprint
 
-    return [plan_w, plan_w, plan_h] if footprint.b2_beside(plan_w) else [plan_h, plan_w]
+    if not footprint.b2_beside(plan_w):
+        return [plan_h, plan_w]
+    if domain is not None and footprint.products_beside(plan_w, domain):
+        return [plan_w, plan_h, plan_w, plan_w, plan_w]
+    return [plan_w, plan_w, plan_h]
 
 
 def _backend(**options):
@@ -137,7 +143,7 @@ def test_a_proof_before_the_tables_runs_fold_1_and_waits_only_for_the_points(fak
         sorts.clear()
         start = len(fake.log)
         core = backend.prove_core(key, witness)
-        assert core.timings["gpu_fold"] == fp.fold and sorts == _proof_sorts(fp.plan_w, fp.plan_h)
+        assert core.timings["gpu_fold"] == fp.fold and sorts == _proof_sorts(fp.plan_w, fp.plan_h, key.domain)
         assert {key.ready.handle, key.tables_done.handle} <= _waited(fake, start)
         tables = [(key.tables_done.handle,)]
         queries = len([q for q in fake.since(0, "cuEventQuery") if q in tables])
@@ -203,7 +209,7 @@ def test_a_proof_staged_before_the_tables_may_compute_after_them(fake, sorts):
         assert staged.state.sort.counts.nbytes >= 4 * (max(p.keys for p in plans) + 1)
         fake.fake.events_pending = False
         core = backend.compute(staged).wait()
-        assert core.timings["gpu_fold"] == fp.fold and sorts == _proof_sorts(fp.plan_w, fp.plan_h)
+        assert core.timings["gpu_fold"] == fp.fold and sorts == _proof_sorts(fp.plan_w, fp.plan_h, key.domain)
 
 
 def test_a_batch_before_the_tables_runs_fold_1_for_every_proof(fake, sorts):

@@ -18,7 +18,6 @@ from engine.formats import read_wtns, read_zkey
 from fake_cuda import fake_driver
 
 TINY = FIXTURES / "tiny"
-ROUNDING = 256 * 32  # footprint.ALLOC_SLACK: the carved buffers' alignment and the allocations' 16-byte minimum
 OPTIONS = [{}, {"fold": 1, "tier": "resident"}, {"tier": "host", "host_chunk": 2}]
 
 
@@ -61,11 +60,15 @@ def tail_launches(monkeypatch):
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
 
     counts = _Counts(early=0, mid=0, final=0)
-    # a small proof's mid phase is two launches, its products then its join: counted once, as mid
-    for name, phase in (("early", "early"), ("mid", "mid"), ("mid_products", "mid"), ("final", "final")):
+    # a small proof's mid phase is two launches, its products then its join: counted once, as mid; with the
+    # products beside (footprint.products_beside) only its join (op 6) runs, counted as mid
+    for name, phase in (("early", "early"), ("mid", "mid"), ("mid_products", "mid"), ("join", "mid"),
+                        ("final", "final")):
         real = getattr(gepi, f"launch_{name}")
 
-        def counted(*args, _real=real, _phase=phase, **kw):
+        def counted(*args, _real=real, _phase=phase, _name=name, **kw):
+            if _name == "join" and not kw.get("products"):
+                return _real(*args, **kw)  # the join after launch_mid_products: counted there
             batch = kw.get("batch", args[3] if len(args) > 3 else None)
             counts[_phase] += batch[0] if batch else 1
             counts.launches[_phase] += 1
@@ -87,7 +90,7 @@ class _Counts(dict):
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_the_footprint_counts_the_allocations_on_a_fake_driver(curve, options):
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
-    from engine.backends.gpu import pipeline  # noqa: PLC0415
+    from engine.backends.gpu import footprint, pipeline  # noqa: PLC0415
 
     zkey, witness = _tiny(curve)
     with fake_driver() as fake:
@@ -102,8 +105,14 @@ def test_the_footprint_counts_the_allocations_on_a_fake_driver(curve, options):
         before = sum(fake.live_device.values())
         staged = backend.stage(key, witness)
         taken = sum(fake.live_device.values()) - before
-        assert fp.working_set_bytes - ROUNDING <= taken <= fp.working_set_bytes
         st = staged.state
+        rounding = footprint.alloc_slack(footprint.PRODUCT_SCRATCH_COPIES if st.products is not None else 0)
+        assert fp.working_set_bytes - rounding <= taken <= fp.working_set_bytes
+        # the products beside (the tiny keys' small plans, by default) carve s w, r w and three more scratch copies
+        assert (st.products is not None) == (tail_expected := key.epilogue is not None and
+                                              footprint.products_beside(key.plan_w, key.domain))
+        if tail_expected:
+            assert st.products.scaled.nbytes == 2 * key.n_wires * 32
         tail = 0 if key.epilogue is None else 1
         assert st.witness.nbytes == witness.nbytes + tail * gepi.SCALAR_BYTES
         assert st.results.nbytes == pipeline.result_bytes(key) + tail * gepi.scratch_bytes(key.curve)
@@ -362,6 +371,7 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, f
     if not beside:
         monkeypatch.setattr(footprint, "b2_beside", lambda plan_w: False)
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1" if front else "0")  # (the tiny key's domain is below the bound)
+    monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", "0")  # the mid phase's products (test_products_beside_*: with)
     order = []
     real_acc, real_sort, real_front = gmsm.accumulate, gmsm.sort_scalars, launch._front
     acc_sig = inspect.signature(real_acc)
@@ -456,6 +466,7 @@ def test_a_small_proofs_streams_order_the_front_before_h_and_the_final_after_eve
     the front are not ordered either way (they may run together)."""
 
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1" if front else "0")
+    monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", "0")  # the mid phase's products (test_products_beside_*: with)
     with _one_proof_ordered() as (backend, key, st, core, order, proof):
         compute = backend.ctx.compute_stream(0).handle
         side = backend.side_streams.get(0, 0).handle

@@ -34,6 +34,7 @@ IC_TABLE_MAX = 4  # keys with up to this many public inputs get byte tables of I
 PAIRING_KERNEL = "groth16_pairing"  # the tail's phases, the batched check, the tools (kernels.cu)
 TAIL_EARLY, TAIL_MID, TAIL_FINAL, BATCH_CHECK, TOOLS = 0, 1, 2, 3, 16  # its ops
 TAIL_MID_PRODUCTS, TAIL_JOIN = 4, 5  # the mid phase in two launches (a small proof's: launch.py)
+TAIL_JOIN_PRODUCTS = 6  # the join after s A and r B1 came from MSMs (a small proof's products beside: launch.py)
 TAIL_PI_B, TAIL_FINAL_GIVEN_B = 9, 10  # pi_b beside (a small proof's, after B2), then the final phase without it
 PAIRING_VALUE = 9  # the tools' op for pairing(P, Q)
 
@@ -172,6 +173,12 @@ def scratch_bytes(curve: Curve) -> int:
     return 4 * 4 * curve.n8q + 8 * curve.n8q + 4 * curve.n8q
 
 
+def glv_sum_offset(curve: Curve) -> int:
+    """Where the mid phase's s A + r B1 (XYZZ) lies after the five result slots (groth16_check.cuh's glv_sum:
+    after the proof area, the four G1 and the one G2 table products)."""
+    return proof_bytes(curve) + 6 * 4 * curve.n8q
+
+
 def tail_args(ep: KeyEpilogue, n_wires: int, results: DeviceBuffer, slot_bytes: int, witness: DeviceBuffer) -> tuple:
     return (ep.consts, results, U32(slot_bytes // 4), witness, U32(n_wires), U32(ep.n_public), ep.tables, ep.points,
             ep.gamma_lines(), ep.delta_lines(), ep.target)
@@ -203,9 +210,10 @@ def launch_mid_products(mod, args: tuple, side: Stream) -> None:
     _launch_phase(mod, TAIL_MID_PRODUCTS, 128, args, side, None)
 
 
-def launch_join(mod, args: tuple, side: Stream) -> None:
-    """pi_a and pi_c after launch_mid_products: needs the C and H sums too."""
-    _launch_phase(mod, TAIL_JOIN, 64, args, side, None)
+def launch_join(mod, args: tuple, side: Stream, products: bool = False) -> None:
+    """pi_a and pi_c after launch_mid_products: needs the C and H sums too.  With `products`: after the
+    MSMs of s w over A (into the scratch's glv_sum_offset) and r w over B1 (into B1's slot) instead."""
+    _launch_phase(mod, TAIL_JOIN_PRODUCTS if products else TAIL_JOIN, 64, args, side, None)
 
 
 def launch_pi_b(mod, args: tuple, stream: Stream) -> None:

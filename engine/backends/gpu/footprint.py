@@ -229,7 +229,11 @@ def _proof_msms(plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan | None, count: int = 
 
 def witness_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WINDOW_BITS) -> gmsm.MsmPlan:
     """The plan of a proof's witness MSMs (A, B1, C in G1 and B2 in G2 share one sorted vector), on
-    n of the key's wires, with the curve's planner terms (msm_costs.py)."""
+    n of the key's wires, with the curve's planner terms (msm_costs.py).  GROTH16_WITNESS_MAX_WINDOW=c bounds
+    its window (A/B measurements)."""
+    bound = os.environ.get("GROTH16_WITNESS_MAX_WINDOW")
+    if bound:
+        max_c = min(max_c, int(bound))
     return gmsm.plan_msm(n, shape.scalar_bits, fold, max_c, curve=shape.curve.name, groups=gmsm.WITNESS_GROUPS)
 
 
@@ -267,6 +271,12 @@ def scratch_shapes(pairs: list[tuple[gmsm.MsmPlan, gmsm.MsmPlan]], sm_count: int
 RANGE_CHECK_BYTES = 16  # the device's answer to a witness's range check (a u32, padded): one a proof
 ALLOC_ALIGN = 256  # a proof's buffers are carved from one allocation at this alignment (pipeline._Arena)
 ALLOC_SLACK = ALLOC_ALIGN * 32  # their rounding: at most 26 carved buffers (and the 16-byte minimum of the rest)
+COPY_BUFFERS = 24  # carved buffers of one more sort and bucket scratch (up to 23) and s w, r w (products_beside)
+
+
+def alloc_slack(extra_copies: int = 0) -> int:
+    """What a proof's working set adds for its buffers' rounding, with `extra_copies` scratch copies beyond two."""
+    return ALLOC_SLACK + extra_copies * ALLOC_ALIGN * COPY_BUFFERS
 
 
 def b2_beside(plan_w: gmsm.MsmPlan) -> bool:
@@ -304,22 +314,53 @@ def pi_b_beside() -> bool:
     return os.environ.get("GROTH16_PI_B_BESIDE") != "0"
 
 
+# A small proof's s·A and r·B1 come from MSMs beside the others up to this domain (products_beside).
+PRODUCTS_MAX_DOMAIN = 1 << 15
+PRODUCT_SCRATCH_COPIES = 3  # the s w and r w MSMs' and the front and H lane's sort and bucket scratch
+
+
+def products_beside(plan_w: gmsm.MsmPlan, domain: int) -> bool:
+    """Whether a small proof (b2_beside) makes the mid phase's s·A and r·B1 as two MSMs of their own, s·w over
+    A and r·w over B1 (w the witness, each on a stream of its own from the upload on), with its front and H
+    MSM on a fifth stream, instead of as scalar products of the A and B1 sums (a chain of ~1.2 ms after
+    them).  Each of the three MSMs needs a sort and bucket scratch of its own, and s·w, r·w 2 n_wires scalars.
+    GROTH16_PRODUCTS_BESIDE=1 / 0 forces it either way (A/B measurements)."""
+    if not b2_beside(plan_w):
+        return False
+    forced = os.environ.get("GROTH16_PRODUCTS_BESIDE")
+    if forced in ("0", "1"):
+        return forced == "1"
+    return domain <= PRODUCTS_MAX_DOMAIN
+
+
+def products_now(idle: bool) -> bool:
+    """Whether a proof whose memory phase carved the products' scratch (products_beside) runs them now: when no
+    other compute phase of its backend is in flight (`idle`).  Beside other proofs the device is busy anyway,
+    and the products' three MSMs and ~20 launches cost throughput: perf/sweep.py at the 2^14 domain made 595
+    proofs/s with them against 780 without (perf/RESULTS.md, "Session 27").  GROTH16_PRODUCTS_BESIDE=1 runs
+    them always (A/B measurements)."""
+    return idle or os.environ.get("GROTH16_PRODUCTS_BESIDE") == "1"
+
+
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
                       early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None, bins: bool = False) -> int:
     """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets
-    (twice when B2 runs beside the rest: b2_beside), and with `tail` the device tail's r, s, rs, proof
+    (twice when B2 runs beside the rest: b2_beside; three more and s w, r w with products_beside), and with `tail` the device tail's r, s, rs, proof
     area and scratch (inside the witness and results allocations).  `early`: the fold-1 (witness, H)
     plans a proof may take instead while the key's tables build: the sort and bucket scratch is sized
     for either.  `bins`: the sort's coarse bins too (KeyFootprint.sort_bins)."""
     total = n_wires * FR + 3 * domain * FR + (gepi.proof_device_bytes(curve) if tail else 0)
     plans, shapes = scratch_shapes([(plan_w, plan_h)] + ([early] if early is not None else []), sm_count)
     copies = 2 if tail and b2_beside(plan_w) else 1
+    extra = PRODUCT_SCRATCH_COPIES if tail and products_beside(plan_w, domain) else 0
+    copies += extra
+    total += 2 * n_wires * FR if extra else 0  # s w, r w
     total += copies * gmsm.SortScratch.nbytes(plans, bins)
     total += copies * gmsm.BucketScratch.nbytes(shapes, acc_bytes(curve, True))
     total += 5 * acc_bytes(curve, True)
     total += RANGE_CHECK_BYTES  # the witness's range check's answer (pipeline.stage)
-    return total + ALLOC_SLACK  # allocation rounding
+    return total + alloc_slack(extra)  # allocation rounding
 
 
 def chunk_ranges(n: int, chunk: int) -> list[tuple[int, int]]:

@@ -14,7 +14,7 @@ from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import ntt as gntt
-from engine.backends.gpu.footprint import acc_bytes
+from engine.backends.gpu.footprint import FR, acc_bytes
 from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.proof_state import ProofState
 
@@ -32,12 +32,13 @@ def _track(events: list[Event], event: Event) -> Event:
 
 def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, stream, side, marks: list[Event],
                   side_marks: list[Event], side_events: list[Event], timing: bool, side2=None,
-                  beside: dict[str, list[Event]] | None = None) -> tuple:
+                  beside: dict[str, list[Event]] | None = None, lanes: tuple | None = None) -> tuple:
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
     a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
     `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both.  With
     `side2` and a small plan (footprint.b2_beside): _launch_small, which records the start and end of
-    what it runs beside the compute stream into `beside` (by name: "b2", "front").  Returns the timed
+    what it runs beside the compute stream into `beside` (by name: "b2", "front"); with `lanes` too (three
+    more side streams, st.products: footprint.products_beside) _launch_products.  Returns the timed
     stages' names in the order of the marks."""
     ctx = backend.ctx
     sm = ctx.device.sm_count
@@ -64,9 +65,17 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     side.wait_event(st.uploaded)
     side.wait_event(key.ready)
     tail = gepi.tail_args(key.epilogue, key.n_wires, st.results, g2_acc, st.witness)
-    side_mark()
-    gepi.launch_early(mod, tail, side)
-    side_mark()
+
+    def early() -> None:
+        side_mark()
+        gepi.launch_early(mod, tail, side)
+        side_mark()
+
+    if side2 is not None and lanes is not None and footprint.b2_beside(plan_w):  # B2 first, then early
+        return _launch_products(backend, key, st, plans, ((plan_h, lay_h), (plan_w, lay_w)), stream, side, side2,
+                                lanes, tail, mark, side_mark, beside if beside is not None else {}, side_events,
+                                timing, early)
+    early()
     if side2 is not None and footprint.b2_beside(plan_w):
         return _launch_small(backend, key, st, plans, ((plan_h, lay_h), (plan_w, lay_w)), stream, side, side2, tail,
                              mark, side_mark, beside if beside is not None else {}, side_events, timing)
@@ -121,8 +130,8 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
             backend.fault_hook(st.results, g2_acc, stream, after)
 
     def beside_mark(name: str, on) -> None:
-        if timing:
-            beside.setdefault(name, []).append(pool.take(True).record(on))
+        if timing:  # kept before it is recorded: a failed record still gives it back (pipeline.compute's wait)
+            _track(beside.setdefault(name, []), pool.take(True)).record(on)
 
     pi_b = footprint.pi_b_beside()
     early_done = _track(side_events, pool.take()).record(side) if pi_b else None  # side: the early phase
@@ -177,6 +186,111 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
     gepi.launch_final(mod, tail, stream, pi_b_given=pi_b)
     mark()
     return SMALL_STAGES_FRONT_BESIDE if front_beside else SMALL_STAGES
+
+
+# A small proof's stages with the products beside (_launch_products): the compute stream's A, C MSMs, then what
+# waiting for the front and H lane, for B2 and pi_b, and the final phase (after the join) added to it
+PRODUCTS_STAGES = ("msm_a_b1_c", "msm_h", "msm_b2", "check")
+
+
+def _launch_products(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layouts: tuple, stream, side, side2,
+                     lanes: tuple, tail: tuple, mark, side_mark, beside: dict[str, list[Event]],
+                     side_events: list[Event], timing: bool, early) -> tuple:
+    """A small plan's proof (footprint.b2_beside) with the mid phase's products as MSMs of their own
+    (footprint.products_beside), on six streams from the upload on, so that no chain waits for another:
+    `side2` the B2 MSM then pi_b (as _launch_small); `stream` the A and C MSMs over the sorted witness; lane 0
+    scales the witness by s and r (fr_scale_pair) and runs the MSM of s w over A into the tail's scratch; lane 1
+    that of r w over B1 into B1's slot (so st.b1_times_r: ResidentCore divides by r when the B1 sum is read);
+    lane 2 the front (evaluate, the NTTs, h) then the H MSM; `side`, after the early phase, the join (op 6:
+    pi_a, pi_c from the sums and the two products) once all of them are done.  The final phase waits for B2,
+    pi_b and the join, as before.  `early` queues the tail's early phase on `side` (after B2: B2 and pi_b are the
+    proof's longest chain, and the host's enqueue decides when each stream starts)."""
+    pool = backend.ctx.events
+    mod = key.module
+    curve = key.curve
+    g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
+    (plan_h, lay_h), (plan_w, lay_w) = layouts
+    res, stride = st.results.ptr, 5 * g2_acc
+    lane_s, lane_r, lane_h = lanes
+    pr = st.products
+
+    def hook(after: str, on) -> None:  # tests: corrupt a result on the device
+        if backend.fault_hook is not None:
+            backend.fault_hook(st.results, g2_acc, on, after)
+
+    def beside_mark(name: str, on) -> None:
+        if timing:  # kept before it is recorded: a failed record still gives it back (pipeline.compute's wait)
+            _track(beside.setdefault(name, []), pool.take(True)).record(on)
+
+    def done(on) -> Event:
+        return _track(side_events, pool.take()).record(on)
+
+    pi_b = footprint.pi_b_beside()
+    for lane in (side2, lane_s, lane_r, lane_h):
+        lane.wait_event(st.uploaded)
+        key.wait(plans, lane)
+    sort2, buckets2 = st.b2_scratch
+    beside_mark("b2", side2)
+    gmsm.sort_scalars(mod, plan_w, st.witness, sort2, side2)
+    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort2, buckets2, g2_acc, res + 2 * g2_acc, side2, stride)
+    beside_mark("b2", side2)
+    hook("b2", side2)
+    early()  # the early phase on `side` (queued after B2: B2 and pi_b are the longest chain)
+    early_done = done(side) if pi_b else None
+    if pi_b:
+        side2.wait_event(early_done)
+        beside_mark("pi_b", side2)
+        gepi.launch_pi_b(mod, tail, side2)
+        beside_mark("pi_b", side2)
+    b2_done = done(side2)
+
+    # queued in the order of their chains' lengths on the device (B2 and pi_b ~1.8 ms above, then the front and
+    # H ~1.0, the products ~0.9, A and C ~0.65: perf/RESULTS.md, "Session 27"): the host's enqueue decides when
+    # each stream starts
+    beside_mark("front", lane_h)
+    _front(key, st, lane_h, lambda: None)
+    beside_mark("front", lane_h)
+    beside_mark("h", lane_h)
+    gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, st.c, pr.h[0], pr.h[1], g1_acc, res + 4 * g2_acc, lane_h)
+    beside_mark("h", lane_h)
+    hook("h", lane_h)
+    h_done = done(lane_h)
+
+    n_w = key.n_wires
+    beside_mark("products", lane_s)
+    rows = st.witness.ptr + FR * n_w  # r, s, ... after the witness (epilogue.blinding_scalars)
+    launch(mod, "fr_scale_pair", (-(-n_w // 256), 2, 1), 256, lane_s, st.witness, U32(n_w), rows + FR, rows,
+           pr.scaled)
+    lane_r.wait_event(done(lane_s))
+    gmsm.run_msm(mod, "g1", plan_w, lay_w, key.b1, pr.scaled.ptr + FR * n_w, pr.r[0], pr.r[1], g1_acc,
+                 res + g2_acc, lane_r)
+    gmsm.run_msm(mod, "g1", plan_w, lay_w, key.a, pr.scaled, pr.s[0], pr.s[1], g1_acc,
+                 res + 5 * g2_acc + gepi.glv_sum_offset(curve), lane_s)
+    beside_mark("products", lane_s)
+    r_done = done(lane_r)
+
+    gmsm.sort_scalars(mod, plan_w, st.witness, st.sort, stream)
+    gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, [(key.a, res), (key.c, res + 3 * g2_acc)], st.sort, st.buckets,
+                         g1_acc, stream, stride)
+    mark()
+    hook("a_b1_c", stream)
+    for ev in (done(stream), done(lane_s), r_done, h_done):
+        side.wait_event(ev)
+    hook("products", side)  # every sum the join reads is done: a corruption here is what it reads
+    side_mark()
+    gepi.launch_join(mod, tail, side, products=True)
+    side_mark()
+    st.b1_times_r = True
+    join_done = done(side)
+    stream.wait_event(h_done)
+    mark()  # "msm_h": what waiting for the front and H added to the compute stream
+    stream.wait_event(b2_done)
+    mark()  # "msm_b2": what waiting for B2 (and pi_b) added
+    stream.wait_event(join_done)
+    st.before_final = _track(side_events, pool.take()).record(stream)
+    gepi.launch_final(mod, tail, stream, pi_b_given=pi_b)
+    mark()
+    return PRODUCTS_STAGES
 
 
 def _front(key: GpuKey, st: ProofState, stream, mark) -> None:

@@ -35,6 +35,8 @@ import numpy as np
 
 from cuda_kernels.driver import Device, DeviceBuffer, Event, U32, launch
 
+from engine.algebra.ec import g1_mul
+from engine.algebra.limbs import to_ints
 from engine.backends.base import CoreResult, Pending, Staged
 from engine.errors import DeviceError, UnreducedWitnessError
 from engine.formats.binfile import first_row_ge
@@ -46,7 +48,7 @@ from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.launch import STAGES, _launch_proof, _track
 from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
-from engine.backends.gpu.proof_state import ProofState
+from engine.backends.gpu.proof_state import ProductsScratch, ProofState
 from engine.backends.gpu.runtime import destroy_events as _destroy
 from engine.backends.gpu.waiting import await_awake
 
@@ -102,12 +104,13 @@ class _ProofLayout:
     bucket_sizes: tuple
     arena_bytes: int
     b2_beside: bool = False  # a second sort and bucket scratch for the B2 MSM on its own stream
+    products: bool = False  # s w, r w and three more scratch copies (footprint.products_beside)
 
 
 def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, witness=None) -> tuple:
     """witness (unless given: carved first), a, b, c, sort scratch, bucket scratch, then (None, or when B2
-    runs beside the rest) B2's own sort and bucket scratch, from `dev` (an _Arena, or a _Sizer), in that
-    order."""
+    runs beside the rest) B2's own sort and bucket scratch, then (None, or with the products beside) their
+    ProductsScratch, from `dev` (an _Arena, or a _Sizer), in that order."""
     n = key.domain
     witness = dev.alloc(up_bytes, stream) if witness is None else witness
     a, b, c = (dev.alloc(n * FR, stream) for _ in range(3))
@@ -118,7 +121,11 @@ def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, wit
 
     sort, buckets = scratch()
     b2 = scratch() if layout.b2_beside else None
-    return witness, a, b, c, sort, buckets, b2
+    products = None
+    if layout.products:
+        scaled = dev.alloc(2 * key.n_wires * FR, stream)
+        products = ProductsScratch(scaled, scratch(), scratch(), scratch())
+    return witness, a, b, c, sort, buckets, b2, products
 
 
 def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
@@ -127,7 +134,8 @@ def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
     if got is None:
         sort_plans, shapes = _scratch_shapes(key, sm_count)
         got = _ProofLayout(sort_plans, shapes, gmsm.BucketScratch.sizes(shapes), 0,
-                           b2_beside=has_tail(key) and footprint.b2_beside(key.plan_w))
+                           b2_beside=has_tail(key) and footprint.b2_beside(key.plan_w),
+                           products=has_tail(key) and footprint.products_beside(key.plan_w, key.domain))
         sizer = _Sizer()
         _allocate(sizer, key, got, up_bytes, None)
         got.arena_bytes = sizer.total
@@ -301,7 +309,8 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 launch(key.module, "witness_range_check", -(-key.n_wires // 256), 256, stream, witness_buf,
                        U32(key.n_wires), found)
                 Device.download(host.array[range_offset:range_offset + RANGE_BYTES], found, stream)
-            _, a, b, c, sort, buckets, b2_scratch = _allocate(arena, key, layout, up_bytes, stream, witness=witness_buf)
+            _, a, b, c, sort, buckets, b2_scratch, products = _allocate(arena, key, layout, up_bytes, stream,
+                                                                        witness=witness_buf)
             state = ProofState(
                 witness=witness_buf,
                 a=a,
@@ -317,6 +326,8 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 uploaded=uploaded,
                 upload_start=upload_start,
                 b2_scratch=b2_scratch,
+                products=products,
+                blinding_r=int(to_ints(scalars[:4])[0]) if scalars.size else 0,
             )
             if key.host is not None:  # staging buffers for the streamed bases (in `allocated` too)
                 state.streaming = key.host.stage(dev, stream)
@@ -368,6 +379,13 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     stream = ctx.compute_stream(slot)
     side = backend.side_streams.get(slot) if tail else None
     side2 = backend.side_streams.get(slot, 1) if tail and st.b2_scratch is not None else None  # B2 beside
+    # the products beside (footprint.products_beside) on lanes 2-4: the s w and r w MSMs, the front and H, when
+    # this proof is the backend's only one in flight (footprint.products_now); not for r = 0 (B1's slot then
+    # could not give back the B1 sum that ResidentCore reports)
+    idle = backend.flight.idle() if getattr(backend, "flight", None) is not None else True
+    lanes = (tuple(backend.side_streams.get(slot, i) for i in (2, 3, 4))
+             if side2 is not None and st.products is not None and st.blinding_r != 0 and footprint.products_now(idle)
+             else None)
     marks: list[Event] = []
     side_marks: list[Event] = []  # early start, early end, mid start, mid end
     beside: dict[str, list[Event]] = {}  # a small proof's phases beside the compute stream: "b2", "front"
@@ -385,13 +403,13 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         plans = key.plans_now()  # fixed for this proof: fold 1 while the key's tables still build
         key.wait(plans, stream)
         stages = _launch_proof(backend, key, st, plans, stream, side, marks, side_marks, side_events, timing, side2,
-                               beside)
+                               beside, lanes)
         if late is None:
             Device.download(raw, st.results, stream)
     except Exception as exc:  # handed to the Pending: raised after the done event
         error = exc
         if ordered:  # whatever reached the side streams finishes before the frees
-            for s in (side, side2):
+            for s in (side, side2, *(lanes or ())):
                 if s is not None:
                     _join_side(stream, s, side_events, ctx.events)
     free_on = stream if ordered else ctx.upload_stream
@@ -431,7 +449,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
         if key.host is not None:  # one result per MSM per chunk: their sums (the CPU ends this proof)
             a, b1, b2, c, h = key.host.results(out)
             return CoreResult(pi_a0=a, pi_b1_0=b1, pi_b2_0=b2, pi_c0=c, pi_h=h, timings=timings)
-        return _core(curve, out, timings)
+        return _core(curve, out, timings, st.blinding_r if st.b1_times_r else None)
 
     return Pending(wait)
 
@@ -451,9 +469,10 @@ class ResidentCore(CoreResult):
     latency path, for values nothing on that path reads."""
 
     def __init__(self, curve=None, raw: np.ndarray | None = None, timings: dict | None = None, *, pi_a0=None,
-                 pi_b1_0=None, pi_b2_0=None, pi_c0=None, pi_h=None, proof=None, verified=None):
+                 pi_b1_0=None, pi_b2_0=None, pi_c0=None, pi_h=None, proof=None, verified=None, b1_times=None):
         self.timings = {} if timings is None else timings
         self._curve, self._raw, self._sums = curve, raw, None
+        self._b1_times = b1_times  # B1's slot holds b1_times * B1 (the products beside: launch.py)
         if raw is None:  # every field given, as dataclasses.replace(core, ...) makes a copy
             self._sums = (pi_a0, pi_b1_0, pi_b2_0, pi_c0, pi_h)
             self.proof, self.verified = proof, verified
@@ -466,6 +485,9 @@ class ResidentCore(CoreResult):
             g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
             pts = [raw[i * g2_acc:(i + 1) * g2_acc] for i in range(5)]
             a, b1, c, h = (decode_xyzz_g1(curve, p[:g1_acc]) for p in (pts[0], pts[1], pts[3], pts[4]))
+            if self._b1_times is not None:
+                b1 = g1_mul(curve, b1, pow(self._b1_times, -1, curve.r))
+                self._b1_times = None  # the proof's r: not kept longer than needed
             self._sums = (a, b1, decode_xyzz_g2(curve, pts[2]), c, h)
         return self._sums
 
@@ -476,6 +498,7 @@ class ResidentCore(CoreResult):
     pi_h = property(lambda self: self._decoded()[4])
 
 
-def _core(curve, raw: np.ndarray, timings: dict) -> CoreResult:
-    """A resident key's CoreResult from the bytes that came back (the sums decoded when read)."""
-    return ResidentCore(curve, raw, timings)
+def _core(curve, raw: np.ndarray, timings: dict, b1_times: int | None = None) -> CoreResult:
+    """A resident key's CoreResult from the bytes that came back (the sums decoded when read); `b1_times`: B1's
+    slot holds that multiple of the B1 sum (the products beside), undone when read."""
+    return ResidentCore(curve, raw, timings, b1_times=b1_times)

@@ -15,6 +15,16 @@ from engine.backends.gpu.runtime import destroy_events as _destroy
 
 
 @dataclass
+class ProductsScratch:
+    """A small proof's s w, r w (2 n_wires plain scalars) and the sort and bucket scratch of the s w MSM over
+    A, the r w MSM over B1 and the H lane (launch.py _launch_products)."""
+    scaled: DeviceBuffer
+    s: tuple
+    r: tuple
+    h: tuple
+
+
+@dataclass
 class ProofState:
     witness: DeviceBuffer
     a: DeviceBuffer
@@ -31,6 +41,10 @@ class ProofState:
     streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
     range_offset: int | None = None  # where the device's range check answers in `host` (None: checked here)
     b2_scratch: tuple | None = None  # (sort, buckets) of a B2 MSM beside the rest (footprint.b2_beside)
+    # s w, r w and the (sort, buckets) of their MSMs and of the H lane's (footprint.products_beside): ProductsScratch
+    products: Any = None
+    blinding_r: int = 0  # the tail's r: with b1_times_r, B1's result slot holds r B1 (ResidentCore undoes it)
+    b1_times_r: bool = False  # set by launch.py when the products ran beside (B1's slot: r B1)
     before_final: Event | None = None  # recorded just before the device tail's final phase (waiting.py)
 
     def results_view(self, nbytes: int) -> np.ndarray | None:

@@ -41,6 +41,10 @@ class Flight:
     def lone(self) -> bool:
         return self._count == 1
 
+    def idle(self) -> bool:
+        """No compute phase in flight (read by the next one before it is tracked: pipeline.compute)."""
+        return self._count == 0
+
     def track(self, pendings: list[Pending]) -> list[Pending]:
         """Count `pendings` in flight until each one's wait has returned or raised."""
         with self._lock:
