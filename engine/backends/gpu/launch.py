@@ -129,26 +129,14 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
         if backend.fault_hook is not None:
             backend.fault_hook(st.results, g2_acc, stream, after)
 
-    def beside_mark(name: str, on) -> None:
-        if timing:  # kept before it is recorded: a failed record still gives it back (pipeline.compute's wait)
-            _track(beside.setdefault(name, []), pool.take(True)).record(on)
-
+    beside_mark = _beside_marker(pool, beside, timing)
     pi_b = footprint.pi_b_beside()
     early_done = _track(side_events, pool.take()).record(side) if pi_b else None  # side: the early phase
     side2.wait_event(st.uploaded)
     key.wait(plans, side2)
-    sort2, buckets2 = st.b2_scratch
-    beside_mark("b2", side2)
-    gmsm.sort_scalars(mod, plan_w, st.witness, sort2, side2)
-    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort2, buckets2, g2_acc, res + 2 * g2_acc, side2, stride)
-    beside_mark("b2", side2)
-    if pi_b:  # pi_b right after B2, beside the rest (footprint.pi_b_beside)
-        if backend.fault_hook is not None:
-            backend.fault_hook(st.results, g2_acc, side2, "b2")
-        side2.wait_event(early_done)
-        beside_mark("pi_b", side2)
-        gepi.launch_pi_b(mod, tail, side2)
-        beside_mark("pi_b", side2)
+    _b2_msm(key, st, plan_w, lay_w, side2, beside_mark)
+    if pi_b:  # pi_b right after B2, beside the rest
+        _pi_b_after_b2(backend, key, st, side2, tail, beside_mark, early_done)
     b2_done = _track(side_events, pool.take()).record(side2)
 
     front_beside = footprint.front_beside(key.domain)
@@ -218,30 +206,20 @@ def _launch_products(backend, key: GpuKey, st: ProofState, plans: ProofPlans, la
         if backend.fault_hook is not None:
             backend.fault_hook(st.results, g2_acc, on, after)
 
-    def beside_mark(name: str, on) -> None:
-        if timing:  # kept before it is recorded: a failed record still gives it back (pipeline.compute's wait)
-            _track(beside.setdefault(name, []), pool.take(True)).record(on)
-
     def done(on) -> Event:
         return _track(side_events, pool.take()).record(on)
 
+    beside_mark = _beside_marker(pool, beside, timing)
     pi_b = footprint.pi_b_beside()
     for lane in (side2, lane_s, lane_r, lane_h):
         lane.wait_event(st.uploaded)
         key.wait(plans, lane)
-    sort2, buckets2 = st.b2_scratch
-    beside_mark("b2", side2)
-    gmsm.sort_scalars(mod, plan_w, st.witness, sort2, side2)
-    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort2, buckets2, g2_acc, res + 2 * g2_acc, side2, stride)
-    beside_mark("b2", side2)
-    hook("b2", side2)
+    _b2_msm(key, st, plan_w, lay_w, side2, beside_mark)
     early()  # the early phase on `side` (queued after B2: B2 and pi_b are the longest chain)
-    early_done = done(side) if pi_b else None
     if pi_b:
-        side2.wait_event(early_done)
-        beside_mark("pi_b", side2)
-        gepi.launch_pi_b(mod, tail, side2)
-        beside_mark("pi_b", side2)
+        _pi_b_after_b2(backend, key, st, side2, tail, beside_mark, done(side))
+    else:
+        hook("b2", side2)
     b2_done = done(side2)
 
     # queued in the order of their chains' lengths on the device (B2 and pi_b ~1.8 ms above, then the front and
@@ -291,6 +269,38 @@ def _launch_products(backend, key: GpuKey, st: ProofState, plans: ProofPlans, la
     gepi.launch_final(mod, tail, stream, pi_b_given=pi_b)
     mark()
     return PRODUCTS_STAGES
+
+
+def _beside_marker(pool, beside: dict[str, list[Event]], timing: bool):
+    """beside_mark(name, stream): a timing event for `name` on `stream` (the start and end of what runs beside
+    the compute stream), kept before it is recorded: a failed record still gives it back (pipeline.compute's wait)."""
+    def beside_mark(name: str, on) -> None:
+        if timing:
+            _track(beside.setdefault(name, []), pool.take(True)).record(on)
+
+    return beside_mark
+
+
+def _b2_msm(key: GpuKey, st: ProofState, plan_w, lay_w, side2, beside_mark) -> None:
+    """A small proof's B2 MSM on `side2`, over its own sort and buckets (footprint.b2_beside)."""
+    mod, g2_acc = key.module, acc_bytes(key.curve, True)
+    sort2, buckets2 = st.b2_scratch
+    beside_mark("b2", side2)
+    gmsm.sort_scalars(mod, plan_w, st.witness, sort2, side2)
+    gmsm.accumulate(mod, "g2", plan_w, lay_w, key.b2, sort2, buckets2, g2_acc, st.results.ptr + 2 * g2_acc, side2,
+                    5 * g2_acc)
+    beside_mark("b2", side2)
+
+
+def _pi_b_after_b2(backend, key: GpuKey, st: ProofState, side2, tail: tuple, beside_mark, early_done) -> None:
+    """pi_b on `side2` right after B2 (footprint.pi_b_beside) once the early phase is done too; the fault hook
+    "b2" before it."""
+    if backend.fault_hook is not None:  # tests: corrupt a result on the device
+        backend.fault_hook(st.results, acc_bytes(key.curve, True), side2, "b2")
+    side2.wait_event(early_done)
+    beside_mark("pi_b", side2)
+    gepi.launch_pi_b(key.module, tail, side2)
+    beside_mark("pi_b", side2)
 
 
 def _front(key: GpuKey, st: ProofState, stream, mark) -> None:
