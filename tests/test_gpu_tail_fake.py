@@ -111,8 +111,13 @@ def test_the_footprint_counts_the_allocations_on_a_fake_driver(curve, options):
         # the products beside (the tiny keys' small plans, by default) carve s w, r w and three more scratch copies
         assert (st.products is not None) == (tail_expected := key.epilogue is not None and
                                               footprint.products_beside(key.plan_w, key.domain))
-        if tail_expected:
-            assert st.products.scaled.nbytes == 2 * key.n_wires * 32
+        if tail_expected:  # one reserved region, carved when the products run (proof_state.ProductsRegion)
+            region = st.products.buffer
+            carved = st.products.scratch()
+            assert carved.scaled.nbytes == 2 * key.n_wires * 32 and carved.scaled.ptr == region.ptr
+            inside = [carved.scaled, *vars(carved.s[0]).values(), *vars(carved.h[1]).values()]
+            bufs = [b for x in inside for b in (x if isinstance(x, list) else [x]) if hasattr(b, "ptr")]
+            assert all(region.ptr <= b.ptr and b.ptr + b.nbytes <= region.ptr + region.nbytes for b in bufs)
         tail = 0 if key.epilogue is None else 1
         assert st.witness.nbytes == witness.nbytes + tail * gepi.SCALAR_BYTES
         assert st.results.nbytes == pipeline.result_bytes(key) + tail * gepi.scratch_bytes(key.curve)

@@ -207,7 +207,8 @@ def _interrupt(tmp_path: Path, zkey: Path, wtns: Path, after_s: float, *, timeli
                             env=dict(os.environ, PYTHONPATH=str(REPO)))
     try:
         time.sleep(after_s)
-        assert proc.poll() is None, "the proof ended before the signal: make the circuit larger"
+        if proc.poll() is not None:  # the proof ended before the signal: this run is not the case under test
+            return None
         t0 = time.perf_counter()
         # a terminal's Ctrl-C signals the whole group (workers too); `kill -INT pid` only the main process
         os.killpg(proc.pid, signal.SIGINT) if group else proc.send_signal(signal.SIGINT)
@@ -226,8 +227,15 @@ def test_ctrl_c_exits_130_within_a_second_without_traceback_or_files(tmp_path, b
     zkey, wtns, proof_s = bench_files
     # starting up; synthesising or computing; computing (the Engine path takes longer than proof_s)
     for i, after_s in enumerate((0.25, 0.45 * proof_s, 0.8 * proof_s)):
-        rc, exit_s, stderr, left = _interrupt(tmp_path / str(i), zkey, wtns, after_s, timeline=timeline,
-                                              group=group)
+        # a proof faster than the fixture's (a machine less loaded than when it measured) may end before a late
+        # signal: that run proves nothing, so the signal comes earlier, down to a third of the delay
+        for attempt in range(3):
+            got = _interrupt(tmp_path / f"{i}-{attempt}", zkey, wtns, after_s * 0.6 ** attempt, timeline=timeline,
+                             group=group)
+            if got is not None:
+                break
+        assert got is not None, f"every proof ended before its signal (from {after_s:.2f} s): make the circuit larger"
+        rc, exit_s, stderr, left = got
         assert rc == 130, stderr
         assert "Traceback" not in stderr and _lines(stderr) == ["interrupted"], stderr
         assert exit_s < 1.0, f"{exit_s:.2f} s to exit after SIGINT at {after_s:.2f} s"

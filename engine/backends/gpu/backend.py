@@ -133,13 +133,18 @@ class GpuBackend(Backend):
         return pipeline.working_set_bytes(key, self.device.sm_count)
 
     def stage(self, key: ResidentKey, witness: np.ndarray) -> Staged:
-        return pipeline.stage(self, key, witness)
+        staged = pipeline.stage(self, key, witness)
+        self.flight.staged(staged)  # others staged: the next compute phase is not alone (footprint.products_now)
+        return staged
 
     def compute(self, staged: Staged, slot: int = 0) -> Pending:
+        self.flight.unstaged(staged)
         return self.flight.track([pipeline.compute(self, staged, slot)])[0]
 
     def compute_batch(self, staged: list[Staged], slot: int = 0) -> list[Pending]:
         """Staged proofs of one key in one compute phase (their MSMs batched); one Pending each."""
+        for s in staged:
+            self.flight.unstaged(s)
         return self.flight.track(batch.compute_batch(self, staged, slot))
 
     def max_batch(self, key: ResidentKey) -> int:
@@ -156,6 +161,7 @@ class GpuBackend(Backend):
         return self.compute(self.stage(key, witness)).wait()
 
     def discard(self, staged: Staged) -> Pending:
+        self.flight.unstaged(staged)
         return pipeline.discard(self, staged)
 
     def verify_batch(self, key: ResidentKey, items) -> bool:

@@ -200,7 +200,7 @@ def _launch_products(backend, key: GpuKey, st: ProofState, plans: ProofPlans, la
     (plan_h, lay_h), (plan_w, lay_w) = layouts
     res, stride = st.results.ptr, 5 * g2_acc
     lane_s, lane_r, lane_h = lanes
-    pr = st.products
+    pr = st.products.scratch()  # carved from the memory phase's region now
 
     def hook(after: str, on) -> None:  # tests: corrupt a result on the device
         if backend.fault_hook is not None:

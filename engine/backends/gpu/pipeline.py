@@ -48,7 +48,7 @@ from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.launch import STAGES, _launch_proof, _track
 from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
-from engine.backends.gpu.proof_state import ProductsScratch, ProofState
+from engine.backends.gpu.proof_state import ProductsRegion, ProductsScratch, ProofState
 from engine.backends.gpu.runtime import destroy_events as _destroy
 from engine.backends.gpu.waiting import await_awake
 
@@ -82,6 +82,21 @@ class _Arena:
         return buf
 
 
+class _Region:
+    """Buffers carved, in order, from one DeviceBuffer sized for them by a _Sizer run of the same carving."""
+
+    def __init__(self, buffer: DeviceBuffer):
+        self.buffer, self.off = buffer, 0
+
+    def alloc(self, nbytes: int, stream) -> DeviceBuffer:
+        n = max(int(nbytes), 16)
+        if self.off + n > self.buffer.nbytes:
+            raise RuntimeError(f"carving {n} bytes past a region of {self.buffer.nbytes} (at {self.off})")
+        buf = DeviceBuffer(self.buffer.ptr + self.off, n)
+        self.off += -(-n // footprint.ALLOC_ALIGN) * footprint.ALLOC_ALIGN
+        return buf
+
+
 class _Sizer:
     """Stands in for the device in a dry run of a proof's allocations: the arena's size."""
 
@@ -105,6 +120,7 @@ class _ProofLayout:
     arena_bytes: int
     b2_beside: bool = False  # a second sort and bucket scratch for the B2 MSM on its own stream
     products: bool = False  # s w, r w and three more scratch copies (footprint.products_beside)
+    products_bytes: int = 0  # their region (ProductsRegion), carved when the products run
 
 
 def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, witness=None) -> tuple:
@@ -115,17 +131,26 @@ def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, wit
     witness = dev.alloc(up_bytes, stream) if witness is None else witness
     a, b, c = (dev.alloc(n * FR, stream) for _ in range(3))
 
-    def scratch():
-        return (gmsm.SortScratch(dev, layout.sort_plans, stream, binned=key.footprint.sort_bins),
-                gmsm.BucketScratch(dev, layout.shapes, acc_bytes(key.curve, True), stream, sizes=layout.bucket_sizes))
-
-    sort, buckets = scratch()
-    b2 = scratch() if layout.b2_beside else None
+    sort, buckets = _scratch(dev, key, layout, stream)
+    b2 = _scratch(dev, key, layout, stream) if layout.b2_beside else None
     products = None
-    if layout.products:
-        scaled = dev.alloc(2 * key.n_wires * FR, stream)
-        products = ProductsScratch(scaled, scratch(), scratch(), scratch())
+    if layout.products:  # reserved now, carved when the products run
+        products = ProductsRegion(dev.alloc(layout.products_bytes, stream),
+                                  lambda buffer: _carve_products(_Region(buffer), key, layout))
     return witness, a, b, c, sort, buckets, b2, products
+
+
+def _scratch(dev, key: GpuKey, layout: _ProofLayout, stream) -> tuple:
+    """One sort and bucket scratch for every plan a proof of `key` may run under."""
+    return (gmsm.SortScratch(dev, layout.sort_plans, stream, binned=key.footprint.sort_bins),
+            gmsm.BucketScratch(dev, layout.shapes, acc_bytes(key.curve, True), stream, sizes=layout.bucket_sizes))
+
+
+def _carve_products(dev, key: GpuKey, layout: _ProofLayout) -> ProductsScratch:
+    """s w, r w (2 n_wires scalars), then the s w MSM's, the r w MSM's and the H lane's scratch."""
+    scaled = dev.alloc(2 * key.n_wires * FR, None)
+    return ProductsScratch(scaled, _scratch(dev, key, layout, None), _scratch(dev, key, layout, None),
+                           _scratch(dev, key, layout, None))
 
 
 def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
@@ -136,6 +161,10 @@ def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
         got = _ProofLayout(sort_plans, shapes, gmsm.BucketScratch.sizes(shapes), 0,
                            b2_beside=has_tail(key) and footprint.b2_beside(key.plan_w),
                            products=has_tail(key) and footprint.products_beside(key.plan_w, key.domain))
+        if got.products:
+            region = _Sizer()
+            _carve_products(region, key, got)
+            got.products_bytes = region.total
         sizer = _Sizer()
         _allocate(sizer, key, got, up_bytes, None)
         got.arena_bytes = sizer.total

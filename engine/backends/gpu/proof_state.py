@@ -24,6 +24,22 @@ class ProductsScratch:
     h: tuple
 
 
+class ProductsRegion:
+    """The products' bytes, reserved by the memory phase as one carved buffer and carved into a ProductsScratch
+    only when a compute phase runs them (launch._launch_products): their three scratch copies' ~70 buffer
+    objects cost ~0.1 ms of host time a proof, which a proof beside others (no products) need not pay."""
+
+    def __init__(self, buffer: DeviceBuffer, carve):
+        self.buffer = buffer
+        self._carve = carve
+        self._scratch: ProductsScratch | None = None
+
+    def scratch(self) -> ProductsScratch:
+        if self._scratch is None:
+            self._scratch = self._carve(self.buffer)
+        return self._scratch
+
+
 @dataclass
 class ProofState:
     witness: DeviceBuffer
@@ -41,7 +57,7 @@ class ProofState:
     streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
     range_offset: int | None = None  # where the device's range check answers in `host` (None: checked here)
     b2_scratch: tuple | None = None  # (sort, buckets) of a B2 MSM beside the rest (footprint.b2_beside)
-    # s w, r w and the (sort, buckets) of their MSMs and of the H lane's (footprint.products_beside): ProductsScratch
+    # s w, r w and the (sort, buckets) of their MSMs and of the H lane's (footprint.products_beside): ProductsRegion
     products: Any = None
     blinding_r: int = 0  # the tail's r: with b1_times_r, B1's result slot holds r B1 (ResidentCore undoes it)
     b1_times_r: bool = False  # set by launch.py when the products ran beside (B1's slot: r B1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 
 from engine.backends.base import Pending
 from engine.env_setting import milliseconds
@@ -32,18 +33,37 @@ def spin_seconds() -> float:
 
 
 class Flight:
-    """How many compute phases of one backend are in flight (computed and not yet waited for)."""
+    """How many compute phases of one backend are in flight (computed and not yet waited for), and which
+    proofs are staged for one (memory phase done, compute not begun)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._count = 0
+        self._staged: dict[int, weakref.ref] = {}  # id -> the Staged (a dropped one leaves by itself)
 
     def lone(self) -> bool:
         return self._count == 1
 
+    def staged(self, staged) -> None:
+        key = id(staged)
+        staged_set = self._staged
+
+        def gone(_ref) -> None:  # may run inside any allocation: no lock (a dict's pop is atomic)
+            staged_set.pop(key, None)
+
+        with self._lock:
+            staged_set[key] = weakref.ref(staged, gone)
+
+    def unstaged(self, staged) -> None:
+        """`staged` goes to its compute phase (or is discarded)."""
+        with self._lock:
+            self._staged.pop(id(staged), None)
+
     def idle(self) -> bool:
-        """No compute phase in flight (read by the next one before it is tracked: pipeline.compute)."""
-        return self._count == 0
+        """No compute phase in flight and no other proof staged for one (read by the next compute phase
+        before it is tracked: pipeline.compute): a proof alone on the backend."""
+        with self._lock:
+            return self._count == 0 and not self._staged
 
     def track(self, pendings: list[Pending]) -> list[Pending]:
         """Count `pendings` in flight until each one's wait has returned or raised."""
