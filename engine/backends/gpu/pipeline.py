@@ -126,7 +126,7 @@ class _ProofLayout:
 def _allocate(dev, key: GpuKey, layout: _ProofLayout, up_bytes: int, stream, witness=None) -> tuple:
     """witness (unless given: carved first), a, b, c, sort scratch, bucket scratch, then (None, or when B2
     runs beside the rest) B2's own sort and bucket scratch, then (None, or with the products beside) their
-    ProductsScratch, from `dev` (an _Arena, or a _Sizer), in that order."""
+    ProductsRegion, from `dev` (an _Arena, or a _Sizer), in that order."""
     n = key.domain
     witness = dev.alloc(up_bytes, stream) if witness is None else witness
     a, b, c = (dev.alloc(n * FR, stream) for _ in range(3))
@@ -409,8 +409,8 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     side = backend.side_streams.get(slot) if tail else None
     side2 = backend.side_streams.get(slot, 1) if tail and st.b2_scratch is not None else None  # B2 beside
     # the products beside (footprint.products_beside) on lanes 2-4: the s w and r w MSMs, the front and H, when
-    # this proof is the backend's only one in flight (footprint.products_now); not for r = 0 (B1's slot then
-    # could not give back the B1 sum that ResidentCore reports)
+    # this proof is alone on its backend, none other staged or in flight (footprint.products_now); not for r = 0
+    # (B1's slot then could not give back the B1 sum that ResidentCore reports)
     idle = backend.flight.idle() if getattr(backend, "flight", None) is not None else True
     lanes = (tuple(backend.side_streams.get(slot, i) for i in (2, 3, 4))
              if side2 is not None and st.products is not None and st.blinding_r != 0 and footprint.products_now(idle)
