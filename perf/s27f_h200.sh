@@ -3,11 +3,14 @@
 # products beside when no other proof of its backend is staged or in flight (footprint.products_now,
 # waiting.Flight.idle; the closing call's default counted in-flight proofs only, and the sweep took them for
 # most single-proof batches: 499 against 673 proofs/s).  Throughput at the 2^14 domain (perf/sweep.py, 480
-# proofs, 32 in flight, 1 and 2 slots) with the default and without the products; a lone proof, both ways.
+# proofs, 32 in flight, 1 and 2 slots) with the default and without the products; a lone proof, both ways; first the
+# GPU tests of the tail and the pipeline over the lazily carved region.
 #   OUT=/tmp/out bash perf/s27f_h200.sh
 set -u
 W=${W:-/tmp/fin}
-GPU_ENV_CURVES=bn128 . scripts/gpu_env.sh || exit 2
+. scripts/gpu_env.sh || exit 2
+timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_epilogue.py tests/test_gpu_pipeline.py \
+  tests/test_gpu_failure_paths.py 2>&1 | grep -E "^FAILED|^E  |passed|failed|error" | head -20
 timeout 30 python3 perf/prove.py --log-constraints 13 --curves bn128 --backend gpu --repeats 2 --workdir "$W/pp" \
   2>&1 | grep "^| bn128"
 d=$W/pp/bn128_2^13
