@@ -180,8 +180,7 @@ def test_the_products_go_beside_up_to_their_domain_and_can_be_forced(monkeypatch
 def test_a_proof_beside_others_staged_or_in_flight_keeps_the_scalar_products_unless_forced(forced, monkeypatch):
     """The products beside run for a proof alone on its backend (footprint.products_now: no other proof staged or
     in flight, waiting.Flight.idle): beside others the device is busy already and their MSMs and launches cost
-    throughput (perf/sweep.py at the 2^14 domain: 499 proofs/s against 673 without them when only in-flight proofs
-    counted); GROTH16_PRODUCTS_BESIDE=1 runs them always."""
+    throughput; GROTH16_PRODUCTS_BESIDE=1 runs them always."""
     if forced is None:
         monkeypatch.delenv("GROTH16_PRODUCTS_BESIDE", raising=False)
     else:
