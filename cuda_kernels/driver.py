@@ -363,8 +363,8 @@ def launch(module: Module, name: str, grid: int | Sequence[int], block: int, str
     """Launch `name` with arguments U32 (a 32-bit word), Ptr, DeviceBuffer or int (a pointer).
 
     Each argument is one 8-byte slot of the calling thread's slot array, whose second half points at the
-    first (a U32 parameter reads the low 4 bytes of its slot: little-endian): a small proof's ~60 launches
-    were most of the host's enqueue (perf/launch_overhead.py, perf/RESULTS.md "Session 27")."""
+    first (a U32 parameter reads the low 4 bytes of its slot: little-endian): a small proof's ~45-60 launches
+    are about half of its host enqueue (perf/launch_overhead.py, perf/RESULTS.md "Session 27")."""
     if type(grid) is int:
         if grid == 0:
             return

@@ -4,11 +4,27 @@ upload on, the front and H on a fifth; which launches wait for which (tests/stre
 land, what the B1 sum reads back as, and the paths that keep the products as scalar products."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
 from fake_cuda import fake_driver
 from test_gpu_tail_fake import _backend, _one_proof_ordered, _tiny
+
+
+@contextlib.contextmanager
+def _tiny_key():
+    """The tiny BN254 key loaded on the fake driver with its fold tables (the small path's full-fold plan): yields
+    the backend, the key and its witness; unloads and closes after."""
+    zkey, witness = _tiny("bn128")
+    with fake_driver():
+        backend = _backend()
+        key = backend.load_key(zkey)
+        key.synchronize()
+        yield backend, key, witness
+        backend.unload_key(key)
+        backend.close()
 
 
 def _op(proof, op: int):
@@ -54,6 +70,8 @@ def test_the_products_run_beside_on_their_own_streams_and_the_join_waits_for_eve
         assert all(order.before(x, join) for x in g1_work + [early])
         assert not order.before(sort_s, w_sorts[0]) and not order.before(w_sorts[0], sort_s)  # side by side
         (pi_b,), (final,) = _op(proof, gepi.TAIL_PI_B), _op(proof, gepi.TAIL_FINAL_GIVEN_B)
+        b2_acc = [x for x in proof if x.name.startswith("msm_accumulate") and x.stream == side2]
+        assert pi_b.stream == side2 and b2_acc and all(order.before(x, pi_b) for x in b2_acc + [early])
         assert final is proof[-1] and final.stream == compute
         assert all(order.before(x, final) for x in proof if x is not final)
         assert st.b1_times_r and core.proof is not None
@@ -83,11 +101,7 @@ def test_the_products_msms_read_the_scaled_witness_and_write_where_the_join_read
 
     monkeypatch.setattr(gmsm, "run_msm", run_msm)
     monkeypatch.setattr(gmsm, "accumulate_sets", accumulate_sets)
-    zkey, witness = _tiny("bn128")
-    with fake_driver():
-        backend = _backend()
-        key = backend.load_key(zkey)
-        key.synchronize()
+    with _tiny_key() as (backend, key, witness):
         staged = backend.stage(key, witness)
         st = staged.state
         res, c_ptr, scaled = st.results.ptr, st.c.ptr, st.products.scratch().scaled.ptr  # (freed after it)
@@ -103,8 +117,6 @@ def test_the_products_msms_read_the_scaled_witness_and_write_where_the_join_read
         compute = backend.ctx.compute_stream(0)
         assert [x for x in sets if x[3] is compute] == [("g1", [(key.a, res), (key.c, res + 3 * g2)], id(st.sort), compute)]
         assert core.proof is not None
-        backend.unload_key(key)
-        backend.close()
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
@@ -185,11 +197,7 @@ def test_a_proof_beside_others_staged_or_in_flight_keeps_the_scalar_products_unl
         monkeypatch.delenv("GROTH16_PRODUCTS_BESIDE", raising=False)
     else:
         monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", forced)
-    zkey, witness = _tiny("bn128")
-    with fake_driver():
-        backend = _backend()
-        key = backend.load_key(zkey)
-        key.synchronize()
+    with _tiny_key() as (backend, key, witness):
         alone = backend.stage(key, witness)
         core_alone = backend.compute(alone).wait()
         first, second = backend.stage(key, witness), backend.stage(key, witness)
@@ -204,8 +212,6 @@ def test_a_proof_beside_others_staged_or_in_flight_keeps_the_scalar_products_unl
         assert first.state.b1_times_r == second.state.b1_times_r == (forced == "1")
         assert ("side_products" in core2.timings) == (forced == "1") and "side_products" in core_again.timings
         assert all(c.proof is not None for c in (core_alone, core1, core2, core_again))
-        backend.unload_key(key)
-        backend.close()
 
 
 def test_a_staged_proof_dropped_unused_stops_counting():

@@ -334,11 +334,12 @@ def products_beside(plan_w: gmsm.MsmPlan, domain: int) -> bool:
 
 
 def products_now(idle: bool) -> bool:
-    """Whether a proof whose memory phase carved the products' scratch (products_beside) runs them now: when no
-    other compute phase of its backend is in flight (`idle`).  Beside other proofs the device is busy anyway,
-    and the products' three MSMs and ~20 launches cost throughput: perf/sweep.py at the 2^14 domain made 595
-    proofs/s with them against 780 without (perf/RESULTS.md, "Session 27").  GROTH16_PRODUCTS_BESIDE=1 runs
-    them always (A/B measurements)."""
+    """Whether a proof whose memory phase reserved the products' scratch (products_beside) runs them now: when
+    it is alone on its backend, no other proof staged or in flight (`idle`: waiting.Flight.idle).  Beside other
+    proofs the device is busy anyway, and the products' three MSMs and ~20 launches cost throughput: perf/sweep.py
+    at the 2^14 domain made 595 proofs/s with them for every proof against 780 without, and 497 with this rule
+    against 507 without (perf/RESULTS.md, "Session 27").  GROTH16_PRODUCTS_BESIDE=1 runs them always (A/B
+    measurements)."""
     return idle or os.environ.get("GROTH16_PRODUCTS_BESIDE") == "1"
 
 

@@ -411,10 +411,9 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     # the products beside (footprint.products_beside) on lanes 2-4: the s w and r w MSMs, the front and H, when
     # this proof is alone on its backend, none other staged or in flight (footprint.products_now); not for r = 0
     # (B1's slot then could not give back the B1 sum that ResidentCore reports)
-    idle = backend.flight.idle() if getattr(backend, "flight", None) is not None else True
     lanes = (tuple(backend.side_streams.get(slot, i) for i in (2, 3, 4))
-             if side2 is not None and st.products is not None and st.blinding_r != 0 and footprint.products_now(idle)
-             else None)
+             if side2 is not None and st.products is not None and st.blinding_r != 0
+             and footprint.products_now(backend.flight.idle()) else None)
     marks: list[Event] = []
     side_marks: list[Event] = []  # early start, early end, mid start, mid end
     beside: dict[str, list[Event]] = {}  # a small proof's phases beside the compute stream: "b2", "front"
