@@ -71,7 +71,7 @@ struct __align__(16) fp2g {
         return {p1, p0.dbl()};
     }
     __device__ fp2g inverse() const {
-        F t = inverse_binary(c0.sqr() + c1.sqr());  // inverse.cuh
+        F t = inverse_divsteps(c0.sqr() + c1.sqr());  // inverse.cuh
         return {c0 * t, (c1 * t).neg()};
     }
     static __device__ __forceinline__ fp2g load(const uint32_t* p) { return {F::load(p), F::load(p + F::WORDS)}; }

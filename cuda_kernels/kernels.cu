@@ -368,10 +368,16 @@ extern "C" __global__ void fr_mul_eo_test(const uint32_t* a, const uint32_t* b, 
 // The pairing's shape follows the base field: 8 limbs = BN254 (xi = 9 + u, D-type twist),
 // 12 limbs = BLS12-381 (xi = 1 + u, M-type); engine/backends/gpu/verify.py checks the Curve.
 // These chains are latency-bound (a handful of threads), not code-size-bound like the MSM's
-// accumulation loop: they use the base field with its product inline (FQI_P, same constants).
+// accumulation loop: they use the base field with its product inline (FQI_P, same constants),
+// as even/odd chains (field.cuh product_traits): the tower's chains 12-15% shorter than with
+// each curve's MSM-default product (perf/tower_probe.py; perf/RESULTS.md, "Session 28").
 constexpr bool PAIRING_D_TWIST = FQ_P::N == 8;
 struct FQI_P : FQ_P {
     static constexpr bool MUL_OUT_OF_LINE = false;
+};
+template <>
+struct product_traits<FQI_P> {
+    static constexpr bool by_value = false, even_odd = true;
 };
 typedef fp<FQI_P> fqi_t;
 typedef affine<fqi_t> g1i_aff;
@@ -411,6 +417,14 @@ extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_
     var_base_mul(p, scalars + 8ull * i).to_affine().store(out + (uint64_t)i * g1i_aff::WORDS);
 }
 
+// a_i^-1 in Fq by the tail's divsteps (`binary` != 0: the binary loop); tests of inverse.cuh.
+extern "C" __global__ void fq_inverse_test(const uint32_t* a, uint32_t n, uint32_t binary, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const fqi_t x = fqi_t::load(a + (uint64_t)i * fqi_t::N);
+    (binary ? inverse_binary(x) : inverse_divsteps(x)).store(out + (uint64_t)i * fqi_t::N);
+}
+
 // ---- pairing values, tests and latency chains: one kernel, `op` picks the work (one copy of
 // the pairing code for ptxas).  A warp an item (item = global thread / 32, n items):
 //   op 0-8: an Fq12 operation on a[item], b[item] (Fq12s): 0 a b, 1 a^2, 2 cyclotomic a^2,
@@ -428,7 +442,8 @@ extern "C" __global__ void g1_var_mul_test(const uint32_t* points, const uint32_
 //     Fq2 products, 11: Miller loop with lines on the fly, 12: final exponentiation, 13: G1
 //     doubling (curve_warp.cuh), 14: G1 addition (curve_warp.cuh), 15: binary inversion,
 //     16: Miller loop on two warps (pairing.cuh: warp 1 makes the lines, warp 0 takes them),
-//     17: final exponentiation on two warps (pairing.cuh's duo); 16 and 17: 64 threads.
+//     17: final exponentiation on two warps (pairing.cuh's duo); 16 and 17: 64 threads; 18: the
+//     divsteps inversion (inverse.cuh, the tail's).
 //   op 13: pairing(a[item] G1, b[item] G2) with the two-warp Miller loop and final
 //     exponentiation (the final phase's): a block of 64 threads an item.
 // Outputs are stored by each warp's lane 0.  32 threads an item, at most 256 a block.
@@ -482,10 +497,10 @@ __device__ __forceinline__ void perf_chain(uint32_t* out, uint32_t iters, uint32
             u = bt.get(i % 10);
         }
         acc = u.c0.v[0];
-    } else if (mode == 15) {
+    } else if (mode == 15 || mode == 18) {
         fqi_t a = fqi_t::one();
         a.v[0] ^= 12345u;
-        for (uint32_t i = 0; i < iters; i++) a = inverse_binary(a) + fqi_t::one();
+        for (uint32_t i = 0; i < iters; i++) a = (mode == 15 ? inverse_binary(a) : inverse_divsteps(a)) + fqi_t::one();
         acc = a.v[0];
     } else if (mode == 17) {
         uint32_t* duo = CHECK::pool();

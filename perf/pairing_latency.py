@@ -11,8 +11,8 @@ XYZZ doubling (one thread's, and the warp's of curve_warp.cuh) and addition (the
 warp's), per doubling and addition step of the twist point, per batch of ten Fq2
 products, per Miller loop (lines on the fly; on one warp, and on two: one makes the lines, the other
 takes them, as the proof's final phase), per final exponentiation (on one warp, and on two:
-one squares, the other multiplies the powers of x in) and per binary
-inversion (inverse.cuh), and the SM clock those imply.
+one squares, the other multiplies the powers of x in) and per Fq inversion (inverse.cuh:
+the binary loop and the tail's divsteps), and the SM clock those imply.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from engine.backends.gpu.epilogue import TOOLS, launch_pairing  # noqa: E402
 MODES = ["fq mul inline", "fq mul out of line", "fq2 mul (lane group)", "fq12 mul", "cyclotomic sqr", "g1 xyzz dbl",
          "fq12 sqr", "fq12 x line", "g2 dbl step", "g2 add step", "batch of 10 fq2 mul", "miller loop",
          "final exp", "g1 xyzz dbl (warp)", "g1 xyzz add (warp)", "fq inverse (binary)", "miller loop (two warps)",
-         "final exp (two warps)"]
+         "final exp (two warps)", "fq inverse (divsteps)"]
 TWO_WARPS = {16, 17}  # modes launched with 64 threads (pairing.cuh's two-warp Miller loop)
 
 

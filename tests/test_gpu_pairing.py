@@ -224,6 +224,21 @@ def test_host_binary_inverse_and_affine_match_python(curve, host_tmp):
     assert _run_host_points(curve, host_tmp, cmds) == [_g1_flat(P), [0, 0], _g2_flat(Q), [0, 0, 0, 0]]
 
 
+def test_host_divsteps_inverse_matches_python(curve, host_tmp):
+    """inverse.cuh's divsteps (the tail's inversion): the limbs' integers where its batches and
+    30-bit limbs have edges (0, 1, 2, 3, p - 1, p - 2, (p +- 1) / 2, every 2^k and 2^k - 1 below p,
+    words of all ones, values next to a limb boundary) and 3000 random values, as Montgomery
+    inputs; every inverse must equal Python's, and 0 gives 0."""
+    q, R = curve.q, 1 << (8 * curve.n8q)
+    limbs = _inverse_edges(curve, random.Random(33))
+    rinv = pow(R, -1, q)
+    vals = [x * rinv % q for x in limbs]  # _run_host_points sends v R: the integer the limbs hold is x
+    got = _run_host_points(curve, host_tmp, [(f"fdinv {len(vals)}", vals, None)])
+    want = [pow(v, -1, q) if v else 0 for v in vals]
+    bad = [hex(x) for x, g, w in zip(limbs, got[0], want) if g != w]
+    assert not bad, f"{len(bad)} wrong inverses, first limbs {bad[:3]}"
+
+
 def test_host_mul_xi_matches_python(curve, host_tmp):
     """tower.cuh's mul_xi (BN254: 9x -/+ y with one reduction, its quotient estimated from the top
     words; BLS12-381: additions) on the words where the estimate is tightest: 0, 1, p - 1, p - 2, the
@@ -365,6 +380,43 @@ def test_device_var_base_mul_matches_cpu(backend, curve):
     from engine.algebra.limbs import g1_from_mont
 
     assert g1_from_mont(curve, out) == [ec.g1_mul(curve, p, k) for p, k in zip(pts, ks)]
+
+
+def _inverse_edges(curve, rng) -> list[int]:
+    """Integers for an Fq inversion's limbs: the edges of the divsteps' batches and 30-bit limbs, random values."""
+    q = curve.q
+    xs = [0, 1, 2, 3, q - 1, q - 2, q - 3, (q - 1) // 2, (q + 1) // 2]
+    xs += [1 << k for k in range(q.bit_length() - 1)] + [(1 << k) - 1 for k in range(2, q.bit_length())]
+    xs += [(1 << (30 * k)) + d for k in range(1, q.bit_length() // 30 + 1) for d in (-1, 0, 1)]
+    xs += [int("ffffffff" * w, 16) % q for w in range(1, curve.n8q // 4 + 1)]
+    return xs + [rng.randrange(q) for _ in range(3000)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine")
+def test_device_divsteps_inverse_matches_cpu(backend, curve):
+    """inverse.cuh on the device (fq_inverse_test): the divsteps (the tail's) and the binary loop give
+    X^-1 R^2 mod q for the limbs' integer X (the Montgomery form of the inverse), 0 for 0."""
+    from cuda_kernels.driver import Device, U32, launch
+
+    xs = _inverse_edges(curve, random.Random(34))
+    q, R, words = curve.q, 1 << (8 * curve.n8q), curve.n8q // 4
+    host = np.array([(x >> (32 * j)) & 0xFFFFFFFF for x in xs for j in range(words)], dtype=np.uint32)
+    backend.bind_thread()
+    mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
+    a, out = dev.alloc(host.nbytes, stream), dev.alloc(host.nbytes, stream)
+    Device.upload(a, host, stream)
+    want = [pow(x, -1, q) * R * R % q if x else 0 for x in xs]
+    for binary in (0, 1):
+        launch(mod, "fq_inverse_test", -(-len(xs) // 128), 128, stream, a, U32(len(xs)), U32(binary), out)
+        got = np.empty_like(host)
+        Device.download(got, out, stream)
+        stream.synchronize()
+        vals = [sum(int(got[i * words + j]) << (32 * j) for j in range(words)) for i in range(len(xs))]
+        bad = [hex(x) for x, g, w in zip(xs, vals, want) if g != w]
+        assert not bad, f"binary={binary}: {len(bad)} wrong inverses, first inputs {bad[:3]}"
+    for b in (a, out):
+        Device.free(b, stream)
 
 
 @pytest.mark.gpu

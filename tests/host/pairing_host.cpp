@@ -154,11 +154,14 @@ int main() {
                 wr(r.c0), wr(r.c1);
             }
             printf("\n");
-        } else if (c == "finv") {
-            // Fq values: each one's inverse by the binary algorithm (0 -> 0)
+        } else if (c == "finv" || c == "fdinv") {
+            // Fq values: each one's inverse by the binary algorithm or the divsteps (0 -> 0)
             int n;
             if (scanf("%d", &n) != 1) return 1;
-            for (int i = 0; i < n; i++) wr(inverse_binary(rd()));
+            for (int i = 0; i < n; i++) {
+                const F x = rd();
+                wr(c == "finv" ? inverse_binary(x) : inverse_divsteps(x));
+            }
             printf("\n");
         } else if (c == "g1aff" || c == "g2aff") {
             // an XYZZ point (x, y, zz, zzz) made from an affine one with z = 3: its tail_affine
