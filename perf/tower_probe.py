@@ -29,9 +29,8 @@ SRC = r'''
 #include "tower.cuh"
 #include "pairing.cuh"
 struct FQI_P : FQ_P { static constexpr bool MUL_OUT_OF_LINE = false; };
-#ifndef PROBE_MSM_PRODUCT  // as kernels.cu: the tail's product as even/odd chains (-DPROBE_MSM_PRODUCT: the MSM's)
+// as kernels.cu: the tail's product as even/odd chains
 template <> struct product_traits<FQI_P> { static constexpr bool by_value = false, even_odd = true; };
-#endif
 typedef fp<FQI_P> fqi_t;
 constexpr bool DT = FQ_P::N == 8;
 typedef pairing_ops<fp2g<fqi_t>, DT ? 9 : 1, DT> PAIR;
