@@ -16,6 +16,19 @@ signal.signal(signal.SIGINT, _interrupted_while_loading)  # cli.main restores Py
 from cli import main, only_command  # noqa: E402
 
 code = main()
+if code == 130:
+    # Ctrl-C, caught and reported.  A KeyboardInterrupt that passed through code run by exec() (every
+    # dataclass and namedtuple made at import time) marks the interpreter to leave by SIGINT at its
+    # end, whoever caught it (CPython's run_eval_code_obj): say 130 ourselves, after the exit hooks.
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(130)
 if only_command(sys.argv[1:]) == "prove":
     # `prove --server`: its files are written and closed, no thread or child is left, nothing is
     # registered to run at exit; the interpreter's teardown (5 ms of a 40 ms command) does nothing.

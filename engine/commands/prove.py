@@ -58,8 +58,15 @@ def preload(args: argparse.Namespace) -> list[str]:
         return ["engine.client"]
     if getattr(args, "ray", None):
         return ["engine.distributed.command"]
-    modules = ["numpy", "engine.formats", "engine.groth16.prover", "engine.groth16.verifier",
-               "engine.groth16.r1cs_check", "engine.backends.select", "engine.backends.cpu", "engine.config"]
+    # engine.formats loads its readers on first use: name them
+    modules = ["numpy", "engine.formats.zkey", "engine.formats.wtns", "engine.groth16.prover",
+               "engine.groth16.verifier", "engine.groth16.r1cs_check", "engine.backends.select",
+               "engine.backends.cpu", "engine.config", "engine.interrupts"]
+    if args.r1cs:
+        modules.append("engine.formats.r1cs")
+    if args.backend == "cpu":  # what the CPU pool's first start imports (its large MSMs)
+        modules += ["multiprocessing.forkserver", "multiprocessing.popen_forkserver", "multiprocessing.connection",
+                    "multiprocessing.resource_tracker", "multiprocessing.spawn"]
     if args.wasm or args.input:
         modules.append("engine.witness.calculator")
     from engine.config_flags import engine_flags_given
@@ -139,13 +146,21 @@ def _prepare_witness(args, zkey, wtns_path, progress):
 
 
 def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) -> int:
-    from engine.formats import read_zkey
-    from engine.progress import process_age
-    from engine.groth16.prover import prove
+    from engine import interrupts
 
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     if started is not None:
         progress.timings["interpreter + imports"] = started
+    with interrupts.recorded():
+        return _prove_direct(args, config, wtns_path, proof_path, public_path, progress)
+
+
+def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) -> int:
+    from engine import interrupts
+    from engine.formats import read_zkey
+    from engine.groth16.prover import prove
+    from engine.progress import process_age
+
     try:
         with progress.timed("read key", 0.0):
             zkey = read_zkey(args.zkey)
@@ -168,6 +183,7 @@ def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) 
         finally:
             with progress.timed("close backend", 0.9):
                 backend.close()
+        interrupts.check()  # a Ctrl-C that some code swallowed on the way: nothing is written
         with progress.timed("write", 0.95):
             proof.write(proof_path, public_path)
         progress.add_timings(proof.timings, prefix="  ")
