@@ -1,0 +1,67 @@
+"""Where the host's share of a warm GPU proof goes, function by function: cProfile over the calls that
+`engine.groth16.prover.prove` makes (perf/host_split.py times them as a whole).
+
+    python perf/host_profile.py --zkey bench.zkey --wtns bench.wtns [--repeats 30] [--top 35]
+
+A key loaded once and warmed (as perf/prove.py does); then --repeats proofs of check, stage, compute,
+wait and finish under the profiler, printed by own time, then by cumulative time.  The profiler adds
+its own cost to every Python call: read the ranks and the shares, not the absolute milliseconds.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.backends.select import select_backend  # noqa: E402
+from engine.formats import read_wtns, read_zkey  # noqa: E402
+from engine.groth16.prover import check_witness_for_key, finish  # noqa: E402
+from engine.groth16.verifier import vk_from_zkey  # noqa: E402
+
+
+def one_proof(backend, key, zkey, wit, vk, on_device: bool):
+    if getattr(backend, "maintenance_due", lambda: False)():
+        backend.maintain()
+    check_witness_for_key(zkey, zkey.curve.r, wit.values, range_check=not on_device)
+    pending = backend.compute(backend.stage(key, wit.values))
+    return finish(zkey, pending.wait(), wit.values, vk=vk)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", required=True)
+    ap.add_argument("--wtns", required=True)
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--top", type=int, default=35)
+    args = ap.parse_args()
+    zkey, wit = read_zkey(args.zkey), read_wtns(args.wtns)
+    backend = select_backend("gpu")
+    key = backend.load_key(zkey)
+    getattr(key, "synchronize", lambda: None)()
+    vk = vk_from_zkey(zkey)
+    on_device = bool(getattr(backend, "checks_witness_range", False))
+    for _ in range(3):
+        one_proof(backend, key, zkey, wit, vk, on_device)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(args.repeats):
+        one_proof(backend, key, zkey, wit, vk, on_device)
+    prof.disable()
+    key.close()
+    backend.close()
+    for order in ("tottime", "cumulative"):
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).strip_dirs().sort_stats(order).print_stats(args.top)
+        text = out.getvalue()
+        print(f"== {args.repeats} proofs, by {order}")
+        print(text[text.find("   ncalls"):].rstrip())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""Session 29's A/B of the witness copy into the pinned buffer on threads at 2^16 (a 2.1 MB witness: one part,
+one thread, under rows.PART_BYTES = 4 MiB): the whole warm proof and its stage() for part sizes 4 MiB, 1 MiB
+and 512 KiB, interleaved round by round, medians of --repeats proofs each.
+
+    python perf/s29_parts.py --zkey bench.zkey --wtns bench.wtns [--rounds 3] [--repeats 15]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.backends.select import select_backend  # noqa: E402
+from engine.formats import read_wtns, read_zkey, rows  # noqa: E402
+from engine.groth16.prover import check_witness_for_key, finish  # noqa: E402
+from engine.groth16.verifier import vk_from_zkey  # noqa: E402
+
+SIZES = (4 << 20, 1 << 20, 512 << 10)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", required=True)
+    ap.add_argument("--wtns", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=15)
+    args = ap.parse_args()
+    zkey, wit = read_zkey(args.zkey), read_wtns(args.wtns)
+    backend = select_backend("gpu")
+    key = backend.load_key(zkey)
+    getattr(key, "synchronize", lambda: None)()
+    vk = vk_from_zkey(zkey)
+    on_device = bool(getattr(backend, "checks_witness_range", False))
+
+    def proof() -> tuple[float, float]:
+        if getattr(backend, "maintenance_due", lambda: False)():
+            backend.maintain()
+        t0 = time.perf_counter()
+        check_witness_for_key(zkey, zkey.curve.r, wit.values, range_check=not on_device)
+        staged = backend.stage(key, wit.values)
+        t1 = time.perf_counter()
+        finish(zkey, backend.compute(staged).wait(), wit.values, vk=vk)
+        return time.perf_counter() - t0, t1 - t0
+
+    for size in SIZES:  # warm each (the rows pool's threads start on first use)
+        rows.PART_BYTES = size
+        for _ in range(3):
+            proof()
+    print(f"domain 2^{zkey.log_domain}, witness {wit.values.nbytes / 1e6:.2f} MB; medians of {args.repeats} (ms)")
+    print("| round | part bytes | proof | stage |")
+    print("|---|---|---|---|")
+    for r in range(1, args.rounds + 1):
+        for size in SIZES:
+            rows.PART_BYTES = size
+            got = [proof() for _ in range(args.repeats)]
+            print(f"| {r} | {size} | {statistics.median(g[0] for g in got) * 1e3:.2f} | "
+                  f"{statistics.median(g[1] for g in got) * 1e3:.3f} |")
+    key.close()
+    backend.close()
+
+
+if __name__ == "__main__":
+    main()
