@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while the commands load
         return report(None, "Interrupted", "interrupted", 130)
     if getattr(signal.getsignal(signal.SIGINT), "loading", False):  # engine/__main__'s start-up handler
+        from engine import interrupts  # noqa: PLC0415 - small (signal, threading, contextlib)
+
+        interrupts.own_process()
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
     try:
         return int(args.func(args) or 0)

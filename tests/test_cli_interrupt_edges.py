@@ -1,7 +1,9 @@
 """Ctrl-C where Python itself gets it wrong: a KeyboardInterrupt raised inside exec'd code (every dataclass
 and namedtuple made at import) used to make the interpreter leave by SIGINT (-2) after `interrupted` had been
-printed and 130 returned; one that some code swallowed used to let the proof be written and exit 0; and the
-direct path imported its readers after Ctrl-C had become a KeyboardInterrupt (where the first case bites)."""
+printed and 130 returned; one that some code swallowed used to let the proof be written and exit 0; the
+direct path imported its readers after Ctrl-C had become a KeyboardInterrupt (where the first case bites);
+and one that came while the proof was written, or in the interpreter's teardown after it, cut the writing
+short or ended the process by the signal (-2) or in a traceback (now: too late, ignored, exit 0)."""
 from __future__ import annotations
 
 import os
@@ -98,3 +100,33 @@ def test_the_direct_cpu_path_imports_nothing_of_ours_once_ctrl_c_is_a_keyboard_i
                           env=dict(os.environ, PYTHONPATH=str(REPO)), stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "", f"imported after Ctrl-C became KeyboardInterrupt: {proc.stdout.strip()}"
+
+
+def test_ctrl_c_in_the_teardown_after_the_proof_is_ignored(tmp_path):
+    proc = _run_module(tmp_path, "interrupt_at_exit", """
+        import atexit, signal
+
+        atexit.register(signal.raise_signal, signal.SIGINT)  # Ctrl-C while the interpreter tears down
+        """, *_prove_args(tmp_path))
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
+    assert (tmp_path / "proof.json").exists() and (tmp_path / "public.json").exists()
+
+
+def test_ctrl_c_while_the_proof_is_written_is_too_late_to_stop_it(tmp_path):
+    proc = _run_module(tmp_path, "interrupt_in_write", """
+        import signal
+        from engine.groth16.proof import Proof
+
+        real_write = Proof.write
+
+        def write_after_ctrl_c(self, *args, **kwargs):
+            signal.raise_signal(signal.SIGINT)
+            sum(range(10))  # a handler would run here
+            return real_write(self, *args, **kwargs)
+
+        Proof.write = write_after_ctrl_c
+        """, *_prove_args(tmp_path))
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    assert proc.stderr.strip() == "", proc.stderr
+    assert (tmp_path / "proof.json").exists() and (tmp_path / "public.json").exists()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -209,7 +208,7 @@ def _interrupt(tmp_path: Path, zkey: Path, wtns: Path, after_s: float, *, timeli
         time.sleep(after_s)
         if proc.poll() is not None:  # the proof ended before the signal: this run is not the case under test
             return None
-        t0 = time.perf_counter()
+        t0, sent = time.perf_counter(), time.time()
         # a terminal's Ctrl-C signals the whole group (workers too); `kill -INT pid` only the main process
         os.killpg(proc.pid, signal.SIGINT) if group else proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
@@ -217,6 +216,9 @@ def _interrupt(tmp_path: Path, zkey: Path, wtns: Path, after_s: float, *, timeli
     finally:
         if proc.poll() is None:
             proc.kill()
+    proof = out / "proof.json"
+    if proc.returncode == 0 and proof.exists() and proof.stat().st_mtime < sent + 0.05:
+        return None  # the proof was written before its signal (the process was exiting): too late to stop it
     return proc.returncode, exit_s, stderr, sorted(os.listdir(out))
 
 

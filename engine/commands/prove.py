@@ -10,7 +10,8 @@ One proof runs directly in this process.  `--timeline FILE`, `--config FILE`
 or any of the Engine's own flags (budgets, pools, locks, devices) run it
 through the asyncio Engine instead (scheduler, budgets, timeline), with the
 same checks, the same one-line errors and exit codes; Ctrl-C exits 130 and
-leaves no file behind on either path.
+leaves no file behind on either path, until the proof is being written: from
+there the command has succeeded and a Ctrl-C is ignored (engine/interrupts.py).
 """
 from __future__ import annotations
 
@@ -184,6 +185,7 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
             with progress.timed("close backend", 0.9):
                 backend.close()
         interrupts.check()  # a Ctrl-C that some code swallowed on the way: nothing is written
+        interrupts.finished()  # from here the proof is made: a Ctrl-C is too late and ignored
         with progress.timed("write", 0.95):
             proof.write(proof_path, public_path)
         progress.add_timings(proof.timings, prefix="  ")
@@ -248,6 +250,7 @@ class _CheckedWitness:
 
 def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
+    from engine import interrupts
     from engine.api import prove_files
     from engine.groth16.kit import InputsFile
 
@@ -264,6 +267,7 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
                 item = InputsFile(args.input) if wtns_path is None else wtns_path
             proofs = prove_files(args.zkey, [item], config=config, timeline=args.timeline, wasm=args.wasm)
         proof = proofs[0]
+        interrupts.finished()  # from here the proof is made: a Ctrl-C is too late and ignored
         with progress.timed("write", 0.95):
             proof.write(proof_path, public_path)
     except KeyboardInterrupt:
