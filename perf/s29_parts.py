@@ -9,16 +9,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.backends.select import select_backend  # noqa: E402
-from engine.formats import read_wtns, read_zkey, rows  # noqa: E402
-from engine.groth16.prover import check_witness_for_key, finish  # noqa: E402
-from engine.groth16.verifier import vk_from_zkey  # noqa: E402
+from engine.formats import rows  # noqa: E402
+from host_profile import WarmKey  # noqa: E402  (perf/ is on sys.path when run as a script)
 
 SIZES = (4 << 20, 1 << 20, 512 << 10)
 
@@ -30,22 +27,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=15)
     args = ap.parse_args()
-    zkey, wit = read_zkey(args.zkey), read_wtns(args.wtns)
-    backend = select_backend("gpu")
-    key = backend.load_key(zkey)
-    getattr(key, "synchronize", lambda: None)()
-    vk = vk_from_zkey(zkey)
-    on_device = bool(getattr(backend, "checks_witness_range", False))
-
-    def proof() -> tuple[float, float]:
-        if getattr(backend, "maintenance_due", lambda: False)():
-            backend.maintain()
-        t0 = time.perf_counter()
-        check_witness_for_key(zkey, zkey.curve.r, wit.values, range_check=not on_device)
-        staged = backend.stage(key, wit.values)
-        t1 = time.perf_counter()
-        finish(zkey, backend.compute(staged).wait(), wit.values, vk=vk)
-        return time.perf_counter() - t0, t1 - t0
+    warm = WarmKey(args.zkey, args.wtns, warmups=0)
+    zkey, wit, proof = warm.zkey, warm.wit, warm.proof
 
     for size in SIZES:  # warm each (the rows pool's threads start on first use)
         rows.PART_BYTES = size
@@ -60,8 +43,7 @@ def main() -> None:
             got = [proof() for _ in range(args.repeats)]
             print(f"| {r} | {size} | {statistics.median(g[0] for g in got) * 1e3:.2f} | "
                   f"{statistics.median(g[1] for g in got) * 1e3:.3f} |")
-    key.close()
-    backend.close()
+    warm.close()
 
 
 if __name__ == "__main__":
