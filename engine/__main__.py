@@ -16,12 +16,19 @@ signal.signal(signal.SIGINT, _interrupted_while_loading)  # cli.main restores Py
 from cli import main, only_command  # noqa: E402
 
 code = main()
-if code == 130:
+if code == 130 and sys.argv[1:2] != ["serve"]:  # (the service handles its signals itself)
     # Ctrl-C, caught and reported.  A KeyboardInterrupt that passed through code run by exec() (every
     # dataclass and namedtuple made at import time) marks the interpreter to leave by SIGINT at its
-    # end, whoever caught it (CPython's run_eval_code_obj): say 130 ourselves, after the exit hooks.
+    # end, whoever caught it (CPython's run_eval_code_obj): say 130 ourselves, after what the
+    # interpreter's exit would do first (wait for the threads that are not daemons, such as a key
+    # cache's write; run the exit hooks).  Another Ctrl-C meanwhile leaves at once.
     import atexit
+    import threading
 
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()
