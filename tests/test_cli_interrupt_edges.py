@@ -130,3 +130,24 @@ def test_ctrl_c_while_the_proof_is_written_is_too_late_to_stop_it(tmp_path):
     assert proc.returncode == 0, (proc.returncode, proc.stderr)
     assert proc.stderr.strip() == "", proc.stderr
     assert (tmp_path / "proof.json").exists() and (tmp_path / "public.json").exists()
+
+
+def test_the_130_exit_still_waits_for_a_thread_that_is_writing(tmp_path):
+    """As the interpreter's own exit does (a key cache's entry is written on a thread that is not a daemon)."""
+    done = tmp_path / "written"
+    proc = _run_module(tmp_path, "interrupt_beside_a_writer", f"""
+        import threading, time
+        import engine.commands.prove as prove
+
+        def write_later():
+            time.sleep(0.3)
+            open({str(done)!r}, "w").write("whole")
+
+        def interrupted_while_a_thread_writes(*args, **kwargs):
+            threading.Thread(target=write_later).start()
+            exec("raise KeyboardInterrupt")
+
+        prove._run_direct = interrupted_while_a_thread_writes
+        """, *_prove_args(tmp_path))
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert done.read_text() == "whole"
