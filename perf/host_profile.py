@@ -14,47 +14,12 @@ import cProfile
 import io
 import pstats
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.backends.select import select_backend  # noqa: E402
-from engine.formats import read_wtns, read_zkey  # noqa: E402
-from engine.groth16.prover import check_witness_for_key, finish  # noqa: E402
-from engine.groth16.verifier import vk_from_zkey  # noqa: E402
-
-
-class WarmKey:
-    """A key loaded once and warmed, as perf/prove.py does (its fold tables built first; the pinned buffers
-    maintained between proofs, as the Engine's device worker does while the device is idle)."""
-
-    def __init__(self, zkey_path: str, wtns_path: str, warmups: int = 3):
-        self.zkey, self.wit = read_zkey(zkey_path), read_wtns(wtns_path)
-        self.backend = select_backend("gpu")
-        self.key = self.backend.load_key(self.zkey)
-        getattr(self.key, "synchronize", lambda: None)()
-        self.vk = vk_from_zkey(self.zkey)
-        self.on_device = bool(getattr(self.backend, "checks_witness_range", False))
-        for _ in range(warmups):
-            self.proof()
-
-    def proof(self) -> tuple[float, float]:
-        """One proof as prover.prove makes it: (its seconds, those of its check and stage)."""
-        backend, zkey, values = self.backend, self.zkey, self.wit.values
-        if getattr(backend, "maintenance_due", lambda: False)():
-            backend.maintain()
-        t0 = time.perf_counter()
-        check_witness_for_key(zkey, zkey.curve.r, values, range_check=not self.on_device)
-        staged = backend.stage(self.key, values)
-        t1 = time.perf_counter()
-        finish(zkey, backend.compute(staged).wait(), values, vk=self.vk)
-        return time.perf_counter() - t0, t1 - t0
-
-    def close(self) -> None:
-        self.key.close()
-        self.backend.close()
+from host_split import WarmKey  # noqa: E402  (perf/ is on sys.path when run as a script)
 
 
 def main() -> None:

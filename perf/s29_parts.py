@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.formats import rows  # noqa: E402
-from host_profile import WarmKey  # noqa: E402  (perf/ is on sys.path when run as a script)
+from host_split import WarmKey  # noqa: E402  (perf/ is on sys.path when run as a script)
 
 SIZES = (4 << 20, 1 << 20, 512 << 10)
 

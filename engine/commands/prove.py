@@ -20,6 +20,7 @@ import json
 import os
 import sys
 
+from engine import interrupts
 from engine.errors import EngineError
 from engine.progress import add_output_flags, format_timings, make_progress, report_proof
 
@@ -62,7 +63,7 @@ def preload(args: argparse.Namespace) -> list[str]:
     # engine.formats loads its readers on first use: name them
     modules = ["numpy", "engine.formats.zkey", "engine.formats.wtns", "engine.groth16.prover",
                "engine.groth16.verifier", "engine.groth16.r1cs_check", "engine.backends.select",
-               "engine.backends.cpu", "engine.config", "engine.interrupts"]
+               "engine.backends.cpu", "engine.config"]
     if args.r1cs:
         modules.append("engine.formats.r1cs")
     if args.backend == "cpu":  # what the CPU pool's first start imports (its large MSMs)
@@ -147,8 +148,6 @@ def _prepare_witness(args, zkey, wtns_path, progress):
 
 
 def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) -> int:
-    from engine import interrupts
-
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     if started is not None:
         progress.timings["interpreter + imports"] = started
@@ -157,7 +156,6 @@ def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) 
 
 
 def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) -> int:
-    from engine import interrupts
     from engine.formats import read_zkey
     from engine.groth16.prover import prove
     from engine.progress import process_age
@@ -250,7 +248,6 @@ class _CheckedWitness:
 
 def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
-    from engine import interrupts
     from engine.api import prove_files
     from engine.groth16.kit import InputsFile
 
