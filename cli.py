@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         args = quick_args(argv)
         if args is None:
             args = build_parser(only=only_command(argv)).parse_args(argv)
+        start = getattr(args, "start", None)
+        if start is not None:  # what can begin before those imports (prove: the device, on a thread)
+            start(args)
         for module in getattr(args, "preload", lambda a: ())(args):  # the command's heavy imports, now
             importlib.import_module(module)
     except KeyboardInterrupt:  # Ctrl-C while the commands load

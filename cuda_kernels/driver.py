@@ -51,6 +51,7 @@ def set_bindings(module):
     """Use `module` as the CUDA driver (a fake in tests); returns the one used before."""
     global _bindings, _initialised
     previous, _bindings, _initialised = _bindings, module, False
+    _ask_default_connections()
     cu.__dict__.clear()
     return previous
 
@@ -162,13 +163,33 @@ def _call(name: str, ret, *, nbytes: int | None = None):
 # the most the driver allows.  Read when the context is created: set before cuInit, a value the
 # user set is kept.
 MAX_CONNECTIONS = "32"
+_connections = MAX_CONNECTIONS  # what init asks for (prefer_connections)
+
+
+def _ask_default_connections() -> None:  # a new driver (set_bindings) starts from the default again
+    global _connections
+    _connections = MAX_CONNECTIONS
+
+
+def prefer_connections(count: int) -> bool:
+    """Ask for `count` hardware work queues instead of MAX_CONNECTIONS, before the driver starts: for a
+    process that makes one proof (the CLI), whose streams are fewer.  Every queue is made with the context
+    and released with it: on the H200, 32 queues cost 470-500 ms in cuDevicePrimaryCtxRetain and 305-325 ms
+    in its release, 8 cost 137-144 and 77-82 ms (perf/RESULTS.md, session 30).  A value the user set in
+    the environment is kept; False (nothing changed) once init has run."""
+    global _connections
+    with _init_lock:
+        if _initialised:
+            return False
+        _connections = str(int(count))
+        return True
 
 
 def init() -> None:
     global _initialised
     with _init_lock:
         if not _initialised:
-            os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", MAX_CONNECTIONS)
+            os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", _connections)
             _call("cuInit", cu.cuInit(0))
             _initialised = True
 

@@ -34,11 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
-FLOOR = {  # through cuda_kernels/driver.py, the project's one door to the driver (it imports numpy)
+FLOOR = {  # through cuda_kernels/driver.py (it imports numpy), with the work queues of the CLI (prove.ONE_PROOF_STREAMS)
     "python -c pass": "pass",
     "+ import cuda_kernels.driver": "import cuda_kernels.driver",
-    "+ cuInit": "from cuda_kernels import driver as d; d.init()",
-    "+ context (the floor)": "from cuda_kernels import driver as d; dev = d.Device(0); dev.close()",
+    "+ cuInit": "from cuda_kernels import driver as d; d.prefer_connections(8); d.init()",
+    "+ context (the floor)": "from cuda_kernels import driver as d; d.prefer_connections(8); dev = d.Device(0); dev.close()",
 }
 
 

@@ -79,6 +79,7 @@ class FakeDriver:
         self.live_device: dict[int, int] = {}  # ptr -> nbytes (pool allocations)
         self.live_events: set[int] = set()
         self.live_streams: set[int] = set()
+        self.streams_made = 0
         self.live_pinned: dict[int, ctypes.Array] = {}
         self.pinned_allocs = 0
         self.total_memory = 80 << 30
@@ -157,12 +158,14 @@ class FakeDriver:
     def cuStreamCreate(self, flags):
         h = self._new()
         self.live_streams.add(h)
+        self.streams_made += 1
         return OK, h
 
     def cuStreamCreateWithPriority(self, flags, priority):
         self._note("cuStreamCreateWithPriority")
         h = self._new()
         self.live_streams.add(h)
+        self.streams_made += 1
         return OK, h
 
     def cuCtxGetStreamPriorityRange(self):

@@ -50,7 +50,30 @@ def register(subparsers) -> None:
     from engine.distributed.command import add_arguments as add_ray_arguments
 
     add_ray_arguments(p)  # --ray ADDRESS, --engines N
-    p.set_defaults(func=run, preload=preload)
+    p.set_defaults(func=run, preload=preload, start=start)
+
+
+# A lone proof's streams (upload, compute, the tail's five side lanes: pipeline.run_compute; the key tables'
+# side stream: key.py), so the direct path's context makes this many hardware work queues, not 32:
+# driver.prefer_connections, which measured 470 -> 140 ms for the context and 310 -> 80 ms for its release.
+ONE_PROOF_STREAMS = 8
+
+
+def _direct_gpu(args: argparse.Namespace) -> bool:
+    """The line proves once, in this process, on the GPU when one exists (run's direct path)."""
+    from engine.config_flags import engine_flags_given
+
+    return (not (getattr(args, "server", None) or getattr(args, "ray", None) or args.timeline or args.config)
+            and args.backend in (None, "auto", "gpu") and not engine_flags_given(args))
+
+
+def start(args: argparse.Namespace) -> None:
+    """Before the heavy imports (cli.main): on the direct GPU path, the driver and the device's context start
+    on a thread (engine/backends/device_start.py) while the main thread loads the rest."""
+    if _direct_gpu(args):
+        from engine.backends.device_start import DeviceStart
+
+        args.device_start = DeviceStart(0, connections=ONE_PROOF_STREAMS)
 
 
 def preload(args: argparse.Namespace) -> list[str]:
@@ -151,8 +174,13 @@ def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) 
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     if started is not None:
         progress.timings["interpreter + imports"] = started
-    with interrupts.recorded():
-        return _prove_direct(args, config, wtns_path, proof_path, public_path, progress)
+    try:
+        with interrupts.recorded():
+            return _prove_direct(args, config, wtns_path, proof_path, public_path, progress)
+    finally:
+        device_start = getattr(args, "device_start", None)
+        if device_start is not None:  # a device started for a proof that failed before its backend
+            device_start.close()
 
 
 def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) -> int:
@@ -164,7 +192,7 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
         with progress.timed("read key", 0.0):
             zkey = read_zkey(args.zkey)
         prime, values, witness_name = _prepare_witness(args, zkey, wtns_path, progress)
-        backend = _start_backend(config, zkey, progress)
+        backend = _start_backend(config, zkey, progress, getattr(args, "device_start", None))
         if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
             backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
         if hasattr(backend, "proofs_per_load"):
@@ -201,31 +229,39 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
     return 0
 
 
-def _start_backend(config, zkey, progress):
+def _start_backend(config, zkey, progress, device_start=None):
     """The backend, its cold start timed stage by stage for --verbose: the CUDA bindings' import,
     cuInit, the context (device, stream-ordered pool, streams), the curve's kernel module (only
-    this key's curve is loaded)."""
+    this key's curve is loaded).  device_start: cuInit and the context begun on a thread (start()), waited
+    for here; their own times are shown under it."""
     from engine.backends.select import select_backend
 
     name, count = config.backend, 0
-    if name in ("auto", "gpu"):
+    if name in ("auto", "gpu") and device_start is not None:
+        with progress.timed("wait for the device's start", 0.3):
+            count = device_start.wait()
+        progress.add_timings(device_start.timings, prefix="  device (beside the imports): ")
+    elif name in ("auto", "gpu"):
         with progress.timed("import cuda", 0.3):
             from engine.backends.select import cuda_device_count
             try:
-                import cuda_kernels.driver  # noqa: F401 - the one door to the driver (and its bindings)
+                from cuda_kernels import driver
             except ImportError:
                 pass
+            else:
+                driver.prefer_connections(ONE_PROOF_STREAMS)
         with progress.timed("cuInit", 0.3):
             count = cuda_device_count()
-        if name == "auto":
-            name = "gpu" if count else "cpu"
+    if name == "auto":
+        name = "gpu" if count else "cpu"
     if name != "gpu" or not count:  # the CPU, or no device: select_backend names the problem
         with progress.timed("backend", 0.3):
             return select_backend(name)
     with progress.timed("import gpu backend", 0.3):
         import engine.backends.gpu  # noqa: F401
     with progress.timed("context", 0.3):
-        backend = select_backend("gpu", key_cache_dir=config.key_cache_dir)
+        device = device_start.take() if device_start is not None else 0
+        backend = select_backend("gpu", key_cache_dir=config.key_cache_dir, device=device)
     try:
         with progress.timed("kernel module", 0.33):
             backend.prepare_key(zkey)

@@ -46,7 +46,7 @@ class GpuBackend(Backend):
     # UnreducedWitnessError by the Pending): callers skip the host's pass over it.
     checks_witness_range = True
 
-    def __init__(self, device: int = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
+    def __init__(self, device: int | Device = 0, *, fold: str | int = "auto", key_budget_bytes: int | None = None,
                  pinned_per_key: int = 2, tier: str = "auto", host_chunk: int | None = None,
                  key_cache_dir=None, proofs_per_load: int | None = None):
         """fold / tier / host_chunk force the key footprint's choices (tests, benchmarks); key_budget_bytes
@@ -54,7 +54,8 @@ class GpuBackend(Backend):
         key_cache_dir: the key cache's directory (engine/formats/key_cache.py); None: the environment's
         or the default one; "off" (or False): no cache.  proofs_per_load: how many proofs a key load
         serves when the caller knows (the CLI: one), shared among them the fold tables' build time
-        (footprint.plan_key); None: a resident key's many."""
+        (footprint.plan_key); None: a resident key's many.  device: an index, or a Device already started
+        (the CLI's, engine/backends/device_start.py)."""
         self.ctx = GpuContext(device)
         self.fold = fold
         self.key_budget_bytes = key_budget_bytes

@@ -197,8 +197,14 @@ def destroy_events(*events: Event | None) -> None:
 
 
 class GpuContext:
-    def __init__(self, index: int = 0):
-        self.device = Device(index)
+    def __init__(self, index: int | Device = 0):
+        """index: the device's, or a Device already started (the CLI's, engine/backends/device_start.py),
+        whose context this thread is then bound to."""
+        if isinstance(index, Device):
+            self.device = index
+            index.make_current()
+        else:
+            self.device = Device(index)
         self._local = threading.local()
         self._local.bound = True
         self._lock = threading.Lock()

@@ -1,0 +1,84 @@
+"""The CLI's device started on a thread, while the main thread loads the rest of the command.
+
+A cold `prove --backend gpu` waits on the driver before anything of the proof: cuInit (about 100 ms on
+the H200) and the device's primary context (140 ms with 8 work queues).  The bindings give the GIL up
+inside those calls, so they run beside the imports of the readers, the prover and the GPU backend that
+follow, not after them.  The bindings themselves (with numpy) are imported on the main thread first:
+imports on two threads at once hand the GIL back and forth at every file read, and measured no gain
+(perf/RESULTS.md, session 30).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+# While the start runs beside the main thread's imports, its thread gets the GIL back within this long after
+# each driver call (Python's default, 5 ms, would add up over the context's dozen calls); restored by wait().
+SWITCH_INTERVAL = 0.0005
+
+
+class DeviceStart:
+    """cuInit and device `index`'s context (a driver.Device), begun now on a daemon thread.  `wait()` gives
+    the device count (0: no driver or no device, as select.cuda_device_count), `take()` the Device for the
+    backend, `close()` releases one that nobody took (the command failed first)."""
+
+    def __init__(self, index: int = 0, *, connections: int | None = None):
+        from cuda_kernels import driver  # noqa: PLC0415 - numpy and the bindings, on this thread
+
+        self.index = index
+        self.timings: dict[str, float] = {}  # seconds, as the thread saw them
+        self.count = 0
+        self.error: BaseException | None = None
+        self._device = None
+        if connections is not None:
+            driver.prefer_connections(connections)
+        self._interval: float | None = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL))
+        self._thread = threading.Thread(target=self._run, args=(driver,), name="device start", daemon=True)
+        self._thread.start()
+
+    def _run(self, driver) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.count = driver.device_count()
+        except Exception:  # no driver library, no device
+            self.count = 0
+        t1 = time.perf_counter()
+        self.timings["cuInit"] = t1 - t0
+        if self.count > self.index:
+            try:
+                self._device = driver.Device(self.index)
+            except BaseException as exc:  # raised to the caller by take()
+                self.error = exc
+            self.timings["context"] = time.perf_counter() - t1
+
+    def wait(self) -> int:
+        """The number of CUDA devices, once the start is done."""
+        self._thread.join()
+        if self._interval is not None:
+            sys.setswitchinterval(self._interval)
+            self._interval = None
+        return self.count
+
+    def take(self):
+        """The started Device, bound to the calling thread; the start's own error if it failed."""
+        self.wait()
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+        device, self._device = self._device, None
+        if device is None:
+            from engine.errors import BackendUnavailableError  # noqa: PLC0415
+
+            raise BackendUnavailableError("--backend gpu: no CUDA device found on this machine")
+        device.make_current()
+        return device
+
+    def close(self) -> None:
+        """Release the device if nobody took it (idempotent)."""
+        self.wait()
+        device, self._device = self._device, None
+        if device is not None:
+            device.make_current()
+            device.close()

@@ -1,0 +1,198 @@
+"""The CLI's direct GPU path starts the device on a thread before its heavy imports, with the work queues of one
+proof (engine/backends/device_start.py, cuda_kernels/driver.prefer_connections), on the fake driver."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fake_cuda import fake_driver
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "bn128"
+QUEUES = "CUDA_DEVICE_MAX_CONNECTIONS"
+
+
+def _calls(fake, name: str) -> int:
+    return sum(1 for c in fake.calls if c == name)
+
+
+def _parse(*argv: str):
+    from cli import build_parser  # noqa: PLC0415
+
+    return build_parser(only="prove").parse_args(["prove", *argv])
+
+
+def test_prefer_connections_sets_the_queues_before_init_keeps_the_users_and_is_refused_after(monkeypatch):
+    from cuda_kernels import driver  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver():
+        assert driver.prefer_connections(8)
+        driver.init()
+        assert driver.os.environ[QUEUES] == "8"
+        assert not driver.prefer_connections(4)  # the driver has read it: nothing changes
+        assert driver.os.environ[QUEUES] == "8"
+    monkeypatch.setenv(QUEUES, "16")
+    with fake_driver():
+        driver.prefer_connections(8)
+        driver.init()
+        assert driver.os.environ[QUEUES] == "16"  # the user's value
+    monkeypatch.delenv(QUEUES)
+    with fake_driver():  # a fresh driver asks for the engine's default again
+        driver.init()
+        assert driver.os.environ[QUEUES] == driver.MAX_CONNECTIONS
+
+
+def test_the_started_device_is_the_backends_one_context_retained_once_and_released_once(monkeypatch):
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
+    from engine.backends.gpu import GpuBackend  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver() as fake:
+        start = DeviceStart(0, connections=8)
+        assert start.wait() == 1
+        assert {"cuInit", "context"} <= set(start.timings)
+        device = start.take()
+        backend = GpuBackend(device)
+        assert backend.ctx.device is device
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1
+        backend.close()
+        start.close()  # taken: nothing left to release
+        assert _calls(fake, "cuDevicePrimaryCtxRelease") == 1
+        assert not fake.live_streams
+        assert driver_queues() == "8"
+
+
+def driver_queues() -> str | None:
+    import os  # noqa: PLC0415
+
+    return os.environ.get(QUEUES)
+
+
+def test_a_device_nobody_took_is_released_by_close(monkeypatch):
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver() as fake:
+        start = DeviceStart(0)
+        start.close()
+        start.close()
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1 == _calls(fake, "cuDevicePrimaryCtxRelease")
+
+
+def test_no_device_counts_zero_and_take_names_the_problem(monkeypatch):
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
+    from engine.errors import BackendUnavailableError  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver() as fake:
+        fake.cuDeviceGetCount = lambda: (0, 0)
+        start = DeviceStart(0)
+        assert start.wait() == 0
+        with pytest.raises(BackendUnavailableError, match="no CUDA device"):
+            start.take()
+        start.close()
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 0
+
+
+def test_a_failed_context_start_is_raised_by_take_as_the_drivers_error(monkeypatch):
+    from cuda_kernels import driver  # noqa: PLC0415
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
+    from engine.errors import DeviceError  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver():
+        with driver.inject_fault("cuDevicePrimaryCtxRetain", 1, "CUDA_ERROR_OUT_OF_MEMORY"):
+            start = DeviceStart(0)
+            start.wait()
+        with pytest.raises(DeviceError, match="cuDevicePrimaryCtxRetain"):
+            start.take()
+        start.close()
+
+
+@pytest.mark.parametrize("argv, starts", [
+    ([], True),
+    (["--backend", "gpu"], True),
+    (["--backend", "auto", "--no-verify"], True),
+    (["--backend", "cpu"], False),
+    (["--server", "http://127.0.0.1:1"], False),
+    (["--timeline", "t.json"], False),
+    (["--compute-slots", "2"], False),
+    (["--ray", "auto"], False),
+])
+def test_only_the_direct_gpu_path_starts_the_device(argv, starts, monkeypatch):
+    from engine.commands import prove  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    args = _parse(*argv, "k.zkey", "w.wtns", "p.json", "q.json")
+    with fake_driver() as fake:
+        prove.start(args)
+        start = getattr(args, "device_start", None)
+        assert (start is not None) == starts
+        if start is not None:
+            start.close()
+            assert driver_queues() == str(prove.ONE_PROOF_STREAMS)
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == (1 if starts else 0)
+
+
+def test_a_proof_that_fails_before_its_backend_releases_the_started_device(tmp_path, monkeypatch, capsys):
+    """The CLI in-process on the fake driver: the device starts as the line is read, the witness is missing, the
+    one-line error comes out and the context is released; no file is written."""
+    from cli import main  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver() as fake:
+        code = main(["prove", "--backend", "gpu", str(EXAMPLE / "sudoku.zkey"), str(tmp_path / "missing.wtns"),
+                     str(tmp_path / "p.json"), str(tmp_path / "q.json")])
+        assert code != 0
+        assert "missing.wtns" in capsys.readouterr().err
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1 == _calls(fake, "cuDevicePrimaryCtxRelease")
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch):
+    from engine.commands import prove  # noqa: PLC0415
+    from engine.config import EngineConfig  # noqa: PLC0415
+    from engine.formats import read_zkey  # noqa: PLC0415
+    from engine.progress import make_progress  # noqa: PLC0415
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
+    from engine.backends.gpu.runtime import GpuContext  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    monkeypatch.setattr(GpuContext, "prepare", lambda self, curve: b"fake cubin")
+    zkey = read_zkey(EXAMPLE / "sudoku.zkey")
+    progress = make_progress("prove", quiet=True, json=False)
+    with fake_driver() as fake:
+        start = DeviceStart(0, connections=prove.ONE_PROOF_STREAMS)
+        backend = prove._start_backend(EngineConfig(backend="auto"), zkey, progress, start)
+        try:
+            assert backend.name == "gpu"
+            assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1
+            assert {"wait for the device's start", "  device (beside the imports): cuInit",
+                    "  device (beside the imports): context", "context", "kernel module"} <= set(progress.timings)
+        finally:
+            backend.close()
+            start.close()
+        assert _calls(fake, "cuDevicePrimaryCtxRelease") == 1
+
+
+def test_a_lone_proof_uses_no_more_streams_than_the_cli_asks_work_queues_for(monkeypatch):
+    """The CLI's context gets ONE_PROOF_STREAMS hardware queues: a key load and a proof alone, with every phase
+    beside the compute stream that a small proof puts there, make no more streams than that (more would share
+    queues, and kernels of streams that share one run one after another)."""
+    from engine.commands import prove  # noqa: PLC0415
+    from test_gpu_tail_fake import _backend, _tiny  # noqa: PLC0415
+
+    for name in ("GROTH16_PRODUCTS_BESIDE", "GROTH16_FRONT_BESIDE", "GROTH16_PI_B_BESIDE"):
+        monkeypatch.delenv(name, raising=False)
+    zkey, witness = _tiny("bn128")
+    with fake_driver() as fake:
+        backend = _backend()
+        key = backend.load_key(zkey)
+        key.synchronize()
+        backend.compute(backend.stage(key, witness)).wait()
+        assert len(backend.side_streams._streams) == 5  # the tail's lanes 0-4: the most a proof alone uses
+        assert fake.streams_made <= prove.ONE_PROOF_STREAMS
+        backend.unload_key(key)
+        backend.close()
