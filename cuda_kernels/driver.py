@@ -174,7 +174,7 @@ def _ask_default_connections() -> None:  # a new driver (set_bindings) starts fr
 def prefer_connections(count: int) -> bool:
     """Ask for `count` hardware work queues instead of MAX_CONNECTIONS, before the driver starts: for a
     process that makes one proof (the CLI), whose streams are fewer.  Every queue is made with the context
-    and released with it: on the H200, 32 queues cost 470-500 ms in cuDevicePrimaryCtxRetain and 305-325 ms
+    and released with it: on the H200, 32 queues cost 472-502 ms in cuDevicePrimaryCtxRetain and 305-325 ms
     in its release, 8 cost 137-144 and 77-82 ms (perf/RESULTS.md, session 30).  A value the user set in
     the environment is kept; False (nothing changed) once init has run."""
     global _connections

@@ -17,6 +17,12 @@ def _calls(fake, name: str) -> int:
     return sum(1 for c in fake.calls if c == name)
 
 
+def driver_queues() -> str | None:
+    import os  # noqa: PLC0415
+
+    return os.environ.get(QUEUES)
+
+
 def _parse(*argv: str):
     from cli import build_parser  # noqa: PLC0415
 
@@ -62,12 +68,6 @@ def test_the_started_device_is_the_backends_one_context_retained_once_and_releas
         assert _calls(fake, "cuDevicePrimaryCtxRelease") == 1
         assert not fake.live_streams
         assert driver_queues() == "8"
-
-
-def driver_queues() -> str | None:
-    import os  # noqa: PLC0415
-
-    return os.environ.get(QUEUES)
 
 
 def test_a_device_nobody_took_is_released_by_close(monkeypatch):
@@ -149,6 +149,38 @@ def test_a_proof_that_fails_before_its_backend_releases_the_started_device(tmp_p
         assert "missing.wtns" in capsys.readouterr().err
         assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1 == _calls(fake, "cuDevicePrimaryCtxRelease")
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["--backend", "gpu", str(EXAMPLE / "sudoku.zkey"), "only-one-more-file.json"],  # _split_files refuses it
+    ["--backend", "gpu", "--wasm", "c.wasm", str(EXAMPLE / "sudoku.zkey"), "p.json", "q.json"],  # --input missing
+])
+def test_a_line_refused_before_its_proof_begins_releases_the_started_device(argv, monkeypatch, capsys):
+    """Errors that run() raises before the direct path (the files' count, --wasm without --input) come after
+    start(): the device is released, not left to a thread in the driver while the interpreter exits."""
+    from cli import main  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver() as fake:
+        assert main(["prove", *argv]) != 0
+        assert capsys.readouterr().err.startswith("error: ")
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1 == _calls(fake, "cuDevicePrimaryCtxRelease")
+
+
+def test_a_direct_proof_called_without_cli_main_starts_its_device_there(tmp_path, monkeypatch):
+    """prove.run on arguments that did not come through cli.main (no start() yet): the direct path starts the
+    device itself and run releases it on the way out."""
+    from engine.commands import prove  # noqa: PLC0415
+    from engine.errors import EngineError  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    args = _parse("--backend", "gpu", "--quiet", str(EXAMPLE / "sudoku.zkey"), str(tmp_path / "missing.wtns"),
+                  str(tmp_path / "p.json"), str(tmp_path / "q.json"))
+    with fake_driver() as fake:
+        with pytest.raises(EngineError, match="missing.wtns"):
+            prove.run(args)
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1 == _calls(fake, "cuDevicePrimaryCtxRelease")
+        assert driver_queues() == str(prove.ONE_PROOF_STREAMS)
 
 
 def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch):

@@ -25,6 +25,7 @@ class DeviceStart:
 
     def __init__(self, index: int = 0, *, connections: int | None = None):
         from cuda_kernels import driver  # noqa: PLC0415 - numpy and the bindings, on this thread
+        from engine.backends.select import cuda_device_count  # noqa: PLC0415
 
         self.index = index
         self.timings: dict[str, float] = {}  # seconds, as the thread saw them
@@ -35,15 +36,13 @@ class DeviceStart:
             driver.prefer_connections(connections)
         self._interval: float | None = sys.getswitchinterval()
         sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL))
-        self._thread = threading.Thread(target=self._run, args=(driver,), name="device start", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(driver, cuda_device_count), name="device start",
+                                        daemon=True)
         self._thread.start()
 
-    def _run(self, driver) -> None:
+    def _run(self, driver, cuda_device_count) -> None:
         t0 = time.perf_counter()
-        try:
-            self.count = driver.device_count()
-        except Exception:  # no driver library, no device
-            self.count = 0
+        self.count = cuda_device_count()  # cuInit; 0 without a driver library or a device
         t1 = time.perf_counter()
         self.timings["cuInit"] = t1 - t0
         if self.count > self.index:
@@ -79,6 +78,6 @@ class DeviceStart:
         """Release the device if nobody took it (idempotent)."""
         self.wait()
         device, self._device = self._device, None
-        if device is not None:
+        if device is not None:  # its context's release: off the proof path (the command's end, no proof began)
             device.make_current()
             device.close()

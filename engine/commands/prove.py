@@ -128,6 +128,15 @@ def run(args: argparse.Namespace) -> int:
         from engine.client import prove_command
 
         return prove_command(args, *_split_files(args))
+    try:
+        return _run_local(args)
+    finally:
+        device_start = getattr(args, "device_start", None)
+        if device_start is not None:  # started by start() for a command that failed before its backend took it
+            device_start.close()
+
+
+def _run_local(args: argparse.Namespace) -> int:
     from engine.config import ConfigError, engine_flags_given, from_args
     from engine.progress import process_age
 
@@ -174,13 +183,10 @@ def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) 
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     if started is not None:
         progress.timings["interpreter + imports"] = started
-    try:
-        with interrupts.recorded():
-            return _prove_direct(args, config, wtns_path, proof_path, public_path, progress)
-    finally:
-        device_start = getattr(args, "device_start", None)
-        if device_start is not None:  # a device started for a proof that failed before its backend
-            device_start.close()
+    if getattr(args, "device_start", None) is None:
+        start(args)  # a caller other than cli.main, which starts the device before its imports (run closes it)
+    with interrupts.recorded():
+        return _prove_direct(args, config, wtns_path, proof_path, public_path, progress)
 
 
 def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) -> int:
@@ -230,28 +236,16 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
 
 
 def _start_backend(config, zkey, progress, device_start=None):
-    """The backend, its cold start timed stage by stage for --verbose: the CUDA bindings' import,
-    cuInit, the context (device, stream-ordered pool, streams), the curve's kernel module (only
-    this key's curve is loaded).  device_start: cuInit and the context begun on a thread (start()), waited
-    for here; their own times are shown under it."""
+    """The backend, its cold start timed stage by stage for --verbose: cuInit and the device's context
+    (begun on a thread by start(), else here), the GPU backend's import, its streams, the curve's kernel
+    module (only this key's curve is loaded)."""
     from engine.backends.select import select_backend
 
     name, count = config.backend, 0
-    if name in ("auto", "gpu") and device_start is not None:
+    if name in ("auto", "gpu"):
         with progress.timed("wait for the device's start", 0.3):
             count = device_start.wait()
         progress.add_timings(device_start.timings, prefix="  device (beside the imports): ")
-    elif name in ("auto", "gpu"):
-        with progress.timed("import cuda", 0.3):
-            from engine.backends.select import cuda_device_count
-            try:
-                from cuda_kernels import driver
-            except ImportError:
-                pass
-            else:
-                driver.prefer_connections(ONE_PROOF_STREAMS)
-        with progress.timed("cuInit", 0.3):
-            count = cuda_device_count()
     if name == "auto":
         name = "gpu" if count else "cpu"
     if name != "gpu" or not count:  # the CPU, or no device: select_backend names the problem
@@ -260,8 +254,7 @@ def _start_backend(config, zkey, progress, device_start=None):
     with progress.timed("import gpu backend", 0.3):
         import engine.backends.gpu  # noqa: F401
     with progress.timed("context", 0.3):
-        device = device_start.take() if device_start is not None else 0
-        backend = select_backend("gpu", key_cache_dir=config.key_cache_dir, device=device)
+        backend = select_backend("gpu", key_cache_dir=config.key_cache_dir, device=device_start.take())
     try:
         with progress.timed("kernel module", 0.33):
             backend.prepare_key(zkey)
