@@ -228,3 +228,159 @@ def test_a_lone_proof_uses_no_more_streams_than_the_cli_asks_work_queues_for(mon
         assert fake.streams_made <= prove.ONE_PROOF_STREAMS
         backend.unload_key(key)
         backend.close()
+
+
+class FakeDriverLibrary:
+    """The driver library's C entry points as DriverStart calls them through ctypes (byref out-arguments,
+    CUresult ints): a stand-in for libcuda.so.1."""
+
+    def __init__(self, count: int = 1, init_result: int = 0, retain_result: int = 0, on_init=None, on_release=None):
+        self.count, self.init_result, self.retain_result = count, init_result, retain_result
+        self.on_init, self.on_release = on_init, on_release
+        self.calls: list = []
+
+    def cuInit(self, flags):
+        self.calls.append("cuInit")
+        if self.on_init is not None:
+            self.on_init()
+        return self.init_result
+
+    def cuDeviceGetCount(self, out):
+        out._obj.value = self.count
+        return 0
+
+    def cuDeviceGet(self, out, index):
+        out._obj.value = index
+        return 0
+
+    def cuDevicePrimaryCtxSetFlags_v2(self, device, flags):
+        self.calls.append(("flags", flags))
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, out, device):
+        self.calls.append("retain")
+        out._obj.value = 0xC0
+        return self.retain_result
+
+    def cuDevicePrimaryCtxRelease_v2(self, device):
+        self.calls.append("release")
+        if self.on_release is not None:
+            self.on_release()
+        return 0
+
+
+def test_the_driver_librarys_head_start_hands_its_context_to_the_bindings_and_gives_its_retain_back(monkeypatch):
+    """cuInit and the context's retain through the library itself (the blocking-sync flags first, as
+    driver.Device sets them), then the bindings' own retain, then the head start's retain released: the
+    context is held throughout, by one retain in the end."""
+    from engine.backends.device_start import CU_CTX_SCHED_BLOCKING_SYNC, DeviceStart  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver() as fake:
+        bindings_retains_at_release = []
+        lib = FakeDriverLibrary(on_release=lambda: bindings_retains_at_release.append(
+            _calls(fake, "cuDevicePrimaryCtxRetain")))
+        start = DeviceStart(0, connections=8, native=lib)
+        assert start.wait() == 1
+        assert lib.calls == ["cuInit", ("flags", CU_CTX_SCHED_BLOCKING_SYNC), "retain", "release"]
+        assert bindings_retains_at_release == [1]  # released after the bindings held the context
+        assert {"cuInit", "context", "bindings (cuInit, context)"} <= set(start.timings)
+        device = start.take()
+        device.close()
+        start.close()
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1 == _calls(fake, "cuDevicePrimaryCtxRelease")
+        assert lib.calls.count("release") == 1
+        assert driver_queues() == "8"
+
+
+@pytest.mark.parametrize("lib", [
+    FakeDriverLibrary(init_result=100),  # CUDA_ERROR_NO_DEVICE
+    FakeDriverLibrary(count=0),
+    FakeDriverLibrary(retain_result=2),  # CUDA_ERROR_OUT_OF_MEMORY
+], ids=["cuInit fails", "no device", "retain fails"])
+def test_a_head_start_that_fails_leaves_the_start_to_the_bindings(lib, monkeypatch):
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver() as fake:
+        start = DeviceStart(0, native=lib)
+        assert start.wait() == 1  # the bindings' own count and context
+        assert "release" not in lib.calls  # nothing retained there: nothing to give back
+        assert "bindings (cuInit, context)" not in start.timings and "context" in start.timings
+        start.close()
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1 == _calls(fake, "cuDevicePrimaryCtxRelease")
+
+
+def test_a_head_start_is_given_back_when_the_bindings_fail_or_nobody_takes_the_device(monkeypatch):
+    from cuda_kernels import driver  # noqa: PLC0415
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
+    from engine.errors import DeviceError  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver():
+        lib = FakeDriverLibrary()
+        with driver.inject_fault("cuDevicePrimaryCtxRetain", 1, "CUDA_ERROR_OUT_OF_MEMORY"):
+            start = DeviceStart(0, native=lib)
+            start.wait()
+        assert lib.calls.count("release") == 1
+        with pytest.raises(DeviceError, match="cuDevicePrimaryCtxRetain"):
+            start.take()
+        start.close()
+    with fake_driver() as fake:
+        lib = FakeDriverLibrary()
+        start = DeviceStart(0, native=lib)
+        start.close()  # the command failed before its backend: both retains given back
+        assert lib.calls.count("release") == 1
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1 == _calls(fake, "cuDevicePrimaryCtxRelease")
+
+
+def test_no_head_start_where_the_bindings_are_loaded_already(monkeypatch):
+    """A program that has the driver module (or the tests' fake) keeps to the bindings: the library itself is
+    not touched beside them."""
+    from engine.backends import device_start  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    monkeypatch.setattr(device_start, "_driver_library", lambda: pytest.fail("the driver library was opened"))
+    with fake_driver():
+        start = device_start.DeviceStart(0)
+        assert start._native is None
+        start.close()
+
+
+def test_the_head_start_runs_while_the_bindings_are_imported(tmp_path):
+    """In a fresh interpreter (the CLI's), the driver library's cuInit is called before cuda_kernels.driver
+    (numpy and the bindings: 200 ms on the H200's host) has finished importing, with the CLI's work queues
+    already in the environment cuInit reads."""
+    import json  # noqa: PLC0415
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    script = tmp_path / "head_start.py"
+    script.write_text(f"""
+import json, os, sys
+sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]
+from test_cli_device_start import FakeDriverLibrary
+seen = {{}}
+
+def on_init():
+    driver = sys.modules.get("cuda_kernels.driver")
+    seen["driver ready at cuInit"] = hasattr(driver, "Device")
+    seen["numpy ready at cuInit"] = hasattr(sys.modules.get("numpy"), "ndarray")
+    seen["queues at cuInit"] = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS")
+
+lib = FakeDriverLibrary(on_init=on_init)
+from engine.backends.device_start import DeviceStart
+start = DeviceStart(0, connections=8, native=lib)
+start.wait()
+start.close()
+seen["calls"] = [c for c in lib.calls if isinstance(c, str)]
+print(json.dumps(seen))
+""")
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_DEVICE_MAX_CONNECTIONS"}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["driver ready at cuInit"] is False and seen["numpy ready at cuInit"] is False, seen
+    assert seen["queues at cuInit"] == "8"
+    assert seen["calls"] == ["cuInit", "retain", "release"]
