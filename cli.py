@@ -30,6 +30,11 @@ COMMANDS = {
 }
 
 
+# Set by main: the command said it leaves nothing open for the interpreter's teardown (args.left_clean), so
+# engine/__main__ may end the process without it.
+left_clean = False
+
+
 def build_parser(only: str | None = None) -> "argparse.ArgumentParser":
     """The whole command line, or (`only`) the top level with that one subcommand: the parsers of the
     others are never built, nor their modules imported."""
@@ -62,6 +67,12 @@ def only_command(argv: list[str]) -> str | None:
     return None
 
 
+def named_command(argv: list[str]) -> str | None:
+    """The subcommand a line starts with, whose parser alone reads it (the others' parsers and modules are
+    not built: 25 ms of a cold `prove` here); None (the whole parser) for anything else, such as --help."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
+
+
 def quick_args(argv: list[str]):
     """`prove --server`'s arguments read without argparse when the line is plain (engine/client_argv.py);
     None for every other line, which the parser reads."""
@@ -73,13 +84,15 @@ def quick_args(argv: list[str]):
 
 
 def main(argv: list[str] | None = None) -> int:
+    global left_clean
     from engine.errors import EngineError
 
+    left_clean = False
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = quick_args(argv)
         if args is None:
-            args = build_parser(only=only_command(argv)).parse_args(argv)
+            args = build_parser(only=named_command(argv)).parse_args(argv)
         start = getattr(args, "start", None)
         if start is not None:  # what can begin before those imports (prove: the device, on a thread)
             start(args)
@@ -100,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         return report(args, "Interrupted", "interrupted", 130)
     except MemoryError:
         return report(args, "MemoryError", "out of host memory", 2)
+    finally:
+        left_clean = bool(getattr(args, "left_clean", False))
 
 
 def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code: int) -> int:

@@ -13,36 +13,46 @@ def _interrupted_while_loading(signum, frame):
 _interrupted_while_loading.loading = True
 signal.signal(signal.SIGINT, _interrupted_while_loading)  # cli.main restores Python's own once loaded
 
+import cli  # noqa: E402
 from cli import main, only_command  # noqa: E402
 
-code = main()
-if code == 130 and sys.argv[1:2] != ["serve"]:  # (the service handles its signals itself)
-    # Ctrl-C, caught and reported.  A KeyboardInterrupt that passed through code run by exec() (every
-    # dataclass and namedtuple made at import time) marks the interpreter to leave by SIGINT at its
-    # end, whoever caught it (CPython's run_eval_code_obj): say 130 ourselves, after what the
-    # interpreter's exit would do first (wait for the threads that are not daemons, such as a key
-    # cache's write; run the exit hooks).  Another Ctrl-C meanwhile leaves at once.
+
+def _leave(code: int) -> None:
+    """What the interpreter's exit does before its teardown, then the exit itself: wait for the threads
+    that are not daemons (threading._shutdown runs the executors' exit hooks first, then joins them: a key
+    cache's write), run the atexit hooks, flush.  The teardown that is skipped (every module's and
+    object's finalisation: 30-60 ms after a proof) writes nothing that the command has not closed.
+    A Ctrl-C meanwhile leaves at once (after a written proof the CLI ignores it: engine/interrupts.py)."""
     import atexit
     import threading
 
-    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    else:  # pragma: no cover - an interpreter without it
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    os._exit(130)
-if only_command(sys.argv[1:]) == "prove":
-    # `prove --server`: its files are written and closed, no thread or child is left, nothing is
-    # registered to run at exit; the interpreter's teardown (5 ms of a 40 ms command) does nothing.
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):
         code = code or 1
     os._exit(code)
+
+
+code = main()
+if code == 130 and sys.argv[1:2] != ["serve"]:
+    # Ctrl-C, caught and reported.  A KeyboardInterrupt that passed through code run by exec() (every
+    # dataclass and namedtuple made at import time) marks the interpreter to leave by SIGINT at its
+    # end, whoever caught it (CPython's run_eval_code_obj): say 130 ourselves.
+    _leave(130)
+if only_command(sys.argv[1:]) == "prove" or cli.left_clean:
+    # `prove --server` (its files written and closed, no thread or child left) and a proof made in this
+    # process (the direct path: its backend closed, its files written whole): nothing is left for the
+    # interpreter's teardown to do.
+    _leave(code)
 sys.exit(code)

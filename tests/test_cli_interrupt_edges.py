@@ -17,7 +17,7 @@ from conftest import FIXTURES, REPO
 TINY = FIXTURES / "tiny" / "bn128"
 
 
-def _run_module(tmp_path: Path, name: str, body: str, *argv) -> subprocess.CompletedProcess:
+def _run_module(tmp_path: Path, name: str, body: str, *argv, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m <name>`: a module that patches the engine, then runs `python -m engine <argv>` as __main__
     (through runpy, as the interpreter runs it: the exit path under test is the one after a module run)."""
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(body) + textwrap.dedent(f"""
@@ -27,7 +27,7 @@ def _run_module(tmp_path: Path, name: str, body: str, *argv) -> subprocess.Compl
         """))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
     return subprocess.run([sys.executable, "-m", name], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300)
+                          stdin=subprocess.DEVNULL, timeout=timeout)
 
 
 def _prove_args(tmp_path: Path) -> list:

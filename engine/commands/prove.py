@@ -180,6 +180,9 @@ def _prepare_witness(args, zkey, wtns_path, progress):
 
 
 def _run_direct(args, config, wtns_path, proof_path, public_path, started=None) -> int:
+    # Whatever happens from here, the backend is closed (finally) and the files are written whole or not at all:
+    # engine/__main__ may leave without the interpreter's teardown (cli.left_clean)
+    args.left_clean = True
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     if started is not None:
         progress.timings["interpreter + imports"] = started
