@@ -422,3 +422,35 @@ def test_a_keys_shape_counts_the_builds_bytes_from_its_coeffs():
     records = scan.n_a + scan.n_b
     assert KeyShape.of(z).csr_build_bytes == device_csr.build_bytes(scan) == (
         records * 44 + device_csr.scratch_bytes(scan))
+
+
+@pytest.mark.parametrize("curve, log_constraints, budget", [
+    (BN254, 14, 139 * GiB), (BN254, 20, 16 * GiB), (BN254, 24, 16 * GiB), (BLS12_381, 22, 24 * GiB),
+], ids=lambda v: getattr(v, "name", str(v)))
+def test_plan_key_makes_each_msm_plan_once_and_chooses_as_before(curve, log_constraints, budget, monkeypatch):
+    """A key load's plan (58 of a 62 ms load from the cache at the 2^14 domain) asked msm.plan_msm for the same
+    plans again and again: every fold's early plans and full-fold cost, every host candidate's.  Now each once,
+    and the footprint is the one the planner chose making them all."""
+    import dataclasses  # noqa: PLC0415
+
+    from engine.backends.gpu import footprint  # noqa: PLC0415
+    from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
+
+    shape = bench_shape(curve, log_constraints)
+    asked = []
+    real = gmsm.plan_msm
+
+    def counted(*args, **kwargs):
+        asked.append((args, tuple(sorted(kwargs.items()))))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gmsm, "plan_msm", counted)
+    chosen = plan_key(shape, budget, proofs=2, proofs_per_load=1)
+    assert len(asked) == len(set(asked)), "an MSM plan was made twice"
+    # without the memo (the planner's body called directly): the same choice, the same plans asked for repeatedly
+    once = len(asked)
+    asked.clear()
+    again = footprint._plan_key(shape, budget, proofs=2, sm_count=footprint.DEFAULT_SM_COUNT, fold="auto",
+                                tier="auto", chunk=None, label="the key", proofs_per_load=1)
+    assert dataclasses.asdict(again) == dataclasses.asdict(chosen)
+    assert len(set(asked)) == once < len(asked)

@@ -18,8 +18,10 @@ host-tier keys and their proofs have neither (their proofs end on the CPU).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import threading
 from dataclasses import dataclass
 
 from engine.algebra.curves import Curve
@@ -227,6 +229,36 @@ def _proof_msms(plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan | None, count: int = 
     return h + [(plan_w, 3 + G2_WEIGHT, count), (plan_w, 0, 3 * count)]  # 4 MSMs: weight 3 + 3, 4 combines
 
 
+_planning = threading.local()  # .plans: the MSM plans made so far in this thread's plan_key call
+
+
+@contextlib.contextmanager
+def _one_plan_each():
+    """Inside: msm.plan_msm runs once for each distinct plan asked for.  plan_key's candidates ask for the
+    same plans many times (every fold's early plans and full-fold cost, every host candidate's): 76 plans
+    for 34 distinct ones at the 2^14 domain, 58 of a 62 ms key load from the cache (perf/RESULTS.md,
+    session 31).  Only within one call: the planner's terms are module state that tests and benchmarks set."""
+    outer = getattr(_planning, "plans", None)
+    if outer is None:
+        _planning.plans = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _planning.plans = None
+
+
+def _plan_msm(n: int, scalar_bits: int, fold: str | int, max_c: int, curve: str, groups: tuple[str, ...]):
+    plans = getattr(_planning, "plans", None)
+    if plans is None:
+        return gmsm.plan_msm(n, scalar_bits, fold, max_c, curve=curve, groups=groups)
+    key = (n, scalar_bits, fold, max_c, curve, groups)
+    plan = plans.get(key)
+    if plan is None:
+        plan = plans[key] = gmsm.plan_msm(n, scalar_bits, fold, max_c, curve=curve, groups=groups)
+    return plan
+
+
 def witness_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WINDOW_BITS) -> gmsm.MsmPlan:
     """The plan of a proof's witness MSMs (A, B1, C in G1 and B2 in G2 share one sorted vector), on
     n of the key's wires, with the curve's planner terms (msm_costs.py).  GROTH16_WITNESS_MAX_WINDOW=c bounds
@@ -234,12 +266,12 @@ def witness_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WI
     bound = os.environ.get("GROTH16_WITNESS_MAX_WINDOW")
     if bound:
         max_c = min(max_c, int(bound))
-    return gmsm.plan_msm(n, shape.scalar_bits, fold, max_c, curve=shape.curve.name, groups=gmsm.WITNESS_GROUPS)
+    return _plan_msm(n, shape.scalar_bits, fold, max_c, shape.curve.name, tuple(gmsm.WITNESS_GROUPS))
 
 
 def h_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WINDOW_BITS) -> gmsm.MsmPlan:
     """The plan of the H MSM (G1) on n of the key's domain rows."""
-    return gmsm.plan_msm(n, shape.scalar_bits, fold, max_c, curve=shape.curve.name, groups=("g1",))
+    return _plan_msm(n, shape.scalar_bits, fold, max_c, shape.curve.name, ("g1",))
 
 
 def _full_fold_seconds(shape: "KeyShape") -> float:
@@ -483,6 +515,13 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
     resident key of a service).  `fold`, `tier` and `chunk` force a choice (tests, benchmarks);
     a forced choice that does not fit is a BudgetError.
     """
+    with _one_plan_each():
+        return _plan_key(shape, budget_bytes, proofs=proofs, sm_count=sm_count, fold=fold, tier=tier, chunk=chunk,
+                         label=label, proofs_per_load=proofs_per_load)
+
+
+def _plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int, sm_count: int, fold: str | int, tier: str,
+              chunk: int | None, label: str, proofs_per_load: float | None) -> KeyFootprint:
     from scheduler.budget import fmt_bytes  # noqa: PLC0415
 
     if tier not in ("auto", "resident", "host"):
