@@ -2,14 +2,22 @@
 
 One compile per (sources, generated params header, options, NVRTC version, target
 architecture): the cache key hashes all of them, so editing any kernel, changing
-a flag or upgrading NVRTC gives a fresh build and never a stale one.  Output is
+a flag or upgrading NVRTC gives a fresh build and never a stale one.  Asking NVRTC
+its version means loading it (its bindings and the library: 65 ms of a cold CLI
+proof on the H200's host, 190 ms here), so the version is remembered beside the
+builds (`nvrtc.json`) with the identity of the library it came from (path, size,
+modification time) and what steers the search for it (NVRTC_SEARCH_ENV and the
+interpreter's package directories); a build loads NVRTC only when that memo does
+not hold, and a compile, which loads it anyway, checks the version once more.  Output is
 CUBIN for the device's own architecture (PTX from a newer NVRTC may not load on
 an older driver).  A failed compile raises KernelCompileError with the log.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -17,6 +25,9 @@ from pathlib import Path
 SOURCE_DIR = Path(__file__).resolve().parent
 ENTRY = "kernels.cu"
 DEFAULT_OPTIONS = ("-std=c++17", "-default-device", "-DNDEBUG")
+NVRTC_MEMO = "nvrtc.json"
+# the environment cuda.pathfinder's search for libnvrtc reads (besides the package directories)
+NVRTC_SEARCH_ENV = ("CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CONDA_PREFIX")
 _lock = threading.Lock()
 
 
@@ -49,6 +60,76 @@ def nvrtc_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def _nvrtc_library_path() -> str | None:
+    """The file of the NVRTC library the bindings loaded (None where that cannot be told)."""
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib  # noqa: PLC0415 - the bindings' own loader, cached
+
+        path = load_nvidia_dynamic_lib("nvrtc").abs_path
+    except Exception:  # noqa: BLE001 - no pathfinder, another loader: no memo, NVRTC is asked every time
+        return None
+    return os.path.realpath(path) if path else None
+
+
+def _nvrtc_search() -> dict:
+    """What decides which NVRTC library a process loads, besides the library file itself."""
+    return {"env": {name: os.environ.get(name) for name in NVRTC_SEARCH_ENV},
+            "packages": [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]}
+
+
+def _memo_path() -> Path:
+    return cache_dir() / NVRTC_MEMO
+
+
+def _library_identity(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def remembered_nvrtc_version() -> tuple[int, int] | None:
+    """The version in the memo, if the memo holds for this process: the same search and the same library
+    file (an upgrade in place changes the file)."""
+    try:
+        memo = json.loads(_memo_path().read_text())
+        if memo["search"] != _nvrtc_search() or _library_identity(memo["library"]) != memo["identity"]:
+            return None
+        major, minor = memo["version"]
+        return int(major), int(minor)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def remember_nvrtc_version(version: tuple[int, int]) -> None:
+    """Write the memo for the NVRTC this process loaded (nothing where its file is unknown or the cache
+    directory is not writable)."""
+    library = _nvrtc_library_path()
+    identity = _library_identity(library) if library else None
+    if identity is None:
+        return
+    memo = {"version": list(version), "library": library, "identity": identity, "search": _nvrtc_search()}
+    try:
+        path = _memo_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(memo, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def known_nvrtc_version() -> tuple[int, int]:
+    """NVRTC's version, from the memo where it holds, else from NVRTC (and remembered)."""
+    version = remembered_nvrtc_version()
+    if version is None:
+        version = nvrtc_version()
+        remember_nvrtc_version(version)
+    return version
+
+
 def _check(err, call: str) -> None:
     from cuda.bindings import nvrtc  # noqa: PLC0415
 
@@ -56,12 +137,13 @@ def _check(err, call: str) -> None:
         raise CompileFailed(f"{call} failed: {nvrtc.nvrtcGetErrorString(err)[1].decode()}", "")
 
 
-def cache_key(params: str, arch: str, options: tuple[str, ...]) -> str:
+def cache_key(params: str, arch: str, options: tuple[str, ...], version: tuple[int, int] | None = None) -> str:
+    """The build's key; `version`: NVRTC's (known_nvrtc_version when not given)."""
     h = hashlib.sha256()
     for name, text in sources().items():
         h.update(name.encode() + b"\0" + text.encode() + b"\0")
     h.update(params.encode() + b"\0" + arch.encode() + b"\0" + "\0".join(options).encode())
-    h.update(repr(nvrtc_version()).encode())
+    h.update(repr(version if version is not None else known_nvrtc_version()).encode())
     return h.hexdigest()[:32]
 
 
@@ -73,6 +155,10 @@ def compile_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = D
     if use_cache and path.exists():
         return path.read_bytes(), ""
     with _lock:  # one compile at a time per process; NVRTC is heavy
+        version = nvrtc_version()  # NVRTC is loaded for the compile: its own word on the key
+        if version != remembered_nvrtc_version():
+            remember_nvrtc_version(version)
+        path = cache_dir() / f"{cache_key(params, arch, options, version)}.cubin"
         if use_cache and path.exists():
             return path.read_bytes(), ""
         cubin, log = _nvrtc_compile(params, arch, options)

@@ -59,3 +59,87 @@ def test_cache_key_changes_with_sources_options_and_params():
     assert build.cache_key("B", "sm_90", ("-std=c++17",)) != base
     assert build.cache_key("A", "sm_80", ("-std=c++17",)) != base
     assert build.cache_key("A", "sm_90", ("-std=c++17", "-G")) != base
+
+
+def _counting_nvrtc(monkeypatch, tmp_path, version=(13, 5)):
+    """NVRTC's version call counted, its library a file here: what the memo is made of."""
+    library = tmp_path / "libnvrtc.so.13"
+    library.write_bytes(b"one")
+    calls = []
+
+    def nvrtc_version():
+        calls.append(1)
+        return version
+
+    monkeypatch.setenv("GROTH16_KERNEL_CACHE", str(tmp_path / "kernels"))
+    monkeypatch.setattr(build, "nvrtc_version", nvrtc_version)
+    monkeypatch.setattr(build, "_nvrtc_library_path", lambda: str(library))
+    return calls, library
+
+
+def test_nvrtc_is_asked_its_version_once_while_its_library_and_search_stay_the_same(monkeypatch, tmp_path):
+    import os  # noqa: PLC0415
+
+    calls, library = _counting_nvrtc(monkeypatch, tmp_path)
+    assert build.known_nvrtc_version() == (13, 5) and len(calls) == 1
+    assert build.known_nvrtc_version() == (13, 5) and len(calls) == 1  # the memo
+    key = build.cache_key("A", "sm_90", ("-std=c++17",))
+    assert len(calls) == 1
+    library.write_bytes(b"an upgrade in place")  # another size and time: NVRTC is asked again
+    assert build.known_nvrtc_version() == (13, 5) and len(calls) == 2
+    stat = os.stat(library)
+    os.utime(library, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # the same size, a new file
+    build.known_nvrtc_version()
+    assert len(calls) == 3
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "another-toolkit"))  # the search may find another NVRTC
+    build.known_nvrtc_version()
+    assert len(calls) == 4
+    (tmp_path / "kernels" / build.NVRTC_MEMO).write_text("{not json")
+    build.known_nvrtc_version()
+    assert len(calls) == 5
+    assert build.cache_key("A", "sm_90", ("-std=c++17",)) == key == build.cache_key("A", "sm_90", ("-std=c++17",),
+                                                                                   (13, 5))
+    assert build.cache_key("A", "sm_90", ("-std=c++17",), (13, 6)) != key  # the version is in the key
+
+
+def test_no_memo_where_the_library_is_unknown(monkeypatch, tmp_path):
+    calls, _ = _counting_nvrtc(monkeypatch, tmp_path)
+    monkeypatch.setattr(build, "_nvrtc_library_path", lambda: None)
+    build.known_nvrtc_version()
+    build.known_nvrtc_version()
+    assert len(calls) == 2 and not (tmp_path / "kernels" / build.NVRTC_MEMO).exists()
+
+
+def test_a_compile_keys_its_build_by_the_version_nvrtc_gives_not_a_stale_memo(monkeypatch, tmp_path):
+    calls, _ = _counting_nvrtc(monkeypatch, tmp_path, version=(12, 9))
+    build.known_nvrtc_version()  # remembered: 12.9
+    monkeypatch.setattr(build, "nvrtc_version", lambda: (13, 5))  # replaced under the same file and search
+    monkeypatch.setattr(build, "_nvrtc_compile", lambda params, arch, options: (b"\x7fELF new", ""))
+    cubin, _ = build.compile_cubin("P", "sm_90", ("-std=c++17",))
+    assert cubin == b"\x7fELF new"
+    assert (tmp_path / "kernels" / f"{build.cache_key('P', 'sm_90', ('-std=c++17',), (13, 5))}.cubin").exists()
+    assert build.remembered_nvrtc_version() == (13, 5)
+
+
+def test_a_cached_build_is_found_without_loading_nvrtc(tmp_path):
+    """The cold CLI's kernel module: a build in the cache and a memo that holds, and NVRTC (its bindings, its
+    library) is never loaded."""
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    env = {**os.environ, "GROTH16_KERNEL_CACHE": str(tmp_path)}
+    code = ("import sys; from cuda_kernels import build; opts = ('-std=c++17',);"
+            " key = build.cache_key('P', 'sm_90', opts); (build.cache_dir() / (key + '.cubin')).write_bytes(b'cubin');"
+            " print(build.remembered_nvrtc_version())")
+    first = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() != "None", "the NVRTC the bindings loaded was not remembered"
+    code = ("import sys; from cuda_kernels import build;"
+            " cubin, _ = build.compile_cubin('P', 'sm_90', ('-std=c++17',));"
+            " print(cubin == b'cubin', 'cuda.bindings.nvrtc' in sys.modules)")
+    second = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split() == ["True", "False"]
