@@ -7,7 +7,8 @@ with N = 2^14 - 3 constraints, `setup --backend gpu`) unless --zkey/--wtns are
 given, then times whole processes (wall clock, fork to exit), each a fresh
 interpreter: `python -c pass`; the same importing cuda_kernels/driver.py (the
 CUDA bindings and numpy); with cuInit; with the device's context made and
-released (the floor: interpreter + cuInit + context, nothing else of ours); then `python -m engine prove --backend gpu --verbose` (the
+released (the floor: interpreter + cuInit + context, nothing else of ours); cuInit and the context through the driver
+library alone (ctypes: what the CLI's head start does beside its imports); then `python -m engine prove --backend gpu --verbose` (the
 first run fills the key cache; the median of the rest is the cold CLI figure)
 and the same with --no-key-cache.  Prints the median --verbose stages of the
 prove runs beside the wall times.
@@ -39,6 +40,14 @@ FLOOR = {  # through cuda_kernels/driver.py (it imports numpy), with the work qu
     "+ import cuda_kernels.driver": "import cuda_kernels.driver",
     "+ cuInit": "from cuda_kernels import driver as d; d.prefer_connections(8); d.init()",
     "+ context (the floor)": "from cuda_kernels import driver as d; d.prefer_connections(8); dev = d.Device(0); dev.close()",
+    # the driver's own share alone: cuInit and the context through the library itself (ctypes), as the CLI's
+    # head start makes them beside its imports (engine/backends/device_start.py); with the import row above,
+    # the floor of a CLI that overlaps the two is about max(this, the import row)
+    "cuInit + context, the driver library alone (ctypes)": (
+        "import ctypes, os; os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '8'); l = ctypes.CDLL('libcuda.so.1');"
+        " assert l.cuInit(0) == 0; d = ctypes.c_int(); assert l.cuDeviceGet(ctypes.byref(d), 0) == 0;"
+        " c = ctypes.c_void_p(); assert l.cuDevicePrimaryCtxRetain(ctypes.byref(c), d) == 0;"
+        " assert l.cuDevicePrimaryCtxRelease_v2(d) == 0"),
 }
 
 

@@ -1,0 +1,84 @@
+"""Cold CLI proofs of several trees (or settings) measured in turns, so that one machine's drift falls on all.
+
+    python perf/cli_ab.py --zkey Z --wtns W --runs 7 base=/path/to/old/tree new=. [new4=.:CUDA_DEVICE_MAX_CONNECTIONS=4]
+
+Each NAME=TREE[:VAR=VALUE...] runs `python -m engine prove --backend gpu --verbose --quiet` from TREE (first on
+PYTHONPATH) with those variables set; one warm-up run each (the key cache, the page cache), then `--runs` rounds
+of one run of every entry.  Prints the median wall clock (fork to exit) and the median --verbose stages of each,
+beside one another; every tree is byte-compiled first (compileall), as an installed package is.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from cli_start import stages, wall  # noqa: E402
+
+PY = sys.executable
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zkey", required=True)
+    ap.add_argument("--wtns", required=True)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--out", default="/tmp/cli-ab")
+    ap.add_argument("entries", nargs="+", metavar="NAME=TREE[:VAR=VALUE...]")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    entries = {}
+    for entry in args.entries:
+        name, rest = entry.split("=", 1)
+        tree, *settings = rest.split(":")
+        tree = str(Path(tree).resolve())
+        extra = os.environ.get("PYTHONPATH", "")
+        env = {**os.environ, "PYTHONPATH": tree + (os.pathsep + extra if extra else ""),
+               "GROTH16_KEY_CACHE": str(out / "keycache")}
+        env.update(s.split("=", 1) for s in settings)
+        subprocess.run([PY, "-m", "compileall", "-q", "-j0", tree], env=env, capture_output=True)
+        cmd = [PY, "-m", "engine", "prove", "--backend", "gpu", "--verbose", "--quiet", args.zkey, args.wtns,
+               str(out / f"{name}-proof.json"), str(out / f"{name}-public.json")]
+        entries[name] = (cmd, env, tree)
+    results = {name: [] for name in entries}
+    for name, (cmd, env, tree) in entries.items():
+        wall(cmd, env)  # warm-up
+    for _ in range(args.runs):
+        for name, (cmd, env, tree) in entries.items():
+            t, err = subprocess_wall(cmd, env, tree)
+            results[name].append((t, stages(err)))
+    names = list(entries)
+    print(f"{args.runs} rounds, median (ms); key {args.zkey}")
+    print("| | " + " | ".join(names) + " |\n|---|" + "---|" * len(names))
+    print("| wall (fork to exit) | " + " | ".join(f"{statistics.median(t for t, _ in results[n]) * 1e3:.1f}"
+                                              for n in names) + " |")
+    keys = [k for k in results[names[0]][0][1]]
+    for n in names[1:]:
+        keys += [k for k in results[n][0][1] if k not in keys]
+    for k in keys:
+        cells = []
+        for n in names:
+            vals = [s[k] for _, s in results[n] if k in s]
+            cells.append(f"{statistics.median(vals):.2f}" if len(vals) == len(results[n]) else "")
+        print(f"| {k.strip()} | " + " | ".join(cells) + " |")
+
+
+def subprocess_wall(cmd, env, tree):
+    import time  # noqa: PLC0415
+
+    t = time.perf_counter()
+    p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
+    return dt, p.stderr
+
+
+if __name__ == "__main__":
+    main()
