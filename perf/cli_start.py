@@ -44,10 +44,8 @@ FLOOR = {  # through cuda_kernels/driver.py (it imports numpy), with the work qu
     # head start makes them beside its imports (engine/backends/device_start.py); with the import row above,
     # the floor of a CLI that overlaps the two is about max(this, the import row)
     "cuInit + context, the driver library alone (ctypes)": (
-        "import ctypes, os; os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '8'); l = ctypes.CDLL('libcuda.so.1');"
-        " assert l.cuInit(0) == 0; d = ctypes.c_int(); assert l.cuDeviceGet(ctypes.byref(d), 0) == 0;"
-        " c = ctypes.c_void_p(); assert l.cuDevicePrimaryCtxRetain(ctypes.byref(c), d) == 0;"
-        " assert l.cuDevicePrimaryCtxRelease_v2(d) == 0"),
+        "import os; os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '8');"
+        " from cuda_kernels.driver_library import DriverStart; s = DriverStart(0); assert s.wait(); s.release()"),
 }
 
 

@@ -273,7 +273,8 @@ def test_the_driver_librarys_head_start_hands_its_context_to_the_bindings_and_gi
     """cuInit and the context's retain through the library itself (the blocking-sync flags first, as
     driver.Device sets them), then the bindings' own retain, then the head start's retain released: the
     context is held throughout, by one retain in the end."""
-    from engine.backends.device_start import CU_CTX_SCHED_BLOCKING_SYNC, DeviceStart  # noqa: PLC0415
+    from cuda_kernels.driver_library import CU_CTX_SCHED_BLOCKING_SYNC  # noqa: PLC0415
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
 
     monkeypatch.delenv(QUEUES, raising=False)
     with fake_driver() as fake:
@@ -337,10 +338,11 @@ def test_a_head_start_is_given_back_when_the_bindings_fail_or_nobody_takes_the_d
 def test_no_head_start_where_the_bindings_are_loaded_already(monkeypatch):
     """A program that has the driver module (or the tests' fake) keeps to the bindings: the library itself is
     not touched beside them."""
+    from cuda_kernels import driver_library  # noqa: PLC0415
     from engine.backends import device_start  # noqa: PLC0415
 
     monkeypatch.delenv(QUEUES, raising=False)
-    monkeypatch.setattr(device_start, "_driver_library", lambda: pytest.fail("the driver library was opened"))
+    monkeypatch.setattr(driver_library, "_driver_library", lambda: pytest.fail("the driver library was opened"))
     with fake_driver():
         start = device_start.DeviceStart(0)
         assert start._native is None
@@ -384,3 +386,23 @@ print(json.dumps(seen))
     assert seen["driver ready at cuInit"] is False and seen["numpy ready at cuInit"] is False, seen
     assert seen["queues at cuInit"] == "8"
     assert seen["calls"] == ["cuInit", "retain", "release"]
+
+
+def test_the_head_starts_release_is_a_device_global_call_under_rule_one():
+    """The release goes through device_global's check like the wrapper's calls: refused while a proof holds a
+    reservation on the device (it cannot in the CLI's fresh process, where the head start runs)."""
+    from cuda_kernels import device_global  # noqa: PLC0415
+    from cuda_kernels.driver_library import DriverStart  # noqa: PLC0415
+
+    lib = FakeDriverLibrary()
+    start = DriverStart(0, lib)
+    assert start.wait()
+    handle = device_global.register(0, lambda: 1)  # one proof's reservation on device 0
+    try:
+        with pytest.raises(device_global.DeviceGlobalCallError):
+            start.release()
+    finally:
+        device_global.unregister(handle)
+    assert "release" not in lib.calls
+    start.release()  # once nothing forbids it
+    assert lib.calls.count("release") == 1

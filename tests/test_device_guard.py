@@ -201,8 +201,9 @@ async def test_two_engines_on_one_device_in_one_process_work():
 # ------------------------------------------------------------ one door to the driver
 SOURCES = [REPO / "cli.py", *[p for d in ("engine", "scheduler", "cuda_kernels", "perf", "scripts")
                               for p in (REPO / d).rglob("*.py")]]
-DOOR = REPO / "cuda_kernels" / "driver.py"
-RAW_DRIVER = re.compile(r"bindings\s*\.\s*driver|bindings\s+import\s+[^\n]*\bdriver\b|cuda\s*\.\s*cudart|"
+# the bindings' door, and the driver library's own entry points for a process's start (before the bindings load)
+DOORS = {REPO / "cuda_kernels" / "driver.py", REPO / "cuda_kernels" / "driver_library.py"}
+RAW_DRIVER = re.compile(r"libcuda|nvcuda|bindings\s*\.\s*driver|bindings\s+import\s+[^\n]*\bdriver\b|cuda\s*\.\s*cudart|"
                         r"from\s+cuda\s+import\s+[^\n]*\b(cuda|cudart|runtime)\b|bindings\s*\.\s*runtime|"
                         r"bindings\s+import\s+[^\n]*\bruntime\b|driver\s*\.\s*_bindings|\bset_bindings\b")
 
@@ -211,18 +212,24 @@ def _imports_cuda(tree: ast.AST) -> list[str]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.split(".")[0] == "cuda" and a.name != "cuda.bindings.nvrtc"]
+            found += [a.name for a in node.names if a.name.split(".")[0] == "cuda" and not _allowed(a.name)]
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "cuda":
-            found += [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" != "cuda.bindings.nvrtc"]
+            found += [f"{node.module}.{a.name}" for a in node.names if not _allowed(f"{node.module}.{a.name}")]
     return found
 
 
+def _allowed(module: str) -> bool:
+    """NVRTC's bindings, and the bindings' library finder (cuda_kernels/build.py names NVRTC's file with it)."""
+    return module == "cuda.bindings.nvrtc" or module.startswith("cuda.pathfinder")
+
+
 def test_no_module_reaches_the_driver_but_through_the_wrapper():
-    """cuda.bindings.driver (and the runtime API) is imported by cuda_kernels/driver.py only; NVRTC
-    (cuda.bindings.nvrtc) is the one other CUDA module the project uses."""
+    """cuda.bindings.driver (and the runtime API) is imported by cuda_kernels/driver.py only, and the driver
+    library itself is opened by cuda_kernels/driver_library.py only; NVRTC (cuda.bindings.nvrtc) and the
+    bindings' library finder are the other CUDA modules the project uses."""
     offenders = []
     for path in SOURCES:
-        if path == DOOR:
+        if path in DOORS:
             continue
         text = path.read_text()
         offenders += [f"{path.relative_to(REPO)}: imports {m}" for m in _imports_cuda(ast.parse(text))]
@@ -232,7 +239,8 @@ def test_no_module_reaches_the_driver_but_through_the_wrapper():
 
 def test_the_door_check_finds_planted_ways_round_it():
     planted = ["from cuda.bindings import driver", "import cuda.bindings.driver as d", "from cuda import cudart",
-               "importlib.import_module('cuda.bindings.driver')", "x = driver._bindings.cuCtxSynchronize"]
+               "importlib.import_module('cuda.bindings.driver')", "x = driver._bindings.cuCtxSynchronize",
+               "lib = ctypes.CDLL('libcuda.so.1')", "ctypes.util.find_library('cuda') or 'libcuda.so'"]
     for text in planted:
         assert _imports_cuda(ast.parse(text)) or RAW_DRIVER.search(text), text
     assert not _imports_cuda(ast.parse("from cuda.bindings import nvrtc")) and not RAW_DRIVER.search(
@@ -242,7 +250,8 @@ def test_the_door_check_finds_planted_ways_round_it():
 def test_inside_the_door_only_the_wrapper_touches_the_bindings():
     """In driver.py the raw module is named only by the lines that load and serve it."""
     raw = re.compile(r"(?<![A-Za-z0-9_])_bindings\b")
-    lines = [line.strip() for line in DOOR.read_text().splitlines() if raw.search(line.split("#", 1)[0])]
+    door = REPO / "cuda_kernels" / "driver.py"
+    lines = [line.strip() for line in door.read_text().splitlines() if raw.search(line.split("#", 1)[0])]
     allowed = {"from cuda.bindings import driver as _bindings", "_bindings = None",
                "global _bindings, _initialised", "previous, _bindings, _initialised = _bindings, module, False",
                "if _bindings is None:", "return getattr(_bindings, name)"}

@@ -2,7 +2,7 @@
 
 A cold `prove --backend gpu` waits on the driver before anything of the proof: cuInit (about 100 ms on
 the H200) and the device's primary context (140 ms with 8 work queues).  In a fresh process those two
-calls go straight to the driver library (`DriverStart`, ctypes: no numpy, no bindings), on a thread
+calls go straight to the driver library (cuda_kernels/driver_library.py, ctypes: no numpy, no bindings), on a thread
 begun before the main thread imports the bindings (200 ms on the H200 host) and the rest of the command;
 the bindings' own cuInit and retain then find both done and take a few milliseconds.  Where the bindings
 are loaded already (a program calling prove.run, the tests' fake driver) the thread starts with them.
@@ -11,84 +11,17 @@ Imports on two threads at once hand the GIL back and forth at every file read an
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import threading
 import time
 
+from cuda_kernels.driver_library import DriverStart
+
 # While the start runs beside the main thread's imports, its thread gets the GIL back within this long after
 # each driver call (Python's default, 5 ms, would add up over the context's dozen calls); restored by wait().
 SWITCH_INTERVAL = 0.0005
 QUEUES = "CUDA_DEVICE_MAX_CONNECTIONS"
-CU_CTX_SCHED_BLOCKING_SYNC = 0x04  # as driver.Device sets it: threads that wait on the device sleep
-DRIVER_LIBRARY = "libcuda.so.1"
-
-
-def _driver_library():
-    """The CUDA driver library through ctypes (whose calls give the GIL up); None where there is none."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(DRIVER_LIBRARY)
-    except OSError:
-        return None
-
-
-class DriverStart:
-    """cuInit and a retain of device `index`'s primary context, through the driver library itself on a daemon
-    thread.  Only a head start: whatever fails here is left to the bindings, which fail the same way and
-    name it.  `release()` gives the retain back once the bindings hold their own (the context lives on)."""
-
-    def __init__(self, index: int, lib=None):
-        self.index = index
-        self.count = 0
-        self.timings: dict[str, float] = {}
-        self._lib = lib
-        self._device: ctypes.c_int | None = None  # set once the context is retained
-        self._thread = threading.Thread(target=self._run, name="device start (driver)", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            t0 = time.perf_counter()
-            lib = self._lib if self._lib is not None else _driver_library()
-            if lib is None or lib.cuInit(0) != 0:
-                return
-            count = ctypes.c_int(0)
-            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
-                return
-            self.count = count.value
-            t1 = time.perf_counter()
-            self.timings["cuInit"] = t1 - t0
-            device = ctypes.c_int(0)
-            if self.count <= self.index or lib.cuDeviceGet(ctypes.byref(device), self.index) != 0:
-                return
-            _v2(lib, "cuDevicePrimaryCtxSetFlags")(device, CU_CTX_SCHED_BLOCKING_SYNC)  # refused if made already
-            context = ctypes.c_void_p(0)
-            if lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) != 0:
-                return
-            self._lib, self._device = lib, device
-            self.timings["context"] = time.perf_counter() - t1
-        except (OSError, AttributeError):  # a library without these entry points: the bindings will say
-            return
-
-    def wait(self) -> bool:
-        """True when the driver is initialised and the context retained here."""
-        self._thread.join()
-        return self._device is not None
-
-    def release(self) -> None:
-        """Give this start's retain back (idempotent); the bindings' own keeps the context."""
-        self._thread.join()
-        device, self._device = self._device, None
-        if device is not None:
-            _v2(self._lib, "cuDevicePrimaryCtxRelease")(device)
-
-
-def _v2(lib, name: str):
-    """The current entry point of a call whose first version was replaced (CUDA 11: _v2)."""
-    return getattr(lib, f"{name}_v2", None) or getattr(lib, name)
 
 
 class DeviceStart:

@@ -1,0 +1,90 @@
+"""The driver library's own entry points, for the start of a process: before numpy and the bindings are imported.
+
+cuda_kernels/driver.py is the project's door to the CUDA driver, through cuda-python, whose import (with
+numpy) takes about 200 ms on the H200's host.  A cold CLI proof wants cuInit and the device's primary context
+(about 250 ms together) made beside that import, not after it: `DriverStart` makes those calls through the
+library itself (ctypes, whose calls give the GIL up) on a thread.  It is only a head start: the bindings'
+cuInit and retain that follow find both done, and whatever fails here is left to them (they fail the same way
+and name it).  The one device-global call here, the release of its own retain once the bindings hold theirs,
+is checked by cuda_kernels/device_global.py like the wrapper's calls (rule 1 of design.md §5).  Standard
+library only; tests/test_device_guard.py holds the driver library to this module and driver.py.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+import time
+
+from cuda_kernels import device_global
+
+CU_CTX_SCHED_BLOCKING_SYNC = 0x04  # as driver.Device sets it: threads that wait on the device sleep
+DRIVER_LIBRARY = "libcuda.so.1"
+
+
+def _driver_library():
+    """The CUDA driver library through ctypes (whose calls give the GIL up); None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(DRIVER_LIBRARY)
+    except OSError:
+        return None
+
+
+class DriverStart:
+    """cuInit and a retain of device `index`'s primary context, through the driver library itself on a daemon
+    thread.  Only a head start: whatever fails here is left to the bindings, which fail the same way and
+    name it.  `release()` gives the retain back once the bindings hold their own (the context lives on)."""
+
+    def __init__(self, index: int, lib=None):
+        self.index = index
+        self.count = 0
+        self.timings: dict[str, float] = {}
+        self._lib = lib
+        self._device: ctypes.c_int | None = None  # set once the context is retained
+        self._thread = threading.Thread(target=self._run, name="device start (driver)", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            t0 = time.perf_counter()
+            lib = self._lib if self._lib is not None else _driver_library()
+            if lib is None or lib.cuInit(0) != 0:
+                return
+            count = ctypes.c_int(0)
+            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+                return
+            self.count = count.value
+            t1 = time.perf_counter()
+            self.timings["cuInit"] = t1 - t0
+            device = ctypes.c_int(0)
+            if self.count <= self.index or lib.cuDeviceGet(ctypes.byref(device), self.index) != 0:
+                return
+            _v2(lib, "cuDevicePrimaryCtxSetFlags")(device, CU_CTX_SCHED_BLOCKING_SYNC)  # refused if made already
+            context = ctypes.c_void_p(0)
+            if lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) != 0:
+                return
+            self._lib, self._device = lib, device
+            self.timings["context"] = time.perf_counter() - t1
+        except (OSError, AttributeError):  # a library without these entry points: the bindings will say
+            return
+
+    def wait(self) -> bool:
+        """True when the driver is initialised and the context retained here."""
+        self._thread.join()
+        return self._device is not None
+
+    def release(self) -> None:
+        """Give this start's retain back (idempotent); the bindings' own keeps the context."""
+        self._thread.join()
+        device = self._device
+        if device is not None:
+            device_global.check("cuDevicePrimaryCtxRelease_v2", self.index)  # rule 1, as the wrapper checks it
+            self._device = None
+            _v2(self._lib, "cuDevicePrimaryCtxRelease")(device)
+
+
+def _v2(lib, name: str):
+    """The current entry point of a call whose first version was replaced (CUDA 11: _v2)."""
+    return getattr(lib, f"{name}_v2", None) or getattr(lib, name)
