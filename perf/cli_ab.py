@@ -48,10 +48,10 @@ def main() -> None:
         entries[name] = (cmd, env, tree)
     results = {name: [] for name in entries}
     for name, (cmd, env, tree) in entries.items():
-        wall(cmd, env)  # warm-up
+        wall(cmd, env, tree)  # warm-up
     for _ in range(args.runs):
         for name, (cmd, env, tree) in entries.items():
-            t, err = subprocess_wall(cmd, env, tree)
+            t, err = wall(cmd, env, tree)
             results[name].append((t, stages(err)))
     names = list(entries)
     print(f"{args.runs} rounds, median (ms); key {args.zkey}")
@@ -67,17 +67,6 @@ def main() -> None:
             vals = [s[k] for _, s in results[n] if k in s]
             cells.append(f"{statistics.median(vals):.2f}" if len(vals) == len(results[n]) else "")
         print(f"| {k.strip()} | " + " | ".join(cells) + " |")
-
-
-def subprocess_wall(cmd, env, tree):
-    import time  # noqa: PLC0415
-
-    t = time.perf_counter()
-    p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
-    dt = time.perf_counter() - t
-    if p.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
-    return dt, p.stderr
 
 
 if __name__ == "__main__":

@@ -49,9 +49,9 @@ FLOOR = {  # through cuda_kernels/driver.py (it imports numpy), with the work qu
 }
 
 
-def wall(cmd: list[str], env: dict) -> tuple[float, str]:
+def wall(cmd: list[str], env: dict, cwd: str | Path = ROOT) -> tuple[float, str]:
     t = time.perf_counter()
-    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     dt = time.perf_counter() - t
     if p.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")

@@ -129,17 +129,18 @@ def test_a_cached_build_is_found_without_loading_nvrtc(tmp_path):
     import sys  # noqa: PLC0415
 
     env = {**os.environ, "GROTH16_KERNEL_CACHE": str(tmp_path)}
-    code = ("import sys; from cuda_kernels import build; opts = ('-std=c++17',);"
-            " key = build.cache_key('P', 'sm_90', opts); (build.cache_dir() / (key + '.cubin')).write_bytes(b'cubin');"
-            " print(build.remembered_nvrtc_version())")
-    first = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=120)
-    assert first.returncode == 0, first.stderr
-    assert first.stdout.strip() != "None", "the NVRTC the bindings loaded was not remembered"
-    code = ("import sys; from cuda_kernels import build;"
-            " cubin, _ = build.compile_cubin('P', 'sm_90', ('-std=c++17',));"
-            " print(cubin == b'cubin', 'cuda.bindings.nvrtc' in sys.modules)")
-    second = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=120)
-    assert second.returncode == 0, second.stderr
-    assert second.stdout.split() == ["True", "False"]
+
+    def fresh_python(code: str) -> str:
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    remembered = fresh_python(
+        "from cuda_kernels import build; key = build.cache_key('P', 'sm_90', ('-std=c++17',));"
+        " (build.cache_dir() / (key + '.cubin')).write_bytes(b'cubin'); print(build.remembered_nvrtc_version())")
+    assert remembered.strip() != "None", "the NVRTC the bindings loaded was not remembered"
+    second = fresh_python("import sys; from cuda_kernels import build;"
+                          " cubin, _ = build.compile_cubin('P', 'sm_90', ('-std=c++17',));"
+                          " print(cubin == b'cubin', 'cuda.bindings.nvrtc' in sys.modules)")
+    assert second.split() == ["True", "False"]
