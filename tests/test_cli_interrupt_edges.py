@@ -25,7 +25,8 @@ def _run_module(tmp_path: Path, name: str, body: str, *argv, timeout: float = 30
         sys.argv = ["engine", *{[str(a) for a in argv]!r}]
         runpy.run_module("engine", run_name="__main__", alter_sys=True)
         """))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # (a machine's own packages)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO), *inherited]))
     return subprocess.run([sys.executable, "-m", name], cwd=tmp_path, env=env, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=timeout)
 
