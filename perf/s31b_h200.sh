@@ -23,4 +23,7 @@ print('OPENBLAS_NUM_THREADS=%s' % os.environ.get('OPENBLAS_NUM_THREADS', ''), '%
 done
 echo "== $(date +%T) every GPU test"
 OUT=$OUT STEPS="tests" bash scripts/final_h200.sh > /dev/null 2>&1; tail -c 2500 $OUT/log
+echo "== $(date +%T) the CLI's own tests over the real driver and NVRTC (fresh interpreters)"
+python3 -m pytest -q -rf tests/test_cli_device_start.py tests/test_cli_exit.py tests/test_cli_interrupt_edges.py \
+  tests/test_cuda_build.py -k "not every_kernel" -p no:cacheprovider 2>&1 | tail -4
 echo "== $(date +%T) done"
