@@ -17,6 +17,11 @@ from conftest import FIXTURES, REPO
 TINY = FIXTURES / "tiny" / "bn128"
 
 
+def _inherited_path() -> list[str]:
+    """This process's PYTHONPATH entries (a machine's own packages come that way), kept after ours."""
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
 def _run_module(tmp_path: Path, name: str, body: str, *argv, timeout: float = 300) -> subprocess.CompletedProcess:
     """`python -m <name>`: a module that patches the engine, then runs `python -m engine <argv>` as __main__
     (through runpy, as the interpreter runs it: the exit path under test is the one after a module run)."""
@@ -25,8 +30,7 @@ def _run_module(tmp_path: Path, name: str, body: str, *argv, timeout: float = 30
         sys.argv = ["engine", *{[str(a) for a in argv]!r}]
         runpy.run_module("engine", run_name="__main__", alter_sys=True)
         """))
-    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # (a machine's own packages)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO), *inherited]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO), *_inherited_path()]))
     return subprocess.run([sys.executable, "-m", name], cwd=tmp_path, env=env, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=timeout)
 
@@ -98,7 +102,8 @@ def test_the_direct_cpu_path_imports_nothing_of_ours_once_ctrl_c_is_a_keyboard_i
         print(" ".join(late))
         """))
     proc = subprocess.run([sys.executable, str(probe)], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), stdin=subprocess.DEVNULL)
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *_inherited_path()])),
+                          stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "", f"imported after Ctrl-C became KeyboardInterrupt: {proc.stdout.strip()}"
 
