@@ -83,7 +83,7 @@ def key_buffer_bytes(curve: Curve, n_public: int) -> dict[str, int]:
         "points": (2 + n_public + 1) * g1b + g2b,  # alpha1, beta1, beta2, IC_0..IC_nPublic
         "bases": 3 * g1b + g2b,  # delta1, alpha1, beta1, delta2
         "tables": FB_ROWS * (3 * g1b + g2b + ic_tables(n_public) * g1b),  # then IC_1.. (ic_tables)
-        "consts": int(gverify.pairing_consts(curve).nbytes),
+        "consts": gverify.pairing_consts_nbytes(curve),
         "g2": 3 * g2b,  # gamma2, delta2, beta2
         "lines": 3 * gverify.n_lines(curve) * 3 * 2 * curve.n8q,
         "neg_alpha": g1b,
