@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
-FLOOR = {  # through cuda_kernels/driver.py (it imports numpy), with the work queues of the CLI (prove.ONE_PROOF_STREAMS)
+FLOOR = {  # through cuda_kernels/driver.py (it imports numpy), with 8 work queues (the CLI asks for prove.ONE_PROOF_QUEUES)
     "python -c pass": "pass",
     "+ import cuda_kernels.driver": "import cuda_kernels.driver",
     "+ cuInit": "from cuda_kernels import driver as d; d.prefer_connections(8); d.init()",

@@ -54,9 +54,13 @@ def register(subparsers) -> None:
 
 
 # A lone proof's streams (upload, compute, the tail's five side lanes: pipeline.run_compute; the key tables'
-# side stream: key.py), so the direct path's context makes this many hardware work queues, not 32:
-# driver.prefer_connections, which measured 470 -> 140 ms for the context and 310 -> 80 ms for its release.
+# side stream: key.py) number ONE_PROOF_STREAMS; the direct path's context makes ONE_PROOF_QUEUES hardware work
+# queues for them, not the Engine's 32 (driver.prefer_connections).  Each queue costs about 14 ms to make (beside
+# the imports, off the path) and 9-11 ms to release (on it, at the end).  Measured in turns on the H200
+# (perf/RESULTS.md, session 31, 2^14 domain): 8 queues 651 ms, 4 queues 592 ms with the proof unchanged (21.4
+# against 21.2 ms), 2 queues 618 ms with the proof 3.5 ms longer (its evaluation waited behind a side lane).
 ONE_PROOF_STREAMS = 8
+ONE_PROOF_QUEUES = 4
 
 
 def _direct_gpu(args: argparse.Namespace) -> bool:
@@ -73,7 +77,7 @@ def start(args: argparse.Namespace) -> None:
     if _direct_gpu(args):
         from engine.backends.device_start import DeviceStart
 
-        args.device_start = DeviceStart(0, connections=ONE_PROOF_STREAMS)
+        args.device_start = DeviceStart(0, connections=ONE_PROOF_QUEUES)
 
 
 def preload(args: argparse.Namespace) -> list[str]:
