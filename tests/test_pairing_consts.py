@@ -8,6 +8,7 @@ import pytest
 from engine.algebra.curves import BLS12_381, BN254
 from engine.algebra.field import fq2_pow
 from engine.backends.gpu import epilogue as gepi
+from engine.algebra import pairing as pr
 from engine.backends.gpu import verify as gverify
 from engine.backends.gpu.footprint import KeyShape, plan_key
 
@@ -18,12 +19,15 @@ CURVES = [BN254, BLS12_381]
 def test_frobenius_powers_are_the_exponentiations_they_replace(curve):
     q, xi = curve.q, curve.fq6_nonresidue
     direct = [fq2_pow(xi, i * (q**k - 1) // 6, q) for k in (1, 2, 3) for i in range(6)]
-    assert gverify.frobenius_powers(xi, q) == direct
+    assert pr.frobenius_powers(xi, q) == direct
+    twist = (fq2_pow(xi, (q - 1) // 3, q), fq2_pow(xi, (q - 1) // 2, q), fq2_pow(xi, (q * q - 1) // 3, q),
+             fq2_pow(xi, (q * q - 1) // 2, q))
+    assert pr._twist_frobenius_consts(curve) == twist
 
 
 def test_frobenius_powers_refuse_a_field_where_six_does_not_divide_q_minus_one():
     with pytest.raises(ValueError):
-        gverify.frobenius_powers((1, 1), 11)
+        pr.frobenius_powers((1, 1), 11)
 
 
 @pytest.mark.parametrize("curve", CURVES, ids=lambda c: c.name)

@@ -37,7 +37,7 @@ from types import SimpleNamespace
 from typing import Sequence
 
 from engine.algebra.curves import Curve
-from engine.algebra.field import fq2_batch_inverse, fq2_pow
+from engine.algebra.field import fq2_batch_inverse, fq2_conj, fq2_mul, fq2_pow
 
 Fq12 = tuple  # ((a0, a1, a2), (b0, b1, b2)) of Fq2 tuples
 
@@ -350,13 +350,26 @@ def _loop_shape(curve: Curve) -> tuple[tuple[bool, tuple[int, ...]], ...]:
 
 @lru_cache(maxsize=None)
 def _twist_frobenius_consts(curve: Curve):
-    q, xi = curve.q, curve.fq6_nonresidue
-    return (
-        fq2_pow(xi, (q - 1) // 3, q),
-        fq2_pow(xi, (q - 1) // 2, q),
-        fq2_pow(xi, (q * q - 1) // 3, q),
-        fq2_pow(xi, (q * q - 1) // 2, q),
-    )
+    """xi^((q - 1) / 3), xi^((q - 1) / 2), xi^((q^2 - 1) / 3), xi^((q^2 - 1) / 2): frobenius_powers' entries 2, 3,
+    8 and 9."""
+    powers = frobenius_powers(curve.fq6_nonresidue, curve.q)
+    return powers[2], powers[3], powers[8], powers[9]
+
+
+def frobenius_powers(xi, q: int) -> list:
+    """xi^(i (q^k - 1) / 6) for k = 1, 2, 3 and i = 0..5, from one exponentiation: with g = xi^((q - 1) / 6)
+    (6 divides q - 1 on both curves) and the q-power of Fq2 its conjugation, g^(i (q + 1)) = h conj(h) and
+    g^(i (q^2 + q + 1)) = h conj(h) h for h = g^i.  Eighteen exponentiations to ~250-bit to ~760-bit powers
+    took 26 ms here, inside a key's first load (perf/RESULTS.md, session 31)."""
+    if (q - 1) % 6:
+        raise ValueError("6 does not divide q - 1")
+    g = fq2_pow(xi, (q - 1) // 6, q)
+    first = [(1, 0)]
+    for _ in range(5):
+        first.append(fq2_mul(first[-1], g, q))
+    second = [fq2_mul(h, fq2_conj(h, q), q) for h in first]
+    third = [fq2_mul(n, h, q) for n, h in zip(second, first)]
+    return first + second + third
 
 
 def _prepare(curve: Curve, Q) -> list:

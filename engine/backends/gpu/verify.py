@@ -16,7 +16,6 @@ import numpy as np
 
 from engine.algebra import pairing as pr
 from engine.algebra.curves import Curve
-from engine.algebra.field import fq2_conj, fq2_mul, fq2_pow
 
 SQUARE = 9  # the loop code for "square f" (pairing.cuh, pairing_layout::SQUARE)
 N_FQ2 = 23
@@ -58,22 +57,6 @@ def mont_words(curve: Curve, values) -> list[int]:
     return out
 
 
-def frobenius_powers(xi, q: int) -> list:
-    """xi^(i (q^k - 1) / 6) for k = 1, 2, 3 and i = 0..5, from one exponentiation: with g = xi^((q - 1) / 6)
-    (6 divides q - 1 on both curves) and the q-power of Fq2 its conjugation, g^(i (q + 1)) = h conj(h) and
-    g^(i (q^2 + q + 1)) = h conj(h) h for h = g^i.  Eighteen exponentiations to ~250-bit to ~760-bit powers
-    took 26 ms here, inside a key's first load (perf/RESULTS.md, session 31)."""
-    if (q - 1) % 6:
-        raise ValueError("6 does not divide q - 1")
-    g = fq2_pow(xi, (q - 1) // 6, q)
-    first = [(1, 0)]
-    for _ in range(5):
-        first.append(fq2_mul(first[-1], g, q))
-    second = [fq2_mul(h, fq2_conj(h, q), q) for h in first]
-    third = [fq2_mul(n, h, q) for n, h in zip(second, first)]
-    return first + second + third
-
-
 def pairing_consts_nbytes(curve: Curve) -> int:
     """pairing_consts(curve).nbytes, without making them (a key's footprint counts them before any load)."""
     return 4 * (N_FQ2 * 2 * (curve.n8q // 4) + len(loop_codes(curve)) + len(pr._naf(abs(curve.x_param))) + 3)
@@ -90,7 +73,7 @@ def pairing_consts(curve: Curve) -> np.ndarray:
         fq2 += list(pr._twist_frobenius_consts(curve))
     else:
         fq2 += [(0, 0)] * 4
-    fq2 += frobenius_powers(xi, q)
+    fq2 += pr.frobenius_powers(xi, q)
     assert len(fq2) == N_FQ2
     words = mont_words(curve, [c for v in fq2 for c in v])
     codes = loop_codes(curve)
