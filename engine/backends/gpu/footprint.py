@@ -522,8 +522,6 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
 
 def _plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int, sm_count: int, fold: str | int, tier: str,
               chunk: int | None, label: str, proofs_per_load: float | None) -> KeyFootprint:
-    from scheduler.budget import fmt_bytes  # noqa: PLC0415
-
     if tier not in ("auto", "resident", "host"):
         raise ValueError(f"tier: {tier!r} is not auto, resident or host")
     budget = int(budget_bytes)
@@ -551,6 +549,8 @@ def _plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int, sm_count: int,
         # the CSR built on the device only where the budget also holds its transient bytes beside the key
         build = shape.csr_build_bytes if chosen.device_bytes + shape.csr_build_bytes <= budget else 0
         return dataclasses.replace(chosen, csr_build_bytes=build)
+    from scheduler.budget import fmt_bytes  # noqa: PLC0415 - with anyio: only for the message
+
     smallest = min(residents + hosts, key=lambda fp: fp.device_bytes + fp.working_set_bytes)
     need = smallest.device_bytes + smallest.working_set_bytes
     how = ("resident" if smallest.tier == "resident" else
