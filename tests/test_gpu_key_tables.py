@@ -393,3 +393,39 @@ def test_proofs_while_the_tables_build_are_the_proofs_of_the_built_key(monkeypat
         backend.unload_key(last)
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_key_loaded_for_one_proof_makes_it_wait_for_the_tables_its_plan_paid_for(fake, sorts, curve):
+    """The CLI's load (proofs_per_load = 1) chose the fold by counting the tables' build against its one proof's
+    MSMs: that proof takes the full fold and its streams wait for the tables, where before it took the fold-1
+    plans whenever the tables were a few milliseconds late (the 2^14-domain CLI proof: 21-22 against 14 ms of
+    its own on the H200, perf/RESULTS.md session 31) and the build was paid for nothing."""
+    zkey, witness = _tiny(curve)
+    backend = _backend()
+    backend.proofs_per_load = 1
+    try:
+        key = backend.load_key(zkey)
+        fp = key.footprint
+        assert fp.fold > 1 and fp.tables_awaited and key.tables_done is not None
+        fake.fake.events_pending = True  # the tables' kernels still run
+        start = len(fake.log)
+        core = backend.prove_core(key, witness)
+        assert core.timings["gpu_fold"] == fp.fold and sorts == _proof_sorts(fp.plan_w, fp.plan_h, key.domain)
+        assert {key.ready.handle, key.tables_done.handle} <= _waited(fake, start)  # on the device, not the host
+        assert key.tables_done.handle not in {a[0] for a in fake.since(start, "cuEventSynchronize")}
+        fake.fake.events_pending = False
+        backend.unload_key(key)
+    finally:
+        backend.close()
+    backend = _backend()  # a service's load (proofs unknown): the early proofs keep the fold-1 plans
+    try:
+        key = backend.load_key(zkey)
+        assert not key.footprint.tables_awaited
+        fake.fake.events_pending = True
+        sorts.clear()
+        assert backend.prove_core(key, witness).timings["gpu_fold"] == 1
+        fake.fake.events_pending = False
+        backend.unload_key(key)
+    finally:
+        backend.close()

@@ -151,6 +151,10 @@ class KeyFootprint:
     # H's bucket sort through coarse bins (msm_sort.py: 8 bytes an entry more, in working_set_bytes);
     # granted by plan_key only where they fit beside the proofs in flight without changing the choice
     sort_bins: bool = False
+    # a load for a known number of proofs (plan_key's proofs_per_load: the CLI's one), whose choice counted the
+    # fold tables' build against those proofs' MSMs: they wait for the tables instead of taking the fold-1
+    # plans while the tables build (key.py plans_now), or the build was paid for nothing
+    tables_awaited: bool = False
 
     @property
     def fold(self) -> int:
@@ -548,7 +552,8 @@ def _plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int, sm_count: int,
                                   shape, budget, sm_count)
         # the CSR built on the device only where the budget also holds its transient bytes beside the key
         build = shape.csr_build_bytes if chosen.device_bytes + shape.csr_build_bytes <= budget else 0
-        return dataclasses.replace(chosen, csr_build_bytes=build)
+        return dataclasses.replace(chosen, csr_build_bytes=build,
+                                   tables_awaited=bool(proofs_per_load) and chosen.early_w is not None)
     from scheduler.budget import fmt_bytes  # noqa: PLC0415 - with anyio: only for the message
 
     smallest = min(residents + hosts, key=lambda fp: fp.device_bytes + fp.working_set_bytes)

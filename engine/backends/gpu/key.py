@@ -249,8 +249,9 @@ class GpuKey(ResidentKey):
         return self._tables_built
 
     def plans_now(self) -> ProofPlans:
-        """The plans of a proof whose compute starts now (see the class docstring)."""
-        if self.tables_built():
+        """The plans of a proof whose compute starts now (see the class docstring); the full fold's, after the
+        tables, for a key loaded for a known number of proofs (footprint.tables_awaited)."""
+        if self.footprint.tables_awaited or self.tables_built():
             return ProofPlans(self.plan_w, self.plan_h, True)
         return ProofPlans(self.footprint.early_w, self.footprint.early_h, False)
 
