@@ -3,9 +3,7 @@
 # imports, prove's parser alone and the exit without the teardown; what the kernel module's load is made of; the
 # CLI's GPU tests; the proofs it wrote come back for snarkjs.  OUT=/tmp/out bash perf/s31a_h200.sh
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
-python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
+. perf/s31_env.sh
 echo "== $(date +%T) cold CLI"
 python3 perf/cli_start.py --runs 7 --workdir /tmp/cs --json $OUT/cli_start.json 2>&1
 python3 -m engine export-vkey /tmp/cs/bench.zkey $OUT/cs-vkey.json --quiet && cp /tmp/cs/proof.json $OUT/cs-proof.json &&

@@ -4,13 +4,8 @@
 # work queues; perf/cli_start.py's floor rows and stages; every GPU test; the proofs come back for snarkjs.
 #   OUT=/tmp/out bash perf/s31b_h200.sh
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
-python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
-echo "== $(date +%T) cold CLI: floor rows and this tree's stages"
-python3 perf/cli_start.py --runs 7 --workdir /tmp/cs --json $OUT/cli_start.json 2>&1 | grep -v "^slowest"
-python3 -m engine export-vkey /tmp/cs/bench.zkey $OUT/cs-vkey.json && cp /tmp/cs/proof.json $OUT/cs-proof.json &&
-  cp /tmp/cs/public.json $OUT/cs-public.json
+. perf/s31_env.sh
+cold_cli_stages
 echo "== $(date +%T) in turns: the last session's tree, this one, this one with 4 and 2 queues"
 PYTHONPATH=/tmp/site python3 perf/cli_ab.py --zkey /tmp/cs/bench.zkey --wtns /tmp/cs/bench.wtns --runs 9 \
   base=.wt/base new=. new4=.:CUDA_DEVICE_MAX_CONNECTIONS=4 new2=.:CUDA_DEVICE_MAX_CONNECTIONS=2 2>&1

@@ -4,9 +4,7 @@
 # this one with 8, 4 and 2 work queues, and at 2^20 constraints this one with 8 and 2; every GPU test; the
 # proofs come back for snarkjs.   OUT=/tmp/out bash perf/s31c_h200.sh
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
-python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
+. perf/s31_env.sh
 mkdir -p /tmp/k14 /tmp/k20
 python3 -m engine bench-circuit --constraints 16381 --quiet /tmp/k14 && python3 -m engine setup --backend gpu --quiet \
   /tmp/k14/bench.r1cs /tmp/k14/bench.zkey 2>/dev/null
@@ -24,7 +22,5 @@ PYTHONPATH=/tmp/site python3 perf/cli_ab.py --zkey /tmp/k20/bench.zkey --wtns /t
   new=.:CUDA_DEVICE_MAX_CONNECTIONS=8 new2=.:CUDA_DEVICE_MAX_CONNECTIONS=2 2>&1
 echo "== $(date +%T) every GPU test"
 OUT=$OUT STEPS="tests" bash scripts/final_h200.sh > /dev/null 2>&1; tail -c 1500 $OUT/log
-echo "== $(date +%T) the CLI's own tests over the real driver and NVRTC (fresh interpreters)"
-python3 -m pytest -q -rf tests/test_cli_device_start.py tests/test_cli_exit.py tests/test_cli_interrupt_edges.py \
-  tests/test_cuda_build.py tests/test_pairing_consts.py -k "not every_kernel" -p no:cacheprovider 2>&1 | tail -3
+cli_own_tests
 echo "== $(date +%T) done"

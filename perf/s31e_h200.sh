@@ -3,9 +3,7 @@
 # tables: cold CLI proofs in turns beside the last session's tree; the GPU tests of the CLI and the key tables;
 # the proofs come back for snarkjs.   OUT=/tmp/out bash perf/s31e_h200.sh
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
-python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
+. perf/s31_env.sh
 mkdir -p /tmp/k14 && python3 -m engine bench-circuit --constraints 16381 --quiet /tmp/k14 &&
   python3 -m engine setup --backend gpu --quiet /tmp/k14/bench.r1cs /tmp/k14/bench.zkey 2>/dev/null
 python3 -m engine export-vkey /tmp/k14/bench.zkey $OUT/k14-vkey.json

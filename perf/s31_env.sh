@@ -1,0 +1,17 @@
+# Sourced by session 31's device scripts (perf/s31*_h200.sh, from the checkout root, carry [".whl", ".kcache", ...]):
+# the carried wheels and kernel builds installed, the environment set; `cli_own_tests` runs the CLI's own tests
+# over the real driver and NVRTC (fresh interpreters); `cold_cli_stages` perf/cli_start.py's rows.
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
+python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
+cli_own_tests() {
+  echo "== $(date +%T) the CLI's own tests over the real driver and NVRTC (fresh interpreters)"
+  python3 -m pytest -q -rf tests/test_cli_device_start.py tests/test_cli_exit.py tests/test_cli_interrupt_edges.py \
+    tests/test_cuda_build.py tests/test_pairing_consts.py -k "not every_kernel" -p no:cacheprovider 2>&1 | tail -3
+}
+cold_cli_stages() {  # perf/cli_start.py's floor rows and stages; its key's vkey and last proof into $OUT
+  echo "== $(date +%T) cold CLI: floor rows and this tree's stages"
+  python3 perf/cli_start.py --runs 7 --workdir /tmp/cs --json $OUT/cli_start.json 2>&1 | grep -v "^slowest"
+  python3 -m engine export-vkey /tmp/cs/bench.zkey $OUT/cs-vkey.json && cp /tmp/cs/proof.json $OUT/cs-proof.json &&
+    cp /tmp/cs/public.json $OUT/cs-public.json
+}
