@@ -80,7 +80,8 @@ class DriverStart:
         self._thread.join()
         device = self._device
         if device is not None:
-            device_global.check("cuDevicePrimaryCtxRelease_v2", self.index)  # rule 1, as the wrapper checks it
+            # off the proof path: the CLI's start-up, before any backend exists (rule 1, checked as the wrapper does)
+            device_global.check("cuDevicePrimaryCtxRelease_v2", self.index)
             self._device = None
             _v2(self._lib, "cuDevicePrimaryCtxRelease")(device)
 

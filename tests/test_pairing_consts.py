@@ -1,14 +1,14 @@
 """The device pairing's constants (engine/backends/gpu/verify.py): the tower's Frobenius powers from one
-exponentiation, equal to the eighteen they replace, and a key's byte count made without building them (it
+exponentiation, equal to the 22 exponentiations they replace, and a key's byte count made without building them (it
 cost 26 ms here in every cold key load: eighteen Fq2 exponentiations to powers of up to 760 bits)."""
 from __future__ import annotations
 
 import pytest
 
+from engine.algebra import pairing as pr
 from engine.algebra.curves import BLS12_381, BN254
 from engine.algebra.field import fq2_pow
 from engine.backends.gpu import epilogue as gepi
-from engine.algebra import pairing as pr
 from engine.backends.gpu import verify as gverify
 from engine.backends.gpu.footprint import KeyShape, plan_key
 

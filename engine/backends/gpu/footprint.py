@@ -240,8 +240,9 @@ _planning = threading.local()  # .plans: the MSM plans made so far in this threa
 def _one_plan_each():
     """Inside: msm.plan_msm runs once for each distinct plan asked for.  plan_key's candidates ask for the
     same plans many times (every fold's early plans and full-fold cost, every host candidate's): 76 plans
-    for 34 distinct ones at the 2^14 domain, 58 of a 62 ms key load from the cache (perf/RESULTS.md,
-    session 31).  Only within one call: the planner's terms are module state that tests and benchmarks set."""
+    for 33 distinct ones at the 2^14 domain, msm.plan_msm 49 -> 20 ms of a key load from the cache here (the
+    profile of perf/RESULTS.md, session 31).  Only within one call: the planner's terms are module state that
+    tests and benchmarks set."""
     outer = getattr(_planning, "plans", None)
     if outer is None:
         _planning.plans = {}

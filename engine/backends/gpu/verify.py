@@ -57,9 +57,16 @@ def mont_words(curve: Curve, values) -> list[int]:
     return out
 
 
+def _loop_ints(curve: Curve) -> list[int]:
+    """The constants buffer's tail after its Fq2 values: the loop's codes, the NAF of |x|, x's sign."""
+    codes = loop_codes(curve)
+    naf = pr._naf(abs(curve.x_param))
+    return [len(codes), *codes, len(naf), *naf, int(curve.x_param < 0)]
+
+
 def pairing_consts_nbytes(curve: Curve) -> int:
-    """pairing_consts(curve).nbytes, without making them (a key's footprint counts them before any load)."""
-    return 4 * (N_FQ2 * 2 * (curve.n8q // 4) + len(loop_codes(curve)) + len(pr._naf(abs(curve.x_param))) + 3)
+    """pairing_consts(curve).nbytes, without making its Fq2 values (a key's footprint counts them before any load)."""
+    return 4 * (N_FQ2 * 2 * (curve.n8q // 4) + len(_loop_ints(curve)))
 
 
 @lru_cache(maxsize=None)
@@ -76,10 +83,7 @@ def pairing_consts(curve: Curve) -> np.ndarray:
     fq2 += pr.frobenius_powers(xi, q)
     assert len(fq2) == N_FQ2
     words = mont_words(curve, [c for v in fq2 for c in v])
-    codes = loop_codes(curve)
-    naf = pr._naf(abs(curve.x_param))
-    ints = [len(codes), *codes, len(naf), *naf, int(curve.x_param < 0)]
-    return np.array(words + [i & 0xFFFFFFFF for i in ints], dtype=np.uint32)
+    return np.array(words + [i & 0xFFFFFFFF for i in _loop_ints(curve)], dtype=np.uint32)
 
 
 def fq12_to_words(curve: Curve, f) -> list[int]:
