@@ -9,6 +9,7 @@
 #include "evaluate.cuh"
 #include "fixed_base.cuh"
 #include "mont_c64.cuh"
+#include "mont_f64.cuh"
 #include "tower.cuh"
 #include "pairing.cuh"
 #include "epilogue.cuh"
@@ -357,6 +358,45 @@ extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b,
     mont_mul_c64<FR_P>(z.v, x.v, y.v);
     z.store(out + 8ull * i);
 }
+
+// The base field's product on the FP64 pipe (mont_f64.cuh) against the even/odd IMAD product:
+// a test kernel, and throughput chains as perf_mul_chain's (4 a thread): all even/odd, all FP64,
+// or two of each (the pipes side by side).  perf/field_mul.py --fq.
+extern "C" __global__ void fq_mul_f64_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint32_t W = fq_t::N;
+    fq_t x = fq_t::load(a + (uint64_t)W * i), y = fq_t::load(b + (uint64_t)W * i), z;
+    mont_f64<FQ_P>::mul(z.v, x.v, y.v);
+    z.store(out + (uint64_t)W * i);
+}
+template <int MODE>  // 0: even/odd, 1: FP64, 2: two of each
+__device__ __forceinline__ void perf_fq_chain(uint32_t* out, uint32_t iters, const uint32_t* ys) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    fq_t x[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        x[k] = fq_t::one();
+        x[k].v[0] ^= i * 2654435761u + k;
+    }
+    const fq_t y = fq_t::load(ys + (uint64_t)(i & 1023) * fq_t::N);
+#pragma unroll 1
+    for (uint32_t it = 0; it < iters; it++) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (MODE == 0 || (MODE == 2 && (k & 1) == 0)) mont_ptx<fq_t::N>::template mul_eo<FQ_P>(x[k].v, x[k].v, y.v);
+            else mont_f64<FQ_P>::mul(x[k].v, x[k].v, y.v);
+        }
+    }
+    uint32_t acc = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < fq_t::N; j++) acc ^= x[k].v[j];
+    out[i] = acc;
+}
+extern "C" __global__ void perf_fq_mul_eo(uint32_t* out, uint32_t iters, const uint32_t* ys) { perf_fq_chain<0>(out, iters, ys); }
+extern "C" __global__ void perf_fq_mul_f64(uint32_t* out, uint32_t iters, const uint32_t* ys) { perf_fq_chain<1>(out, iters, ys); }
+extern "C" __global__ void perf_fq_mul_mix(uint32_t* out, uint32_t iters, const uint32_t* ys) { perf_fq_chain<2>(out, iters, ys); }
 
 extern "C" __global__ void fr_mul_eo_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;

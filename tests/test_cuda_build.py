@@ -17,7 +17,7 @@ KERNELS = [
     "fr_mul_test", "fq_mul_test", "fr_to_mont", "fr_from_mont", "evaluate_ab", "quotient_h", "ntt_dif_pass",
     "ntt_dit_pass", "fr_twiddles", "fr_twiddle_test", "fr_powers", "fr_bit_reverse", "fr_scale", "msm_count", "msm_scatter", "scan_blocks",
     "scan_add", "fixed_base_g1", "fixed_base_g2", "perf_imad", "perf_fr_mul_ptx", "perf_fr_mul_c64", "perf_fr_mul_wide", "perf_fr_mul_shoup",
-    "fr_mul_eo_test", "fr_scale_pair",
+    "fr_mul_eo_test", "fr_scale_pair", "fq_mul_f64_test", "perf_fq_mul_eo", "perf_fq_mul_f64", "perf_fq_mul_mix",
 ] + [f"msm_{k}_{g}" for g in ("g1", "g2") for k in (
     "accumulate", "fix", "fix_heavy", "reduce_segments", "tree_sum", "combine", "precompute")]
 

@@ -322,6 +322,22 @@ def test_even_odd_montgomery_product_matches_python(backend, curve):
     assert to_ints(out) == [x * y * rinv % r for x, y in zip(a, b)]
 
 
+def test_fp64_base_field_product_matches_python(backend, curve):
+    """The base field's product on the FP64 pipe (mont_f64.cuh: 52-bit limbs split by FMAs that
+    round toward zero) is exactly a b R^-1 mod q, fully reduced, on random and edge operands
+    (0, 1, q-1, R mod q, values with the top limb's bits set)."""
+    rng = random.Random()
+    q, words = curve.q, curve.n8q // 4
+    R = 1 << (32 * words)
+    edge = [0, 1, 2, q - 1, q - 2, (q - 1) // 2, R % q, R * R % q, (1 << (32 * words - 3)) % q, (1 << 52) - 1,
+            1 << 52, (1 << 208) % q, q - (1 << 200)]
+    a = [rng.randrange(q) for _ in range(5000)] + [x for x in edge for _ in edge]
+    b = [rng.randrange(q) for _ in range(5000)] + [y for _ in edge for y in edge]
+    out = _launch_fr_pairs(backend, curve, "fq_mul_f64_test", from_ints(a, words // 2), from_ints(b, words // 2))
+    rinv = pow(R, -1, q)
+    assert to_ints(out) == [x * y * rinv % q for x, y in zip(a, b)]
+
+
 def test_c64_montgomery_product_matches_python(backend, curve):
     """The plain-C++ product (an alternative to the PTX chains) is exact too."""
     rng = random.Random()
