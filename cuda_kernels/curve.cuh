@@ -20,6 +20,13 @@ struct affine {
     __device__ __forceinline__ affine neg() const { return {x, y.neg()}; }
 };
 
+// a b - c d: one reduction where the field has a lazy form (fp::mul_sub), else two products.
+template <class F>
+__device__ __forceinline__ F mul_sub(const F& a, const F& b, const F& c, const F& d) {
+    if constexpr (F::HAS_MUL_SUB) return F::mul_sub(a, b, c, d);
+    else return a * b - c * d;
+}
+
 template <class F>
 struct xyzz {
     F x, y, zz, zzz;
@@ -60,7 +67,7 @@ struct xyzz {
         F x2 = x.sqr();
         F m = x2.dbl() + x2;
         F x3 = m.sqr() - s.dbl();
-        y = m * (s - x3) - w * y;
+        y = mul_sub(m, s - x3, w, y);
         x = x3;
         zz = v * zz;
         zzz = w * zzz;
@@ -82,7 +89,7 @@ struct xyzz {
         }
         F pp = p.sqr(), ppp = p * pp, q = x * pp;
         F x3 = r.sqr() - ppp - q.dbl();
-        y = r * (q - x3) - y * ppp;
+        y = mul_sub(r, q - x3, y, ppp);
         x = x3;
         zz = zz * pp;
         zzz = zzz * ppp;
@@ -104,7 +111,7 @@ struct xyzz {
         }
         F pp = p.sqr(), ppp = p * pp, q = u1 * pp;
         F x3 = r.sqr() - ppp - q.dbl();
-        y = r * (q - x3) - s1 * ppp;
+        y = mul_sub(r, q - x3, s1, ppp);
         x = x3;
         zz = zz * o.zz * pp;
         zzz = zzz * o.zzz * ppp;

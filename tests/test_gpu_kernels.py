@@ -110,18 +110,20 @@ def test_field_mul_add_sub_inverse_match_python(backend, curve, field):
         assert g[3] == (pow(x, -1, p) if x else 0)
 
 
-def _launch_fr_pairs(backend, curve, name: str, ha: np.ndarray, hb: np.ndarray) -> np.ndarray:
-    """out[i] = kernel(a[i], b[i]) for a kernel (a, b, n, out) over Fr elements."""
+def _launch_fr_pairs(backend, curve, name: str, ha: np.ndarray, hb: np.ndarray, out_factor: int = 1) -> np.ndarray:
+    """out[i] = kernel(a[i], b[i]) for a kernel (a, b, n, out) over field elements (out_factor
+    elements an i)."""
     from cuda_kernels.driver import Device, U32, launch
 
     backend.bind_thread()
     mod, stream, dev = backend.ctx.module(curve), backend.ctx.compute_stream(0), backend.device
     n = ha.shape[0]
-    da, db, dout = dev.alloc(ha.nbytes, stream), dev.alloc(hb.nbytes, stream), dev.alloc(ha.nbytes, stream)
+    da, db = dev.alloc(ha.nbytes, stream), dev.alloc(hb.nbytes, stream)
+    dout = dev.alloc(out_factor * ha.nbytes, stream)
     Device.upload(da, ha, stream)
     Device.upload(db, hb, stream)
     launch(mod, name, -(-n // 128), 128, stream, da, db, U32(n), dout)
-    host = np.empty_like(ha)
+    host = np.empty((n * out_factor, ha.shape[1]), dtype=ha.dtype)
     Device.download(host, dout, stream)
     stream.synchronize()
     for buf in (da, db, dout):
@@ -322,20 +324,49 @@ def test_even_odd_montgomery_product_matches_python(backend, curve):
     assert to_ints(out) == [x * y * rinv % r for x, y in zip(a, b)]
 
 
-def test_fp64_base_field_product_matches_python(backend, curve):
-    """The base field's product on the FP64 pipe (mont_f64.cuh: 52-bit limbs split by FMAs that
-    round toward zero) is exactly a b R^-1 mod q, fully reduced, on random and edge operands
-    (0, 1, q-1, R mod q, values with the top limb's bits set)."""
+def test_split_base_field_products_match_python(backend, curve):
+    """The split product (field.cuh by_value_split: Karatsuba or the squaring, then REDC) and the
+    difference of two products with one reduction (mul_sub), exactly a b R^-1 mod q, a^2 R^-1 and
+    (x y - z w) R^-1, fully reduced, on random operands and edges (0, 1, q-1, R mod q, equal and
+    zero Karatsuba halves, a difference of zero, negative differences)."""
+    rng = random.Random()
+    q, words = curve.q, curve.n8q // 4
+    R, h = 1 << (32 * words), 16 * words
+    edge = [0, 1, 2, q - 1, q - 2, (q - 1) // 2, R % q, R * R % q, (1 << h) - 1, 1 << h, ((1 << h) + 1) % q,
+            (((1 << h) - 1) << h) % q, q - (1 << 200)]
+    a = [rng.randrange(q) for _ in range(5000)] + [x for x in edge for _ in edge]
+    b = [rng.randrange(q) for _ in range(5000)] + [y for _ in edge for y in edge]
+    n = len(a)
+    out = _launch_fr_pairs(backend, curve, "fq_split_test", from_ints(a, words // 2), from_ints(b, words // 2),
+                           out_factor=3)
+    got = to_ints(out.reshape(-1, words // 2))
+    rinv = pow(R, -1, q)
+    for i in range(n):
+        z, w = a[(i + 1) % n], b[(i + 7) % n]
+        assert got[3 * i] == a[i] * b[i] * rinv % q, (a[i], b[i])
+        assert got[3 * i + 1] == a[i] * a[i] * rinv % q, a[i]
+        assert got[3 * i + 2] == (a[i] * b[i] - z * w) * rinv % q, (a[i], b[i], z, w)
+
+
+def test_split_fq2_products_match_python(backend, curve):
+    """Fq2 = Fq[u]/(u^2 + 1) over the split product: x y with two reductions of the double-width
+    Karatsuba terms (c0 = (w0 - w1) / R, c1 = (ws - w0 - w1) / R) and x^2, on random elements and
+    edges (zero, one, q-1 in either coordinate)."""
     rng = random.Random()
     q, words = curve.q, curve.n8q // 4
     R = 1 << (32 * words)
-    edge = [0, 1, 2, q - 1, q - 2, (q - 1) // 2, R % q, R * R % q, (1 << (32 * words - 3)) % q, (1 << 52) - 1,
-            1 << 52, (1 << 208) % q, q - (1 << 200)]
-    a = [rng.randrange(q) for _ in range(5000)] + [x for x in edge for _ in edge]
-    b = [rng.randrange(q) for _ in range(5000)] + [y for _ in edge for y in edge]
-    out = _launch_fr_pairs(backend, curve, "fq_mul_f64_test", from_ints(a, words // 2), from_ints(b, words // 2))
+    edge = [(0, 0), (1, 0), (0, 1), (q - 1, q - 1), (q - 1, 0), (0, q - 1), (R % q, q - 1)]
+    xs = [(rng.randrange(q), rng.randrange(q)) for _ in range(3000)] + [e for e in edge for _ in edge]
+    ys = [(rng.randrange(q), rng.randrange(q)) for _ in range(3000)] + [f for _ in edge for f in edge]
+    flat = lambda v: from_ints([c for pair in v for c in pair], words // 2).reshape(len(v), words)  # noqa: E731
+    out = _launch_fr_pairs(backend, curve, "fq2_split_test", flat(xs), flat(ys), out_factor=2)
+    got = to_ints(out.reshape(-1, words // 2))
     rinv = pow(R, -1, q)
-    assert to_ints(out) == [x * y * rinv % q for x, y in zip(a, b)]
+    for i, ((a0, a1), (b0, b1)) in enumerate(zip(xs, ys)):
+        prod = ((a0 * b0 - a1 * b1) * rinv % q, (a0 * b1 + a1 * b0) * rinv % q)
+        sq = ((a0 * a0 - a1 * a1) * rinv % q, 2 * a0 * a1 * rinv % q)
+        assert (got[4 * i], got[4 * i + 1]) == prod, (a0, a1, b0, b1)
+        assert (got[4 * i + 2], got[4 * i + 3]) == sq, (a0, a1)
 
 
 def test_c64_montgomery_product_matches_python(backend, curve):

@@ -56,7 +56,7 @@ def test_sort_placement_and_its_scratch(monkeypatch):
     entries = big.max_entries
     base = 12 * (big.keys + 1) + 4 * entries + 8 * (-(-big.keys // gsort.SCAN_BLOCK) + 1)
     # the bins are counted (and allocated) only when asked for, whatever SORT says
-    assert gmsm.SortScratch.nbytes([big], True) == base + 8 * entries + 4 * gsort.MSM_BINS
+    assert gmsm.SortScratch.nbytes([big], True) == base + 8 * entries + 4 * (2 * gsort.MSM_BINS + 1)
     assert gmsm.SortScratch.nbytes([big]) == base
     monkeypatch.setattr(gsort, "SORT", "merge")
     with pytest.raises(ValueError, match="'merge'"):
@@ -82,11 +82,31 @@ def test_a_sort_without_bins_in_its_scratch_places_directly(monkeypatch):
         for binned in (False, True):
             names.clear()
             s = gmsm.SortScratch(dev, [big], stream, binned=binned)
-            assert s.binned == binned and len(s.bin_bufs) == (3 if binned else 0)
+            assert s.binned == binned and len(s.bin_bufs) == (4 if binned else 0)
             msm_sort.sort_scalars(type("M", (), {"allow_shared": lambda self, n, b: None})(), big, 0, s, stream)
-            assert ("msm_bin" in names and "msm_place" in names) == binned and ("msm_scatter" in names) != binned
+            assert names == (["msm_bin_count", "msm_bin_scan", "msm_bin_runs", "msm_bin_sort"] if binned else
+                             ["msm_count", "scan_blocks", "scan_blocks", "scan_add", "msm_scatter"])
             s.free(stream)
         monkeypatch.setattr(msm_sort, "launch", real)
+
+
+def test_sort_scratch_counts_what_it_allocates(monkeypatch):
+    """SortScratch.nbytes (what the VRAM budget counts) is the sum of its allocations, with and without bins."""
+    from fake_cuda import fake_driver  # noqa: PLC0415
+
+    plans = [gmsm.plan_msm(1 << 20, 254, "full", accumulation="xyzz"), gmsm.plan_msm(1 << 18, 254, 1)]
+    with fake_driver():
+        from cuda_kernels.driver import Device  # noqa: PLC0415
+
+        dev = Device(0)
+        stream = dev.stream()
+        sizes = []
+        real = dev.alloc
+        monkeypatch.setattr(dev, "alloc", lambda nbytes, st: (sizes.append(nbytes), real(nbytes, st))[1])
+        for binned in (False, True):
+            sizes.clear()
+            gmsm.SortScratch(dev, plans, stream, binned=binned).free(stream)
+            assert sum(sizes) == gmsm.SortScratch.nbytes(plans, binned)
 
 
 @pytest.mark.parametrize("keys,shift", [(1, 0), (256, 0), (257, 1), (1 << 21, 13), ((1 << 24) - 5, 16)])

@@ -171,7 +171,7 @@ class GpuKey(ResidentKey):
         kernels = list(device_csr.KERNELS)
         tables = self.footprint.tier != "host" and not self._tables_built
         if tables:
-            kernels += ["msm_precompute_g1", "msm_precompute_g2"]
+            kernels += [gmsm.precompute_kernel(g, curve.name) for g in ("g1", "g2")]
         self.module.preload(kernels)
         if tables:
             self.module.preload()

@@ -78,7 +78,10 @@ ACCUMULATIONS = ("affine", "xyzz")
 # reference (5 resident blocks of 128 against 3 by value: BN254 G1 2^24 59.6 against 62.0 ms), the
 # latency-bound kernels after it by value (segments 2.81 -> 2.43 ms at 2^24, 0.54 -> 0.44 at 2^16);
 # BN254 G2 by value throughout (2^24 208.4 against 216.0 ms, 2^14-2^16 12-23% faster).
-PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo")
+#   split     msm_*_g1s, msm_*_g2s   by value, each product split (field.cuh by_value_split, gen_mont_split.py):
+#             Karatsuba's 48 wide products for a b and 36 for a squaring, then REDC's 64, against 128 fused;
+#             Y3 of each addition and doubling with one reduction for its two products.
+PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split")
 # The default build per curve (perf/RESULTS.md, the evening session's closing call, CUDA events, every
 # build's result equal): BN254's G1 and G2 with the even/odd product (G1 2^24 77.6 -> 60.2 ms, G2 2^24
 # 208.1 -> 162.6).  BLS12-381 since its 12-limb even/odd product (b13bls, H200): G1's accumulation by
@@ -104,7 +107,8 @@ def product_abi(group: str, curve: str | None) -> str:
 # group's accumulation takes per curve (none: the unbounded kernel); ACCUMULATE_BOUNDS overrides
 # it for every curve (tests, perf/msm.py --combos ABI:SORT:BOUND).
 EXTRA_ACCUMULATIONS = frozenset({"bls12381"})
-BOUNDED_KERNELS = {"g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,), "g2r": (3,)}
+BOUNDED_KERNELS = {"g1s": (4,), "g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,), "g2r": (3,)}
+BOUNDED_EVERYWHERE = frozenset({"g1s"})  # bounded builds every curve's module has (kernels.cu)
 ACCUMULATE_BOUNDS_BY_CURVE: dict[str, dict[str, int]] = {}
 ACCUMULATE_BOUNDS: dict[str, int] | None = None
 
@@ -488,7 +492,9 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
     if abi not in PRODUCT_ABIS:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
     accumulation = name.startswith("accumulate")
-    if abi in ("eo", "mixed_eo"):
+    if abi == "split":
+        build = f"{group}s"
+    elif abi in ("eo", "mixed_eo"):
         reference = abi == "mixed_eo" and accumulation and (group == "g1" or curve in EXTRA_ACCUMULATIONS)
         build = f"{group}{'r' if reference else 'e'}"
     else:
@@ -497,7 +503,8 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
     bound = accumulate_bound(group, curve) if accumulation else None
     if bound is None:
         return f"msm_{name}_{build}"
-    if bound not in BOUNDED_KERNELS.get(build, ()) or curve not in EXTRA_ACCUMULATIONS:
+    if bound not in BOUNDED_KERNELS.get(build, ()) or (curve not in EXTRA_ACCUMULATIONS
+                                                       and build not in BOUNDED_EVERYWHERE):
         raise ValueError(f"no accumulation kernel of build {build} bounded to {bound} blocks for {curve}")
     return f"msm_{name}_{build}_b{bound}"
 
@@ -579,11 +586,26 @@ def run_msm(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, ba
     accumulate(mod, group, plan, layout, bases, sort, b, acc_bytes, result, stream, result_stride, mark)
 
 
+# The fold tables' build per curve: "split" (msm_precompute_<G>s, the split product) or None (the
+# plain build, msm_precompute_<G>); TABLE_ABI overrides for every curve (tests, perf/tables.py).
+TABLE_ABI_BY_CURVE: dict[str, str] = {}
+TABLE_ABI: str | None = None
+TABLE_ABIS = (None, "split")
+
+
+def precompute_kernel(group: str, curve: str | None) -> str:
+    """The kernel that builds `group`'s fold tables for `curve` (a module's `curve` name)."""
+    abi = TABLE_ABI if TABLE_ABI is not None else TABLE_ABI_BY_CURVE.get(curve or "")
+    if abi not in TABLE_ABIS:
+        raise ValueError(f"table build {abi!r} is not one of {TABLE_ABIS}")
+    return f"msm_precompute_{group}{'s' if abi == 'split' else ''}"
+
+
 def precompute(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer, stream: Stream) -> None:
     """Fill tables 1..fold-1 of a bases buffer whose table 0 holds the points."""
     if plan.fold > 1:
-        launch(mod, f"msm_precompute_{group}", -(-plan.n // 128), 128, stream, bases, U32(plan.n), U32(plan.c),
-               U32(plan.fold))
+        launch(mod, precompute_kernel(group, getattr(mod, "curve", None)), -(-plan.n // 128), 128, stream, bases,
+               U32(plan.n), U32(plan.c), U32(plan.fold))
 
 
 def sorted_msms(mod: Module, plan: MsmPlan, layout: AccumulateLayout, scalars: DeviceBuffer | int,

@@ -1,0 +1,307 @@
+"""The Montgomery product split in two, as even/odd chains (gen_mont_eo.py's form): a double-width
+product T = a b (plain, Karatsuba, or a squaring) and the reduction REDC(T) = T / 2^(32n) mod p.
+
+Why: on Hopper the MSM's accumulation is bound by the pipe that runs IMAD.WIDE (the even/odd
+product's 32 x 32 -> 64 multiply-adds; perf/RESULTS.md), so what counts is wide products a point
+addition, not instructions.  A fused Montgomery product spends n^2 of them on a b and n^2 on the
+reduction.  Split, a squaring needs n(n+1)/2 for a^2 (each cross product once, doubled by an
+addition chain), Karatsuba 3 (n/2)^2 for a b (the middle product from |a_lo - a_hi| |b_hi - b_lo|,
+its sign applied by additions), and a sum of products needs one reduction, not one each
+(Y3 = R (Q - X3) - Y1 PPP of the XYZZ formulas: REDC(T1 + p^2 - T2)).  The additions these cost run
+on the ALU pipe, which the products leave mostly idle.
+
+Every chain carries only as far as a bound allows (stated where it is used); tests/test_mont_split.py
+runs the generated PTX on the host (tests/ptx_sim.py) against Python integers.
+"""
+from __future__ import annotations
+
+try:  # imported as cuda_kernels.gen_mont_split or run beside gen_mont_ptx.py as a script
+    from cuda_kernels.gen_mont_eo import _Acc, _Chain, _carry_into, _csub, _merge, _pair
+except ImportError:  # pragma: no cover
+    from gen_mont_eo import _Acc, _Chain, _carry_into, _csub, _merge, _pair
+
+
+def _rows(lines: list[str], e: _Acc, o: _Acc, a, b, na: int, nb: int, col0: int = 0) -> None:
+    """e + o += a * b (na x nb words) at column col0, one chain a row and parity.  Bound: after row i
+    the rows' sum is below a * 2^(32(i+1)) < 2^(32(na+i+1)), so each accumulator fits the words up to
+    col0 + na + i and a chain ending below that word carries into the next one, never written before."""
+    for i in range(nb):
+        for acc, parity in ((e, 0), (o, 1)):
+            cs = [c for c in range(col0 + i, col0 + i + na) if c % 2 == parity]
+            if not cs:
+                continue
+            ch = _Chain(lines)
+            for c in cs:
+                _pair(ch, acc, c, a(c - col0 - i), b(i))
+            top = cs[-1] + 1
+            if top < col0 + na + i:
+                ch.emit(carry_out=True)
+                _carry_into(lines, acc, top + 1)
+            else:
+                ch.emit()
+
+
+def wide_body(lines: list[str], out, a, b, n: int, tag: str) -> None:
+    """out(0..2n-1) = a * b (n words each): n^2 wide products."""
+    e, o = _Acc(f"{tag}e", 2 * n), _Acc(f"{tag}o", 2 * n)
+    lines.append(f".reg .u32 {tag}e<{2 * n}>, {tag}o<{2 * n}>;")
+    _rows(lines, e, o, a, b, n, n)
+    _merge(lines, out, e, o, 0, 2 * n)
+
+
+def sqr_body(lines: list[str], out, a, n: int, tag: str) -> None:
+    """out(0..2n-1) = a^2: the cross products a_i a_j (i < j) once, doubled, then the squares a_i^2
+    added in one chain: n(n+1)/2 wide products.  Bound of the cross rows <= i: their sum is below
+    (a mod 2^(32(i+1))) a < 2^(32(n+i+1)), as for _rows; the whole cross sum is below a^2 / 2, so
+    its double fits 2n words, and the squares' chain ends at a^2 < 2^(64n)."""
+    e, o = _Acc(f"{tag}e", 2 * n), _Acc(f"{tag}o", 2 * n)
+    lines.append(f".reg .u32 {tag}e<{2 * n}>, {tag}o<{2 * n}>, {tag}c<{2 * n}>;")
+    for i in range(n - 1):
+        for acc, parity in ((e, 0), (o, 1)):
+            cs = [c for c in range(2 * i + 1, i + n) if c % 2 == parity]
+            if not cs:
+                continue
+            ch = _Chain(lines)
+            for c in cs:
+                _pair(ch, acc, c, a(c - i), a(i))
+            top = cs[-1] + 1
+            if top < n + i:
+                ch.emit(carry_out=True)
+                _carry_into(lines, acc, top + 1)
+            else:
+                ch.emit()
+    c = lambda k: f"{tag}c{k}"  # noqa: E731
+    _merge(lines, c, e, o, 0, 2 * n)
+    lines.append(f"add.cc.u32 {c(0)}, {c(0)}, {c(0)};")
+    for k in range(1, 2 * n):
+        op = "addc.cc.u32" if k < 2 * n - 1 else "addc.u32"
+        lines.append(f"{op} {c(k)}, {c(k)}, {c(k)};")
+    for i in range(n):
+        lines.append(f"{'mad' if i == 0 else 'madc'}.lo.cc.u32 {out(2 * i)}, {a(i)}, {a(i)}, {c(2 * i)};")
+        cc = ".cc" if i < n - 1 else ""
+        lines.append(f"madc.hi{cc}.u32 {out(2 * i + 1)}, {a(i)}, {a(i)}, {c(2 * i + 1)};")
+
+
+def _abs_diff(lines: list[str], d, mask: str, x, y, h: int) -> None:
+    """d(0..h-1) = |x - y| (h words each), mask = all ones where x < y, else 0."""
+    lines.append(f"sub.cc.u32 {d(0)}, {x(0)}, {y(0)};")
+    for j in range(1, h):
+        lines.append(f"subc.cc.u32 {d(j)}, {x(j)}, {y(j)};")
+    lines.append(f"subc.u32 {mask}, 0, 0;")
+    for j in range(h):
+        lines.append(f"xor.b32 {d(j)}, {d(j)}, {mask};")
+    # (d ^ mask) - mask: the two's complement where mask is all ones (mod 2^(32h))
+    lines.append(f"sub.cc.u32 {d(0)}, {d(0)}, {mask};")
+    for j in range(1, h):
+        op = "subc.cc.u32" if j < h - 1 else "subc.u32"
+        lines.append(f"{op} {d(j)}, {d(j)}, {mask};")
+
+
+def kara_body(lines: list[str], out, a, b, n: int, tag: str) -> None:
+    """out(0..2n-1) = a * b by one level of Karatsuba (n even, h = n/2): z0 = a_lo b_lo, z2 = a_hi b_hi,
+    and the middle a_lo b_hi + a_hi b_lo = z0 + z2 + (a_lo - a_hi)(b_hi - b_lo), the last as the
+    product of the two magnitudes with the sign of their product applied by additions: 3 h^2 wide
+    products.  The middle is below 2^(32n+1) (n words and a top bit) and the sum a b < 2^(64n)."""
+    assert n % 2 == 0
+    h = n // 2
+    t = f"{tag}"
+    lines.append(f".reg .u32 {t}z<{2 * n}>, {t}p<{n}>, {t}m<{n + 1}>, {t}da<{h}>, {t}db<{h}>, {t}sa, {t}sb, {t}s, {t}x;")
+    z = lambda k: f"{t}z{k}"  # noqa: E731  z0 in words 0..n-1, z2 in n..2n-1
+    wide_body(lines, z, a, b, h, t + "l")
+    wide_body(lines, lambda k: z(n + k), lambda j: a(h + j), lambda j: b(h + j), h, t + "h")
+    da, db = (lambda j: f"{t}da{j}"), (lambda j: f"{t}db{j}")  # noqa: E731
+    _abs_diff(lines, da, f"{t}sa", a, lambda j: a(h + j), h)
+    _abs_diff(lines, db, f"{t}sb", lambda j: b(h + j), b, h)
+    pw = lambda k: f"{t}p{k}"  # noqa: E731
+    wide_body(lines, pw, da, db, h, t + "m")
+    lines.append(f"xor.b32 {t}s, {t}sa, {t}sb;")  # all ones where the middle's product is negative
+    m = lambda k: f"{t}m{k}"  # noqa: E731
+    # m = z0 + z2 (n words and a carry word)
+    lines.append(f"add.cc.u32 {m(0)}, {z(0)}, {z(n)};")
+    for k in range(1, n):
+        lines.append(f"addc.cc.u32 {m(k)}, {z(k)}, {z(n + k)};")
+    lines.append(f"addc.u32 {m(n)}, 0, 0;")
+    # m += (p ^ s) + (s & 1): p negated where s is all ones, sign-extended into the top word
+    for k in range(n):
+        lines.append(f"xor.b32 {pw(k)}, {pw(k)}, {t}s;")
+    lines.append(f"add.cc.u32 {t}x, {t}s, {t}s;")  # the carry flag = 1 where s is all ones
+    for k in range(n):
+        lines.append(f"addc.cc.u32 {m(k)}, {m(k)}, {pw(k)};")
+    lines.append(f"addc.u32 {m(n)}, {m(n)}, {t}s;")
+    # out = z0 | z2, plus the middle at word h
+    for k in range(h):
+        lines.append(f"mov.u32 {out(k)}, {z(k)};")
+    lines.append(f"add.cc.u32 {out(h)}, {z(h)}, {m(0)};")
+    for k in range(1, n + 1):
+        lines.append(f"addc.cc.u32 {out(h + k)}, {z(h + k)}, {m(k)};")
+    for k in range(h + n + 1, 2 * n):
+        op = "addc.cc.u32" if k < 2 * n - 1 else "addc.u32"
+        lines.append(f"{op} {out(k)}, {z(k)}, 0;")
+
+
+def redc_body(lines: list[str], out, t, p, inv: str, n: int, tag: str) -> None:
+    """out = T / 2^(32n) mod p, fully reduced, for T < p 2^(32n) (2n words t(0..2n-1)), p < 2^(32n-1).
+    The low half's reduction is gen_mont_eo's CIOS rows without their a b_i chains: the window
+    X + 2^32 Y (X at positions 0..n-1, Y at 1..n), m = X_0 inv, X, Y += m p by parity, then the shift
+    by renaming (X_1 added into the new X_0, X_2.. the addends of the next Y chain).  The window
+    stays below 2^(32n) + 2^32 p < 2^(32(n+1)), so Y never carries out of position n.  After n rows
+    U = (T_lo + M p) / 2^(32n) < p + 1, and U + T_hi < 2p takes one conditional subtraction.  n^2 wide
+    products."""
+    lines.append(f".reg .u32 {tag}u<{n}>, {tag}v<{n}>, {tag}r<{n}>, {tag}m;")
+    X, Y = f"{tag}u", f"{tag}v"
+
+    def chain_x(addends) -> None:
+        ch = _Chain(lines)
+        for j in range(0, n, 2):
+            ch.add("lo", f"{X}{j}", p(j), f"{tag}m", addends(j))
+            ch.add("hi", f"{X}{j + 1}", p(j), f"{tag}m", addends(j + 1))
+        ch.emit(carry_out=True)
+        lines.append(f"addc.u32 {Y}{n - 1}, {Y}{n - 1}, 0;")
+
+    for i in range(n):
+        if i == 0:
+            lines.append(f"mul.lo.u32 {tag}m, {t(0)}, {inv};")
+            ch = _Chain(lines)
+            for j in range(1, n, 2):
+                ch.add("lo", f"{Y}{j - 1}", p(j), f"{tag}m", None)
+                ch.add("hi", f"{Y}{j}", p(j), f"{tag}m", None)
+            ch.emit()
+            chain_x(t)
+        else:
+            old_x, X, Y = X, Y, X
+            lines.append(f"add.cc.u32 {X}0, {X}0, {old_x}1;")
+            lines.append(f"mul.lo.u32 {tag}m, {X}0, {inv};")  # no .cc: the carry waits for the Y chain
+            ch = _Chain(lines, carry_in=True)
+            for j in range(1, n, 2):
+                ch.add("lo", f"{Y}{j - 1}", p(j), f"{tag}m", f"{old_x}{j + 1}" if j + 1 < n else None)
+                ch.add("hi", f"{Y}{j}", p(j), f"{tag}m", f"{old_x}{j + 2}" if j + 2 < n else None)
+            ch.emit()
+            chain_x(lambda j: f"{X}{j}")
+    r = lambda k: f"{tag}r{k}"  # noqa: E731
+    # U = Y + (X >> 32); then U + T_hi
+    lines.append(f"add.cc.u32 {r(0)}, {Y}0, {X}1;")
+    for k in range(1, n):
+        op = "addc.cc.u32" if k < n - 1 else "addc.u32"
+        lines.append(f"{op} {r(k)}, {Y}{k}, {X + str(k + 1) if k + 1 < n else 0};")
+    lines.append(f"add.cc.u32 {r(0)}, {r(0)}, {t(n)};")
+    for k in range(1, n):
+        op = "addc.cc.u32" if k < n - 1 else "addc.u32"
+        lines.append(f"{op} {r(k)}, {r(k)}, {t(n + k)};")
+    lines.append(f".reg .u32 s<{n}>, c;")
+    lines.append(".reg .pred nb;")
+    _csub(lines, r, out, p, n)
+
+
+def redc_diff_body(lines: list[str], out, t1, t2, p2, p, inv: str, n: int, tag: str) -> None:
+    """out = (T1 - T2) / 2^(32n) mod p: REDC(T1 + K - T2), one reduction for a difference of products.
+    K = p^2 for T1, T2 < p^2 (the sum below 2 p^2 < p 2^(32n)); K = 2 p^2 for T1 < p^2, T2 < 2 p^2 (an
+    Fq2 product's c1 = s - v0 - v1: below 3 p^2 < p 2^(32n) where 3p < 2^(32n)).  T1 + K never carries
+    out of 2n words and stays above T2."""
+    lines.append(f".reg .u32 {tag}t<{2 * n}>;")
+    t = lambda k: f"{tag}t{k}"  # noqa: E731
+    lines.append(f"add.cc.u32 {t(0)}, {t1(0)}, {p2(0)};")
+    for k in range(1, 2 * n):
+        op = "addc.cc.u32" if k < 2 * n - 1 else "addc.u32"
+        lines.append(f"{op} {t(k)}, {t1(k)}, {p2(k)};")
+    lines.append(f"sub.cc.u32 {t(0)}, {t(0)}, {t2(0)};")
+    for k in range(1, 2 * n):
+        op = "subc.cc.u32" if k < 2 * n - 1 else "subc.u32"
+        lines.append(f"{op} {t(k)}, {t(k)}, {t2(k)};")
+    redc_body(lines, out, t, p, inv, n, tag + "r")
+
+
+def wide_add_body(lines: list[str], out, a, b, n: int) -> None:
+    """out(0..2n-1) = A + B for 2n-word values whose sum stays below 2^(64n) (two products below p^2)."""
+    lines.append(f"add.cc.u32 {out(0)}, {a(0)}, {b(0)};")
+    for k in range(1, 2 * n):
+        op = "addc.cc.u32" if k < 2 * n - 1 else "addc.u32"
+        lines.append(f"{op} {out(k)}, {a(k)}, {b(k)};")
+
+
+def product(n: int, kind: str) -> list[str]:
+    """One asm body: kind "wide" (%0..%(2n-1) = a b; a, b), "kara" (the same by Karatsuba), "sqr"
+    (= a^2; a), "redc" (%0..%(n-1) = REDC(T); T in 2n words, then the immediates p and inv),
+    "redcd" (%0..%(n-1) = REDC(T1 + p^2 - T2); T1, T2, then the immediates p^2, p, inv), "mul" (the
+    fused kara + redc: %0..%(n-1) = a b / R mod p; a, b, p, inv), "sqrm" (sqr + redc)."""
+    lines = ["{"]
+    out = lambda k: f"%{k}"  # noqa: E731
+    if kind in ("wide", "kara", "sqr"):
+        a = lambda j: f"%{2 * n + j}"  # noqa: E731
+        b = lambda j: f"%{3 * n + j}"  # noqa: E731
+        if kind == "wide":
+            wide_body(lines, out, a, b, n, "w")
+        elif kind == "kara":
+            kara_body(lines, out, a, b, n, "k")
+        else:
+            sqr_body(lines, out, a, n, "q")
+    elif kind == "redc":
+        t = lambda k: f"%{n + k}"  # noqa: E731
+        p = lambda j: f"%{3 * n + j}"  # noqa: E731
+        redc_body(lines, out, t, p, f"%{4 * n}", n, "r")
+    elif kind in ("redcd", "redcd2"):  # the immediates: p^2 (redcd) or 2 p^2 (redcd2)
+        t1 = lambda k: f"%{n + k}"  # noqa: E731
+        t2 = lambda k: f"%{3 * n + k}"  # noqa: E731
+        p2 = lambda k: f"%{5 * n + k}"  # noqa: E731
+        p = lambda j: f"%{7 * n + j}"  # noqa: E731
+        redc_diff_body(lines, out, t1, t2, p2, p, f"%{8 * n}", n, "d")
+    elif kind == "wadd":
+        wide_add_body(lines, out, lambda k: f"%{2 * n + k}", lambda k: f"%{4 * n + k}", n)
+    elif kind in ("mul", "sqrm"):
+        a = lambda j: f"%{n + j}"  # noqa: E731
+        b = lambda j: f"%{2 * n + j}"  # noqa: E731
+        off = 3 * n if kind == "mul" else 2 * n
+        p = lambda j: f"%{off + j}"  # noqa: E731
+        lines.append(f".reg .u32 T<{2 * n}>;")
+        tw = lambda k: f"T{k}"  # noqa: E731
+        if kind == "mul":
+            kara_body(lines, tw, a, b, n, "k")
+        else:
+            sqr_body(lines, tw, a, n, "q")
+        redc_body(lines, out, tw, p, f"%{off + n}", n, "r")
+    else:
+        raise ValueError(kind)
+    lines.append("}")
+    return lines
+
+
+def _wrap(name: str, doc: str, lines: list[str], outs: list[str], ins: list[str], imms: list[str]) -> str:
+    body = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
+    tail = f",\n          {', '.join(imms)}" if imms else ""
+    return (
+        f"    // {doc} (gen_mont_split.py)\n"
+        "    template <class P>\n"
+        f"    static __device__ __forceinline__ void {name} {{\n"
+        f"        asm(\n{body}\n"
+        f"        : {', '.join(outs)}\n        : {', '.join(ins)}{tail});\n"
+        "    }\n"
+    )
+
+
+def wrappers(n: int) -> str:
+    """The methods of mont_ptx<n>: wide/kara/sqr (2n-word T), redc, redc_diff, and the fused
+    mul_split/sqr_split."""
+    w = lambda arr, k: [f'"r"({arr}[{j}])' for j in range(k)]  # noqa: E731
+    o = lambda arr, k: [f'"=r"({arr}[{j}])' for j in range(k)]  # noqa: E731
+    ps = [f'"n"(P::MOD[{j}])' for j in range(n)] + ['"n"(P::INV)']
+    return "".join([
+        _wrap("wide_eo(uint32_t* t, const uint32_t* a, const uint32_t* b)", "T = a b, 2N words",
+              product(n, "wide"), o("t", 2 * n), w("a", n) + w("b", n), []),
+        _wrap("kara_eo(uint32_t* t, const uint32_t* a, const uint32_t* b)", "T = a b by Karatsuba, 2N words",
+              product(n, "kara"), o("t", 2 * n), w("a", n) + w("b", n), []),
+        _wrap("sqr_wide_eo(uint32_t* t, const uint32_t* a)", "T = a^2, 2N words",
+              product(n, "sqr"), o("t", 2 * n), w("a", n), []),
+        _wrap("redc_eo(uint32_t* r, const uint32_t* t)", "r = T / R mod p (T < p R), fully reduced",
+              product(n, "redc"), o("r", n), w("t", 2 * n), ps),
+        _wrap("redc_diff_eo(uint32_t* r, const uint32_t* t1, const uint32_t* t2)",
+              "r = (T1 - T2) / R mod p for T1, T2 < p^2, one reduction", product(n, "redcd"), o("r", n),
+              w("t1", 2 * n) + w("t2", 2 * n), [f'"n"(P::MOD2[{j}])' for j in range(2 * n)] + ps),
+        _wrap("redc_diff2_eo(uint32_t* r, const uint32_t* t1, const uint32_t* t2)",
+              "r = (T1 - T2) / R mod p for T1 < p^2, T2 < 2 p^2, one reduction", product(n, "redcd2"), o("r", n),
+              w("t1", 2 * n) + w("t2", 2 * n), [f'"n"(P::MOD2X2[{j}])' for j in range(2 * n)] + ps),
+        _wrap("wide_add(uint32_t* t, const uint32_t* a, const uint32_t* b)", "T = A + B, 2N words",
+              product(n, "wadd"), o("t", 2 * n), w("a", 2 * n) + w("b", 2 * n), []),
+        _wrap("mul_split(uint32_t* r, const uint32_t* a, const uint32_t* b)", "a b / R mod p: Karatsuba, then REDC",
+              product(n, "mul"), o("r", n), w("a", n) + w("b", n), ps),
+        _wrap("sqr_split(uint32_t* r, const uint32_t* a)", "a^2 / R mod p: the squaring, then REDC",
+              product(n, "sqrm"), o("r", n), w("a", n), ps),
+    ])

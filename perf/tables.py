@@ -1,0 +1,62 @@
+"""A key's fold tables (msm.precompute: c doublings a table a point, one inversion per 16 tables),
+built by each build of the base field's product (msm.TABLE_ABI: the plain build, msm_precompute_<G>,
+and the split one, msm_precompute_<G>s), both curves, G1 and G2: CUDA events, medians, and each
+build's tables compared byte for byte with the first's.
+
+    python perf/tables.py [--log-n 20] [--curves bn128,bls12381] [--repeats 3]
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from gpu_common import Device, random_points, time_ms
+
+from engine.algebra.curves import curve_by_name
+from engine.backends.gpu import GpuBackend
+from engine.backends.gpu import msm as gmsm
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--log-n", type=int, default=20)
+    ap.add_argument("--curves", default="bn128,bls12381")
+    ap.add_argument("--builds", default="plain,split")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    backend = GpuBackend()
+    dev, stream = backend.device, backend.ctx.compute_stream(0)
+    n = 1 << args.log_n
+    rows = []
+    for name in args.curves.split(","):
+        curve = curve_by_name(name)
+        mod = backend.ctx.module(curve)
+        plan = gmsm.plan_msm(n, curve.r.bit_length(), "full", curve=curve.name)
+        for group in ("g1", "g2"):
+            host = random_points(curve, group == "g2", n, seed=5)
+            bases = dev.alloc(plan.fold * host.nbytes, stream)
+            first = None
+            for build in args.builds.split(","):
+                gmsm.TABLE_ABI = None if build == "plain" else build
+
+                def run():
+                    Device.upload(bases, host, stream)
+                    gmsm.precompute(mod, group, plan, bases, stream)
+                upload = time_ms(stream, lambda: Device.upload(bases, host, stream), repeats=args.repeats)
+                ms = time_ms(stream, run, repeats=args.repeats) - upload
+                out = np.empty(plan.fold * host.nbytes, dtype=np.uint8)
+                Device.download(out, bases, stream)
+                stream.synchronize()
+                same = "first" if first is None else ("same" if np.array_equal(out, first) else "DIFFERENT")
+                first = out if first is None else first
+                rows.append(f"{curve.name} | {group} | 2^{args.log_n} | c {plan.c} fold {plan.fold} | {build} | "
+                            f"{ms:.2f} ms | {same}")
+            gmsm.TABLE_ABI = None
+            Device.free(bases, stream)
+    print("curve | group | n | plan | build | tables ms (events, less the upload) | tables against the first build")
+    for r in rows:
+        print(r)
+
+
+if __name__ == "__main__":
+    main()
