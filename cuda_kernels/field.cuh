@@ -25,9 +25,11 @@ typedef int int32_t;
 // (no frame, more registers: 130 against 94).  Fq2's products over any of them stay by reference
 // (by value too, G2's accumulation took 255 registers and spilled).  The MSM's XYZZ pass is built
 // in these forms (kernels.cu: by_value suffix v, by_value_eo e, by_reference_eo r).
-// SPLIT (with EVEN_ODD): the product as a double-width product, then REDC (gen_mont_split.py):
-// Karatsuba's 3 (N/2)^2 wide products for a b, N(N+1)/2 for a squaring, against N^2 fused, and
-// mul_wide / redc_diff for the XYZZ formulas' differences of products (one reduction for two).
+// SPLIT (with EVEN_ODD): products as the even/odd chains, but squarings and differences of products
+// split into a double-width product and REDC (gen_mont_split.py): N(N+1)/2 wide products for a^2
+// against N^2, and one reduction for a b - c d (mul_sub).  The base field's only: an Fq2 product built
+// on it (c0 = (w0 - w1) / R, c1 = (ws - w0 - w1) / R) gave wrong c1 on the device although its PTX
+// runs right on the host simulator (perf/RESULTS.md, session 32); Fq2 keeps its three products.
 template <class P, bool VALUE, bool EVEN_ODD, bool SPLIT = false>
 struct product_form : P {};
 template <class P>
@@ -100,9 +102,7 @@ struct fp {
     // 12 limbs (BLS12-381's Fq: mont_ptx<12>::mul_eo, generated since b13bls).
     static __device__ __forceinline__ fp mul_inline(const fp& a, const fp& b) {
         fp r;
-        if constexpr (product_traits<P>::split)
-            mont_ptx<N>::template mul_split<P>(r.v, a.v, b.v);
-        else if constexpr ((FIELD_MUL_VARIANT == 3 && N == 8) || product_traits<P>::even_odd)
+        if constexpr ((FIELD_MUL_VARIANT == 3 && N == 8) || product_traits<P>::even_odd)
             mont_ptx<N>::template mul_eo<P>(r.v, a.v, b.v);
         else if constexpr (FIELD_MUL_VARIANT == 1 || (FIELD_MUL_VARIANT == 2 && N == 8))
             mont_ptx<N>::template mul_wide<P>(r.v, a.v, b.v);
@@ -183,7 +183,7 @@ struct fp {
     };
     static __device__ __noinline__ wide mul_wide_by_value(fp a, fp b) {
         wide t;
-        mont_ptx<N>::template kara_eo<P>(t.v, a.v, b.v);
+        mont_ptx<N>::template wide_eo<P>(t.v, a.v, b.v);
         return t;
     }
     static __device__ __noinline__ fp redc_diff_by_value(wide t1, wide t2) {
@@ -191,18 +191,7 @@ struct fp {
         mont_ptx<N>::template redc_diff_eo<P>(r.v, t1.v, t2.v);
         return r;
     }
-    // (T1 - T2) / R for T1 < p^2, T2 < 2 p^2 (an Fq2 product's c1 = s - (v0 + v1)), and A + B.
-    static __device__ __noinline__ fp redc_diff2_by_value(wide t1, wide t2) {
-        fp r;
-        mont_ptx<N>::template redc_diff2_eo<P>(r.v, t1.v, t2.v);
-        return r;
-    }
-    static __device__ __forceinline__ wide add_wide(const wide& a, const wide& b) {
-        wide t;
-        mont_ptx<N>::template wide_add<P>(t.v, a.v, b.v);
-        return t;
-    }
-    static constexpr bool SPLIT = product_traits<P>::split;
+
     static __device__ __forceinline__ fp mul_sub(const fp& a, const fp& b, const fp& c, const fp& d) {
         if constexpr (product_traits<P>::split) return redc_diff_by_value(mul_wide_by_value(a, b), mul_wide_by_value(c, d));
         else return a * b - c * d;
@@ -286,17 +275,10 @@ struct fp2 {
     // Not inlined: a G2 formula holds a dozen of these, and inlining them all makes kernels
     // that take NVRTC minutes and spill; the call costs little next to three products.
     friend __device__ __noinline__ fp2 operator*(const fp2& a, const fp2& b) {
-        // Karatsuba: three base-field products; with the split product two reductions, not three:
-        // c0 = (w0 - w1) / R, c1 = (ws - (w0 + w1)) / R on the double-width products
-        if constexpr (F::SPLIT) {
-            const auto w0 = F::mul_wide_by_value(a.c0, b.c0), w1 = F::mul_wide_by_value(a.c1, b.c1);
-            const auto ws = F::mul_wide_by_value(a.c0 + a.c1, b.c0 + b.c1);
-            return {F::redc_diff_by_value(w0, w1), F::redc_diff2_by_value(ws, F::add_wide(w0, w1))};
-        } else {
-            F v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
-            F s = (a.c0 + a.c1) * (b.c0 + b.c1);
-            return {v0 - v1, s - v0 - v1};
-        }
+        // Karatsuba: three base-field products
+        F v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
+        F s = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return {v0 - v1, s - v0 - v1};
     }
     __device__ __forceinline__ fp2& operator+=(const fp2& b) { return *this = *this + b; }
     __device__ __forceinline__ fp2& operator-=(const fp2& b) { return *this = *this - b; }

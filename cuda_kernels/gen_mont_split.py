@@ -1,14 +1,15 @@
 """The Montgomery product split in two, as even/odd chains (gen_mont_eo.py's form): a double-width
-product T = a b (plain, Karatsuba, or a squaring) and the reduction REDC(T) = T / 2^(32n) mod p.
+product T = a b (or a squaring) and the reduction REDC(T) = T / 2^(32n) mod p.
 
-Why: on Hopper the MSM's accumulation is bound by the pipe that runs IMAD.WIDE (the even/odd
-product's 32 x 32 -> 64 multiply-adds; perf/RESULTS.md), so what counts is wide products a point
-addition, not instructions.  A fused Montgomery product spends n^2 of them on a b and n^2 on the
-reduction.  Split, a squaring needs n(n+1)/2 for a^2 (each cross product once, doubled by an
-addition chain), Karatsuba 3 (n/2)^2 for a b (the middle product from |a_lo - a_hi| |b_hi - b_lo|,
-its sign applied by additions), and a sum of products needs one reduction, not one each
-(Y3 = R (Q - X3) - Y1 PPP of the XYZZ formulas: REDC(T1 + p^2 - T2)).  The additions these cost run
-on the ALU pipe, which the products leave mostly idle.
+Why: the MSM's accumulation and the key's fold tables are bound by the pipe that runs the integer
+multiply-adds (IMAD.WIDE for the even/odd product's 32 x 32 -> 64 products, and also the IMAD.X and
+IMAD.MOV that ptxas puts there; perf/RESULTS.md, session 32).  A fused Montgomery product spends n^2
+wide products on a b and n^2 on the reduction.  Split, a squaring needs n(n+1)/2 for a^2 (each cross
+product once, doubled by an addition chain; measured 1.18x the fused product on BN254, 1.22x on
+BLS12-381), and a difference of two products one reduction, not two (Y3 = R (Q - X3) - Y1 PPP of the
+XYZZ formulas: REDC(T1 + p^2 - T2)).  Karatsuba for a b (3 (n/2)^2
+wide products) was measured too and dropped: its sign and carry additions land on the same pipe as
+IMAD.X (0.91x on BN254, 1.00x on BLS12-381; commit e7ed40a has it).
 
 Every chain carries only as far as a bound allows (stated where it is used); tests/test_mont_split.py
 runs the generated PTX on the host (tests/ptx_sim.py) against Python integers.
@@ -82,63 +83,6 @@ def sqr_body(lines: list[str], out, a, n: int, tag: str) -> None:
         lines.append(f"madc.hi{cc}.u32 {out(2 * i + 1)}, {a(i)}, {a(i)}, {c(2 * i + 1)};")
 
 
-def _abs_diff(lines: list[str], d, mask: str, x, y, h: int) -> None:
-    """d(0..h-1) = |x - y| (h words each), mask = all ones where x < y, else 0."""
-    lines.append(f"sub.cc.u32 {d(0)}, {x(0)}, {y(0)};")
-    for j in range(1, h):
-        lines.append(f"subc.cc.u32 {d(j)}, {x(j)}, {y(j)};")
-    lines.append(f"subc.u32 {mask}, 0, 0;")
-    for j in range(h):
-        lines.append(f"xor.b32 {d(j)}, {d(j)}, {mask};")
-    # (d ^ mask) - mask: the two's complement where mask is all ones (mod 2^(32h))
-    lines.append(f"sub.cc.u32 {d(0)}, {d(0)}, {mask};")
-    for j in range(1, h):
-        op = "subc.cc.u32" if j < h - 1 else "subc.u32"
-        lines.append(f"{op} {d(j)}, {d(j)}, {mask};")
-
-
-def kara_body(lines: list[str], out, a, b, n: int, tag: str) -> None:
-    """out(0..2n-1) = a * b by one level of Karatsuba (n even, h = n/2): z0 = a_lo b_lo, z2 = a_hi b_hi,
-    and the middle a_lo b_hi + a_hi b_lo = z0 + z2 + (a_lo - a_hi)(b_hi - b_lo), the last as the
-    product of the two magnitudes with the sign of their product applied by additions: 3 h^2 wide
-    products.  The middle is below 2^(32n+1) (n words and a top bit) and the sum a b < 2^(64n)."""
-    assert n % 2 == 0
-    h = n // 2
-    t = f"{tag}"
-    lines.append(f".reg .u32 {t}z<{2 * n}>, {t}p<{n}>, {t}m<{n + 1}>, {t}da<{h}>, {t}db<{h}>, {t}sa, {t}sb, {t}s, {t}x;")
-    z = lambda k: f"{t}z{k}"  # noqa: E731  z0 in words 0..n-1, z2 in n..2n-1
-    wide_body(lines, z, a, b, h, t + "l")
-    wide_body(lines, lambda k: z(n + k), lambda j: a(h + j), lambda j: b(h + j), h, t + "h")
-    da, db = (lambda j: f"{t}da{j}"), (lambda j: f"{t}db{j}")  # noqa: E731
-    _abs_diff(lines, da, f"{t}sa", a, lambda j: a(h + j), h)
-    _abs_diff(lines, db, f"{t}sb", lambda j: b(h + j), b, h)
-    pw = lambda k: f"{t}p{k}"  # noqa: E731
-    wide_body(lines, pw, da, db, h, t + "m")
-    lines.append(f"xor.b32 {t}s, {t}sa, {t}sb;")  # all ones where the middle's product is negative
-    m = lambda k: f"{t}m{k}"  # noqa: E731
-    # m = z0 + z2 (n words and a carry word)
-    lines.append(f"add.cc.u32 {m(0)}, {z(0)}, {z(n)};")
-    for k in range(1, n):
-        lines.append(f"addc.cc.u32 {m(k)}, {z(k)}, {z(n + k)};")
-    lines.append(f"addc.u32 {m(n)}, 0, 0;")
-    # m += (p ^ s) + (s & 1): p negated where s is all ones, sign-extended into the top word
-    for k in range(n):
-        lines.append(f"xor.b32 {pw(k)}, {pw(k)}, {t}s;")
-    lines.append(f"add.cc.u32 {t}x, {t}s, {t}s;")  # the carry flag = 1 where s is all ones
-    for k in range(n):
-        lines.append(f"addc.cc.u32 {m(k)}, {m(k)}, {pw(k)};")
-    lines.append(f"addc.u32 {m(n)}, {m(n)}, {t}s;")
-    # out = z0 | z2, plus the middle at word h
-    for k in range(h):
-        lines.append(f"mov.u32 {out(k)}, {z(k)};")
-    lines.append(f"add.cc.u32 {out(h)}, {z(h)}, {m(0)};")
-    for k in range(1, n + 1):
-        lines.append(f"addc.cc.u32 {out(h + k)}, {z(h + k)}, {m(k)};")
-    for k in range(h + n + 1, 2 * n):
-        op = "addc.cc.u32" if k < 2 * n - 1 else "addc.u32"
-        lines.append(f"{op} {out(k)}, {z(k)}, 0;")
-
-
 def redc_body(lines: list[str], out, t, p, inv: str, n: int, tag: str) -> None:
     """out = T / 2^(32n) mod p, fully reduced, for T < p 2^(32n) (2n words t(0..2n-1)), p < 2^(32n-1).
     The low half's reduction is gen_mont_eo's CIOS rows without their a b_i chains: the window
@@ -193,10 +137,9 @@ def redc_body(lines: list[str], out, t, p, inv: str, n: int, tag: str) -> None:
 
 
 def redc_diff_body(lines: list[str], out, t1, t2, p2, p, inv: str, n: int, tag: str) -> None:
-    """out = (T1 - T2) / 2^(32n) mod p: REDC(T1 + K - T2), one reduction for a difference of products.
-    K = p^2 for T1, T2 < p^2 (the sum below 2 p^2 < p 2^(32n)); K = 2 p^2 for T1 < p^2, T2 < 2 p^2 (an
-    Fq2 product's c1 = s - v0 - v1: below 3 p^2 < p 2^(32n) where 3p < 2^(32n)).  T1 + K never carries
-    out of 2n words and stays above T2."""
+    """out = (T1 - T2) / 2^(32n) mod p for T1, T2 < p^2: REDC(T1 + p^2 - T2), one reduction for a
+    difference of two products (T1 + p^2 < 2p^2 never carries out of 2n words and stays above T2;
+    the sum is below 2 p^2 < p 2^(32n))."""
     lines.append(f".reg .u32 {tag}t<{2 * n}>;")
     t = lambda k: f"{tag}t{k}"  # noqa: E731
     lines.append(f"add.cc.u32 {t(0)}, {t1(0)}, {p2(0)};")
@@ -210,54 +153,36 @@ def redc_diff_body(lines: list[str], out, t1, t2, p2, p, inv: str, n: int, tag: 
     redc_body(lines, out, t, p, inv, n, tag + "r")
 
 
-def wide_add_body(lines: list[str], out, a, b, n: int) -> None:
-    """out(0..2n-1) = A + B for 2n-word values whose sum stays below 2^(64n) (two products below p^2)."""
-    lines.append(f"add.cc.u32 {out(0)}, {a(0)}, {b(0)};")
-    for k in range(1, 2 * n):
-        op = "addc.cc.u32" if k < 2 * n - 1 else "addc.u32"
-        lines.append(f"{op} {out(k)}, {a(k)}, {b(k)};")
-
-
 def product(n: int, kind: str) -> list[str]:
-    """One asm body: kind "wide" (%0..%(2n-1) = a b; a, b), "kara" (the same by Karatsuba), "sqr"
-    (= a^2; a), "redc" (%0..%(n-1) = REDC(T); T in 2n words, then the immediates p and inv),
-    "redcd" (%0..%(n-1) = REDC(T1 + p^2 - T2); T1, T2, then the immediates p^2, p, inv), "mul" (the
-    fused kara + redc: %0..%(n-1) = a b / R mod p; a, b, p, inv), "sqrm" (sqr + redc)."""
+    """One asm body: kind "wide" (%0..%(2n-1) = a b; a, b), "sqr" (= a^2; a), "redc" (%0..%(n-1) =
+    REDC(T); T in 2n words, then the immediates p and inv), "redcd" (%0..%(n-1) = REDC(T1 + p^2 - T2);
+    T1, T2, then the immediates p^2, p, inv), "sqrm" (sqr + redc: %0..%(n-1) = a^2 / R mod p; a, p, inv)."""
     lines = ["{"]
     out = lambda k: f"%{k}"  # noqa: E731
-    if kind in ("wide", "kara", "sqr"):
+    if kind in ("wide", "sqr"):
         a = lambda j: f"%{2 * n + j}"  # noqa: E731
         b = lambda j: f"%{3 * n + j}"  # noqa: E731
         if kind == "wide":
             wide_body(lines, out, a, b, n, "w")
-        elif kind == "kara":
-            kara_body(lines, out, a, b, n, "k")
         else:
             sqr_body(lines, out, a, n, "q")
     elif kind == "redc":
         t = lambda k: f"%{n + k}"  # noqa: E731
         p = lambda j: f"%{3 * n + j}"  # noqa: E731
         redc_body(lines, out, t, p, f"%{4 * n}", n, "r")
-    elif kind in ("redcd", "redcd2"):  # the immediates: p^2 (redcd) or 2 p^2 (redcd2)
+    elif kind == "redcd":
         t1 = lambda k: f"%{n + k}"  # noqa: E731
         t2 = lambda k: f"%{3 * n + k}"  # noqa: E731
         p2 = lambda k: f"%{5 * n + k}"  # noqa: E731
         p = lambda j: f"%{7 * n + j}"  # noqa: E731
         redc_diff_body(lines, out, t1, t2, p2, p, f"%{8 * n}", n, "d")
-    elif kind == "wadd":
-        wide_add_body(lines, out, lambda k: f"%{2 * n + k}", lambda k: f"%{4 * n + k}", n)
-    elif kind in ("mul", "sqrm"):
+    elif kind == "sqrm":
         a = lambda j: f"%{n + j}"  # noqa: E731
-        b = lambda j: f"%{2 * n + j}"  # noqa: E731
-        off = 3 * n if kind == "mul" else 2 * n
-        p = lambda j: f"%{off + j}"  # noqa: E731
+        p = lambda j: f"%{2 * n + j}"  # noqa: E731
         lines.append(f".reg .u32 T<{2 * n}>;")
         tw = lambda k: f"T{k}"  # noqa: E731
-        if kind == "mul":
-            kara_body(lines, tw, a, b, n, "k")
-        else:
-            sqr_body(lines, tw, a, n, "q")
-        redc_body(lines, out, tw, p, f"%{off + n}", n, "r")
+        sqr_body(lines, tw, a, n, "q")
+        redc_body(lines, out, tw, p, f"%{3 * n}", n, "r")
     else:
         raise ValueError(kind)
     lines.append("}")
@@ -278,16 +203,15 @@ def _wrap(name: str, doc: str, lines: list[str], outs: list[str], ins: list[str]
 
 
 def wrappers(n: int) -> str:
-    """The methods of mont_ptx<n>: wide/kara/sqr (2n-word T), redc, redc_diff, and the fused
-    mul_split/sqr_split."""
+    """The methods of mont_ptx<n>: wide/sqr (2n-word T), redc, redc_diff, sqr_split."""
     w = lambda arr, k: [f'"r"({arr}[{j}])' for j in range(k)]  # noqa: E731
-    o = lambda arr, k: [f'"=r"({arr}[{j}])' for j in range(k)]  # noqa: E731
+    # outputs early-clobbered ("=&r"): the squaring's body writes output words before its last read of
+    # an input (its diagonal chain), which plain "=r" lets share a register
+    o = lambda arr, k: [f'"=&r"({arr}[{j}])' for j in range(k)]  # noqa: E731
     ps = [f'"n"(P::MOD[{j}])' for j in range(n)] + ['"n"(P::INV)']
     return "".join([
         _wrap("wide_eo(uint32_t* t, const uint32_t* a, const uint32_t* b)", "T = a b, 2N words",
               product(n, "wide"), o("t", 2 * n), w("a", n) + w("b", n), []),
-        _wrap("kara_eo(uint32_t* t, const uint32_t* a, const uint32_t* b)", "T = a b by Karatsuba, 2N words",
-              product(n, "kara"), o("t", 2 * n), w("a", n) + w("b", n), []),
         _wrap("sqr_wide_eo(uint32_t* t, const uint32_t* a)", "T = a^2, 2N words",
               product(n, "sqr"), o("t", 2 * n), w("a", n), []),
         _wrap("redc_eo(uint32_t* r, const uint32_t* t)", "r = T / R mod p (T < p R), fully reduced",
@@ -295,13 +219,6 @@ def wrappers(n: int) -> str:
         _wrap("redc_diff_eo(uint32_t* r, const uint32_t* t1, const uint32_t* t2)",
               "r = (T1 - T2) / R mod p for T1, T2 < p^2, one reduction", product(n, "redcd"), o("r", n),
               w("t1", 2 * n) + w("t2", 2 * n), [f'"n"(P::MOD2[{j}])' for j in range(2 * n)] + ps),
-        _wrap("redc_diff2_eo(uint32_t* r, const uint32_t* t1, const uint32_t* t2)",
-              "r = (T1 - T2) / R mod p for T1 < p^2, T2 < 2 p^2, one reduction", product(n, "redcd2"), o("r", n),
-              w("t1", 2 * n) + w("t2", 2 * n), [f'"n"(P::MOD2X2[{j}])' for j in range(2 * n)] + ps),
-        _wrap("wide_add(uint32_t* t, const uint32_t* a, const uint32_t* b)", "T = A + B, 2N words",
-              product(n, "wadd"), o("t", 2 * n), w("a", 2 * n) + w("b", 2 * n), []),
-        _wrap("mul_split(uint32_t* r, const uint32_t* a, const uint32_t* b)", "a b / R mod p: Karatsuba, then REDC",
-              product(n, "mul"), o("r", n), w("a", n) + w("b", n), ps),
         _wrap("sqr_split(uint32_t* r, const uint32_t* a)", "a^2 / R mod p: the squaring, then REDC",
               product(n, "sqrm"), o("r", n), w("a", n), ps),
     ])

@@ -6,7 +6,6 @@
 #include "curve.cuh"
 #include "ntt.cuh"
 #include "msm.cuh"
-#include "msm_bin_sort.cuh"
 #include "evaluate.cuh"
 #include "fixed_base.cuh"
 #include "mont_c64.cuh"
@@ -96,6 +95,20 @@ extern "C" __global__ void __launch_bounds__(256) msm_scatter(const uint32_t* sc
                                                                uint32_t windows, uint32_t fold, uint32_t batch_keys,
                                                                uint32_t* cursor, uint32_t* sorted) {
     msm_digits<true>(scalars, n, c, windows, fold, batch_keys, cursor, sorted);
+}
+// binned placement (msm.cuh): blocks of MSM_BINS threads, dynamic shared memory for the stage
+extern "C" __global__ void __launch_bounds__(MSM_BINS) msm_bin(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                               uint32_t windows, uint32_t fold, uint32_t batch_keys,
+                                                               uint32_t shift, const uint32_t* offsets,
+                                                               uint32_t* bin_fill, uint32_t* bin_keys,
+                                                               uint32_t* bin_entries) {
+    extern __shared__ uint32_t shm[];
+    msm_bin_pass(scalars, n, c, windows, fold, batch_keys, shift, offsets, bin_fill, bin_keys, bin_entries, shm);
+}
+extern "C" __global__ void __launch_bounds__(256) msm_place(const uint32_t* bin_keys, const uint32_t* bin_entries,
+                                                             const uint32_t* offsets, uint32_t K, uint32_t* cursor,
+                                                             uint32_t* sorted) {
+    msm_place_pass(bin_keys, bin_entries, offsets, K, cursor, sorted);
 }
 extern "C" __global__ void __launch_bounds__(256) msm_halve(const uint32_t* in_off, uint32_t K, uint32_t* counts) {
     msm_halve_counts(in_off, K, counts);
@@ -211,20 +224,24 @@ typedef msm_kernels<affine<fqe_t>, xyzz<fqe_t>> MSM1E;
 typedef msm_kernels<affine<fp2<fqe_t>>, xyzz<fp2<fqe_t>>> MSM2E;
 MSM_XYZZ_KERNELS(g1e, MSM1E)
 MSM_XYZZ_KERNELS(g2e, MSM2E)
-// The split product (fqs_t): Karatsuba and squarings, Y3 with one reduction (msm.py "split").
+// The split form (fqs_t): G1's squarings split, its Y3 with one reduction (msm.py "split"; G2 keeps
+// the even/odd build: field.cuh).
 typedef msm_kernels<affine<fqs_t>, xyzz<fqs_t>> MSM1S;
-typedef msm_kernels<affine<fp2<fqs_t>>, xyzz<fp2<fqs_t>>> MSM2S;
 MSM_XYZZ_KERNELS(g1s, MSM1S)
-MSM_XYZZ_KERNELS(g2s, MSM2S)
-// The fold tables' build with the split product (its doublings: three squarings, Y3 with one
-// reduction): msm.TABLE_ABI picks msm_precompute_<G>s over the plain build's msm_precompute_<G>.
+// The fold tables' build with the even/odd product (e) and, for G1, the split one (s: a doubling's
+// three squarings split, its Y3 with one reduction): msm.precompute_kernel picks them over the plain
+// build's msm_precompute_<G>.
+extern "C" __global__ void __launch_bounds__(256) msm_precompute_g1e(uint32_t* bases, uint32_t n, uint32_t c,
+                                                                      uint32_t fold) {
+    MSM1E::precompute(bases, n, c, fold);
+}
+extern "C" __global__ void __launch_bounds__(256) msm_precompute_g2e(uint32_t* bases, uint32_t n, uint32_t c,
+                                                                      uint32_t fold) {
+    MSM2E::precompute(bases, n, c, fold);
+}
 extern "C" __global__ void __launch_bounds__(256) msm_precompute_g1s(uint32_t* bases, uint32_t n, uint32_t c,
                                                                       uint32_t fold) {
     MSM1S::precompute(bases, n, c, fold);
-}
-extern "C" __global__ void __launch_bounds__(256) msm_precompute_g2s(uint32_t* bases, uint32_t n, uint32_t c,
-                                                                      uint32_t fold) {
-    MSM2S::precompute(bases, n, c, fold);
 }
 // G1's accumulation with the even/odd product by reference (88 registers, 5 blocks of 128 an SM,
 // against 124 and 4 by value): msm.PRODUCT_ABI "mixed_eo".
@@ -242,27 +259,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_sets_g1r(
                                      partial_words);
 }
 
-// The accumulation under a register bound of BLOCKS blocks of 128 an SM: msm.py's ABI suffix _bN
-// (e.g. "eo_b3") picks msm_accumulate*_<G>_bN, launched in blocks of ACCUMULATE_THREADS = 128.
-#define MSM_ACCUMULATE_BOUNDED(G, MSM, BLOCKS)                                                                    \
-    extern "C" __global__ void __launch_bounds__(128, BLOCKS) msm_accumulate_##G##_b##BLOCKS(                      \
-        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
-        uint32_t* buckets, uint32_t* partials) {                                                                    \
-        MSM::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);                        \
-    }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(128, BLOCKS) msm_accumulate_sets_##G##_b##BLOCKS(                 \
-        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,        \
-        const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {            \
-        MSM::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,  \
-                                       partial_words);                                                              \
-    }
-// The split build's G1 accumulation at 4 blocks (128 registers; unbounded it takes 132 on BN254: 3).
-MSM_ACCUMULATE_BOUNDED(g1s, MSM1S, 4)
-
 // BLS12-381's base field (12 limbs; params.py defines MSM_BOUNDED_VARIANTS for it only, so BN254's
 // build is unchanged): the accumulation under other register bounds, and G2's accumulation with the
 // even/odd product by reference.  By value G1 takes 181 registers (2 blocks of 128 an SM), by
-// reference 114 (4 blocks) and G2 210 (2 blocks).  perf/msm.py measures them.
+// reference 114 (4 blocks) and G2 210 (2 blocks): msm.py's ABI suffix _bN (e.g. "eo_b3") picks
+// msm_accumulate*_<G>_bN, launched in blocks of ACCUMULATE_THREADS = 128.  perf/msm.py measures them.
 #ifdef MSM_BOUNDED_VARIANTS
 typedef msm_kernels<affine<fp2<fqr_t>>, xyzz<fp2<fqr_t>>> MSM2R;
 extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g2r(
@@ -276,6 +277,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_sets_g2r(
     MSM2R::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,
                                      partial_words);
 }
+#define MSM_ACCUMULATE_BOUNDED(G, MSM, BLOCKS)                                                                    \
+    extern "C" __global__ void __launch_bounds__(128, BLOCKS) msm_accumulate_##G##_b##BLOCKS(                      \
+        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
+        uint32_t* buckets, uint32_t* partials) {                                                                    \
+        MSM::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);                        \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(128, BLOCKS) msm_accumulate_sets_##G##_b##BLOCKS(                 \
+        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,        \
+        const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {            \
+        MSM::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,  \
+                                       partial_words);                                                              \
+    }
 MSM_ACCUMULATE_BOUNDED(g1e, MSM1E, 3)
 MSM_ACCUMULATE_BOUNDED(g1r, MSM1R, 5)
 MSM_ACCUMULATE_BOUNDED(g1, MSM1, 5)
@@ -312,7 +325,8 @@ extern "C" __global__ void perf_imad(uint32_t* out, uint32_t iters, uint32_t see
 // ---- field multiplication throughput, per implementation (perf/field_mul.py).  The second
 // operand comes from memory (a twiddle-like constant per thread), so the compiler cannot
 // specialise the product for known limbs.  variant 3: the Shoup product by a table constant
-// (the NTT's twiddle product on SHOUP fields), its pair built from the loaded value.
+// (the NTT's twiddle product on SHOUP fields), its pair built from the loaded value; 4: x = x^2 and
+// 5: x = x y - x w (one reduction where F's form has it), F's own forms (perf/field_fq.py).
 template <class F, int variant>
 __device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters, const uint32_t* ys) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -322,7 +336,7 @@ __device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters, co
         x[k] = F::one();
         x[k].v[0] ^= i * 2654435761u + k;  // distinct, still < p (low word only)
     }
-    const F y = F::load(ys + (uint64_t)(i & 1023) * F::N);
+    const F y = F::load(ys + (uint64_t)(i & 1023) * F::N), y5 = F::load(ys + (uint64_t)((i + 5) & 1023) * F::N);
     F w = y, ws = y;
     if constexpr (variant == 3) y.shoup_pair(w, ws);
 #pragma unroll 1
@@ -332,7 +346,9 @@ __device__ __forceinline__ void perf_mul_chain(uint32_t* out, uint32_t iters, co
             if constexpr (variant == 0) mont_ptx<8>::template mul<FR_P>(x[k].v, x[k].v, y.v);
             else if constexpr (variant == 1) mont_mul_c64<FR_P>(x[k].v, x[k].v, y.v);
             else if constexpr (variant == 2) mont_ptx<8>::template mul_wide<FR_P>(x[k].v, x[k].v, y.v);
-            else x[k] = x[k].mul_shoup(w, ws);
+            else if constexpr (variant == 3) x[k] = x[k].mul_shoup(w, ws);
+            else if constexpr (variant == 4) x[k] = x[k].sqr();
+            else x[k] = mul_sub(x[k], y, x[k], y5);  // curve.cuh: one reduction where F has it
         }
     }
     uint32_t acc = 0;
@@ -365,9 +381,9 @@ extern "C" __global__ void fr_mul_c64_test(const uint32_t* a, const uint32_t* b,
     z.store(out + 8ull * i);
 }
 
-// The base field's split product (field.cuh by_value_split: Karatsuba or a squaring, then REDC;
-// a b - c d with one reduction) against the even/odd fused product: a test kernel, and throughput
-// chains as perf_mul_chain's (4 a thread), perf/field_fq.py.
+// The base field's split form (field.cuh by_value_split: a squaring split into a^2 and REDC, a b - c d
+// with one reduction) against the even/odd product: a test kernel, and throughput chains as
+// perf_mul_chain's (4 a thread), perf/field_fq.py.
 extern "C" __global__ void fq_split_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -379,48 +395,12 @@ extern "C" __global__ void fq_split_test(const uint32_t* a, const uint32_t* b, u
     x.sqr().store(o + W);                     // a^2 / R
     fqs_t::mul_sub(x, y, z, w).store(o + 2 * W);  // (x y - z w) / R
 }
-extern "C" __global__ void fq2_split_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    typedef fp2<fqs_t> F2;
-    const uint32_t W = F2::WORDS;
-    const F2 x = F2::load(a + (uint64_t)W * i), y = F2::load(b + (uint64_t)W * i);
-    (x * y).store(out + 2ull * W * i);  // two reductions: (w0 - w1) / R, (ws - w0 - w1) / R
-    x.sqr().store(out + 2ull * W * i + W);
-}
-template <class F, int OP>  // OP 0: x = x y, 1: x = x^2, 2: x = x y - x w (one reduction where F has it)
-__device__ __forceinline__ void perf_fq_chain(uint32_t* out, uint32_t iters, const uint32_t* ys) {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    F x[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        x[k] = F::one();
-        x[k].v[0] ^= i * 2654435761u + k;
-    }
-    const F y = F::load(ys + (uint64_t)(i & 1023) * F::N), w = F::load(ys + (uint64_t)((i + 5) & 1023) * F::N);
-#pragma unroll 1
-    for (uint32_t it = 0; it < iters; it++) {
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            if constexpr (OP == 0) x[k] = x[k] * y;
-            else if constexpr (OP == 1) x[k] = x[k].sqr();
-            else x[k] = F::mul_sub(x[k], y, x[k], w);
-        }
-    }
-    uint32_t acc = 0;
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-        for (int j = 0; j < F::N; j++) acc ^= x[k].v[j];
-    out[i] = acc;
-}
 #define PERF_FQ(NAME, F, OP) \
-    extern "C" __global__ void NAME(uint32_t* out, uint32_t iters, const uint32_t* ys) { perf_fq_chain<F, OP>(out, iters, ys); }
-PERF_FQ(perf_fq_mul_eo, fqe_t, 0)
-PERF_FQ(perf_fq_mul_split, fqs_t, 0)
-PERF_FQ(perf_fq_sqr_eo, fqe_t, 1)
-PERF_FQ(perf_fq_sqr_split, fqs_t, 1)
-PERF_FQ(perf_fq_mulsub_eo, fqe_t, 2)
-PERF_FQ(perf_fq_mulsub_split, fqs_t, 2)
+    extern "C" __global__ void NAME(uint32_t* out, uint32_t iters, const uint32_t* ys) { perf_mul_chain<F, OP>(out, iters, ys); }
+PERF_FQ(perf_fq_sqr_eo, fqe_t, 4)
+PERF_FQ(perf_fq_sqr_split, fqs_t, 4)
+PERF_FQ(perf_fq_mulsub_eo, fqe_t, 5)
+PERF_FQ(perf_fq_mulsub_split, fqs_t, 5)
 
 extern "C" __global__ void fr_mul_eo_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -119,20 +119,21 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* s
 
 // Binned placement, for sorts whose `sorted` array is far larger than the L2 cache: the direct
 // placement (msm_digits<true>) writes every entry to a random 4-byte slot of it, each write a
-// partial sector in DRAM (BN254 G1 2^24: 2e8 entries, 12.1 ms of the 14.7 ms sort).  The bin pass
-// below: a block of MSM_BINS threads takes a scalar each, groups its block's (key, entry) pairs by
-// coarse bin (key >> shift, MSM_BINS bins over all keys) in shared memory, reserves each bin's run
-// in the bin's range of the binned order (base[bin << base_shift] + fill[bin]) and writes the runs
-// out whole.  msm_bin_sort.cuh counts the bins and sorts each bin into its buckets in shared memory.
-// (Until session 32 the bins' ranges came from the global count's offsets and msm_place put the
-// binned order in place with a global cursor an entry: 2.5 + 7.2 ms of the 11.5 at BN254 2^24.)
+// partial sector in DRAM (BN254 G1 2^24: 2e8 entries, 12.1 ms of the 14.7 ms sort).  Two passes
+// instead, after the same count and scan:
+//   bin:   a block of MSM_BINS threads takes a scalar each, groups its block's (key, entry) pairs
+//          by coarse bin (key >> shift, MSM_BINS bins over all keys) in shared memory, reserves
+//          each bin's run in the bin's range of the final order (offsets[bin << shift] on:
+//          the bins are exactly where their keys' entries end up) and writes the runs out whole;
+//   place: a thread an entry of that binned order, in order, to its slot (the cursors, as in the
+//          direct pass): the writes of the blocks resident at once fall in a few bins' ranges,
+//          a few MB, which the L2 holds and merges before they reach DRAM.
 #define MSM_BINS 256
 
-__device__ __forceinline__ void msm_bin_runs_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                                  uint32_t windows, uint32_t fold, uint32_t batch_keys,
-                                                  uint32_t shift, const uint32_t* base, uint32_t base_shift,
-                                                  uint32_t* bin_fill, uint32_t* bin_keys, uint32_t* bin_entries,
-                                                  uint32_t* shm) {
+__device__ __forceinline__ void msm_bin_pass(const uint32_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
+                                             uint32_t fold, uint32_t batch_keys, uint32_t shift,
+                                             const uint32_t* offsets, uint32_t* bin_fill, uint32_t* bin_keys,
+                                             uint32_t* bin_entries, uint32_t* shm) {
     uint32_t* hist = shm;                 // pairs of this block in each bin
     uint32_t* start = shm + MSM_BINS;     // their exclusive prefix: the bin's run in the stage
     uint32_t* cursor = shm + 2 * MSM_BINS;
@@ -156,7 +157,7 @@ __device__ __forceinline__ void msm_bin_runs_pass(const uint32_t* scalars, uint3
     const uint32_t first = block_exclusive_scan(mine, scan_shm, total);
     start[tid] = first;
     cursor[tid] = first;
-    if (mine) out[tid] = base[tid << base_shift] + atomicAdd(&bin_fill[tid], mine);
+    if (mine) out[tid] = offsets[tid << shift] + atomicAdd(&bin_fill[tid], mine);
     __syncthreads();
     carry = 0;
     for (uint32_t w = 0; w < windows; w++) {
@@ -175,6 +176,25 @@ __device__ __forceinline__ void msm_bin_runs_pass(const uint32_t* scalars, uint3
         bin_keys[at] = e.x;
         bin_entries[at] = e.y;
     }
+}
+
+// Pass 2: entry p of the binned order to its bucket's next slot; lanes of a warp with the same
+// key share one atomic, as in msm_digits.
+__device__ __forceinline__ void msm_place_pass(const uint32_t* bin_keys, const uint32_t* bin_entries,
+                                               const uint32_t* offsets, uint32_t K, uint32_t* cursor,
+                                               uint32_t* sorted) {
+    const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool valid = p < offsets[K];
+    const uint32_t active = __ballot_sync(0xffffffffu, valid);
+    if (!valid) return;
+    const uint32_t key = bin_keys[p], e = bin_entries[p];
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t peers = __match_any_sync(active, key);
+    const uint32_t leader = __ffs(peers) - 1;
+    uint32_t base = 0;
+    if (lane == leader) base = atomicAdd(&cursor[key], __popc(peers));
+    base = __shfl_sync(peers, base, leader);
+    sorted[base + __popc(peers & ((1u << lane) - 1))] = e;
 }
 
 #define MSM_SETS 3

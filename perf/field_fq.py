@@ -1,7 +1,7 @@
 """The base field's product builds side by side, both curves: the fused even/odd Montgomery product
-(mont_ptx mul_eo) against the split one (field.cuh by_value_split: Karatsuba or a squaring, then
-REDC; gen_mont_split.py), as x = x y, x = x^2 and x = x y - x w (two products, one reduction where
-split).  The split kernels are first checked against Python.  Four independent chains a thread.
+(mont_ptx mul_eo) against the split form (field.cuh by_value_split: a squaring split into a^2 and
+REDC; gen_mont_split.py), as x = x^2 and x = x y - x w (two products, one reduction where split).
+The split test kernel is first checked against Python.  Four independent chains a thread.
 
     python perf/field_fq.py [--curves bn128,bls12381] [--iters 256] [--blocks-per-sm 4,8]
 
@@ -19,7 +19,7 @@ from gpu_common import Device, U32, launch, time_ms
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import GpuBackend
 
-OPS = {"mul": "x y", "sqr": "x^2", "mulsub": "x y - x w"}
+OPS = {"fq_sqr": "x^2", "fq_mulsub": "x y - x w"}
 
 
 def to_words(vals: list[int], words: int) -> np.ndarray:
@@ -77,7 +77,7 @@ def chains(backend, curve, iters: int, blocks_per_sm: list[int]) -> list[dict]:
         for op, what in OPS.items():
             base = None
             for build in ("eo", "split"):
-                name = f"perf_fq_{op}_{build}"
+                name = f"perf_{op}_{build}"
                 ms = time_ms(stream, lambda: launch(mod, name, blocks, threads, stream, out, U32(iters), ys),
                              repeats=5)
                 rate = blocks * threads * iters * 4 / (ms / 1000) / 1e9

@@ -4,7 +4,7 @@
                        [--accumulation xyzz,affine] [--scalars random,witness:Z,O] [--batch K]
                        [--affine THREADSxM,...] [--breakdown] [--sets 3] [--window C,...]
                        [--fix SERIAL:WARPMAX:PERLANE,...] [--min-segment L,...]
-                       [--product ref,value,mixed] [--sort direct,binned,binned/4] [--binned-entries N]
+                       [--product ref,value,mixed] [--sort direct,binned]
                        [--reduce-threads 128,256] [--combos ref:direct,mixed:binned]
 
 Times the whole MSM as the prover runs it (bucket sort of the scalars, bucket
@@ -31,11 +31,7 @@ FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest seg
 (msm.PRODUCT_ABI: operands through the stack frame, in registers, or the accumulation by
 reference and the rest by value; eo, mixed_eo: the same with the even/odd product) and `--sort direct,binned` the bucket sort's placement
 (msm.SORT), each combination over the same data, its result compared with the first's
-(column `result`): `binned` runs the binned sort at any size whose bins fit (msm_sort.binned_sort),
-`binned/P` with its placement in P key sub-ranges (msm_sort.PLACE_PASSES), `auto` from
-msm_sort.SORT_BINNED_ENTRIES entries (`--binned-entries N` moves that threshold for the run;
-`--breakdown` names the binned sort's phases as the direct one's: count, scan, bin, place);
-`--combos ref:direct,mixed:binned` lists ABI:SORT pairs instead of the
+(column `result`); `--combos ref:direct,mixed:binned` lists ABI:SORT pairs instead of the
 cross product ("default": the module's own, per group; ABI:SORT:B also bounds the accumulation's
 registers to B blocks of 128 an SM, msm.ACCUMULATE_BOUNDS: BLS12-381's build only, column
 `kernel`; B = 0 the unbounded kernel; `--g2-curves bls12381` times that curve's G2).  Rows carry `abi`, `sort`, `T` (entries
@@ -175,7 +171,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         sc_host = np.concatenate([witness_scalars(curve, n, z, o, seed=7 + j) for j in range(batch)])
     sc = dev.alloc(sc_host.nbytes, stream)
     Device.upload(sc, sc_host, stream)
-    binned = any((k[1] or "").split("/")[0] in ("binned", "auto") for k in kernels or []) or gsort.binned_sort(plan)
+    binned = any(k[1] in ("binned", "auto") for k in kernels or []) or gsort.binned_sort(plan)
     sort = gmsm.SortScratch(dev, [plan], stream, binned=binned)
     bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
     res = dev.alloc(max(sets, 1) * batch * acc, stream)
@@ -189,13 +185,11 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    own_abi, own_sort, own_bounds, own_passes = gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS, gsort.PLACE_PASSES
+    own_abi, own_sort, own_bounds = gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS
     rows, first = [], None
     for abi, sort_kind, *bound in kernels or [(None, None)]:
         gmsm.PRODUCT_ABI = own_abi if not abi else {g: abi for g in ("g1", "g2")}  # else the curve's default
-        sort_kind, _, passes = (sort_kind or "").partition("/")  # binned/P: the placement in P key sub-ranges
         gsort.SORT = sort_kind or own_sort
-        gsort.PLACE_PASSES = int(passes) if passes else own_passes
         # a third field: the accumulation's register bound (msm.ACCUMULATE_BOUNDS), "0" for none
         gmsm.ACCUMULATE_BOUNDS = own_bounds if not bound or bound[0] is None else (
             {} if int(bound[0]) == 0 else {g: int(bound[0]) for g in ("g1", "g2")})
@@ -245,11 +239,11 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
             "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.product_abi(group, curve.name), "T": layout.chunk,
             "kernel": kernel.removeprefix("msm_accumulate_"),
-            "sort": f"binned/{gsort.PLACE_PASSES}" if gsort.binned_sort(plan) else "direct",
+            "sort": "binned" if gsort.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
             "result": check,
             **extra})
-    gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS, gsort.PLACE_PASSES = own_abi, own_sort, own_bounds, own_passes
+    gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS = own_abi, own_sort, own_bounds
     sort.free(stream)
     bs.free(stream)
     for b in (pts, sc, res):
@@ -300,15 +294,11 @@ def main() -> None:
     ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
     ap.add_argument("--reduce-threads", default="", help="comma list of msm_reduce_segments block sizes")
     ap.add_argument("--combos", default="", help="comma list of ABI:SORT[:BOUND], e.g. ref:direct,eo:direct:3")
-    ap.add_argument("--sort", default="", help="comma list of direct, binned, binned/P, auto (msm_sort.SORT)")
-    ap.add_argument("--binned-entries", type=int, default=None,
-                    help="msm_sort.SORT_BINNED_ENTRIES for this run: where --sort auto starts binning")
+    ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
     args = ap.parse_args()
     fold = args.fold if args.fold == "full" else int(args.fold)
-    if args.binned_entries is not None:
-        gsort.SORT_BINNED_ENTRIES = args.binned_entries
     backend = GpuBackend()
     dev = backend.device
     curves = [curve_by_name(c) for c in args.curves.split(",")]

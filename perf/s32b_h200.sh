@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 32, call 2 (carry [".whl", ".kcache"]): the split product (Karatsuba / squarings, then REDC;
+# Session 32, call 2 (carry [".whl", ".kcache"]), as it ran at commit e7ed40a (its combos name builds and sorts
+# removed since: split:direct:4, binned/P): the split product (Karatsuba / squarings, then REDC;
 # one reduction for a difference of products) against the even/odd one, and the binned sort's per-bin
 # counting sort in shared memory against the direct sort: GPU tests first, then field products, fold
 # tables and MSMs.   OUT=/tmp/out bash perf/s32b_h200.sh

@@ -1,7 +1,7 @@
 """A key's fold tables (msm.precompute: c doublings a table a point, one inversion per 16 tables),
-built by each build of the base field's product (msm.TABLE_ABI: the plain build, msm_precompute_<G>,
-and the split one, msm_precompute_<G>s), both curves, G1 and G2: CUDA events, medians, and each
-build's tables compared byte for byte with the first's.
+built by each build of the base field's product (msm.TABLE_ABI: the plain build, msm_precompute_<G>, the
+even/odd one, _<G>e, and the split one, _g1s (G2's "split" is its even/odd build)), both curves, G1 and
+G2: CUDA events, medians, and each build's tables compared byte for byte with the first's.
 
     python perf/tables.py [--log-n 20] [--curves bn128,bls12381] [--repeats 3]
 """
@@ -21,7 +21,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--log-n", type=int, default=20)
     ap.add_argument("--curves", default="bn128,bls12381")
-    ap.add_argument("--builds", default="plain,split")
+    ap.add_argument("--builds", default="plain,eo,split")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     backend = GpuBackend()
@@ -37,7 +37,7 @@ def main() -> None:
             bases = dev.alloc(plan.fold * host.nbytes, stream)
             first = None
             for build in args.builds.split(","):
-                gmsm.TABLE_ABI = None if build == "plain" else build
+                gmsm.TABLE_ABI = build
 
                 def run():
                     Device.upload(bases, host, stream)

@@ -348,27 +348,6 @@ def test_split_base_field_products_match_python(backend, curve):
         assert got[3 * i + 2] == (a[i] * b[i] - z * w) * rinv % q, (a[i], b[i], z, w)
 
 
-def test_split_fq2_products_match_python(backend, curve):
-    """Fq2 = Fq[u]/(u^2 + 1) over the split product: x y with two reductions of the double-width
-    Karatsuba terms (c0 = (w0 - w1) / R, c1 = (ws - w0 - w1) / R) and x^2, on random elements and
-    edges (zero, one, q-1 in either coordinate)."""
-    rng = random.Random()
-    q, words = curve.q, curve.n8q // 4
-    R = 1 << (32 * words)
-    edge = [(0, 0), (1, 0), (0, 1), (q - 1, q - 1), (q - 1, 0), (0, q - 1), (R % q, q - 1)]
-    xs = [(rng.randrange(q), rng.randrange(q)) for _ in range(3000)] + [e for e in edge for _ in edge]
-    ys = [(rng.randrange(q), rng.randrange(q)) for _ in range(3000)] + [f for _ in edge for f in edge]
-    flat = lambda v: from_ints([c for pair in v for c in pair], words // 2).reshape(len(v), words)  # noqa: E731
-    out = _launch_fr_pairs(backend, curve, "fq2_split_test", flat(xs), flat(ys), out_factor=2)
-    got = to_ints(out.reshape(-1, words // 2))
-    rinv = pow(R, -1, q)
-    for i, ((a0, a1), (b0, b1)) in enumerate(zip(xs, ys)):
-        prod = ((a0 * b0 - a1 * b1) * rinv % q, (a0 * b1 + a1 * b0) * rinv % q)
-        sq = ((a0 * a0 - a1 * a1) * rinv % q, 2 * a0 * a1 * rinv % q)
-        assert (got[4 * i], got[4 * i + 1]) == prod, (a0, a1, b0, b1)
-        assert (got[4 * i + 2], got[4 * i + 3]) == sq, (a0, a1)
-
-
 def test_c64_montgomery_product_matches_python(backend, curve):
     """The plain-C++ product (an alternative to the PTX chains) is exact too."""
     rng = random.Random()

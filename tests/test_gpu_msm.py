@@ -18,7 +18,6 @@ from engine.algebra.limbs import from_ints, g1_to_mont, g2_to_mont
 from engine.algebra.msm import msm_g1 as cpu_msm_g1, msm_g2 as cpu_msm_g2
 from engine.backends.select import cuda_device_count
 from test_gpu_kernels import points, rand_fr
-from test_msm_bin_sort import SHAPES, binned_model, bucket_pairs, check_against_direct, shape_plan, sort_case
 
 pytestmark = [
     pytest.mark.gpu,
@@ -373,19 +372,16 @@ def test_bls12381_bounded_accumulations_match_cpu(backend, abi, bounds, monkeypa
     test_product_builds_match_cpu(backend, BLS12_381, abi, monkeypatch)
 
 
-@pytest.mark.parametrize("sort,passes", [("direct", 1), ("binned", 1), ("binned", 3)])
-def test_binned_sort_matches_cpu(backend, curve, sort, passes, monkeypatch):
-    """The placement through coarse bins (msm_sort.SORT = "binned": cuda_kernels/msm_bin_sort.cuh, its
-    placement in `passes` key sub-ranges) against the CPU reference: keys over fewer and more than the 256
-    bins (c = 7 and 12), the full fold and fold 1, a batch of vectors (one all zero, one mostly 0/1: a bin
-    holding most entries, one all one: a single bucket), a last bin holding fewer keys than the others
-    (c = 7, fold 1, 7 vectors), n = 1, G2, n not a power of two, infinity, repeated points, P and -P,
-    zero, one and r-1."""
+@pytest.mark.parametrize("sort", ["direct", "binned"])
+def test_binned_sort_matches_cpu(backend, curve, sort, monkeypatch):
+    """The two-pass placement through coarse bins (msm.SORT = "binned") against the CPU reference:
+    keys over fewer and more than the 256 bins (c = 7 and 12), the full fold and fold 1, a batch of
+    vectors (one all zero, one mostly 0/1: a bin holding most entries), G2, n not a power of two,
+    infinity, repeated points, P and -P, zero, one and r-1."""
     from engine.backends.gpu import msm as gmsm
     from engine.backends.gpu import msm_sort as gsort
 
     monkeypatch.setattr(gsort, "SORT", sort)
-    monkeypatch.setattr(gsort, "PLACE_PASSES", passes)
     rng = random.Random(152)
     n = 1501
     pts = points(curve, n, rng)
@@ -400,77 +396,16 @@ def test_binned_sort_matches_cpu(backend, curve, sort, passes, monkeypatch):
         assert g1(backend, curve, pts, scalars, plan=plan) == expect
         assert g1(backend, curve, pts, scalars, plan=gmsm.MsmPlan(n, c, w, 1, bits)) == expect
     skewed = [rng.choice([0, 0, 1, 1, 1, 1, 2, curve.r - 1, rng.randrange(curve.r)]) for _ in range(n)]
-    vectors = [scalars, [0] * n, skewed, [1] * n]
+    vectors = [scalars, [0] * n, skewed]
     got = backend._msm(curve, g1_to_mont(curve, pts), np.stack([from_ints(v, 4) for v in vectors]), False)
     assert got == [cpu_msm_g1(curve, pts, v) for v in vectors]
-    m, k, w7 = 40, 7, gmsm.windows_for(7, bits)
-    partial = gmsm.MsmPlan(m, 7, w7, 1, bits, batch=k)  # 16576 keys: 129 bins of 128 and one of 64
-    assert gsort.bins_of(partial.keys) << gsort.bin_shift(partial.keys) > partial.keys
-    assert gsort.binned_sort(partial) == (sort == "binned")
-    few = [rand_fr(curve, m, rng) for _ in range(k - 2)] + [[1] * m, [0] * m]
-    got = backend._msm(curve, g1_to_mont(curve, pts[:m]), np.stack([from_ints(v, 4) for v in few]), False,
-                       plan=partial)
-    assert got == [cpu_msm_g1(curve, pts[:m], v) for v in few]
-    for one in (0, 1, curve.r - 1, 12345):  # n = 1: one block, 255 idle threads
-        plan1 = gmsm.MsmPlan(1, 12, gmsm.windows_for(12, bits), gmsm.windows_for(12, bits), bits)
-        assert g1(backend, curve, pts[:1], [one], plan=plan1) == cpu_msm_g1(curve, pts[:1], [one])
-    q = points(curve, 400, rng, g2=True)
+    m = 400
+    q = points(curve, m, rng, g2=True)
     q[3], q[4] = None, q[2]
-    sq = rand_fr(curve, 400, rng)
+    sq = rand_fr(curve, m, rng)
     wq = gmsm.windows_for(8, bits)
-    got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True, plan=gmsm.MsmPlan(400, 8, wq, wq, bits))
+    got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True, plan=gmsm.MsmPlan(m, 8, wq, wq, bits))
     assert got == cpu_msm_g2(curve, q, sq)
-
-
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "c%d-f%s-b%d-n%d" % s)
-def test_binned_sort_offsets_match_the_direct_sort(backend, curve, shape, monkeypatch):
-    """The binned sort's offsets byte for byte the direct sort's, and each bucket the same entries
-    (test_msm_bin_sort.py's shapes: n = 1, n off a multiple of 256, batches, a partial last bin, 2^13 keys a
-    bin; vectors random, all zero, all one and mostly 0/1), with the placement in 1 and 3 key sub-ranges;
-    both against the definition and the host model."""
-    from cuda_kernels.driver import Device
-    from engine.backends.gpu import msm as gmsm
-    from engine.backends.gpu import msm_sort as gsort
-
-    rng = random.Random(1000 * shape[0] + shape[3])
-    plan = shape_plan(curve, *shape)
-    kinds = ["random", "zeros", "ones", "skewed"]
-    vectors = [sort_case(kinds[j % 4] if plan.batch > 1 else "random", curve, plan.n, rng) for j in range(plan.batch)]
-    mod, stream = backend._run(curve)
-    dev = backend.device
-    sc = backend._upload_fr(np.concatenate([from_ints(v, 4) for v in vectors]), stream)
-    s = gmsm.SortScratch(dev, [plan], stream, binned=True)
-    K = plan.keys
-
-    def run(sort, passes=1):
-        monkeypatch.setattr(gsort, "SORT", sort)
-        monkeypatch.setattr(gsort, "PLACE_PASSES", passes)
-        Device.memset32(s.offsets, 0xFFFFFFFF, K + 1, stream)  # every word must be written again
-        Device.memset32(s.sorted, 0xFFFFFFFF, plan.max_entries, stream)
-        gsort.sort_scalars(mod, plan, sc, s, stream)
-        offsets = np.empty(K + 1, dtype=np.uint32)
-        sorted_ = np.empty(plan.max_entries, dtype=np.uint32)
-        Device.download(offsets, s.offsets, stream)
-        Device.download(sorted_, s.sorted, stream)
-        stream.synchronize()
-        return offsets, sorted_
-
-    try:
-        direct_off, direct_sorted = run("direct")
-        check_against_direct(plan, vectors, direct_off, direct_sorted)
-        model_off, model_sorted, _ = binned_model(plan, vectors, rng=rng)
-        for passes in (1, 3):
-            off, srt = run("binned", passes)
-            assert off.tobytes() == direct_off.tobytes()
-            assert (bucket_pairs(off.astype(np.int64), srt) == bucket_pairs(direct_off.astype(np.int64),
-                                                                           direct_sorted)).all()
-            assert (off == model_off).all() and (bucket_pairs(off.astype(np.int64), srt) ==
-                                                 bucket_pairs(model_off, model_sorted)).all()
-            assert (srt[off[-1]:] == 0xFFFFFFFF).all()  # nothing written past the total
-    finally:
-        s.free(stream)
-        Device.free(sc, stream)
-        stream.synchronize()
 
 
 @pytest.mark.parametrize("log_n", [20, 24])
@@ -496,3 +431,47 @@ def test_bls12381_curve_plans_match_cpu(backend, log_n):
             else:
                 got = backend._msm(curve, g2_to_mont(curve, pts2), from_ints(scalars, 4), True, plan=plan)
             assert got == expect[group], (group, fold)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_fold_table_builds_agree_with_each_other_and_the_cpu(backend, curve, group, monkeypatch):
+    """The key's fold tables (msm.precompute) built by each table build (msm.TABLE_ABI: the plain
+    product, the even/odd one, the split one) byte for byte the same, and table t holding
+    2^(c t) P as the CPU computes it: 300 points with infinity, a repeated point and P, -P,
+    c = 9 and a full fold (29 tables on BN254)."""
+    from cuda_kernels.driver import Device
+    from engine.backends.gpu import msm as gmsm
+
+    g2 = group == "g2"
+    rng = random.Random(77)
+    n = 300
+    pts = points(curve, n, rng, g2=g2)
+    pts[3], pts[4] = None, pts[5]
+    pts[6] = (ec.g2_neg if g2 else ec.g1_neg)(curve, pts[7])
+    host = (g2_to_mont if g2 else g1_to_mont)(curve, pts)
+    bits, c = curve.r.bit_length(), 9
+    w = gmsm.windows_for(c, bits)
+    plan = gmsm.MsmPlan(n, c, w, w, bits)
+    mod, stream = backend._run(curve)
+    dev = backend.device
+    bases = dev.alloc(plan.fold * host.nbytes, stream)
+    built = {}
+    try:
+        for abi in gmsm.TABLE_ABIS:
+            monkeypatch.setattr(gmsm, "TABLE_ABI", abi)
+            Device.upload(bases, host, stream)
+            gmsm.precompute(mod, group, plan, bases, stream)
+            out = np.empty(plan.fold * host.nbytes, dtype=np.uint8)
+            Device.download(out, bases, stream)
+            stream.synchronize()
+            built[abi] = out
+    finally:
+        Device.free(bases, stream)
+    assert all(np.array_equal(built[None], t) for t in built.values())
+    mul = ec.g2_mul if g2 else ec.g1_mul
+    tomont = g2_to_mont if g2 else g1_to_mont
+    tables = built[None].reshape(plan.fold, host.nbytes)
+    row = host.nbytes // n
+    for t in (1, 2, plan.fold - 1):  # the first 40 points (the special ones among them) on the CPU
+        want = tomont(curve, [None if p is None else mul(curve, p, 1 << (c * t)) for p in pts[:40]])
+        assert tables[t][:40 * row].tobytes() == want.tobytes(), t

@@ -537,8 +537,8 @@ def test_a_key_granted_the_binned_sort_bins_h_and_places_the_witness_directly(mo
             monkeypatch.setattr(msm_sort, "launch", lambda mod, name, *a, **k: (names.append(name), real(mod, name, *a, **k))[1])
             backend.compute(staged).wait()
             monkeypatch.setattr(msm_sort, "launch", real)
-            placements = [n for n in names if n in ("msm_scatter", "msm_bin_sort")]
-            want = ["msm_bin_sort", "msm_scatter"] if granted else ["msm_scatter", "msm_scatter"]
+            placements = [n for n in names if n in ("msm_scatter", "msm_bin", "msm_place")]
+            want = ["msm_bin", "msm_place", "msm_scatter"] if granted else ["msm_scatter", "msm_scatter"]
             assert placements == want, placements
             backend.unload_key(key)
             backend.close()

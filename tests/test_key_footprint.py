@@ -156,11 +156,22 @@ def test_forced_choices_and_the_tail_chunk_plan():
         plan_key(shape, GiB, tier="cloud")
 
 
-def test_the_table_model_matches_the_h200_load_it_was_fitted_on():
-    """perf/keyload.py's 2^20 BN254 key (1,058,579 wires, domain 2^21): its fold tables took 0.575 s on the H200."""
+@pytest.mark.parametrize("curve,g1_ms,g2_ms,c,fold", [(BN254, 45.5, 131.3, 20, 13), (BLS12_381, 106.6, 302.8, 16, 16)],
+                         ids=["bn128", "bls12381"])
+def test_the_table_model_matches_the_h200_builds_it_was_fitted_on(curve, g1_ms, g2_ms, c, fold):
+    """perf/tables.py on the H200 (session 32, the split build): 2^20 points' fold tables, G1 and G2."""
+    from engine.backends.gpu.footprint import G2_WEIGHT, T_TABLE_DOUBLING
+
+    doublings = (1 << 20) * c * (fold - 1)
+    assert abs(doublings * T_TABLE_DOUBLING[curve.name] * 1e3 - g1_ms) <= 0.1 * g1_ms
+    assert abs(G2_WEIGHT * doublings * T_TABLE_DOUBLING[curve.name] * 1e3 - g2_ms) <= 0.15 * g2_ms
+
+
+def test_a_keys_table_time_is_reported():
+    """perf/keyload.py's 2^20 BN254 key shape (1,058,579 wires, domain 2^21): its tables' time is in the
+    footprint's dict and description."""
     fp = plan_key(KeyShape(BN254, 1058579, 1 << 21, 3 << 20, 3 << 20), 139 * GiB, fold="full")
-    assert fp.fold == fp.plan_w.windows > 1
-    assert abs(fp.table_seconds - 0.575) <= 0.1 * 0.575, fp.table_seconds
+    assert fp.fold == fp.plan_w.windows > 1 and fp.table_seconds > 0
     assert fp.as_dict()["table_seconds"] == round(fp.table_seconds, 4)
     assert "tables built at load in about" in fp.describe()
 

@@ -56,7 +56,7 @@ def test_sort_placement_and_its_scratch(monkeypatch):
     entries = big.max_entries
     base = 12 * (big.keys + 1) + 4 * entries + 8 * (-(-big.keys // gsort.SCAN_BLOCK) + 1)
     # the bins are counted (and allocated) only when asked for, whatever SORT says
-    assert gmsm.SortScratch.nbytes([big], True) == base + 8 * entries + 4 * (2 * gsort.MSM_BINS + 1)
+    assert gmsm.SortScratch.nbytes([big], True) == base + 8 * entries + 4 * gsort.MSM_BINS
     assert gmsm.SortScratch.nbytes([big]) == base
     monkeypatch.setattr(gsort, "SORT", "merge")
     with pytest.raises(ValueError, match="'merge'"):
@@ -82,10 +82,9 @@ def test_a_sort_without_bins_in_its_scratch_places_directly(monkeypatch):
         for binned in (False, True):
             names.clear()
             s = gmsm.SortScratch(dev, [big], stream, binned=binned)
-            assert s.binned == binned and len(s.bin_bufs) == (4 if binned else 0)
+            assert s.binned == binned and len(s.bin_bufs) == (3 if binned else 0)
             msm_sort.sort_scalars(type("M", (), {"allow_shared": lambda self, n, b: None})(), big, 0, s, stream)
-            assert names == (["msm_bin_count", "msm_bin_scan", "msm_bin_runs", "msm_bin_sort"] if binned else
-                             ["msm_count", "scan_blocks", "scan_blocks", "scan_add", "msm_scatter"])
+            assert ("msm_bin" in names and "msm_place" in names) == binned and ("msm_scatter" in names) != binned
             s.free(stream)
         monkeypatch.setattr(msm_sort, "launch", real)
 
@@ -116,20 +115,33 @@ def test_bins_cover_every_key(keys, shift):
 
 
 def test_each_curve_takes_its_measured_build(monkeypatch):
-    """No override: BN254's XYZZ pass runs the even/odd builds, BLS12-381's too with G1's
-    accumulation by reference (mixed_eo: its fastest proof), a curve without an entry the fallback."""
+    """No override: G1 runs the split build and G2 the even/odd one on both curves (session 32's
+    measurements; G2 has no split build), a curve without an entry the fallback; the fold tables take
+    each curve's table build (G1's split, G2's even/odd)."""
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", None)
+    monkeypatch.setattr(gmsm, "TABLE_ABI", None)
     assert [gmsm.xyzz_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
-        "msm_accumulate_g1e", "msm_fix_g1e", "msm_accumulate_g2e", "msm_fix_g2e"]
+        "msm_accumulate_g1s", "msm_fix_g1s", "msm_accumulate_g2e", "msm_fix_g2e"]
     assert [gmsm.xyzz_kernel(k, g, "bls12381") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
-        "msm_accumulate_g1r", "msm_fix_g1e", "msm_accumulate_g2e", "msm_fix_g2e"]
+        "msm_accumulate_g1s", "msm_fix_g1s", "msm_accumulate_g2e", "msm_fix_g2e"]
+    assert [gmsm.precompute_kernel(g, c) for c in ("bn128", "bls12381", None) for g in ("g1", "g2")] == [
+        "msm_precompute_g1s", "msm_precompute_g2e"] * 2 + ["msm_precompute_g1", "msm_precompute_g2"]
+    monkeypatch.setattr(gmsm, "TABLE_ABI", "eo")
+    assert gmsm.precompute_kernel("g1", "bn128") == "msm_precompute_g1e"
+    monkeypatch.setattr(gmsm, "TABLE_ABI", "plain")
+    assert gmsm.precompute_kernel("g2", "bls12381") == "msm_precompute_g2"
+    monkeypatch.setattr(gmsm, "TABLE_ABI", "fast")
+    with pytest.raises(ValueError, match="'fast'"):
+        gmsm.precompute_kernel("g1", "bn128")
     assert gmsm.xyzz_kernel("accumulate", "g1", None) == "msm_accumulate_g1"
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "ref", "g2": "ref"})  # an override wins for every curve
     assert gmsm.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1"
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})  # G2 has no split build
+    assert gmsm.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2e"
 
 
-@pytest.mark.parametrize("curve,suffix", [("bn128", "e"), ("bls12381", "e")])
-def test_a_proof_runs_its_curves_build(curve, suffix):
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_a_proof_runs_its_curves_build(curve):
     """The loaded module carries its curve, so a proof's MSMs (fake driver: kernels do nothing) look
     up that curve's build: before, every curve ran one module-wide choice."""
     import numpy as np
@@ -149,7 +161,7 @@ def test_a_proof_runs_its_curves_build(curve, suffix):
         backend.unload_key(key)
         backend.close()
     fixes = [f for f in fake.functions if f.startswith("msm_fix_g")]
-    assert fixes and all(f.endswith(suffix) for f in fixes), fixes
+    assert fixes and all(f == gmsm.xyzz_kernel("fix", f[8:10], curve) for f in fixes), fixes
 
 
 def test_bls12381_extra_accumulations(monkeypatch):
@@ -193,3 +205,19 @@ def test_only_twelve_limb_base_fields_build_the_extra_accumulations():
     assert "MSM_BOUNDED_VARIANTS" not in params_header(BN254)
     assert "#define MSM_BOUNDED_VARIANTS 1\n" in params_header(BLS12_381)
     assert gmsm.EXTRA_ACCUMULATIONS == {"bls12381"}
+
+
+def test_an_environment_choice_of_builds_for_ab_runs(monkeypatch):
+    """GROTH16_MSM_PRODUCTS picks the builds for every curve (a whole proof's A/B); PRODUCT_ABI still
+    wins; a malformed value is refused with the setting named."""
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", None)
+    monkeypatch.setenv("GROTH16_MSM_PRODUCTS", "g1=eo,g2=eo")
+    assert [gmsm.xyzz_kernel("accumulate", g, "bls12381") for g in ("g1", "g2")] == [
+        "msm_accumulate_g1e", "msm_accumulate_g2e"]
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})
+    assert gmsm.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1s"
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", None)
+    for bad in ("g1=fast", "g3=eo", "eo"):
+        monkeypatch.setenv("GROTH16_MSM_PRODUCTS", bad)
+        with pytest.raises(ValueError, match="GROTH16_MSM_PRODUCTS"):
+            gmsm.product_abi("g1", "bn128")

@@ -50,12 +50,12 @@ T_POINT_OP = {"bn128": 0.30e-9, "bls12381": 0.67e-9}
 T_SERIAL_DOUBLING = {"bn128": 6.3e-6, "bls12381": 13.3e-6}
 PCIE_BYTES_PER_S = 55e9  # pinned host -> device, measured on the H200 (the host tier's floor)
 # Building a resident key's fold tables at load (msm.precompute: c doublings a table a point, one
-# inversion per 16 tables): seconds per G1-equivalent doubling on an H200.  BN254: perf/keyload.py's
-# synthetic 2^20 key (random limbs: the same arithmetic as real points), its tables
-# (fold 13, 20-bit windows: 2.0e9 G1-equivalent doublings) took 0.575 s (perf/RESULTS.md, the closing
-# call of 2026-12-01; 4.30 s at 2^22 before the inversions were batched, 0.53 ns a doubling).
-# BLS12-381 is not measured: scaled by T_POINT_OP's ratio.
-T_TABLE_DOUBLING = {"bn128": 0.283e-9, "bls12381": 0.283e-9 * 0.67 / 0.30}
+# inversion per 16 tables): seconds per G1-equivalent doubling on an H200, with each curve's table
+# build (msm.TABLE_ABI_BY_CURVE: the split product since session 32).  perf/tables.py at 2^20 (random
+# multiples of the generator; G2 counted 3x): BN254 fold 13 of 20-bit windows, 2.5e8 G1 doublings in
+# 45.5 ms (G2 131.3 ms): 0.18 ns; BLS12-381 fold 16 of 16-bit windows, 2.5e8 in 106.6 ms (G2 302.8):
+# 0.42 ns (the plain build's: 0.30 and 0.79 ns; perf/RESULTS.md "Session 32").
+T_TABLE_DOUBLING = {"bn128": 0.18e-9, "bls12381": 0.42e-9}
 SLACK = 0.15  # more proofs in flight win among footprints within this of the fastest
 
 

@@ -78,9 +78,9 @@ ACCUMULATIONS = ("affine", "xyzz")
 # reference (5 resident blocks of 128 against 3 by value: BN254 G1 2^24 59.6 against 62.0 ms), the
 # latency-bound kernels after it by value (segments 2.81 -> 2.43 ms at 2^24, 0.54 -> 0.44 at 2^16);
 # BN254 G2 by value throughout (2^24 208.4 against 216.0 ms, 2^14-2^16 12-23% faster).
-#   split     msm_*_g1s, msm_*_g2s   by value, each product split (field.cuh by_value_split, gen_mont_split.py):
-#             Karatsuba's 48 wide products for a b and 36 for a squaring, then REDC's 64, against 128 fused;
-#             Y3 of each addition and doubling with one reduction for its two products.
+#   split     msm_*_g1s   by value, the even/odd product with squarings and differences of products split
+#             (field.cuh by_value_split, gen_mont_split.py): 36 + 64 wide products a squaring against 128,
+#             one reduction for Y3's two products.  G1 only: G2's "split" is its eo build (field.cuh says why).
 PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split")
 # The default build per curve (perf/RESULTS.md, the evening session's closing call, CUDA events, every
 # build's result equal): BN254's G1 and G2 with the even/odd product (G1 2^24 77.6 -> 60.2 ms, G2 2^24
@@ -88,14 +88,33 @@ PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split")
 # reference ("mixed_eo": 2^20 13.17 -> 9.34 ms, 2^21 22.89 -> 16.20, 2^24 153.3 -> 109.4), G2 by value
 # ("eo": 2^20 40.53 -> 28.90); its 2^20 proof 89.2 -> 68.3 ms in the same call (against 68.8 with G1's
 # eo and 68.4 with G2's mixed_eo).  A curve not listed takes FALLBACK_ABI.
-PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "eo", "g2": "eo"}, "bls12381": {"g1": "mixed_eo", "g2": "eo"}}
+# Since session 32 (perf/RESULTS.md, the split form measured in one call against each curve's former
+# default over the same points, tables and scalars): G1 "split" on both curves (BN254 2^16/2^20/2^24
+# 0.958/0.951/0.953x the even/odd build; BLS12-381 0.913/0.958/0.966x mixed_eo); G2 as before.
+PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "split", "g2": "eo"}, "bls12381": {"g1": "split", "g2": "eo"}}
 FALLBACK_ABI = {"g1": "mixed", "g2": "value"}
 PRODUCT_ABI: dict[str, str] | None = None  # one choice for every curve (tests, perf/msm.py --product)
 
 
+def _env_abi() -> dict[str, str] | None:
+    """GROTH16_MSM_PRODUCTS="g1=eo,g2=eo": one choice for every curve, for A/B runs of whole proofs
+    (perf/s32_final.sh); unset: None."""
+    text = os.environ.get("GROTH16_MSM_PRODUCTS")
+    if not text:
+        return None
+    pairs = [part.split("=", 1) for part in text.split(",")]
+    table = dict(p for p in pairs if len(p) == 2)
+    if len(table) != len(pairs) or set(table) - {"g1", "g2"} or set(table.values()) - set(PRODUCT_ABIS):
+        raise ValueError(f"GROTH16_MSM_PRODUCTS={text!r}: g1=ABI,g2=ABI with ABI one of {PRODUCT_ABIS}")
+    return table
+
+
 def product_abi(group: str, curve: str | None) -> str:
-    """The build of `group`'s XYZZ pass for `curve` (a module's `curve` name): PRODUCT_ABI when set."""
-    table = PRODUCT_ABI if PRODUCT_ABI is not None else PRODUCT_ABI_BY_CURVE.get(curve or "", FALLBACK_ABI)
+    """The build of `group`'s XYZZ pass for `curve` (a module's `curve` name): PRODUCT_ABI when set,
+    then GROTH16_MSM_PRODUCTS, then the curve's measured default."""
+    table = PRODUCT_ABI if PRODUCT_ABI is not None else _env_abi()
+    if table is None:
+        table = PRODUCT_ABI_BY_CURVE.get(curve or "", FALLBACK_ABI)
     return table.get(group, "ref")
 
 
@@ -107,8 +126,7 @@ def product_abi(group: str, curve: str | None) -> str:
 # group's accumulation takes per curve (none: the unbounded kernel); ACCUMULATE_BOUNDS overrides
 # it for every curve (tests, perf/msm.py --combos ABI:SORT:BOUND).
 EXTRA_ACCUMULATIONS = frozenset({"bls12381"})
-BOUNDED_KERNELS = {"g1s": (4,), "g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,), "g2r": (3,)}
-BOUNDED_EVERYWHERE = frozenset({"g1s"})  # bounded builds every curve's module has (kernels.cu)
+BOUNDED_KERNELS = {"g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,), "g2r": (3,)}
 ACCUMULATE_BOUNDS_BY_CURVE: dict[str, dict[str, int]] = {}
 ACCUMULATE_BOUNDS: dict[str, int] | None = None
 
@@ -492,8 +510,8 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
     if abi not in PRODUCT_ABIS:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
     accumulation = name.startswith("accumulate")
-    if abi == "split":
-        build = f"{group}s"
+    if abi == "split":  # G1's split build; G2 has none (field.cuh): its even/odd one
+        build = "g1s" if group == "g1" else f"{group}e"
     elif abi in ("eo", "mixed_eo"):
         reference = abi == "mixed_eo" and accumulation and (group == "g1" or curve in EXTRA_ACCUMULATIONS)
         build = f"{group}{'r' if reference else 'e'}"
@@ -503,8 +521,7 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
     bound = accumulate_bound(group, curve) if accumulation else None
     if bound is None:
         return f"msm_{name}_{build}"
-    if bound not in BOUNDED_KERNELS.get(build, ()) or (curve not in EXTRA_ACCUMULATIONS
-                                                       and build not in BOUNDED_EVERYWHERE):
+    if bound not in BOUNDED_KERNELS.get(build, ()) or curve not in EXTRA_ACCUMULATIONS:
         raise ValueError(f"no accumulation kernel of build {build} bounded to {bound} blocks for {curve}")
     return f"msm_{name}_{build}_b{bound}"
 
@@ -586,11 +603,16 @@ def run_msm(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, ba
     accumulate(mod, group, plan, layout, bases, sort, b, acc_bytes, result, stream, result_stride, mark)
 
 
-# The fold tables' build per curve: "split" (msm_precompute_<G>s, the split product) or None (the
-# plain build, msm_precompute_<G>); TABLE_ABI overrides for every curve (tests, perf/tables.py).
-TABLE_ABI_BY_CURVE: dict[str, str] = {}
+# The fold tables' build per curve: "eo" (msm_precompute_<G>e, the even/odd product), "split"
+# (msm_precompute_<G>s) or None (the plain build, msm_precompute_<G>); TABLE_ABI overrides for every
+# curve (tests, perf/tables.py).
+# Measured (perf/tables.py, 2^20, session 32): G1 split 1.67x the plain build on BN254 (45.5 against
+# 75.9 ms), 1.86x on BLS12-381; G2 (split is its eo build) eo 1.47x / 1.48x; the even/odd build on G1
+# in between (1.46x on BN254).  "plain": the plain build whatever the curve's default.
+TABLE_ABI_BY_CURVE: dict[str, str] = {"bn128": "split", "bls12381": "split"}
 TABLE_ABI: str | None = None
-TABLE_ABIS = (None, "split")
+TABLE_ABIS = (None, "plain", "eo", "split")
+_TABLE_SUFFIX = {None: "", "plain": "", "eo": "e", "split": "s"}
 
 
 def precompute_kernel(group: str, curve: str | None) -> str:
@@ -598,7 +620,8 @@ def precompute_kernel(group: str, curve: str | None) -> str:
     abi = TABLE_ABI if TABLE_ABI is not None else TABLE_ABI_BY_CURVE.get(curve or "")
     if abi not in TABLE_ABIS:
         raise ValueError(f"table build {abi!r} is not one of {TABLE_ABIS}")
-    return f"msm_precompute_{group}{'s' if abi == 'split' else ''}"
+    suffix = _TABLE_SUFFIX[abi]
+    return f"msm_precompute_{group}{'e' if suffix == 's' and group != 'g1' else suffix}"
 
 
 def precompute(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer, stream: Stream) -> None:
