@@ -203,7 +203,9 @@ def _wrap(name: str, doc: str, lines: list[str], outs: list[str], ins: list[str]
 
 
 def wrappers(n: int) -> str:
-    """The methods of mont_ptx<n>: wide/sqr (2n-word T), redc, redc_diff, sqr_split."""
+    """The methods of mont_ptx<n> that field.cuh's split form calls: wide_eo (a 2n-word product),
+    redc_diff_eo and sqr_split (the squaring and its reduction in one statement).  The bodies "sqr"
+    and "redc" alone are what tests/test_mont_split.py checks piece by piece."""
     w = lambda arr, k: [f'"r"({arr}[{j}])' for j in range(k)]  # noqa: E731
     # outputs early-clobbered ("=&r"): the squaring's body writes output words before its last read of
     # an input (its diagonal chain), which plain "=r" lets share a register
@@ -212,10 +214,6 @@ def wrappers(n: int) -> str:
     return "".join([
         _wrap("wide_eo(uint32_t* t, const uint32_t* a, const uint32_t* b)", "T = a b, 2N words",
               product(n, "wide"), o("t", 2 * n), w("a", n) + w("b", n), []),
-        _wrap("sqr_wide_eo(uint32_t* t, const uint32_t* a)", "T = a^2, 2N words",
-              product(n, "sqr"), o("t", 2 * n), w("a", n), []),
-        _wrap("redc_eo(uint32_t* r, const uint32_t* t)", "r = T / R mod p (T < p R), fully reduced",
-              product(n, "redc"), o("r", n), w("t", 2 * n), ps),
         _wrap("redc_diff_eo(uint32_t* r, const uint32_t* t1, const uint32_t* t2)",
               "r = (T1 - T2) / R mod p for T1, T2 < p^2, one reduction", product(n, "redcd"), o("r", n),
               w("t1", 2 * n) + w("t2", 2 * n), [f'"n"(P::MOD2[{j}])' for j in range(2 * n)] + ps),
