@@ -22,31 +22,32 @@ except ImportError:  # pragma: no cover
     from gen_mont_eo import _Acc, _Chain, _carry_into, _csub, _merge, _pair
 
 
-def _rows(lines: list[str], e: _Acc, o: _Acc, a, b, na: int, nb: int, col0: int = 0) -> None:
-    """e + o += a * b (na x nb words) at column col0, one chain a row and parity.  Bound: after row i
-    the rows' sum is below a * 2^(32(i+1)) < 2^(32(na+i+1)), so each accumulator fits the words up to
-    col0 + na + i and a chain ending below that word carries into the next one, never written before."""
-    for i in range(nb):
-        for acc, parity in ((e, 0), (o, 1)):
-            cs = [c for c in range(col0 + i, col0 + i + na) if c % 2 == parity]
-            if not cs:
-                continue
-            ch = _Chain(lines)
-            for c in cs:
-                _pair(ch, acc, c, a(c - col0 - i), b(i))
-            top = cs[-1] + 1
-            if top < col0 + na + i:
-                ch.emit(carry_out=True)
-                _carry_into(lines, acc, top + 1)
-            else:
-                ch.emit()
+def _row(lines: list[str], e: _Acc, o: _Acc, a, b_i: str, i: int, first: int, n: int) -> None:
+    """e + o += (a_j for j >= first) * b_i at columns i + j, one chain a parity.  Bound (n-word a, rows
+    taken in order of i): after row i the rows' sum is below a 2^(32(i+1)) < 2^(32(n+i+1)), so each
+    accumulator fits the words up to n + i, and a chain ending below that word carries into the next
+    one, never written before."""
+    for acc, parity in ((e, 0), (o, 1)):
+        cs = [c for c in range(i + first, i + n) if c % 2 == parity]
+        if not cs:
+            continue
+        ch = _Chain(lines)
+        for c in cs:
+            _pair(ch, acc, c, a(c - i), b_i)
+        top = cs[-1] + 1
+        if top < n + i:
+            ch.emit(carry_out=True)
+            _carry_into(lines, acc, top + 1)
+        else:
+            ch.emit()
 
 
 def wide_body(lines: list[str], out, a, b, n: int, tag: str) -> None:
     """out(0..2n-1) = a * b (n words each): n^2 wide products."""
     e, o = _Acc(f"{tag}e", 2 * n), _Acc(f"{tag}o", 2 * n)
     lines.append(f".reg .u32 {tag}e<{2 * n}>, {tag}o<{2 * n}>;")
-    _rows(lines, e, o, a, b, n, n)
+    for i in range(n):
+        _row(lines, e, o, a, b(i), i, 0, n)
     _merge(lines, out, e, o, 0, 2 * n)
 
 
@@ -58,19 +59,7 @@ def sqr_body(lines: list[str], out, a, n: int, tag: str) -> None:
     e, o = _Acc(f"{tag}e", 2 * n), _Acc(f"{tag}o", 2 * n)
     lines.append(f".reg .u32 {tag}e<{2 * n}>, {tag}o<{2 * n}>, {tag}c<{2 * n}>;")
     for i in range(n - 1):
-        for acc, parity in ((e, 0), (o, 1)):
-            cs = [c for c in range(2 * i + 1, i + n) if c % 2 == parity]
-            if not cs:
-                continue
-            ch = _Chain(lines)
-            for c in cs:
-                _pair(ch, acc, c, a(c - i), a(i))
-            top = cs[-1] + 1
-            if top < n + i:
-                ch.emit(carry_out=True)
-                _carry_into(lines, acc, top + 1)
-            else:
-                ch.emit()
+        _row(lines, e, o, a, a(i), i, i + 1, n)
     c = lambda k: f"{tag}c{k}"  # noqa: E731
     _merge(lines, c, e, o, 0, 2 * n)
     lines.append(f"add.cc.u32 {c(0)}, {c(0)}, {c(0)};")
@@ -207,8 +196,8 @@ def wrappers(n: int) -> str:
     redc_diff_eo and sqr_split (the squaring and its reduction in one statement).  The bodies "sqr"
     and "redc" alone are what tests/test_mont_split.py checks piece by piece."""
     w = lambda arr, k: [f'"r"({arr}[{j}])' for j in range(k)]  # noqa: E731
-    # outputs early-clobbered ("=&r"): the squaring's body writes output words before its last read of
-    # an input (its diagonal chain), which plain "=r" lets share a register
+    # outputs early-clobbered ("=&r") so that no output shares a register with an input: each body
+    # below writes its outputs last anyway (tests/test_mont_split.py), this keeps that true if one changes
     o = lambda arr, k: [f'"=&r"({arr}[{j}])' for j in range(k)]  # noqa: E731
     ps = [f'"n"(P::MOD[{j}])' for j in range(n)] + ['"n"(P::INV)']
     return "".join([

@@ -53,9 +53,6 @@ def run(lines: list[str], operands: dict[int, int], n_out: int, stats: dict | No
                 cf = 1 if total < 0 else 0  # borrow
             regs[args[0]] = total & M32
             continue
-        elif base in ("xor", "mov"):  # bitwise, no carry (gen_mont_split.py's Karatsuba signs)
-            regs[args[0]] = (val(args[1]) ^ val(args[2])) if base == "xor" else val(args[1])
-            continue
         elif base == "setp":
             assert parts[1] == "eq"
             preds[args[0]] = val(args[1]) == val(args[2])
@@ -72,6 +69,5 @@ def run(lines: list[str], operands: dict[int, int], n_out: int, stats: dict | No
             # a carry the chain drops: allowed only where the generator says it is dropped mod 2^(32n)
             if stats is not None:
                 stats["dropped"] = stats.get("dropped", 0) + 1
-                stats.setdefault("dropped_at", []).append(line)
         regs[args[0]] = total & M32
     return [regs[f"%{k}"] for k in range(n_out)]

@@ -325,10 +325,10 @@ def test_even_odd_montgomery_product_matches_python(backend, curve):
 
 
 def test_split_base_field_products_match_python(backend, curve):
-    """The split product (field.cuh by_value_split: Karatsuba or the squaring, then REDC) and the
-    difference of two products with one reduction (mul_sub), exactly a b R^-1 mod q, a^2 R^-1 and
-    (x y - z w) R^-1, fully reduced, on random operands and edges (0, 1, q-1, R mod q, equal and
-    zero Karatsuba halves, a difference of zero, negative differences)."""
+    """The split form (field.cuh by_value_split): its product, its squaring (the cross products once,
+    then REDC) and a difference of two products with one reduction (mul_sub), exactly a b R^-1 mod q,
+    a^2 R^-1 and (x y - z w) R^-1, fully reduced, on random operands and edges (0, 1, q-1, R mod q,
+    equal and zero halves, a difference of zero, negative differences)."""
     rng = random.Random()
     q, words = curve.q, curve.n8q // 4
     R, h = 1 << (32 * words), 16 * words
