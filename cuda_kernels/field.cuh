@@ -125,9 +125,9 @@ struct fp {
     __device__ __forceinline__ fp& operator*=(const fp& b) { return *this = *this * b; }
 
     // Product with a table constant w (plain, not Montgomery) given ws = floor(w 2^(32N) / p):
-    // x * w mod p, so a Montgomery-form x stays in Montgomery form.  Only where SHOUP (3p < R).
+    // x * w mod p, so a Montgomery-form x stays in Montgomery form.  Only where SHOUP (2p < R: r < 2p).
     __device__ __forceinline__ fp mul_shoup(const fp& w, const fp& ws) const {
-        static_assert(SHOUP, "Shoup products need 3p < 2^(32N)");
+        static_assert(SHOUP, "Shoup products need 2p < 2^(32N)");
         fp r;
         mont_ptx<N>::template mul_shoup<P>(r.v, v, w.v, ws.v);
         return r;
@@ -141,7 +141,7 @@ struct fp {
         return r;
     }
     __device__ __forceinline__ fp mul_shoup_eo(const fp& w, const fp& ws) const {
-        static_assert(SHOUP && N == 8, "Shoup products need 3p < 2^(32N); generated for 8 limbs");
+        static_assert(SHOUP && N == 8, "Shoup products need 2p < 2^(32N); generated for 8 limbs");
         fp r;
         mont_ptx<N>::template mul_shoup_eo<P>(r.v, v, w.v, ws.v);
         return r;

@@ -92,14 +92,14 @@ def mul_shoup_eo(n: int) -> tuple[list[str], str]:
     """x * w mod p for a table constant w with ws = floor(w 2^(32n) / p) (Shoup), as even/odd
     chains.  Operands: r %0..%(n-1); x, w, ws; then the immediates p and p' = 2^(32n) - p.
 
-    q = floor of (the columns >= n-1 of x * ws, plus the high words of column n-2) / 2^(32n):
-    the dropped part is below 2n * 2^(32(n-1)) < 2^(32n), so q is at most one below
-    floor(x ws / 2^(32n)), itself at most one below floor(x w / p): r = x w - q p lies in
-    [0, 3p), computed as (x w + q p') mod 2^(32n) (needs 3p < 2^(32n)), then made canonical
-    by two conditional subtractions.  92 wide products, 7 high and 16 low words.  In fact the two
-    shortfalls of q exclude each other (tests/test_mont_eo.py), so r < 2p: the second subtraction
-    never acts, and 2p < 2^(32n) would do (BLS12-381's Fr too); kept as measured until an A/B says
-    dropping it, or Shoup tables on BLS12-381, pay (perf/RESULTS.md)."""
+    q = floor of (the columns >= n-1 of x * ws, plus the high words of column n-2) / 2^(32n).
+    It falls short of floor(x w / p) in two ways: the dropped part (below 2n * 2^(32(n-1))) can
+    take the carry into column n, which needs x * ws mod 2^(32n) below that part, and ws is
+    rounded down, which costs one only when the fraction of x ws / 2^(32n) is above
+    1 - x / 2^(32n) > 1/2.  The two exclude each other (tests/test_mont_eo.py), so q is at most
+    one low and r = x w - q p lies in [0, 2p): computed as (x w + q p') mod 2^(32n) (needs
+    2p < 2^(32n): both scalar fields), then made canonical by one conditional subtraction.
+    92 wide products, 7 high and 16 low words."""
     assert n % 2 == 0
     x = lambda j: f"%{n + j}"  # noqa: E731
     w = lambda j: f"%{2 * n + j}"  # noqa: E731
@@ -147,9 +147,8 @@ def mul_shoup_eo(n: int) -> tuple[list[str], str]:
                 if chain.ops:
                     chain.emit()
     _merge(lines, lambda k: f"t{k}", re, ro, 0, n)
-    # t < 3p: two conditional subtractions
-    _csub(lines, lambda j: f"t{j}", lambda j: f"q{j}", p, n)
-    _csub(lines, lambda j: f"q{j}", lambda j: f"%{j}", p, n)
+    # t < 2p: one conditional subtraction
+    _csub(lines, lambda j: f"t{j}", lambda j: f"%{j}", p, n)
     lines.append("}")
     return lines, "shoup"
 

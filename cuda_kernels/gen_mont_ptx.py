@@ -177,10 +177,10 @@ def _mul_wide(n: int) -> str:
 def _mul_shoup(n: int) -> str:
     """x * w mod p for a constant w with ws = floor(w * 2^(32N) / p) precomputed (Shoup):
     q = the high half of x * ws, r = x * w - q * p (low halves only).  q is computed from
-    the columns >= N-1 of x * ws (column N-2 contributes its high words only), so it is at
-    most one below floor(x * ws / 2^(32N)) and r < 3p: needs 3p < 2^(32N), then two
-    conditional subtractions make it canonical.  92 of the 128 wide products of the
-    Montgomery form for N = 8, and no per-row reduction step."""
+    the columns >= N-1 of x * ws (column N-2 contributes its high words only), the quotient
+    of gen_mont_eo.mul_shoup_eo: at most one below floor(x * w / p), so r < 2p (needs
+    2p < 2^(32N)) and one conditional subtraction makes it canonical.  92 of the 128 wide
+    products of the Montgomery form for N = 8, and no per-row reduction step."""
     x = lambda j: f"%{n + j}"  # noqa: E731
     w = lambda j: f"%{2 * n + j}"  # noqa: E731
     ws = lambda j: f"%{3 * n + j}"  # noqa: E731
@@ -234,22 +234,18 @@ def _mul_shoup(n: int) -> str:
     # q[1..n] is the quotient estimate; a = (x * w) mod 2^(32n), b = (q * p) mod 2^(32n)
     low_half("a", x, w)
     low_half("b", lambda j: f"q{j + 1}", p)
-    # r = a - b, then subtract p while r >= p (twice at most)
+    # r = a - b < 2p, then subtract p if r >= p
     lines.append("sub.cc.u32 l0, a0, b0;")
     for j in range(1, n):
         op = "subc.cc.u32" if j < n - 1 else "subc.u32"
         lines.append(f"{op} l{j}, a{j}, b{j};")
-    for rnd in range(2):
-        src = "l" if rnd == 0 else "a"
-        dst = "a" if rnd == 0 else None
-        lines.append(f"sub.cc.u32 h0, {src}0, {p(0)};")
-        for j in range(1, n):
-            lines.append(f"subc.cc.u32 h{j}, {src}{j}, {p(j)};")
-        lines.append("subc.u32 c, 0, 0;")
-        lines.append("setp.eq.u32 nb, c, 0;")
-        for j in range(n):
-            target = f"{dst}{j}" if dst else f"%{j}"
-            lines.append(f"selp.u32 {target}, h{j}, {src}{j}, nb;")
+    lines.append(f"sub.cc.u32 h0, l0, {p(0)};")
+    for j in range(1, n):
+        lines.append(f"subc.cc.u32 h{j}, l{j}, {p(j)};")
+    lines.append("subc.u32 c, 0, 0;")
+    lines.append("setp.eq.u32 nb, c, 0;")
+    for j in range(n):
+        lines.append(f"selp.u32 %{j}, h{j}, l{j}, nb;")
     lines.append("}")
     outs = ", ".join(f'"=r"(r[{j}])' for j in range(n))
     ins = ", ".join([f'"r"(a[{j}])' for j in range(n)] + [f'"r"(w[{j}])' for j in range(n)]

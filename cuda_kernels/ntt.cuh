@@ -7,8 +7,10 @@
 // Twiddles come from one table of entries for w^j, j < n/2 (w^-j for the inverse), with w the
 // table's root; a transform of size 2^k reads it at stride 2^(K-k) (K = the table's log).
 // An entry is w^j in Montgomery form, or, where the field allows Shoup products (F::SHOUP:
-// BN254's Fr), the pair (w^j, floor(w^j 2^256 / r)): a product by a twiddle then costs about
-// three quarters of a Montgomery product (perf/RESULTS.md).
+// 2r < 2^256, both scalar fields) and SH asks for them, the pair (w^j, floor(w^j 2^256 / r)):
+// 92 instead of 121 wide products a twiddle product, at twice the table's bytes.  Which form a
+// transform takes is measured per curve and size (engine/backends/gpu/ntt.py shoup_twiddles):
+// BN254's large transforms run faster on the smaller Montgomery table (perf/RESULTS.md).
 #pragma once
 #include "field.cuh"
 
@@ -19,9 +21,10 @@
 #define NTT_BRANCH_FREE 0
 #endif
 
-template <class F>
+template <class F, bool SH = F::SHOUP>
 struct ntt_kernels {
-    static constexpr int TW = F::SHOUP ? 2 * F::N : F::N;  // words per twiddle entry
+    static_assert(!SH || F::SHOUP, "Shoup twiddles need 2p < 2^(32N)");
+    static constexpr int TW = SH ? 2 * F::N : F::N;  // words per twiddle entry
 
     // Shared memory holds each element as two 16-byte halves in two planes (half h of
     // element e at plane h, slot e), so loads and stores are 128-bit and a warp touching
@@ -42,7 +45,7 @@ struct ntt_kernels {
 
     // The table entry for a twiddle given in Montgomery form.
     static __device__ __forceinline__ void store_twiddle(uint32_t* out, const F& wm) {
-        if constexpr (F::SHOUP) {
+        if constexpr (SH) {
             F w, ws;
             wm.shoup_pair(w, ws);
             w.store(out);
@@ -56,7 +59,7 @@ struct ntt_kernels {
     // 32x32 product, perf/RESULTS.md); NTT_EO_PRODUCTS=0 builds the older forms, for A/B runs.
     static __device__ __forceinline__ F twiddle_mul(const F& y, const uint32_t* tw, uint32_t e) {
         const uint32_t* t = tw + (uint64_t)e * TW;
-        if constexpr (F::SHOUP)
+        if constexpr (SH)
             return shoup(y, F::load_ro(t), F::load_ro(t + F::N));
         else
             return mul(y, F::load_ro(t));
@@ -247,7 +250,7 @@ struct ntt_kernels {
         const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i >= n) return;
         const F wm = F::load(w + (uint64_t)i * F::N).to_mont(), y = F::load(x + (uint64_t)i * F::N);
-        if constexpr (F::SHOUP) {
+        if constexpr (SH) {
             F wp, ws;
             wm.shoup_pair(wp, ws);
             shoup(y, wp, ws).store(out + (uint64_t)i * F::N);

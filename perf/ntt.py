@@ -100,7 +100,7 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates, per_pass: boo
     tables.free(stream)
     Device.free(buf, stream)
     stream.synchronize()
-    per_product = imads_per_shoup(8) if gntt.twiddle_bytes(curve) > gntt.FR_BYTES else imads_per_mul(8)
+    per_product = imads_per_shoup(8) if gntt.shoup_twiddles(curve, k) else imads_per_mul(8)
     ops = (n // 2) * k * per_product
     nbytes = passes * 2 * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000

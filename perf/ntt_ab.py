@@ -8,7 +8,9 @@ NVRTC under several build switches, timed there side by side on the same input.
 
 Variants: "old" (NTT_EO_PRODUCTS=0: the carry-chain / 64-bit-product twiddle products), "eo4",
 "eo3", "eo2" (even/odd products, built for 4, 3 or 2 blocks of 256 threads an SM), "eo4bf",
-"eo3bf" (the same with NTT_BRANCH_FREE=1: no skip of twiddle-1 products).  Each row:
+"eo3bf" (the same with NTT_BRANCH_FREE=1: no skip of twiddle-1 products), "mo4", "mo3" (even/odd
+products with Montgomery twiddles where the field would take Shoup pairs: BLS12-381's build
+before Shoup twiddles reached it).  Each row:
 forward NTT (DIT) and inverse with the coset factor (DIF), CUDA-event medians; every variant's
 outputs are compared with the first variant's on the same random input (a mismatch is printed
 and fails the run).
@@ -16,6 +18,7 @@ and fails the run).
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -31,8 +34,15 @@ typedef fp<FR_P> fr_t;
 typedef ntt_kernels<fr_t> NTT;
 #include "ntt_entry.cuh"
 '''
-VARIANTS = {"old": (0, 4, 0), "eo4": (1, 4, 0), "eo3": (1, 3, 0), "eo2": (1, 2, 0), "eo4bf": (1, 4, 1),
-            "eo3bf": (1, 3, 1)}  # (NTT_EO_PRODUCTS, NTT_MIN_BLOCKS, NTT_BRANCH_FREE)
+VARIANTS = {"old": (0, 4, 0, True), "eo4": (1, 4, 0, True), "eo3": (1, 3, 0, True), "eo2": (1, 2, 0, True),
+            "eo4bf": (1, 4, 1, True), "eo3bf": (1, 3, 1, True), "mo4": (1, 4, 0, False),
+            "mo3": (1, 3, 0, False)}  # (NTT_EO_PRODUCTS, blocks an SM, NTT_BRANCH_FREE, Shoup twiddles)
+
+
+def variant_params(params: str, blocks: int) -> str:
+    """params.cuh with both pass forms' blocks an SM (NTT_MIN_BLOCKS, NTT_MIN_BLOCKS_M) set to
+    `blocks`; a variant's twiddle form is its tables' (the `_m` kernels for Montgomery ones)."""
+    return re.sub(r"#define (NTT_MIN_BLOCKS(?:_M)?) \d+", rf"#define \1 {blocks}", params)
 CURVES = ("bn128", "bls12381")
 
 
@@ -45,8 +55,8 @@ def build(out: Path, names: list[str]) -> None:
     for c in CURVES:
         params = params_header(curve_by_name(c))
         for name in names:
-            eo, blocks, branch_free = VARIANTS[name]
-            p = params.replace("#define NTT_MIN_BLOCKS", f"#define NTT_MIN_BLOCKS {blocks} //")
+            eo, blocks, branch_free, _ = VARIANTS[name]
+            p = variant_params(params, blocks)
             opts = [f"--include-path={kb.SOURCE_DIR}".encode(), *(o.encode() for o in kb.DEFAULT_OPTIONS),
                     f"-DNTT_EO_PRODUCTS={eo}".encode(), f"-DNTT_BRANCH_FREE={branch_free}".encode()]
             cubin, _ = kb.compile_source(SOURCE.encode(), "ntt_ab.cu", {"params.cuh": p.encode()}, "sm_90", opts)
@@ -74,7 +84,7 @@ def run(where: Path, sizes: list[int], repeats: int) -> int:
             path = where / f"{c}-{name}.cubin"
             if path.exists():
                 mods[name] = Module(path.read_bytes())
-                for fn in ("ntt_dif_pass", "ntt_dit_pass"):
+                for fn in ("ntt_dif_pass", "ntt_dit_pass", "ntt_dif_pass_m", "ntt_dit_pass_m"):
                     mods[name].allow_shared(fn, 64 * 1024)
         for k in sizes:
             n = 1 << k
@@ -83,7 +93,7 @@ def run(where: Path, sizes: list[int], repeats: int) -> int:
             ref = None
             cells = []
             for name, mod in mods.items():
-                tables = gntt.build_tables(dev, mod, curve, k, stream, coset=True)
+                tables = gntt.build_tables(dev, mod, curve, k, stream, coset=True, shoup=VARIANTS[name][3])
                 fwd = time_ms(stream, lambda: gntt.dit(mod, buf, tables, stream, inverse=False), repeats)
                 inv = time_ms(stream, lambda: gntt.dif(mod, buf, tables, stream, inverse=True, scale=tables.coset),
                               repeats)
@@ -124,12 +134,12 @@ def plans(where: Path, builds: dict[str, str], plan_spec: dict[int, list[list[in
     for c, variant in builds.items():
         curve = curve_by_name(c)
         mod = Module((where / f"{c}-{variant}.cubin").read_bytes())
-        for fn in ("ntt_dif_pass", "ntt_dit_pass"):
+        for fn in ("ntt_dif_pass", "ntt_dit_pass", "ntt_dif_pass_m", "ntt_dit_pass_m"):
             mod.allow_shared(fn, 64 * 1024)
         for k, options in plan_spec.items():
             host = random_scalars(curve, 1 << k, seed=k)
             buf = dev.alloc(host.nbytes, stream)
-            tables = gntt.build_tables(dev, mod, curve, k, stream, coset=True)
+            tables = gntt.build_tables(dev, mod, curve, k, stream, coset=True, shoup=VARIANTS[variant][3])
             ref, cells = None, []
             for plan in options:
                 assert sum(plan) == k, plan

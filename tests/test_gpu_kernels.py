@@ -132,8 +132,8 @@ def _launch_fr_pairs(backend, curve, name: str, ha: np.ndarray, hb: np.ndarray, 
 
 
 def test_twiddle_product_matches_python(backend, curve):
-    """The NTT's product by a table constant: a Shoup pair on BN254 (table entry built on the
-    device from the Montgomery form), a Montgomery product on BLS12-381."""
+    """The NTT's product by a Shoup pair (both scalar fields; the table entry built on the device
+    from the Montgomery form).  The Montgomery twiddles run through test_ntt_matches_cpu."""
     rng = random.Random()
     r = curve.r
     edge = [(0, 5), (1, r - 1), (r - 1, r - 1), (r - 1, 1), (0, 0), (r - 1, 0), (2, (r + 1) // 2)]
@@ -170,7 +170,12 @@ def test_scale_pair_matches_python(backend, curve, n):
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 10, 11, 13, 17])
 @pytest.mark.parametrize("inverse,coset", [(False, False), (True, False), (False, True), (True, True)])
-def test_ntt_matches_cpu(backend, curve, k, inverse, coset):
+@pytest.mark.parametrize("twiddles", ["shoup", "montgomery"])
+def test_ntt_matches_cpu(backend, curve, k, inverse, coset, twiddles, monkeypatch):
+    """Both twiddle forms at every size (gntt.SHOUP_MAX_LOG picks one per curve and size)."""
+    from engine.backends.gpu import ntt as gntt
+
+    monkeypatch.setattr(gntt, "SHOUP_MAX_LOG", {} if twiddles == "shoup" else {curve.name: 0})
     rng = random.Random()
     vals = rand_fr(curve, 1 << k, rng)
     got = to_ints(backend.ntt(curve, from_ints(vals, 4), inverse=inverse, coset=coset))

@@ -8,7 +8,7 @@ import pytest
 
 from engine.algebra.curves import BLS12_381, BN254
 from engine.backends.gpu import ntt as gntt
-from engine.backends.gpu.params import params_header
+from engine.backends.gpu.params import allows_shoup, params_header
 
 
 @pytest.mark.parametrize("k", range(0, 31))
@@ -28,16 +28,30 @@ def test_pass_plan_puts_the_remainder_on_the_large_twiddle_levels():
     assert gntt.pass_sizes(18) == [9, 9]  # two passes: even
 
 
-def test_twiddle_entries_are_shoup_pairs_only_where_3r_fits():
-    assert gntt.twiddle_bytes(BN254) == 64 and 3 * BN254.r < 1 << 256
-    assert gntt.twiddle_bytes(BLS12_381) == 32 and 3 * BLS12_381.r > 1 << 256
-    assert "SHOUP = true" in params_header(BN254).split("struct FQ_P")[0]
-    assert "SHOUP = false" in params_header(BLS12_381).split("struct FQ_P")[0]
+def test_twiddle_entries_are_shoup_pairs_where_2r_fits():
+    """Both scalar fields: Shoup's r = x w - q p < 2p (q at most one low) must fit 256 bits;
+    BLS12-381's r does (0.45 * 2^256) although 3r does not."""
+    assert 2 * BN254.r < 1 << 256 and 2 * BLS12_381.r < 1 << 256 < 3 * BLS12_381.r
+    assert gntt.twiddle_bytes(BN254, True) == 64 and gntt.twiddle_bytes(BLS12_381, False) == 32
+    for curve in (BN254, BLS12_381):
+        assert "SHOUP = true" in params_header(curve).split("struct FQ_P")[0]
+    assert not allows_shoup((1 << 255) + 1, 32)
+
+
+def test_twiddle_form_follows_the_measured_sizes():
+    """BN254: Shoup pairs up to 2^20, the half-size Montgomery table beyond; BLS12-381: Shoup at
+    every size.  Each form's passes are built for their own blocks an SM."""
+    assert all(gntt.shoup_twiddles(BN254, k) for k in range(1, 21))
+    assert not any(gntt.shoup_twiddles(BN254, k) for k in range(21, 29))
+    assert all(gntt.shoup_twiddles(BLS12_381, k) for k in range(1, 29))
+    for curve in (BN254, BLS12_381):
+        header = params_header(curve)
+        assert "#define NTT_MIN_BLOCKS 3\n" in header and "#define NTT_MIN_BLOCKS_M 4\n" in header
 
 
 def _shoup_model(x: int, w: int, r: int, n: int = 8) -> int:
     """The generated mul_shoup step by step: q from the columns >= n-1 of x * ws (column
-    n-2 contributes its high words), r = x w - q r from the low halves, two subtractions."""
+    n-2 contributes its high words), r = x w - q r from the low halves, one subtraction."""
     mask, word = (1 << 32) - 1, 32
     ws = (w << (word * n)) // r
     xl = [(x >> (word * i)) & mask for i in range(n)]
@@ -52,18 +66,21 @@ def _shoup_model(x: int, w: int, r: int, n: int = 8) -> int:
                 s += (prod >> word) << (word * (n - 1))
     q = s >> (word * n)
     assert (x * ws >> (word * n)) - 1 <= q <= x * ws >> (word * n)  # at most one below
+    assert x * w // r - 1 <= q  # ... and at most one below floor(x w / r) too
     t = (x * w - q * r) % (1 << (word * n))  # low halves only
-    assert t == x * w - q * r < 3 * r  # exact: the true value is below 3r < 2^256
-    for _ in range(2):
-        t = t - r if t >= r else t
-    return t
+    assert t == x * w - q * r < 2 * r  # exact: the true value is below 2r < 2^256
+    return t - r if t >= r else t
 
 
-def test_shoup_product_model_on_bn254():
-    r, rng = BN254.r, random.Random(7)
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=["bn128", "bls12381"])
+def test_shoup_product_model(curve):
+    """x below 2^255 (the NTT's are canonical, < r): the bound needs 1 - x / 2^256 above the
+    truncated columns' share, 2^-28."""
+    r, rng = curve.r, random.Random(7)
     edge = [0, 1, 2, r - 1, r - 2, (r + 1) // 2]
-    pairs = [(a, b) for a in edge + [(1 << 256) - 1] for b in edge]  # w < r (a twiddle), x any + [(rng.randrange(r), rng.randrange(r)) for _ in range(3000)]
-    pairs += [(rng.randrange(1 << 256), rng.randrange(r)) for _ in range(500)]  # any 256-bit x
+    pairs = [(a, b) for a in edge + [(1 << 255) - 1, 2 * r - 1] for b in edge]  # w < r (a twiddle)
+    pairs += [(rng.randrange(r), rng.randrange(r)) for _ in range(3000)]
+    pairs += [(rng.randrange(1 << 255), rng.randrange(r)) for _ in range(500)]
     for x, w in pairs:
         assert _shoup_model(x, w, r) == x * w % r
 

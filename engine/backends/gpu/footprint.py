@@ -29,7 +29,7 @@ from engine.backends.gpu import device_csr
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_sort as gsort
-from engine.backends.gpu.ntt import twiddle_bytes
+from engine.backends.gpu.ntt import shoup_twiddles, twiddle_bytes
 from engine.errors import BudgetError
 from engine.formats.coeffs_scan import scan_of
 
@@ -113,7 +113,8 @@ class KeyShape:
         for nnz in (self.n_coef_a, self.n_coef_b):
             csr += _alloc(4 * (self.domain + 1)) + _alloc(4 * nnz) + _alloc(32 * nnz)
         half = max(self.domain // 2, 1)
-        tables = 2 * _alloc(half * twiddle_bytes(self.curve)) + _alloc(self.domain * FR)
+        shoup = shoup_twiddles(self.curve, self.domain.bit_length() - 1)
+        tables = 2 * _alloc(half * twiddle_bytes(self.curve, shoup)) + _alloc(self.domain * FR)
         return csr + tables
 
     def epilogue_device_bytes(self) -> int:

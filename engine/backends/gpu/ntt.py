@@ -2,8 +2,9 @@
 
 A transform of 2^k points runs as ceil(k/10) shared-memory passes of up to 10
 levels each.  Tables live on the device: the twiddles w^j and w^-j (j < 2^(k-1)),
-each entry w^j in Montgomery form or, for a field that allows Shoup products
-(BN254's Fr), the pair (w^j, floor(w^j 2^256 / r)) — see cuda_kernels/ntt.cuh;
+each entry w^j in Montgomery form or, where Shoup products pay (shoup_twiddles: per
+curve and size, as measured), the pair (w^j, floor(w^j 2^256 / r)) — see
+cuda_kernels/ntt.cuh;
 and, for the prover, the coset factors g^j / 2^k (Montgomery) that the inverse
 transform's last pass applies as it writes.
 """
@@ -39,9 +40,23 @@ def pass_sizes(k: int, dif: bool = False) -> list[int]:
     return sizes[::-1] if dif else sizes
 
 
-def twiddle_bytes(curve: Curve) -> int:
-    """Bytes of one twiddle entry: the Shoup pair where 3r < 2^256, else the Montgomery value."""
-    return 2 * FR_BYTES if allows_shoup(curve.r, FR_BYTES) else FR_BYTES
+# The largest transform (log2) that takes Shoup twiddles, per curve; absent: every size the field
+# allows.  perf/ntt_ab.py on the H200 (perf/RESULTS.md, session 33): BN254's passes run faster on
+# Shoup pairs up to 2^20 (2^18: 0.071 against 0.077 ms) and on the half-size Montgomery table from
+# 2^22 (2^24: 3.76 against 3.95 ms, 2^26: 16.1 against 17.1); BLS12-381's on Shoup pairs at every
+# size (2^24: 3.94 against 4.21 ms).  2^21, not measured, follows 2^22 (both three passes).
+SHOUP_MAX_LOG = {"bn128": 20}
+
+
+def shoup_twiddles(curve: Curve, k: int) -> bool:
+    """Whether a 2^k transform's table holds Shoup pairs (kernels without suffix) or Montgomery
+    values (the `_m` kernels)."""
+    return allows_shoup(curve.r, FR_BYTES) and k <= SHOUP_MAX_LOG.get(curve.name, 64)
+
+
+def twiddle_bytes(curve: Curve, shoup: bool) -> int:
+    """Bytes of one twiddle entry: the Shoup pair or the Montgomery value."""
+    return 2 * FR_BYTES if shoup else FR_BYTES
 
 
 def mont_fr(curve: Curve, values: list[int]) -> np.ndarray:
@@ -54,6 +69,11 @@ class NttTables:
     tw_fwd: DeviceBuffer
     tw_inv: DeviceBuffer
     coset: DeviceBuffer | None  # g^j / n, natural j (prover's fused coset step)
+    shoup: bool = True  # Shoup pairs (the passes without suffix) or Montgomery values (`_m`)
+
+    @property
+    def suffix(self) -> str:
+        return "" if self.shoup else "_m"
 
     @property
     def nbytes(self) -> int:
@@ -78,28 +98,33 @@ def powers_table(dev: Device, mod: Module, curve: Curve, base: int, scale: int, 
     return out
 
 
-def twiddle_table(dev: Device, mod: Module, curve: Curve, root: int, count: int, stream: Stream) -> DeviceBuffer:
+def twiddle_table(dev: Device, mod: Module, curve: Curve, root: int, count: int, stream: Stream,
+                  shoup: bool) -> DeviceBuffer:
     """count twiddle entries for root^j, built on the device."""
-    out = dev.alloc(max(count, 1) * twiddle_bytes(curve), stream)
+    out = dev.alloc(max(count, 1) * twiddle_bytes(curve, shoup), stream)
     consts = mont_fr(curve, [root % curve.r])
     cbuf = dev.alloc(consts.nbytes, stream)
     Device.upload(cbuf, consts, stream)
-    launch(mod, "fr_twiddles", -(-count // 256), 256, stream, out, cbuf.ptr, U32(count))
+    launch(mod, "fr_twiddles" + ("" if shoup else "_m"), -(-count // 256), 256, stream, out, cbuf.ptr, U32(count))
     Device.free(cbuf, stream)  # stream-ordered: after the kernel
     return out
 
 
-def build_tables(dev: Device, mod: Module, curve: Curve, k: int, stream: Stream, coset: bool) -> NttTables:
+def build_tables(dev: Device, mod: Module, curve: Curve, k: int, stream: Stream, coset: bool,
+                 shoup: bool | None = None) -> NttTables:
+    """shoup: the twiddles' form, shoup_twiddles(curve, k) unless given (perf/ntt_ab.py's A/B)."""
+    if shoup is None:
+        shoup = shoup_twiddles(curve, k)
     r = curve.r
     w = curve.root_of_unity(k)
     half = max(1 << (k - 1), 1)
-    tw_fwd = twiddle_table(dev, mod, curve, w, half, stream)
-    tw_inv = twiddle_table(dev, mod, curve, pow(w, -1, r), half, stream)
+    tw_fwd = twiddle_table(dev, mod, curve, w, half, stream, shoup)
+    tw_inv = twiddle_table(dev, mod, curve, pow(w, -1, r), half, stream, shoup)
     cos = None
     if coset:
         g = curve.coset_generator(k)
         cos = powers_table(dev, mod, curve, g, pow(1 << k, -1, r), 1 << k, stream)
-    return NttTables(k, tw_fwd, tw_inv, cos)
+    return NttTables(k, tw_fwd, tw_inv, cos, shoup)
 
 
 def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args, batch: int = 1) -> None:
@@ -112,6 +137,8 @@ def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args, 
     block = gpb * threads_per_group
     shared = gpb * (1 << b) * FR_BYTES
     if batch > 1:
+        if name.endswith("_m"):  # front_batch.cuh has the Shoup passes only (batches stop at 2^16)
+            raise ValueError(f"{name}: no batched pass for Montgomery twiddles (2^{k})")
         launch(mod, name + "_batch", (groups // gpb, batch, 1), block, stream, *args, shared=shared)
     else:
         launch(mod, name, groups // gpb, block, stream, *args, shared=shared)
@@ -131,7 +158,7 @@ def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream
             mark(i)
         last = i == len(sizes) - 1
         sc = scale.ptr if (last and scale is not None) else 0
-        _launch_pass(mod, "ntt_dif_pass", k, b, stream, data, tw, U32(k), U32(l0), U32(b), sc, batch=batch)
+        _launch_pass(mod, "ntt_dif_pass" + tables.suffix, k, b, stream, data, tw, U32(k), U32(l0), U32(b), sc, batch=batch)
         l0 += b
     if mark:
         mark(len(sizes))
@@ -147,7 +174,7 @@ def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream
     for i, b in enumerate(sizes):
         if mark:
             mark(i)
-        _launch_pass(mod, "ntt_dit_pass", k, b, stream, data, tw, U32(k), U32(s0), U32(b), batch=batch)
+        _launch_pass(mod, "ntt_dit_pass" + tables.suffix, k, b, stream, data, tw, U32(k), U32(s0), U32(b), batch=batch)
         s0 += b
     if mark:
         mark(len(sizes))

@@ -19,18 +19,19 @@ from engine.algebra.curves import Curve
 FIELD_MUL_VARIANTS = {"ptx": 0, "wide": 1, "auto": 2, "eo": 3}
 DEFAULT_FIELD_MUL = "auto"
 # Blocks per SM the NTT passes are built for (__launch_bounds__ minimum), measured per product
-# (perf/ntt_ab.py, perf/RESULTS.md): the Shoup twiddle products (BN254) run best at 3 blocks of
-# 256 threads, 80 registers (at 4, 64 registers, they spill); the Montgomery ones (BLS12-381) at
-# 4.  GROTH16_NTT_MIN_BLOCKS overrides, for experiments.
+# (perf/ntt_ab.py, perf/RESULTS.md): the Shoup twiddle products (both scalar fields since session
+# 33; BN254 measured) run best at 3 blocks of 256 threads, 80 registers (at 4, 64 registers, they
+# spill); the Montgomery ones (BLS12-381 until then) at 4.  GROTH16_NTT_MIN_BLOCKS overrides.
 NTT_MIN_BLOCKS_SHOUP = 3
 NTT_MIN_BLOCKS_MONTGOMERY = 4
 
 
-def ntt_min_blocks(curve: Curve) -> int:
+def ntt_min_blocks(curve: Curve, shoup: bool = True) -> int:
+    """For the passes on Shoup twiddles (shoup) or on Montgomery ones (the `_m` kernels)."""
     env = os.environ.get("GROTH16_NTT_MIN_BLOCKS")
     if env:
         return int(env)
-    return NTT_MIN_BLOCKS_SHOUP if allows_shoup(curve.r, curve.n8r) else NTT_MIN_BLOCKS_MONTGOMERY
+    return NTT_MIN_BLOCKS_SHOUP if shoup and allows_shoup(curve.r, curve.n8r) else NTT_MIN_BLOCKS_MONTGOMERY
 
 
 def _limbs32(x: int, n: int) -> list[int]:
@@ -38,9 +39,10 @@ def _limbs32(x: int, n: int) -> list[int]:
 
 
 def allows_shoup(p: int, n_bytes: int) -> bool:
-    """Shoup products by table constants (the NTT's twiddles) leave results below 3p, which
-    must fit the field's words: true for BN254's Fr, false for BLS12-381's."""
-    return 3 * p < 1 << (8 * n_bytes)
+    """Shoup products by table constants (the NTT's twiddles) leave results below 2p, which
+    must fit the field's words (cuda_kernels/gen_mont_eo.py mul_shoup_eo): true for both
+    scalar fields (BLS12-381's r is 0.45 * 2^256)."""
+    return 2 * p < 1 << (8 * n_bytes)
 
 
 def fq_mul_out_of_line() -> bool:
@@ -101,6 +103,7 @@ def params_header(curve: Curve, field_mul: str | None = None) -> str:
         "#pragma once\n"
         f"#define FIELD_MUL_VARIANT {FIELD_MUL_VARIANTS[variant]}\n"
         f"#define NTT_MIN_BLOCKS {ntt_min_blocks(curve)}\n"
+        f"#define NTT_MIN_BLOCKS_M {ntt_min_blocks(curve, shoup=False)}\n"
         # 12-limb base fields: kernels.cu's extra MSM accumulation builds (BN254's header unchanged)
         + ("#define MSM_BOUNDED_VARIANTS 1\n" if curve.n8q == 48 else "")
         + "#ifndef GROTH16_STDINT\n#define GROTH16_STDINT\n"

@@ -259,7 +259,7 @@ class GpuContext:
             mod = self._modules.get(curve.name)
             if mod is None:
                 mod = Module(cubin, curve.name)
-                for name in ("ntt_dif_pass", "ntt_dit_pass"):
+                for name in ("ntt_dif_pass", "ntt_dit_pass", "ntt_dif_pass_m", "ntt_dit_pass_m"):
                     mod.allow_shared(name, 64 * 1024)
                 self._modules[curve.name] = mod
             return mod
