@@ -312,8 +312,8 @@ def _abi_case(curve):
 
 @pytest.mark.parametrize("abi", ["ref", "value", "mixed", "eo", "mixed_eo", "split"])
 def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
-    """Each build of the XYZZ pass's base-field product (msm.PRODUCT_ABI), G1 and G2 (with G2's
-    segments in blocks of 128 and of 256), the full fold and fold 1, three MSMs of one sorted
+    """Each build of the XYZZ pass's base-field product (msm.PRODUCT_ABI), G1 and G2 (with both
+    groups' segments in blocks of 128 and of 256), the full fold and fold 1, three MSMs of one sorted
     vector in one launch set, n not a power of two, infinity, a repeated point, P and -P, zero,
     one, r-1."""
     from cuda_kernels.driver import Device
@@ -355,10 +355,12 @@ def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
     wq = gmsm.windows_for(5, bits)
     for threads in (128, 256):
         monkeypatch.setitem(gmsm.REDUCE_THREADS, "g2", threads)
+        monkeypatch.setitem(gmsm.REDUCE_THREADS, "g1", threads)
         got = backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True,
                            plan=gmsm.MsmPlan(len(q), 5, wq, wq, bits))
         assert got == expect_g2
         assert backend._msm(curve, g2_to_mont(curve, q), from_ints(sq, 4), True) == expect_g2
+        assert g1(backend, curve, pts, scalars) == expect
 
 
 @pytest.mark.parametrize("abi,bounds", [("eo", {"g1": 3, "g2": 3}), ("mixed_eo", {"g1": 5, "g2": 3}),

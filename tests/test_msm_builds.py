@@ -31,12 +31,13 @@ def test_kernel_names_of_the_product_builds(monkeypatch):
 
 @pytest.mark.parametrize("log_n", [12, 16, 20, 24])
 def test_bucket_scratch_holds_the_segment_sums_of_either_block_size(log_n):
-    """G2 reduces its segments in blocks of 128 and G1 in 256 (REDUCE_THREADS): one scratch serves
-    both, so its segment and tree space is the larger of the two levels' counts."""
+    """The segments' block size (REDUCE_THREADS, 128 for both groups, 256 in perf/msm.py's sweeps):
+    the scratch's segment and tree space covers the levels of the sizes in use."""
     plan = gmsm.plan_msm(1 << log_n, 254, "full", accumulation="xyzz")
     layout = gmsm.AccumulateLayout.for_plan(plan, 132)
     _, _, segs, tree, *_ = gmsm.BucketScratch.sizes([(plan, layout)])
-    for threads in (128, 256):
+    assert gmsm.REDUCE_THREADS == {"g1": 128, "g2": 128}
+    for threads in set(gmsm.REDUCE_THREADS.values()):
         levels = layout.tree_levels(threads)
         assert levels[-1] == 1 and levels[0] == -(-layout.segs // threads)
         assert segs >= plan.sets * levels[0] and tree >= plan.sets * sum(levels[1:])

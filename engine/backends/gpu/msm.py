@@ -40,8 +40,11 @@ FIX_SERIAL, FIX_WARP_MAX, FIX_PER_LANE = 16, 256, 8
 HEAVY_FIX_COST = 3
 FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists)
 # segments a block of msm_reduce_segments (its block sum: the tree's first pass), per group: G2's
-# 64-word accumulators in 256-thread blocks cost BN254 G2 14% at 2^15-2^16 against 128 (h15acc).
-REDUCE_THREADS = {"g1": 256, "g2": 128}
+# 64-word accumulators in 256-thread blocks cost BN254 G2 14% at 2^15-2^16 against 128 (h15acc);
+# G1's 256 left half the SMs idle where the segments are few (2^15 buckets in segments of 2: 64
+# blocks on 132 SMs): 128 measured 0.712 -> 0.672 ms at BN254 2^16, 1.356 -> 1.238 at BLS12-381
+# 2^16, 8.45 -> 8.31 at its 2^20, equal elsewhere (perf/RESULTS.md, session 33).
+REDUCE_THREADS = {"g1": 128, "g2": 128}
 MIN_SEGMENT = 2  # buckets a thread of msm_reduce_segments reduces at least (2 measured 1-7% faster than 4)
 # segments (threads of msm_reduce_segments) an SM the segment length aims at, where the buckets are
 # many: perf/RESULTS.md "Session 25": 256 (2^19 buckets: L = 16, 2^21: L = 64) beat 512 (L = 8, 32)
