@@ -27,9 +27,10 @@ typedef int int32_t;
 // in these forms (kernels.cu: by_value suffix v, by_value_eo e, by_reference_eo r).
 // SPLIT (with EVEN_ODD): products as the even/odd chains, but squarings and differences of products
 // split into a double-width product and REDC (gen_mont_split.py): N(N+1)/2 wide products for a^2
-// against N^2, and one reduction for a b - c d (mul_sub).  The base field's only: an Fq2 product built
-// on it (c0 = (w0 - w1) / R, c1 = (ws - w0 - w1) / R) gave wrong c1 on the device although its PTX
-// runs right on the host simulator (perf/RESULTS.md, session 32); Fq2 keeps its three products.
+// against N^2, one reduction for a b - c d (mul_sub), and an Fq2 product as three double-width
+// products and two reductions, c0 = (w0 - w1) / R, c1 = (ws - (w0 + w1)) / R.  (Session 32's Fq2
+// product gave a wrong c1 on the device; its 2N-word addition is now C++ and runs before c0's
+// reduction (perf/RESULTS.md, session 33).)
 template <class P, bool VALUE, bool EVEN_ODD, bool SPLIT = false>
 struct product_form : P {};
 template <class P>
@@ -191,6 +192,26 @@ struct fp {
         mont_ptx<N>::template redc_diff_eo<P>(r.v, t1.v, t2.v);
         return r;
     }
+    // (T1 - T2) / R for T1 < p^2, T2 < 2 p^2 (an Fq2 product's c1 = s - (v0 + v1)), and A + B.
+    static __device__ __noinline__ fp redc_diff2_by_value(wide t1, wide t2) {
+        fp r;
+        mont_ptx<N>::template redc_diff2_eo<P>(r.v, t1.v, t2.v);
+        return r;
+    }
+    // In C++, not an asm statement: session 32's asm addition here gave a wrong c1 on the device
+    // whatever its operand constraints (session 33), though its PTX is exact on the host simulator.
+    static __device__ __forceinline__ wide add_wide(const wide& a, const wide& b) {
+        wide t;
+        uint64_t c = 0;
+#pragma unroll
+        for (int k = 0; k < 2 * N; k++) {
+            c += (uint64_t)a.v[k] + b.v[k];
+            t.v[k] = (uint32_t)c;
+            c >>= 32;
+        }
+        return t;
+    }
+    static constexpr bool SPLIT = product_traits<P>::split;
 
     static __device__ __forceinline__ fp mul_sub(const fp& a, const fp& b, const fp& c, const fp& d) {
         if constexpr (product_traits<P>::split) return redc_diff_by_value(mul_wide_by_value(a, b), mul_wide_by_value(c, d));
@@ -275,10 +296,19 @@ struct fp2 {
     // Not inlined: a G2 formula holds a dozen of these, and inlining them all makes kernels
     // that take NVRTC minutes and spill; the call costs little next to three products.
     friend __device__ __noinline__ fp2 operator*(const fp2& a, const fp2& b) {
-        // Karatsuba: three base-field products
-        F v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
-        F s = (a.c0 + a.c1) * (b.c0 + b.c1);
-        return {v0 - v1, s - v0 - v1};
+        // Karatsuba: three base-field products; with the split product two reductions, not three:
+        // c0 = (w0 - w1) / R, c1 = (ws - (w0 + w1)) / R on the double-width products
+        if constexpr (F::SPLIT) {
+            const auto w0 = F::mul_wide_by_value(a.c0, b.c0), w1 = F::mul_wide_by_value(a.c1, b.c1);
+            const auto ws = F::mul_wide_by_value(a.c0 + a.c1, b.c0 + b.c1);
+            const auto sum = F::add_wide(w0, w1);
+            const F c0 = F::redc_diff_by_value(w0, w1);
+            return {c0, F::redc_diff2_by_value(ws, sum)};
+        } else {
+            F v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
+            F s = (a.c0 + a.c1) * (b.c0 + b.c1);
+            return {v0 - v1, s - v0 - v1};
+        }
     }
     __device__ __forceinline__ fp2& operator+=(const fp2& b) { return *this = *this + b; }
     __device__ __forceinline__ fp2& operator-=(const fp2& b) { return *this = *this - b; }

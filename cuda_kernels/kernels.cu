@@ -224,10 +224,12 @@ typedef msm_kernels<affine<fqe_t>, xyzz<fqe_t>> MSM1E;
 typedef msm_kernels<affine<fp2<fqe_t>>, xyzz<fp2<fqe_t>>> MSM2E;
 MSM_XYZZ_KERNELS(g1e, MSM1E)
 MSM_XYZZ_KERNELS(g2e, MSM2E)
-// The split form (fqs_t): G1's squarings split, its Y3 with one reduction (msm.py "split"; G2 keeps
-// the even/odd build: field.cuh).
+// The split form (fqs_t): G1's squarings split, its Y3 with one reduction; G2's Fq2 products as three
+// double-width products and two reductions (msm.py "split").
 typedef msm_kernels<affine<fqs_t>, xyzz<fqs_t>> MSM1S;
+typedef msm_kernels<affine<fp2<fqs_t>>, xyzz<fp2<fqs_t>>> MSM2S;
 MSM_XYZZ_KERNELS(g1s, MSM1S)
+MSM_XYZZ_KERNELS(g2s, MSM2S)
 // The fold tables' build with the even/odd product (e) and, for G1, the split one (s: a doubling's
 // three squarings split, its Y3 with one reduction): msm.precompute_kernel picks them over the plain
 // build's msm_precompute_<G>.
@@ -242,6 +244,10 @@ extern "C" __global__ void __launch_bounds__(256) msm_precompute_g2e(uint32_t* b
 extern "C" __global__ void __launch_bounds__(256) msm_precompute_g1s(uint32_t* bases, uint32_t n, uint32_t c,
                                                                       uint32_t fold) {
     MSM1S::precompute(bases, n, c, fold);
+}
+extern "C" __global__ void __launch_bounds__(256) msm_precompute_g2s(uint32_t* bases, uint32_t n, uint32_t c,
+                                                                      uint32_t fold) {
+    MSM2S::precompute(bases, n, c, fold);
 }
 // G1's accumulation with the even/odd product by reference (88 registers, 5 blocks of 128 an SM,
 // against 124 and 4 by value): msm.PRODUCT_ABI "mixed_eo".
@@ -394,6 +400,29 @@ extern "C" __global__ void fq_split_test(const uint32_t* a, const uint32_t* b, u
     (x * y).store(o);                         // a b / R
     x.sqr().store(o + W);                     // a^2 / R
     fqs_t::mul_sub(x, y, z, w).store(o + 2 * W);  // (x y - z w) / R
+}
+extern "C" __global__ void fq2_split_debug(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    typedef fp2<fqs_t> f2;
+    const uint32_t N = fqs_t::N;
+    const f2 x = f2::load(a + (uint64_t)f2::WORDS * i), y = f2::load(b + (uint64_t)f2::WORDS * i);
+    uint32_t* o = out + 10ull * N * i;
+    const auto w0 = fqs_t::mul_wide_by_value(x.c0, y.c0), w1 = fqs_t::mul_wide_by_value(x.c1, y.c1);
+    const auto ws = fqs_t::mul_wide_by_value(x.c0 + x.c1, y.c0 + y.c1);
+    const auto s01 = fqs_t::add_wide(w0, w1);
+    const fqs_t c0 = fqs_t::redc_diff_by_value(w0, w1), c1 = fqs_t::redc_diff2_by_value(ws, s01);
+    for (int k = 0; k < 2 * N; k++) o[k] = w0.v[k], o[2 * N + k] = w1.v[k], o[4 * N + k] = ws.v[k], o[6 * N + k] = s01.v[k];
+    c0.store(o + 8 * N);
+    c1.store(o + 9 * N);
+}
+// The Fq2 product over the split form (two reductions: c0 = (w0 - w1) / R, c1 = (ws - (w0 + w1)) / R):
+// element i of a and b (c0 then c1) to out[i].
+extern "C" __global__ void fq2_split_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    typedef fp2<fqs_t> f2;
+    (f2::load(a + (uint64_t)f2::WORDS * i) * f2::load(b + (uint64_t)f2::WORDS * i)).store(out + (uint64_t)f2::WORDS * i);
 }
 #define PERF_FQ(NAME, F, OP) \
     extern "C" __global__ void NAME(uint32_t* out, uint32_t iters, const uint32_t* ys) { perf_mul_chain<F, OP>(out, iters, ys); }

@@ -1,6 +1,6 @@
 """A key's fold tables (msm.precompute: c doublings a table a point, one inversion per 16 tables),
 built by each build of the base field's product (msm.TABLE_ABI: the plain build, msm_precompute_<G>, the
-even/odd one, _<G>e, and the split one, _g1s (G2's "split" is its even/odd build)), both curves, G1 and
+even/odd one, _<G>e, and the split one, _<G>s), both curves, G1 and
 G2: CUDA events, medians, and each build's tables compared byte for byte with the first's.
 
     python perf/tables.py [--log-n 20] [--curves bn128,bls12381] [--repeats 3]

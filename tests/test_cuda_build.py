@@ -18,10 +18,10 @@ KERNELS = [
     "ntt_dit_pass", "ntt_dif_pass_m", "ntt_dit_pass_m", "fr_twiddles", "fr_twiddles_m", "fr_twiddle_test", "fr_powers", "fr_bit_reverse", "fr_scale", "msm_count", "msm_scatter", "scan_blocks",
     "scan_add", "fixed_base_g1", "fixed_base_g2", "perf_imad", "perf_fr_mul_ptx", "perf_fr_mul_c64", "perf_fr_mul_wide", "perf_fr_mul_shoup",
     "fr_mul_eo_test", "fr_scale_pair", "fq_split_test", "perf_fq_sqr_eo", "perf_fq_sqr_split", "perf_fq_mulsub_eo",
-    "perf_fq_mulsub_split", "msm_precompute_g1e", "msm_precompute_g2e", "msm_precompute_g1s",
+    "perf_fq_mulsub_split", "msm_precompute_g1e", "msm_precompute_g2e", "msm_precompute_g1s", "msm_precompute_g2s", "fq2_split_test",
 ] + [f"msm_{k}_{g}" for g in ("g1", "g2") for k in (
     "accumulate", "fix", "fix_heavy", "reduce_segments", "tree_sum", "combine", "precompute")] + [
-    f"msm_{k}_g1s" for k in ("accumulate", "accumulate_sets", "fix", "reduce_segments")]
+    f"msm_{k}_{g}s" for g in ("g1", "g2") for k in ("accumulate", "accumulate_sets", "fix", "reduce_segments")]
 
 
 @pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)

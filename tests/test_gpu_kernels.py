@@ -353,6 +353,29 @@ def test_split_base_field_products_match_python(backend, curve):
         assert got[3 * i + 2] == (a[i] * b[i] - z * w) * rinv % q, (a[i], b[i], z, w)
 
 
+def test_split_fq2_product_matches_python(backend, curve):
+    """G2's Fq2 product over the split form (three double-width products, c0 = (w0 - w1) / R and
+    c1 = (ws - (w0 + w1)) / R): exactly (a b) R^-1 in Fq2 = Fq[u]/(u^2 + 1), fully reduced, on random
+    and edge operands.  Session 32's version got c1 wrong here (an addition whose outputs shared
+    registers with its inputs), which the host simulator cannot show."""
+    rng = random.Random()
+    q, words = curve.q, curve.n8q // 4
+    R = 1 << (32 * words)
+    edge = [0, 1, q - 1, q - 2, (q + 1) // 2, R % q]
+    pairs = [((a0, a1), (b0, b1)) for a0 in edge for a1 in edge for b0 in (0, 1, q - 1) for b1 in (0, q - 1)]
+    pairs += [((rng.randrange(q), rng.randrange(q)), (rng.randrange(q), rng.randrange(q))) for _ in range(4000)]
+    a = [c for x, _ in pairs for c in x]  # c0, c1 of each element
+    b = [c for _, y in pairs for c in y]
+    half = words // 2
+    out = _launch_fr_pairs(backend, curve, "fq2_split_test", from_ints(a, half).reshape(len(pairs), 2 * half),
+                           from_ints(b, half).reshape(len(pairs), 2 * half))
+    got = to_ints(out.reshape(-1, half))
+    rinv = pow(R, -1, q)
+    for i, ((a0, a1), (b0, b1)) in enumerate(pairs):
+        assert got[2 * i] == (a0 * b0 - a1 * b1) * rinv % q, (a0, a1, b0, b1)
+        assert got[2 * i + 1] == (a0 * b1 + a1 * b0) * rinv % q, (a0, a1, b0, b1)
+
+
 def test_c64_montgomery_product_matches_python(backend, curve):
     """The plain-C++ product (an alternative to the PTX chains) is exact too."""
     rng = random.Random()

@@ -259,11 +259,11 @@ def test_fix_up_lists_g2(backend):
     assert got == cpu_msm_g2(curve, pts, scalars)
 
 
-@pytest.mark.parametrize("c,seg_len", [(3, None), (9, 3), (13, 1), (18, 1), (18, 5)])
+@pytest.mark.parametrize("c,seg_len", [(3, None), (9, 3), (13, 1), (18, 1), (18, 2), (18, 5)])
 def test_any_window_and_segment_length_agree(backend, curve, c, seg_len):
     """Windows and segment lengths the planner would not pick: segments that do not divide the
-    buckets, one bucket a segment, a tree of two passes with two points a thread (c = 18,
-    seg_len 1: 2^17 segments, 512 block sums)."""
+    buckets, one bucket a segment, a tree of two passes with four and two points a thread (c = 18,
+    seg_len 1 and 2: 2^17 and 2^16 segments, 1024 and 512 block sums in blocks of 128)."""
     from engine.backends.gpu import msm as gmsm
 
     rng = random.Random(c * 10 + (seg_len or 0))
@@ -275,8 +275,9 @@ def test_any_window_and_segment_length_agree(backend, curve, c, seg_len):
     w = gmsm.windows_for(c, bits)
     plan = gmsm.MsmPlan(n, c, w, w, bits)
     layout = gmsm.AccumulateLayout.for_plan(plan, backend.device.sm_count, seg_len)
-    if (c, seg_len) == (18, 1):
-        assert layout.tree_levels() == [512, 1] and gmsm.tree_pass_per_thread(512) == 2
+    if c == 18 and seg_len in (1, 2):
+        sums = (1 << 17) // seg_len // gmsm.REDUCE_THREADS["g1"]
+        assert layout.tree_levels() == [sums, 1] and gmsm.tree_pass_per_thread(sums) == 4 // seg_len
     expect = cpu_msm_g1(curve, pts, scalars)
     assert g1(backend, curve, pts, scalars, plan=plan, seg_len=seg_len) == expect
     folded = gmsm.MsmPlan(n, c, w, 2, bits)  # groups combined by Horner's rule

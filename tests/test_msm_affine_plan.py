@@ -257,7 +257,8 @@ def test_fix_depth_classes_and_heavy_grid():
 def test_tree_levels_after_the_segment_block_sums():
     plan = gmsm.MsmPlan(1 << 16, 16, 16, 16, 254)
     layout = gmsm.AccumulateLayout.for_plan(plan, 132)
-    assert layout.seg_len == gmsm.MIN_SEGMENT and layout.tree_levels() == [-(-(1 << 15) // (256 * gmsm.MIN_SEGMENT)), 1]
+    rt = gmsm.REDUCE_THREADS["g1"]
+    assert layout.seg_len == gmsm.MIN_SEGMENT and layout.tree_levels() == [-(-(1 << 15) // (rt * gmsm.MIN_SEGMENT)), 1]
     big = gmsm.AccumulateLayout.for_plan(gmsm.MsmPlan(1000, 18, 15, 15, 254), 132, seg_len=1)
-    assert big.segs == 1 << 17 and big.tree_levels() == [512, 1]
+    assert big.segs == 1 << 17 and big.tree_levels() == [(1 << 17) // rt, 1] and big.tree_levels(256) == [512, 1]
     assert gmsm.AccumulateLayout.for_plan(plan, 132, seg_len=1 << 20).seg_len == plan.buckets_per_group

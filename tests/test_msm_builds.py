@@ -117,8 +117,8 @@ def test_bins_cover_every_key(keys, shift):
 
 def test_each_curve_takes_its_measured_build(monkeypatch):
     """No override: G1 runs the split build and G2 the even/odd one on both curves (session 32's
-    measurements; G2 has no split build), a curve without an entry the fallback; the fold tables take
-    each curve's table build (G1's split, G2's even/odd)."""
+    measurements), a curve without an entry the fallback; the fold tables take each curve's table
+    build (G1's split, G2's even/odd); an override names one build for both groups."""
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", None)
     monkeypatch.setattr(gmsm, "TABLE_ABI", None)
     assert [gmsm.xyzz_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
@@ -131,14 +131,16 @@ def test_each_curve_takes_its_measured_build(monkeypatch):
     assert gmsm.precompute_kernel("g1", "bn128") == "msm_precompute_g1e"
     monkeypatch.setattr(gmsm, "TABLE_ABI", "plain")
     assert gmsm.precompute_kernel("g2", "bls12381") == "msm_precompute_g2"
+    monkeypatch.setattr(gmsm, "TABLE_ABI", "split")
+    assert [gmsm.precompute_kernel(g, "bn128") for g in ("g1", "g2")] == ["msm_precompute_g1s", "msm_precompute_g2s"]
     monkeypatch.setattr(gmsm, "TABLE_ABI", "fast")
     with pytest.raises(ValueError, match="'fast'"):
         gmsm.precompute_kernel("g1", "bn128")
     assert gmsm.xyzz_kernel("accumulate", "g1", None) == "msm_accumulate_g1"
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "ref", "g2": "ref"})  # an override wins for every curve
     assert gmsm.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1"
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})  # G2 has no split build
-    assert gmsm.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2e"
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})  # G2's Fq2 over the split form
+    assert gmsm.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2s"
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])

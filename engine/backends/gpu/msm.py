@@ -45,6 +45,10 @@ FIX_HEAVY_BLOCKS = 4096  # grid cap of msm_fix_heavy (grid-stride over its lists
 # blocks on 132 SMs): 128 measured 0.712 -> 0.672 ms at BN254 2^16, 1.356 -> 1.238 at BLS12-381
 # 2^16, 8.45 -> 8.31 at its 2^20, equal elsewhere (perf/RESULTS.md, session 33).
 REDUCE_THREADS = {"g1": 128, "g2": 128}
+# The block the planner's depth model counts a segment level in (critical_depth): the terms were
+# fitted when G1 reduced in blocks of 256, and its plans are what was measured; kept apart from
+# REDUCE_THREADS so that the block size changes no plan (tests/test_msm_plan_curves.py).
+PLAN_REDUCE_THREADS = 256
 MIN_SEGMENT = 2  # buckets a thread of msm_reduce_segments reduces at least (2 measured 1-7% faster than 4)
 # segments (threads of msm_reduce_segments) an SM the segment length aims at, where the buckets are
 # many: perf/RESULTS.md "Session 25": 256 (2^19 buckets: L = 16, 2^21: L = 64) beat 512 (L = 8, 32)
@@ -82,8 +86,9 @@ ACCUMULATIONS = ("affine", "xyzz")
 # latency-bound kernels after it by value (segments 2.81 -> 2.43 ms at 2^24, 0.54 -> 0.44 at 2^16);
 # BN254 G2 by value throughout (2^24 208.4 against 216.0 ms, 2^14-2^16 12-23% faster).
 #   split     msm_*_g1s   by value, the even/odd product with squarings and differences of products split
-#             (field.cuh by_value_split, gen_mont_split.py): 36 + 64 wide products a squaring against 128,
-#             one reduction for Y3's two products.  G1 only: G2's "split" is its eo build (field.cuh says why).
+#             msm_*_g2s   (field.cuh by_value_split, gen_mont_split.py): 36 + 64 wide products a squaring
+#                         against 128, one reduction for Y3's two products; G2's Fq2 product as three
+#                         double-width products and two reductions (3 x 64 + 2 x 64 against 3 x 128).
 PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split")
 # The default build per curve (perf/RESULTS.md, the evening session's closing call, CUDA events, every
 # build's result equal): BN254's G1 and G2 with the even/odd product (G1 2^24 77.6 -> 60.2 ms, G2 2^24
@@ -304,7 +309,7 @@ def critical_depth(plan: MsmPlan, sm_count: int) -> int:
     lo_bits = (plan.buckets_per_group - 1).bit_length()
     # a segment longer than the shortest is one of enough to fill the device: work, not latency
     depth += 2 * MIN_SEGMENT + (3 * lo_bits) // 2 + 8
-    depth += sum(tree_pass_per_thread(count) + 8 for count in layout.tree_levels()[:-1])
+    depth += sum(tree_pass_per_thread(count) + 8 for count in layout.tree_levels(PLAN_REDUCE_THREADS)[:-1])
     return 1 + depth + (plan.groups - 1) * (plan.c * plan.fold + 1)
 
 
@@ -513,8 +518,8 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
     if abi not in PRODUCT_ABIS:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
     accumulation = name.startswith("accumulate")
-    if abi == "split":  # G1's split build; G2 has none (field.cuh): its even/odd one
-        build = "g1s" if group == "g1" else f"{group}e"
+    if abi == "split":
+        build = f"{group}s"
     elif abi in ("eo", "mixed_eo"):
         reference = abi == "mixed_eo" and accumulation and (group == "g1" or curve in EXTRA_ACCUMULATIONS)
         build = f"{group}{'r' if reference else 'e'}"
@@ -606,13 +611,14 @@ def run_msm(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, ba
     accumulate(mod, group, plan, layout, bases, sort, b, acc_bytes, result, stream, result_stride, mark)
 
 
-# The fold tables' build per curve: "eo" (msm_precompute_<G>e, the even/odd product), "split"
-# (msm_precompute_g1s for G1, G2's even/odd build) or "plain" (msm_precompute_<G>); TABLE_ABI overrides
-# for every curve (tests, perf/tables.py), a curve without an entry takes the plain build.
+# The fold tables' build per curve and group: "eo" (msm_precompute_<G>e, the even/odd product), "split"
+# (msm_precompute_<G>s) or "plain" (msm_precompute_<G>); TABLE_ABI overrides
+# for every curve and group (tests, perf/tables.py), a curve without an entry takes the plain build.
 # Measured (perf/tables.py, 2^20, session 32): G1 split 1.67x the plain build on BN254 (45.5 against
-# 75.9 ms), 1.86x on BLS12-381; G2 (split is its eo build) eo 1.47x / 1.48x; the even/odd build on G1
-# in between (1.46x on BN254).  "plain": the plain build whatever the curve's default.
-TABLE_ABI_BY_CURVE: dict[str, str] = {"bn128": "split", "bls12381": "split"}
+# 75.9 ms), 1.86x on BLS12-381; G2 eo 1.47x / 1.48x; the even/odd build on G1 in between (1.46x on
+# BN254).  "plain": the plain build whatever the curve's default.
+TABLE_ABI_BY_CURVE: dict[str, dict[str, str]] = {"bn128": {"g1": "split", "g2": "eo"},
+                                                  "bls12381": {"g1": "split", "g2": "eo"}}
 TABLE_ABI: str | None = None
 TABLE_ABIS = (None, "plain", "eo", "split")
 _TABLE_SUFFIX = {None: "", "plain": "", "eo": "e", "split": "s"}
@@ -620,11 +626,10 @@ _TABLE_SUFFIX = {None: "", "plain": "", "eo": "e", "split": "s"}
 
 def precompute_kernel(group: str, curve: str | None) -> str:
     """The kernel that builds `group`'s fold tables for `curve` (a module's `curve` name)."""
-    abi = TABLE_ABI if TABLE_ABI is not None else TABLE_ABI_BY_CURVE.get(curve or "")
+    abi = TABLE_ABI if TABLE_ABI is not None else TABLE_ABI_BY_CURVE.get(curve or "", {}).get(group)
     if abi not in TABLE_ABIS:
         raise ValueError(f"table build {abi!r} is not one of {TABLE_ABIS}")
-    suffix = _TABLE_SUFFIX[abi]
-    return f"msm_precompute_{group}{'e' if suffix == 's' and group != 'g1' else suffix}"
+    return f"msm_precompute_{group}{_TABLE_SUFFIX[abi]}"
 
 
 def precompute(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer, stream: Stream) -> None:

@@ -90,6 +90,7 @@ def field_struct(name: str, p: int, n_bytes: int, mul_out_of_line: bool = False)
         f"    static constexpr bool MUL_OUT_OF_LINE = {'true' if mul_out_of_line else 'false'};\n"
         f"    static constexpr uint32_t NEGPINV[{n}] = {_arr(_limbs32(negpinv, n))};  // -p^-1 mod 2^(32N)\n"
         f"    static constexpr uint32_t MOD2[{2 * n}] = {_arr(_limbs32(p * p, 2 * n))};  // p^2 (lazy reductions)\n"
+        f"    static constexpr uint32_t MOD2X2[{2 * n}] = {_arr(_limbs32(2 * p * p, 2 * n))};  // 2 p^2 (Fq2's c1)\n"
         "};\n"
     )
 
