@@ -143,27 +143,11 @@ def redc_diff_body(lines: list[str], out, t1, t2, p2, p, inv: str, n: int, tag: 
     redc_body(lines, out, t, p, inv, n, tag + "r")
 
 
-def wide_add_body(lines: list[str], out, a, b, n: int) -> None:
-    """out(0..2n-1) = A + B for 2n-word values whose sum stays below 2^(64n) (two products below p^2),
-    summed into registers of its own and copied out after the last read of A and B: an output that
-    shares a register with an input word not yet read would overwrite it (the wrapper early-clobbers
-    its outputs besides).  Session 32's Fq2 product wrote each word as it went under plain "=r"
-    outputs and got a wrong c1 on the device, exact on the host simulator, which gives every operand
-    its own storage."""
-    lines.append(f".reg .u32 s<{2 * n}>;")
-    lines.append(f"add.cc.u32 s0, {a(0)}, {b(0)};")
-    for k in range(1, 2 * n):
-        op = "addc.cc.u32" if k < 2 * n - 1 else "addc.u32"
-        lines.append(f"{op} s{k}, {a(k)}, {b(k)};")
-    for k in range(2 * n):
-        lines.append(f"mov.u32 {out(k)}, s{k};")
-
-
 def product(n: int, kind: str) -> list[str]:
     """One asm body: kind "wide" (%0..%(2n-1) = a b; a, b), "sqr" (= a^2; a), "redc" (%0..%(n-1) =
     REDC(T); T in 2n words, then the immediates p and inv), "redcd" (%0..%(n-1) = REDC(T1 + p^2 - T2);
-    T1, T2, then the immediates p^2, p, inv), "redcd2" (the same with 2 p^2 for T2 < 2 p^2), "wadd"
-    (%0..%(2n-1) = A + B; A, B in 2n words), "sqrm" (sqr + redc: %0..%(n-1) = a^2 / R mod p; a, p, inv)."""
+    T1, T2, then the immediates p^2, p, inv), "redcd2" (the same with 2 p^2 for T2 < 2 p^2), "sqrm" (sqr
+    + redc: %0..%(n-1) = a^2 / R mod p; a, p, inv)."""
     lines = ["{"]
     out = lambda k: f"%{k}"  # noqa: E731
     if kind in ("wide", "sqr"):
@@ -183,8 +167,6 @@ def product(n: int, kind: str) -> list[str]:
         p2 = lambda k: f"%{5 * n + k}"  # noqa: E731
         p = lambda j: f"%{7 * n + j}"  # noqa: E731
         redc_diff_body(lines, out, t1, t2, p2, p, f"%{8 * n}", n, "d")
-    elif kind == "wadd":
-        wide_add_body(lines, out, lambda k: f"%{2 * n + k}", lambda k: f"%{4 * n + k}", n)
     elif kind == "sqrm":
         a = lambda j: f"%{n + j}"  # noqa: E731
         p = lambda j: f"%{2 * n + j}"  # noqa: E731
@@ -214,8 +196,9 @@ def _wrap(name: str, doc: str, lines: list[str], outs: list[str], ins: list[str]
 def wrappers(n: int) -> str:
     """The methods of mont_ptx<n> that field.cuh's split form calls: wide_eo (a 2n-word product),
     redc_diff_eo, sqr_split (the squaring and its reduction in one statement), and for the Fq2 product
-    (c0 = (v0 - v1) / R, c1 = (s - (v0 + v1)) / R) wide_add and redc_diff2_eo.  The bodies "sqr" and
-    "redc" alone are what tests/test_mont_split.py checks piece by piece."""
+    (c0 = (v0 - v1) / R, c1 = (s - (v0 + v1)) / R) redc_diff2_eo (field.cuh adds v0 + v1 in C++: an asm
+    addition there gave a wrong c1 on the device, session 33).  The bodies "sqr" and "redc" alone are
+    what tests/test_mont_split.py checks piece by piece."""
     w = lambda arr, k: [f'"r"({arr}[{j}])' for j in range(k)]  # noqa: E731
     # outputs early-clobbered ("=&r") so that no output shares a register with an input: each body
     # below writes its outputs last anyway (tests/test_mont_split.py), this keeps that true if one changes
@@ -232,6 +215,4 @@ def wrappers(n: int) -> str:
         _wrap("redc_diff2_eo(uint32_t* r, const uint32_t* t1, const uint32_t* t2)",
               "r = (T1 - T2) / R mod p for T1 < p^2, T2 < 2 p^2, one reduction", product(n, "redcd2"), o("r", n),
               w("t1", 2 * n) + w("t2", 2 * n), [f'"n"(P::MOD2X2[{j}])' for j in range(2 * n)] + ps),
-        _wrap("wide_add(uint32_t* t, const uint32_t* a, const uint32_t* b)", "T = A + B, 2N words",
-              product(n, "wadd"), o("t", 2 * n), w("a", 2 * n) + w("b", 2 * n), []),
     ])

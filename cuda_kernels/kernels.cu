@@ -401,21 +401,6 @@ extern "C" __global__ void fq_split_test(const uint32_t* a, const uint32_t* b, u
     x.sqr().store(o + W);                     // a^2 / R
     fqs_t::mul_sub(x, y, z, w).store(o + 2 * W);  // (x y - z w) / R
 }
-extern "C" __global__ void fq2_split_debug(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    typedef fp2<fqs_t> f2;
-    const uint32_t N = fqs_t::N;
-    const f2 x = f2::load(a + (uint64_t)f2::WORDS * i), y = f2::load(b + (uint64_t)f2::WORDS * i);
-    uint32_t* o = out + 10ull * N * i;
-    const auto w0 = fqs_t::mul_wide_by_value(x.c0, y.c0), w1 = fqs_t::mul_wide_by_value(x.c1, y.c1);
-    const auto ws = fqs_t::mul_wide_by_value(x.c0 + x.c1, y.c0 + y.c1);
-    const auto s01 = fqs_t::add_wide(w0, w1);
-    const fqs_t c0 = fqs_t::redc_diff_by_value(w0, w1), c1 = fqs_t::redc_diff2_by_value(ws, s01);
-    for (int k = 0; k < 2 * N; k++) o[k] = w0.v[k], o[2 * N + k] = w1.v[k], o[4 * N + k] = ws.v[k], o[6 * N + k] = s01.v[k];
-    c0.store(o + 8 * N);
-    c1.store(o + 9 * N);
-}
 // The Fq2 product over the split form (two reductions: c0 = (w0 - w1) / R, c1 = (ws - (w0 + w1)) / R):
 // element i of a and b (c0 then c1) to out[i].
 extern "C" __global__ void fq2_split_test(const uint32_t* a, const uint32_t* b, uint32_t n, uint32_t* out) {

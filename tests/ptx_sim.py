@@ -60,9 +60,6 @@ def run(lines: list[str], operands: dict[int, int], n_out: int, stats: dict | No
         elif base == "selp":
             regs[args[0]] = val(args[1]) if preds[args[3]] else val(args[2])
             continue
-        elif base == "mov":
-            regs[args[0]] = val(args[1])
-            continue
         else:
             raise ValueError(f"unsupported instruction: {line}")
         if writes_cc:

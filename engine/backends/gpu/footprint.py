@@ -51,10 +51,11 @@ T_SERIAL_DOUBLING = {"bn128": 6.3e-6, "bls12381": 13.3e-6}
 PCIE_BYTES_PER_S = 55e9  # pinned host -> device, measured on the H200 (the host tier's floor)
 # Building a resident key's fold tables at load (msm.precompute: c doublings a table a point, one
 # inversion per 16 tables): seconds per G1-equivalent doubling on an H200, with each curve's table
-# build (msm.TABLE_ABI_BY_CURVE: G1 split, G2 even/odd since session 32).  perf/tables.py at 2^20
-# (random multiples of the generator; G2 counted 3x): BN254 fold 13 of 20-bit windows, 2.5e8 G1
-# doublings in 45.4 ms (G2 138.3 ms): 0.18 ns; BLS12-381 fold 16 of 16-bit windows, 2.5e8 in 106.8 ms
-# (G2 327.6): 0.42 ns (the plain build's: 0.30 and 0.78 ns; perf/RESULTS.md "Session 32").
+# build (msm.TABLE_ABI_BY_CURVE: G1 split; G2 even/odd on BN254, split on BLS12-381 since session 33).
+# perf/tables.py at 2^20 (random multiples of the generator; G2 counted 3x): BN254 fold 13 of 20-bit
+# windows, 2.5e8 G1 doublings in 45.4 ms (G2 138.3 ms): 0.18 ns; BLS12-381 fold 16 of 16-bit windows,
+# 2.5e8 in 106.8 ms (G2 327.6, split 306.2): 0.42 ns (the plain build's: 0.30 and 0.78 ns; perf/RESULTS.md
+# "Session 32").
 T_TABLE_DOUBLING = {"bn128": 0.18e-9, "bls12381": 0.42e-9}
 SLACK = 0.15  # more proofs in flight win among footprints within this of the fastest
 

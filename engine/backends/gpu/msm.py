@@ -98,8 +98,10 @@ PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split")
 # eo and 68.4 with G2's mixed_eo).  A curve not listed takes FALLBACK_ABI.
 # Since session 32 (perf/RESULTS.md, the split form measured in one call against each curve's former
 # default over the same points, tables and scalars): G1 "split" on both curves (BN254 2^16/2^20/2^24
-# 0.958/0.951/0.953x the even/odd build; BLS12-381 0.913/0.958/0.966x mixed_eo); G2 as before.
-PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "split", "g2": "eo"}, "bls12381": {"g1": "split", "g2": "eo"}}
+# 0.958/0.951/0.953x the even/odd build; BLS12-381 0.913/0.958/0.966x mixed_eo).  Session 33, G2 split
+# against eo: BLS12-381 0.935/0.952/0.961x (taken), BN254 0.961/1.035/1.052x (G2 stays eo: the Fq2
+# split product holds 2 blocks of 128 an SM there, eo 3).
+PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "split", "g2": "eo"}, "bls12381": {"g1": "split", "g2": "split"}}
 FALLBACK_ABI = {"g1": "mixed", "g2": "value"}
 PRODUCT_ABI: dict[str, str] | None = None  # one choice for every curve (tests, perf/msm.py --product)
 
@@ -617,8 +619,10 @@ def run_msm(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, ba
 # Measured (perf/tables.py, 2^20, session 32): G1 split 1.67x the plain build on BN254 (45.5 against
 # 75.9 ms), 1.86x on BLS12-381; G2 eo 1.47x / 1.48x; the even/odd build on G1 in between (1.46x on
 # BN254).  "plain": the plain build whatever the curve's default.
+# Session 33 (2^20): G2 split against eo, BLS12-381 306.2 against 325.7 ms (taken), BN254 137.2 against
+# 135.2 (eo stays).
 TABLE_ABI_BY_CURVE: dict[str, dict[str, str]] = {"bn128": {"g1": "split", "g2": "eo"},
-                                                  "bls12381": {"g1": "split", "g2": "eo"}}
+                                                  "bls12381": {"g1": "split", "g2": "split"}}
 TABLE_ABI: str | None = None
 TABLE_ABIS = (None, "plain", "eo", "split")
 _TABLE_SUFFIX = {None: "", "plain": "", "eo": "e", "split": "s"}
