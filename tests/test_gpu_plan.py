@@ -38,6 +38,16 @@ def test_twiddle_entries_are_shoup_pairs_where_2r_fits():
     assert not allows_shoup((1 << 255) + 1, 32)
 
 
+def test_batched_passes_refuse_montgomery_tables():
+    """front_batch.cuh has the Shoup passes only: a batch over a Montgomery table is an error, not a
+    launch of the wrong kernel (batches stop at the 2^16 domain, where every table is Shoup)."""
+    with pytest.raises(ValueError, match="no batched pass"):
+        gntt._launch_pass(None, "ntt_dif_pass_m", 21, 10, None, batch=2)
+    from engine.backends.gpu.backend import BATCH_MAX_DOMAIN  # noqa: PLC0415
+
+    assert all(gntt.shoup_twiddles(c, k) for c in (BN254, BLS12_381) for k in range(1, BATCH_MAX_DOMAIN.bit_length()))
+
+
 def test_twiddle_form_follows_the_measured_sizes():
     """BN254: Shoup pairs up to 2^20, the half-size Montgomery table beyond; BLS12-381: Shoup at
     every size.  Each form's passes are built for their own blocks an SM."""

@@ -31,6 +31,7 @@ template <class P>
 struct host_fp {
     static constexpr int N = P::N;
     static constexpr int WORDS = N;
+    static constexpr bool SPLIT = false;  // fp2's product over the split pieces is the device's only
     uint32_t v[N];
 
     static host_fp zero() {
