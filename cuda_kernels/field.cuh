@@ -192,14 +192,15 @@ struct fp {
         mont_ptx<N>::template redc_diff_eo<P>(r.v, t1.v, t2.v);
         return r;
     }
-    // (T1 - T2) / R for T1 < p^2, T2 < 2 p^2 (an Fq2 product's c1 = s - (v0 + v1)), and A + B.
+    // (T1 - T2) / R for T1 < p^2, T2 < 2 p^2 (an Fq2 product's c1 = s - (v0 + v1)).
     static __device__ __noinline__ fp redc_diff2_by_value(wide t1, wide t2) {
         fp r;
         mont_ptx<N>::template redc_diff2_eo<P>(r.v, t1.v, t2.v);
         return r;
     }
-    // In C++, not an asm statement: session 32's asm addition here gave a wrong c1 on the device
-    // whatever its operand constraints (session 33), though its PTX is exact on the host simulator.
+    // A + B in C++, not an asm statement: as an asm addition after c0's reduction it gave a wrong c1
+    // on the device, early-clobbered outputs written last or not (sessions 32-33), though its PTX is
+    // exact on the host simulator; fp2's operator* also runs it before that reduction.
     static __device__ __forceinline__ wide add_wide(const wide& a, const wide& b) {
         wide t;
         uint64_t c = 0;
