@@ -230,9 +230,9 @@ typedef msm_kernels<affine<fqs_t>, xyzz<fqs_t>> MSM1S;
 typedef msm_kernels<affine<fp2<fqs_t>>, xyzz<fp2<fqs_t>>> MSM2S;
 MSM_XYZZ_KERNELS(g1s, MSM1S)
 MSM_XYZZ_KERNELS(g2s, MSM2S)
-// The fold tables' build with the even/odd product (e) and, for G1, the split one (s: a doubling's
-// three squarings split, its Y3 with one reduction): msm.precompute_kernel picks them over the plain
-// build's msm_precompute_<G>.
+// The fold tables' build with the even/odd product (e) and the split one (s: a doubling's squarings
+// split, G1's Y3 with one reduction, G2's Fq2 products with two): msm.precompute_kernel picks them over
+// the plain build's msm_precompute_<G>.
 extern "C" __global__ void __launch_bounds__(256) msm_precompute_g1e(uint32_t* bases, uint32_t n, uint32_t c,
                                                                       uint32_t fold) {
     MSM1E::precompute(bases, n, c, fold);

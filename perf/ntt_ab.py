@@ -9,8 +9,7 @@ NVRTC under several build switches, timed there side by side on the same input.
 Variants: "old" (NTT_EO_PRODUCTS=0: the carry-chain / 64-bit-product twiddle products), "eo4",
 "eo3", "eo2" (even/odd products, built for 4, 3 or 2 blocks of 256 threads an SM), "eo4bf",
 "eo3bf" (the same with NTT_BRANCH_FREE=1: no skip of twiddle-1 products), "mo4", "mo3" (even/odd
-products with Montgomery twiddles where the field would take Shoup pairs: BLS12-381's build
-before Shoup twiddles reached it).  Each row:
+products on Montgomery twiddles, the `_m` passes: what BN254 runs from 2^21, ntt.SHOUP_MAX_LOG).  Each row:
 forward NTT (DIT) and inverse with the coset factor (DIF), CUDA-event medians; every variant's
 outputs are compared with the first variant's on the same random input (a mismatch is printed
 and fails the run).
@@ -37,13 +36,13 @@ typedef ntt_kernels<fr_t> NTT;
 VARIANTS = {"old": (0, 4, 0, True), "eo4": (1, 4, 0, True), "eo3": (1, 3, 0, True), "eo2": (1, 2, 0, True),
             "eo4bf": (1, 4, 1, True), "eo3bf": (1, 3, 1, True), "mo4": (1, 4, 0, False),
             "mo3": (1, 3, 0, False)}  # (NTT_EO_PRODUCTS, blocks an SM, NTT_BRANCH_FREE, Shoup twiddles)
+CURVES = ("bn128", "bls12381")
 
 
 def variant_params(params: str, blocks: int) -> str:
     """params.cuh with both pass forms' blocks an SM (NTT_MIN_BLOCKS, NTT_MIN_BLOCKS_M) set to
     `blocks`; a variant's twiddle form is its tables' (the `_m` kernels for Montgomery ones)."""
     return re.sub(r"#define (NTT_MIN_BLOCKS(?:_M)?) \d+", rf"#define \1 {blocks}", params)
-CURVES = ("bn128", "bls12381")
 
 
 def build(out: Path, names: list[str]) -> None:

@@ -356,8 +356,8 @@ def test_split_base_field_products_match_python(backend, curve):
 def test_split_fq2_product_matches_python(backend, curve):
     """G2's Fq2 product over the split form (three double-width products, c0 = (w0 - w1) / R and
     c1 = (ws - (w0 + w1)) / R): exactly (a b) R^-1 in Fq2 = Fq[u]/(u^2 + 1), fully reduced, on random
-    and edge operands.  Session 32's version got c1 wrong here (an addition whose outputs shared
-    registers with its inputs), which the host simulator cannot show."""
+    and edge operands.  Session 32's version (an asm 2N-word addition after c0's reduction) got c1
+    wrong here, which the host simulator cannot show; why is not established (perf/RESULTS.md, session 33)."""
     rng = random.Random()
     q, words = curve.q, curve.n8q // 4
     R = 1 << (32 * words)

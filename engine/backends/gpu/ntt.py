@@ -59,6 +59,12 @@ def twiddle_bytes(curve: Curve, shoup: bool) -> int:
     return 2 * FR_BYTES if shoup else FR_BYTES
 
 
+def kernel_suffix(shoup: bool) -> str:
+    """The suffix of the kernels (passes, table builder) for a twiddle form: none for Shoup pairs,
+    `_m` for Montgomery values (cuda_kernels/ntt_entry.cuh)."""
+    return "" if shoup else "_m"
+
+
 def mont_fr(curve: Curve, values: list[int]) -> np.ndarray:
     return from_ints([v * curve.rr % curve.r for v in values], 4)
 
@@ -73,7 +79,7 @@ class NttTables:
 
     @property
     def suffix(self) -> str:
-        return "" if self.shoup else "_m"
+        return kernel_suffix(self.shoup)
 
     @property
     def nbytes(self) -> int:
@@ -105,7 +111,7 @@ def twiddle_table(dev: Device, mod: Module, curve: Curve, root: int, count: int,
     consts = mont_fr(curve, [root % curve.r])
     cbuf = dev.alloc(consts.nbytes, stream)
     Device.upload(cbuf, consts, stream)
-    launch(mod, "fr_twiddles" + ("" if shoup else "_m"), -(-count // 256), 256, stream, out, cbuf.ptr, U32(count))
+    launch(mod, "fr_twiddles" + kernel_suffix(shoup), -(-count // 256), 256, stream, out, cbuf.ptr, U32(count))
     Device.free(cbuf, stream)  # stream-ordered: after the kernel
     return out
 
