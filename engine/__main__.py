@@ -15,6 +15,7 @@ signal.signal(signal.SIGINT, _interrupted_while_loading)  # cli.main restores Py
 
 import cli  # noqa: E402
 from cli import main, only_command  # noqa: E402
+from engine import exit_handoff  # noqa: E402
 
 
 def _leave(code: int) -> None:
@@ -41,9 +42,11 @@ def _leave(code: int) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         code = code or 1
+    exit_handoff.hand_off()  # the device's teardown, if this process holds one, in a child after this exit
     os._exit(code)
 
 
+exit_handoff.process_ends = True
 code = main()
 if code == 130 and sys.argv[1:2] != ["serve"]:
     # Ctrl-C, caught and reported.  A KeyboardInterrupt that passed through code run by exec() (every

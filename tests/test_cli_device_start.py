@@ -407,3 +407,38 @@ def test_the_head_starts_release_is_a_device_global_call_under_rule_one():
     assert "release" not in lib.calls
     start.release()  # once nothing forbids it
     assert lib.calls.count("release") == 1
+
+
+@pytest.mark.parametrize("process_ends", [False, True])
+def test_the_direct_path_leaves_its_releases_to_the_exit_only_when_the_process_ends(process_ends, tmp_path,
+                                                                                     monkeypatch, capsys):
+    """engine/__main__ marks that the process ends after the command (exit_handoff.process_ends): the backend
+    is then closed for the exit (its streams' work waited for, nothing destroyed, the context not released:
+    the exit's hand-off runs those in a child); called in-process (cli.main from a test or an app) it is
+    closed as ever, the context released once."""
+    from cli import main  # noqa: PLC0415
+    from engine import exit_handoff  # noqa: PLC0415
+    from engine.backends.gpu.backend import GpuBackend  # noqa: PLC0415
+    from engine.backends.gpu.runtime import GpuContext  # noqa: PLC0415
+    from engine.errors import EngineError  # noqa: PLC0415
+
+    def failing_load(self, zkey):
+        raise EngineError(f"{zkey.path}: the key's load failed (test)")
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    monkeypatch.setenv(exit_handoff.ENV, "1")
+    monkeypatch.setattr(exit_handoff, "process_ends", process_ends)
+    monkeypatch.setattr(GpuContext, "prepare", lambda self, curve: b"fake cubin")
+    monkeypatch.setattr(GpuBackend, "load_key", failing_load)
+    with fake_driver() as fake:
+        code = main(["prove", "--backend", "gpu", str(EXAMPLE / "sudoku.zkey"), str(EXAMPLE / "sudoku.wtns"),
+                     str(tmp_path / "p.json"), str(tmp_path / "q.json")])
+        assert code != 0 and "the key's load failed" in capsys.readouterr().err
+        assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1
+        assert _calls(fake, "cuStreamSynchronize") >= 1  # the streams made so far: their work waited for
+        if process_ends:
+            assert _calls(fake, "cuDevicePrimaryCtxRelease") == 0 and _calls(fake, "cuStreamDestroy") == 0
+            assert fake.live_streams
+        else:
+            assert _calls(fake, "cuDevicePrimaryCtxRelease") == 1 and not fake.live_streams
+    assert not (tmp_path / "p.json").exists()

@@ -183,3 +183,9 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release the backend's resources (device contexts, pools)."""
+
+    def close_for_exit(self) -> None:
+        """close() for a process that ends right after (the CLI's direct proof, engine/exit_handoff.py):
+        what must finish does (files written, the device's work done); what the process's end frees anyway
+        may be left to it.  Backends with nothing to leave close as usual."""
+        self.close()

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from engine import interrupts
+from engine import exit_handoff, interrupts
 from engine.errors import EngineError
 from engine.progress import add_output_flags, format_timings, make_progress, report_proof
 
@@ -222,7 +222,10 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
                               verify=config.verify)
         finally:
             with progress.timed("close backend", 0.9):
-                backend.close()
+                if exit_handoff.releases_left_to_exit():  # the process ends next: engine/exit_handoff.py
+                    backend.close_for_exit()
+                else:
+                    backend.close()
         interrupts.check()  # a Ctrl-C that some code swallowed on the way: nothing is written
         interrupts.finished()  # from here the proof is made: a Ctrl-C is too late and ignored
         with progress.timed("write", 0.95):

@@ -245,6 +245,11 @@ class SideStreams:
                 s = self._streams[(slot, lane)] = self.ctx.device.stream(urgent=True)  # as the compute streams
             return s
 
+    def finish(self) -> None:
+        """Wait for the side lanes' work (close_for_exit: the streams stay)."""
+        for s in self._streams.values():
+            s.synchronize()
+
     def close(self) -> None:
         for s in self._streams.values():
             s.synchronize()

@@ -264,6 +264,12 @@ class GpuContext:
                 self._modules[curve.name] = mod
             return mod
 
+    def finish(self) -> None:
+        """Wait for every stream's work; nothing is released (GpuBackend.close_for_exit)."""
+        self.bind_thread()
+        for s in [self.upload_stream, *self._compute_streams]:
+            s.synchronize()
+
     def close(self) -> None:
         self.bind_thread()
         for s in [self.upload_stream, *self._compute_streams]:
