@@ -40,6 +40,7 @@ from engine.client_wire import (
     split_url,
     with_query,
 )
+from engine.client_argv import LOCAL_ONLY, add_server_arguments  # noqa: F401 - prove's flags, re-exported
 from engine.errors import EngineError, InputFileError
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -458,20 +459,6 @@ class AsyncClient(_Base):
 
 
 # ------------------------------------------------------------------ the CLI: prove --server
-
-def add_server_arguments(parser) -> None:
-    g = parser.add_argument_group("server (prove through `python -m engine serve`)")
-    g.add_argument("--server", metavar="URL", default=None,
-                   help="prove on this server (e.g. http://127.0.0.1:8080); it loads the key by path on first use")
-    g.add_argument("--token-file", metavar="FILE", default=None, help="the bearer token for --server")
-    g.add_argument("--priority", choices=("high", "normal", "low"), default="normal", help="with --server")
-    g.add_argument("--deadline", type=float, metavar="S", default=None,
-                   help="with --server: cancel the proof if it has not finished after S seconds")
-
-
-LOCAL_ONLY = ("r1cs", "timeline", "config", "backend", "devices", "synthesis_workers", "compute_slots",
-               "vram_budget", "host_budget", "lock_mode", "verify")
-
 
 def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str) -> int:
     """`python -m engine prove --server URL ...`: the local command's files, the server's engine."""

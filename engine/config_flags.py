@@ -42,3 +42,29 @@ def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] 
 def engine_flags_given(args: argparse.Namespace) -> list[str]:
     """The Engine-only flags (budgets, pools, locks, devices) given on the command line, as --names."""
     return ["--" + name.replace("_", "-") for name in ENGINE_ONLY_FLAGS if getattr(args, name, None) is not None]
+
+
+class DirectSettings:
+    """What `prove`'s direct path (one proof in this process: no --config, --timeline, --ray or Engine-only flag)
+    reads of the flags, without the configuration's msgspec types (msgspec with typing_extensions: 42 ms of a cold
+    CLI's 500 ms of imports on the H200's host, perf/RESULTS.md session 34).  The same values engine.config's
+    from_args gives for such a line (tests/test_config.py checks both); vram_budget is Engine-only, so None."""
+
+    __slots__ = ("backend", "verify", "key_cache_dir")
+    vram_budget = None
+
+    def __init__(self, backend: str = "auto", verify: bool = True, key_cache_dir: str | None = None):
+        self.backend, self.verify, self.key_cache_dir = backend, verify, key_cache_dir
+
+
+def direct_settings(args: argparse.Namespace) -> DirectSettings:
+    """The direct path's settings from the flags that were given (every default None: not given)."""
+    given = {name: getattr(args, name, None) for name in ("backend", "verify", "key_cache_dir")}
+    return DirectSettings(**{k: v for k, v in given.items() if v is not None})
+
+
+def direct_path(args: argparse.Namespace) -> bool:
+    """The line makes its one proof in this process, without the Engine (no --config, --timeline, --ray, --server
+    or Engine-only flag)."""
+    return not (getattr(args, "server", None) or getattr(args, "ray", None) or getattr(args, "timeline", None)
+                or getattr(args, "config", None) or engine_flags_given(args))

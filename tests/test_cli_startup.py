@@ -59,6 +59,7 @@ def test_cpu_prove_imports_no_cuda_and_starts_no_pool(tmp_path):
     out = _probe("prove", "--backend", "cpu", "--quiet", str(EXAMPLE / "sudoku.zkey"), str(EXAMPLE / "sudoku.wtns"),
                  str(tmp_path / "proof.json"), str(tmp_path / "public.json"))
     assert out["code"] == 0 and "cuda" not in out["heavy"], out
+    assert "msgspec" not in out["heavy"], out  # the direct path's flags need no engine.config
     assert not out["pool"] and out["children"] == 0, out  # one small proof: no process pool, no worker
     assert (tmp_path / "proof.json").exists()
 
@@ -106,3 +107,29 @@ def test_gpu_prove_verbose_times_cuinit_context_module_and_key_cache(tmp_path):
         # cuInit and the context came from the driver library's head start, before the bindings were imported
         assert "bindings (cuInit, context)" in beside, p.stderr
         assert len(list((tmp_path / "cache").glob("*.gkc"))) == 1
+
+
+GPU_PROBE = """
+import json, sys
+from cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "loaded": sorted(m for m in ("msgspec", "engine.config", "engine.groth16.verifier",
+                                                        "engine.backends.cpu", "scheduler.cpu_pool", "engine.client")
+                                                   if m in sys.modules)}))
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_cuda() == 0, reason="no CUDA device on this machine")
+def test_gpu_direct_proof_loads_neither_msgspec_nor_the_cpu_verifier_nor_the_client(tmp_path):
+    """A proof checked on the device needs no CPU verifier (nor the CPU MSM's pool it brings), its flags no
+    engine.config (msgspec), its parser no HTTP client: about 60 ms of a cold CLI's imports on the H200's host."""
+    import os
+
+    env = {**os.environ, "GROTH16_KEY_CACHE": str(tmp_path / "cache")}
+    p = subprocess.run([sys.executable, "-c", GPU_PROBE, "prove", "--backend", "gpu", "--quiet",
+                        str(EXAMPLE / "sudoku.zkey"), str(EXAMPLE / "sudoku.wtns"), str(tmp_path / "p.json"),
+                        str(tmp_path / "q.json")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"code": 0, "loaded": []}, (out, p.stderr)
+    assert (tmp_path / "p.json").exists()

@@ -51,6 +51,14 @@ def _settled_fds(pid: int, seconds: float = 5.0) -> set[str]:
         time.sleep(0.02)
 
 
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a reaper (the child's parent has gone: init or a subreaper reaps it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _eof_within(fd: int, seconds: float) -> bool:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -78,7 +86,10 @@ def test_child_keeps_only_the_device_files_and_leaves_after_its_parent(tmp_path)
         assert proc.returncode == 0 and "DeprecationWarning" not in err, err
         # the parent has gone: the child follows, and with it the last reference to the device file
         assert _eof_within(reader, 10.0)
-        assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+        end = time.monotonic() + 10  # its exit is under way once the file's last reference is closed
+        while _alive(child) and time.monotonic() < end:
+            time.sleep(0.02)
+        assert not _alive(child)
     finally:
         os.close(reader)
 
@@ -124,3 +135,46 @@ def test_releases_left_to_exit_only_for_a_process_that_ends(monkeypatch):
     assert exit_handoff.releases_left_to_exit()
     monkeypatch.setenv("GROTH16_EXIT_HANDOFF", "0")
     assert not exit_handoff.releases_left_to_exit()
+
+
+def _holders(marker: str) -> list[int]:
+    """Processes whose command line names `marker` and that hold a device file."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker not in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                continue
+            if any(os.readlink(fd).startswith("/dev/nvidia") for fd in (entry / "fd").iterdir()):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _cuda() -> int:
+    from engine.backends.select import cuda_device_count
+
+    return cuda_device_count()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_cuda() == 0, reason="no CUDA device on this machine")
+def test_cli_proof_on_the_device_leaves_its_teardown_to_a_child_that_ends(tmp_path):
+    """The real CLI on the real driver: the proof is written and verifies, the command returns at once, and the
+    child holding the device files is gone soon after (nothing is left holding the device)."""
+    example = ROOT / "examples" / "bn128"
+    proof, public = tmp_path / "handoff-proof.json", tmp_path / "handoff-public.json"
+    env = {**os.environ, "GROTH16_EXIT_HANDOFF": "1", "GROTH16_KEY_CACHE": str(tmp_path / "cache")}
+    p = subprocess.run([sys.executable, "-m", "engine", "prove", "--backend", "gpu", "--quiet",
+                        str(example / "sudoku.zkey"), str(example / "sudoku.wtns"), str(proof), str(public)],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    end = time.monotonic() + 15
+    while _holders(str(proof)) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert _holders(str(proof)) == []
+    v = subprocess.run([sys.executable, "-m", "engine", "verify", str(example / "verification_key.json"), str(public),
+                        str(proof)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert v.returncode == 0, v.stdout + v.stderr

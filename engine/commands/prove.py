@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 
     # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
     add_arguments(p, backends=PROVING_BACKENDS)
-    from engine.client import add_server_arguments
+    from engine.client_argv import add_server_arguments
 
     add_server_arguments(p)  # --server URL, --token-file, --priority, --deadline
     from engine.distributed.command import add_arguments as add_ray_arguments
@@ -65,10 +65,9 @@ ONE_PROOF_QUEUES = 4
 
 def _direct_gpu(args: argparse.Namespace) -> bool:
     """The line proves once, in this process, on the GPU when one exists (run's direct path)."""
-    from engine.config_flags import engine_flags_given
+    from engine.config_flags import direct_path
 
-    return (not (getattr(args, "server", None) or getattr(args, "ray", None) or args.timeline or args.config)
-            and args.backend in (None, "auto", "gpu") and not engine_flags_given(args))
+    return direct_path(args) and args.backend in (None, "auto", "gpu")
 
 
 def start(args: argparse.Namespace) -> None:
@@ -87,20 +86,25 @@ def preload(args: argparse.Namespace) -> list[str]:
         return ["engine.client"]
     if getattr(args, "ray", None):
         return ["engine.distributed.command"]
-    # engine.formats loads its readers on first use: name them
+    from engine.config_flags import direct_path
+
+    # engine.formats loads its readers on first use: name them.  The direct GPU path checks its proof on the
+    # device and reads its flags without engine.config: the CPU verifier, the CPU backend (with the CPU MSM's
+    # pool) and msgspec are not on its way (engine.backends.select imports the CPU backend where no GPU is found)
     modules = ["numpy", "engine.formats.zkey", "engine.formats.wtns", "engine.groth16.prover",
-               "engine.groth16.verifier", "engine.groth16.r1cs_check", "engine.backends.select",
-               "engine.backends.cpu", "engine.config"]
+               "engine.backends.select"]
+    if not (direct_path(args) and args.backend == "gpu"):
+        modules += ["engine.groth16.verifier", "engine.backends.cpu"]
+    if not direct_path(args):
+        modules.append("engine.config")
     if args.r1cs:
-        modules.append("engine.formats.r1cs")
+        modules += ["engine.formats.r1cs", "engine.groth16.r1cs_check"]
     if args.backend == "cpu":  # what the CPU pool's first start imports (its large MSMs)
         modules += ["multiprocessing.forkserver", "multiprocessing.popen_forkserver", "multiprocessing.connection",
                     "multiprocessing.resource_tracker", "multiprocessing.spawn"]
     if args.wasm or args.input:
         modules.append("engine.witness.calculator")
-    from engine.config_flags import engine_flags_given
-
-    if args.timeline or args.config or engine_flags_given(args):
+    if not direct_path(args) and not args.ray:
         modules += ["anyio", "engine.api", "scheduler.synth_pool", "scheduler.cpu_pool"]
     if args.backend == "gpu":
         modules.append("engine.backends.gpu")
@@ -141,12 +145,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_local(args: argparse.Namespace) -> int:
-    from engine.config import ConfigError, engine_flags_given, from_args
+    from engine.config_flags import direct_path, direct_settings
     from engine.progress import process_age
 
     started = process_age()  # the interpreter's start-up and every import up to here
 
     wtns_path, proof_path, public_path = _split_files(args)
+    if direct_path(args):  # one proof here: its few settings read without engine.config (msgspec)
+        return _run_direct(args, direct_settings(args), wtns_path, proof_path, public_path, started)
+    from engine.config import ConfigError, from_args
+
     config = from_args(args)
     if config.backend == "simulated":
         raise ConfigError(f"{args.config or 'configuration'}: backend 'simulated' makes no real proofs; "
@@ -155,14 +163,12 @@ def _run_local(args: argparse.Namespace) -> int:
         from engine.distributed.command import prove_on_ray
 
         return prove_on_ray(args, config, wtns_path, proof_path, public_path)
-    if args.timeline or args.config or engine_flags_given(args):
-        return _run_engine(args, config, wtns_path, proof_path, public_path)
-    return _run_direct(args, config, wtns_path, proof_path, public_path, started)
+    return _run_engine(args, config, wtns_path, proof_path, public_path)
 
 
 def _prepare_witness(args, zkey, wtns_path, progress):
     """(prime, values, name): the witness read or computed here, checked against the key (and --r1cs)."""
-    from engine.formats import read_r1cs, read_wtns
+    from engine.formats import read_wtns
     from engine.groth16.prover import check_witness_for_key
 
     with progress.timed("witness", 0.1):
@@ -175,6 +181,7 @@ def _prepare_witness(args, zkey, wtns_path, progress):
             prime, values = w.prime, w.values
         check_witness_for_key(zkey, prime, values, witness_name)
     if args.r1cs:
+        from engine.formats import read_r1cs
         from engine.groth16.r1cs_check import check_witness
 
         with progress.timed("check constraints", 0.2):

@@ -111,8 +111,6 @@ def finish(
     """Turn a backend's CoreResult into a proof; verify it first unless told not to.
 
     `zkey` may be a parsed ZKey or a KeyHeader (what a worker process receives)."""
-    from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
-
     if core.proof is not None:  # the backend ran the epilogue (and its pairing check) itself
         return _finish_from_backend(zkey, core, values, vk=vk, verify=verify, witness_name=witness_name)
     draw = scalars or secrets.randbelow
@@ -125,9 +123,19 @@ def finish(
     proof = Proof(zkey.curve, pi_a, pi_b, pi_c, public_signals(zkey, values), timings)
     if verify:
         t = time.perf_counter()
-        verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path, witness_name)
+        verify_or_raise(_vk(zkey, vk), proof, zkey.path, witness_name)
         timings["verify"] = time.perf_counter() - t
     return proof
+
+
+def _vk(zkey, vk: VerificationKey | None) -> VerificationKey:
+    """The verification key for a CPU check (the CPU verifier's module is imported only then: a proof the
+    device checked needs neither it nor the CPU MSM's pool it brings)."""
+    if vk is not None:
+        return vk
+    from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
+
+    return vk_from_zkey(zkey)
 
 
 # The timing a backend reports when its own pairing check accepted the proof (the GPU's
@@ -146,8 +154,6 @@ def _finish_from_backend(zkey, core: CoreResult, values: np.ndarray, *, vk, veri
     """A proof the backend assembled (and, where `core.verified` is set, checked).  A failed
     device check raises whatever `verify` says: the proof is wrong, and is never returned.
     r and s were drawn by the backend, from the OS's CSPRNG."""
-    from engine.groth16.verifier import vk_from_zkey  # noqa: PLC0415
-
     pi_a, pi_b, pi_c = core.proof
     timings = dict(core.timings)
     proof = Proof(zkey.curve, pi_a, pi_b, pi_c, public_signals(zkey, values), timings)
@@ -157,7 +163,7 @@ def _finish_from_backend(zkey, core: CoreResult, values: np.ndarray, *, vk, veri
         timings.pop(DEVICE_CHECK_TIMING, None)
         if verify:
             t = time.perf_counter()
-            verify_or_raise(vk or vk_from_zkey(zkey), proof, zkey.path, witness_name)
+            verify_or_raise(_vk(zkey, vk), proof, zkey.path, witness_name)
             timings["verify"] = time.perf_counter() - t
     return proof
 
