@@ -11,6 +11,11 @@ def _interrupted_while_loading(signum, frame):
 
 
 _interrupted_while_loading.loading = True
+
+# numpy's import starts OpenBLAS's thread pool, a thread a core: 30-95 ms of a cold command on the H200's
+# 16-core host (perf/RESULTS.md, sessions 31 and 34).  The engine runs no floating-point linear algebra, so its
+# commands take one; a value the user set is kept.  (An application that imports the engine keeps its own.)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 signal.signal(signal.SIGINT, _interrupted_while_loading)  # cli.main restores Python's own once loaded
 
 import cli  # noqa: E402

@@ -38,6 +38,9 @@ PY = sys.executable
 FLOOR = {  # through cuda_kernels/driver.py (it imports numpy), with 8 work queues (the CLI asks for prove.ONE_PROOF_QUEUES)
     "python -c pass": "pass",
     "+ import cuda_kernels.driver": "import cuda_kernels.driver",
+    # as the CLI imports it (engine/__main__ starts OpenBLAS with one thread unless the user set a number)
+    "+ import cuda_kernels.driver, OpenBLAS 1 thread": (
+        "import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); import cuda_kernels.driver"),
     "+ cuInit": "from cuda_kernels import driver as d; d.prefer_connections(8); d.init()",
     "+ context (the floor)": "from cuda_kernels import driver as d; d.prefer_connections(8); dev = d.Device(0); dev.close()",
     # the driver's own share alone: cuInit and the context through the library itself (ctypes), as the CLI's

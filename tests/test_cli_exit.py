@@ -6,6 +6,9 @@ ordinary exit.  And a line that names its command builds that command's parser a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +108,19 @@ def test_ctrl_c_leaves_130_after_stopping_an_idle_thread_pool(tmp_path):
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.strip() == "interrupted"
     assert sorted(_marks(tmp_path)) == ["atexit", "thread"]
+
+
+@pytest.mark.parametrize("setting, seen", [(None, "1"), ("4", "4")])
+def test_commands_start_openblas_with_one_thread_unless_the_user_says(setting, seen):
+    """engine/__main__ sets OPENBLAS_NUM_THREADS=1 before numpy's import (its thread pool costs a cold command
+    30-95 ms on a 16-core host; the engine does no BLAS work); a value the user set is left alone."""
+    import os  # noqa: PLC0415
+
+    code = ("import os, runpy, sys\nsys.argv = ['engine', '--help']\ntry:\n    runpy.run_module('engine', "
+            "run_name='__main__')\nexcept SystemExit:\n    pass\nprint('BLAS=' + os.environ.get('OPENBLAS_NUM_THREADS', "
+            "'unset'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = setting
+    p = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, env=env, capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip().splitlines()[-1] == f"BLAS={seen}", p.stdout + p.stderr
