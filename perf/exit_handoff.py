@@ -2,7 +2,8 @@
 
     python perf/exit_handoff.py [--runs 9] [--device-mib 512] [--pinned-mib 64] [--queues 4]
 
-Each run is a fresh interpreter (standard library and ctypes only, no numpy, no bindings) that starts the
+Each run is a fresh interpreter (standard library and ctypes only, through cuda_kernels/driver_library.py; no numpy,
+no bindings) that starts the
 driver, retains the primary context (blocking sync, CUDA_DEVICE_MAX_CONNECTIONS work queues), allocates device
 memory from the context's pool and pinned host memory, makes 8 streams, touches it all and synchronizes: about
 what a small CLI proof holds.  Then it ends in one of four ways:
@@ -34,7 +35,9 @@ CHILD = r"""
 import ctypes, os, sys, time
 t0 = time.perf_counter()
 variant, dev_mib, pin_mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-lib = ctypes.CDLL("libcuda.so.1")
+sys.path.insert(0, os.environ["EXIT_HANDOFF_ROOT"])
+from cuda_kernels.driver_library import _driver_library  # the driver library's one door (standard library only)
+lib = _driver_library()
 def ok(r, what):
     if r != 0:
         print(json.dumps({"error": f"{what}: {r}"})); os._exit(3)
@@ -74,7 +77,6 @@ sys.stdout.write(json.dumps({"init": t_init - t0, "context": t_ctx - t_init, "se
                              "release": t_release - t_ready, "ready_at": time.time()}) + "\n")
 sys.stdout.flush()
 if variant.endswith("handoff"):
-    sys.path.insert(0, os.environ["EXIT_HANDOFF_ROOT"])
     from engine import exit_handoff
     assert exit_handoff.hand_off(), "no hand-off"
 os._exit(0)
