@@ -40,7 +40,7 @@ from engine.client_wire import (
     split_url,
     with_query,
 )
-from engine.client_argv import LOCAL_ONLY, add_server_arguments  # noqa: F401 - prove's flags, re-exported
+from engine.client_flags import LOCAL_ONLY
 from engine.errors import EngineError, InputFileError
 
 DEFAULT_URL = "http://127.0.0.1:8080"

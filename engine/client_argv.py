@@ -10,24 +10,7 @@ own messages.  tests/test_client_argv.py checks that both read every plain line 
 """
 from __future__ import annotations
 
-PRIORITIES = ("high", "normal", "low")
-
-
-def add_server_arguments(parser) -> None:
-    """prove's --server flags (here, not in engine/client.py, so that building prove's parser imports no
-    socket or HTTP code: a cold local proof's start)."""
-    g = parser.add_argument_group("server (prove through `python -m engine serve`)")
-    g.add_argument("--server", metavar="URL", default=None,
-                   help="prove on this server (e.g. http://127.0.0.1:8080); it loads the key by path on first use")
-    g.add_argument("--token-file", metavar="FILE", default=None, help="the bearer token for --server")
-    g.add_argument("--priority", choices=PRIORITIES, default="normal", help="with --server")
-    g.add_argument("--deadline", type=float, metavar="S", default=None,
-                   help="with --server: cancel the proof if it has not finished after S seconds")
-
-
-# prove's flags that configure a local proof: prove_command refuses them with --server
-LOCAL_ONLY = ("r1cs", "timeline", "config", "backend", "devices", "synthesis_workers", "compute_slots",
-               "vram_budget", "host_budget", "lock_mode", "verify")
+from engine.client_flags import LOCAL_ONLY, PRIORITIES
 
 # flag -> attribute of the parsed arguments, as prove's parser names them
 VALUED = {"--server": "server", "--token-file": "token_file", "--priority": "priority", "--deadline": "deadline",

@@ -51,7 +51,7 @@ if has tests; then
   ga="tests/test_gpu_msm_engine.py"
   gb="tests/test_gpu_msm.py tests/test_gpu_plan.py tests/test_gpu_host_tier.py"
   gc="tests/test_gpu_kernels.py tests/test_gpu_pairing.py tests/test_gpu_epilogue.py tests/test_gpu_tail_fake.py"
-  rest=$(ls tests/test_gpu_*.py tests/test_key_cache.py tests/test_cli_startup.py | grep -v -e _kernels -e _pairing \
+  rest=$(ls tests/test_gpu_*.py tests/test_key_cache.py tests/test_cli_startup.py tests/test_exit_handoff.py | grep -v -e _kernels -e _pairing \
        -e _epilogue -e _tail_fake -e test_gpu_msm -e _plan -e _host_tier)
   gd=$(echo "$rest" | awk 'NR % 2 == 1' | tr '\n' ' ')  # the rest in two halves, side by side
   ge=$(echo "$rest" | awk 'NR % 2 == 0' | tr '\n' ' ')

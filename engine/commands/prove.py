@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 
     # --backend, --verify/--no-verify, --timeline, --config and the engine's knobs
     add_arguments(p, backends=PROVING_BACKENDS)
-    from engine.client_argv import add_server_arguments
+    from engine.client_flags import add_server_arguments
 
     add_server_arguments(p)  # --server URL, --token-file, --priority, --deadline
     from engine.distributed.command import add_arguments as add_ray_arguments

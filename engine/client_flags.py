@@ -1,0 +1,22 @@
+"""prove's --server flags: apart from engine/client.py (its HTTP code) and engine/client_argv.py (the plain
+line's reader), so that building prove's parser for a local proof imports neither, and neither imports the
+other."""
+from __future__ import annotations
+
+PRIORITIES = ("high", "normal", "low")
+
+
+def add_server_arguments(parser) -> None:
+    """--server URL, --token-file, --priority, --deadline."""
+    g = parser.add_argument_group("server (prove through `python -m engine serve`)")
+    g.add_argument("--server", metavar="URL", default=None,
+                   help="prove on this server (e.g. http://127.0.0.1:8080); it loads the key by path on first use")
+    g.add_argument("--token-file", metavar="FILE", default=None, help="the bearer token for --server")
+    g.add_argument("--priority", choices=PRIORITIES, default="normal", help="with --server")
+    g.add_argument("--deadline", type=float, metavar="S", default=None,
+                   help="with --server: cancel the proof if it has not finished after S seconds")
+
+
+# prove's flags that configure a local proof: prove_command refuses them with --server
+LOCAL_ONLY = ("r1cs", "timeline", "config", "backend", "devices", "synthesis_workers", "compute_slots",
+               "vram_budget", "host_budget", "lock_mode", "verify")
