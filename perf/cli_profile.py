@@ -1,0 +1,43 @@
+"""One cold `prove --backend gpu` in this process under cProfile: where its stages' Python time goes.
+
+    python perf/cli_profile.py ZKEY WTNS [--top 40] [--out prof.out]
+
+Runs cli.main as `python -m engine prove` would (the device started beside the imports), with every module already
+byte-compiled; prints the functions by cumulative time within the command (imports included, the interpreter's
+start not).  The profiler's overhead inflates Python-heavy stages, not the driver's calls."""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("zkey")
+    ap.add_argument("wtns")
+    ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp())
+    prof = cProfile.Profile()
+    prof.enable()
+    from cli import main as cli_main  # noqa: PLC0415 - its imports are part of the profile
+
+    code = cli_main(["prove", "--backend", "gpu", "--quiet", args.zkey, args.wtns, str(work / "p.json"),
+                     str(work / "q.json")])
+    prof.disable()
+    if args.out:
+        prof.dump_stats(args.out)
+    print(f"exit code {code}")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()
