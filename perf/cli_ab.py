@@ -4,8 +4,12 @@
 
 Each NAME=TREE[:VAR=VALUE...] runs `python -m engine prove --backend gpu --verbose --quiet` from TREE (first on
 PYTHONPATH) with those variables set; one warm-up run each (the key cache, the page cache), then `--runs` rounds
-of one run of every entry.  Prints the median wall clock (fork to exit) and the median --verbose stages of each,
-beside one another; every tree is byte-compiled first (compileall), as an installed package is.
+of one run of every entry (`--gap` seconds apart: a run's driver teardown, handed to a child at its exit, would
+otherwise slow the next run's cuInit; a user's single command does not meet it).  Prints the median wall clock
+(fork to exit) and the median --verbose stages of each, beside one another; every tree is byte-compiled first
+(compileall), as an installed package is.  Packages outside the trees (numpy, the bindings) are read as the
+interpreter finds them: where they have no bytecode and none may be written (the device image), set
+PYTHONPYCACHEPREFIX to a byte-compiled copy (perf/s34f_h200.sh).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +33,9 @@ def main() -> None:
     ap.add_argument("--zkey", required=True)
     ap.add_argument("--wtns", required=True)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--gap", type=float, default=0.0,
+                    help="seconds between runs: the last run's teardown, handed to a child at its exit "
+                         "(engine/exit_handoff.py), done before the next run's cuInit")
     ap.add_argument("--out", default="/tmp/cli-ab")
     ap.add_argument("entries", nargs="+", metavar="NAME=TREE[:VAR=VALUE...]")
     args = ap.parse_args()
@@ -51,6 +59,7 @@ def main() -> None:
         wall(cmd, env, tree)  # warm-up
     for _ in range(args.runs):
         for name, (cmd, env, tree) in entries.items():
+            time.sleep(args.gap)
             t, err = wall(cmd, env, tree)
             results[name].append((t, stages(err)))
     names = list(entries)
