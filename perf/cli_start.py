@@ -33,23 +33,27 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from engine.commands.prove import ONE_PROOF_QUEUES  # noqa: E402
+
 PY = sys.executable
 
-FLOOR = {  # through cuda_kernels/driver.py (it imports numpy), with 8 work queues (the CLI asks for prove.ONE_PROOF_QUEUES)
+# through cuda_kernels/driver.py (it imports numpy), with the work queues the CLI asks for ({queues})
+FLOOR = {k: v.replace("{queues}", str(ONE_PROOF_QUEUES)) for k, v in {
     "python -c pass": "pass",
     "+ import cuda_kernels.driver": "import cuda_kernels.driver",
     # as the CLI imports it (engine/__main__ starts OpenBLAS with one thread unless the user set a number)
     "+ import cuda_kernels.driver, OpenBLAS 1 thread": (
         "import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); import cuda_kernels.driver"),
-    "+ cuInit": "from cuda_kernels import driver as d; d.prefer_connections(8); d.init()",
-    "+ context (the floor)": "from cuda_kernels import driver as d; d.prefer_connections(8); dev = d.Device(0); dev.close()",
+    "+ cuInit": "from cuda_kernels import driver as d; d.prefer_connections({queues}); d.init()",
+    "+ context (the floor)": "from cuda_kernels import driver as d; d.prefer_connections({queues}); dev = d.Device(0); dev.close()",
     # the driver's own share alone: cuInit and the context through the library itself (ctypes), as the CLI's
     # head start makes them beside its imports (engine/backends/device_start.py); with the import row above,
     # the floor of a CLI that overlaps the two is about max(this, the import row)
     "cuInit + context, the driver library alone (ctypes)": (
-        "import os; os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '8');"
+        "import os; os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '{queues}');"
         " from cuda_kernels.driver_library import DriverStart; s = DriverStart(0); assert s.wait(); s.release()"),
-}
+}.items()}
 
 
 def wall(cmd: list[str], env: dict, cwd: str | Path = ROOT) -> tuple[float, str]:

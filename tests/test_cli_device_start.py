@@ -211,9 +211,9 @@ def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch):
 
 def test_a_lone_proof_makes_the_streams_the_cli_counts_on(monkeypatch):
     """A key load and a proof alone, with every phase beside the compute stream that a small proof puts there,
-    make at most ONE_PROOF_STREAMS streams: the CLI's ONE_PROOF_QUEUES hardware queues serve two of them each
-    at most (measured no slower than a queue each: prove.py's note), and the CLI asks for fewer queues than
-    streams."""
+    make at most ONE_PROOF_STREAMS streams, the count prove.py's note measured its ONE_PROOF_QUEUES hardware
+    queues against (one queue: the context's start is on a byte-compiled CLI's path, the proof nearly a chain),
+    and the CLI asks for no more queues than streams."""
     from engine.commands import prove  # noqa: PLC0415
     from test_gpu_tail_fake import _backend, _tiny  # noqa: PLC0415
 
@@ -226,7 +226,8 @@ def test_a_lone_proof_makes_the_streams_the_cli_counts_on(monkeypatch):
         key.synchronize()
         backend.compute(backend.stage(key, witness)).wait()
         assert len(backend.side_streams._streams) == 5  # the tail's lanes 0-4: the most a proof alone uses
-        assert fake.streams_made <= prove.ONE_PROOF_STREAMS <= 2 * prove.ONE_PROOF_QUEUES
+        assert fake.streams_made <= prove.ONE_PROOF_STREAMS
+        assert 1 <= prove.ONE_PROOF_QUEUES <= prove.ONE_PROOF_STREAMS
         backend.unload_key(key)
         backend.close()
 

@@ -55,12 +55,15 @@ def register(subparsers) -> None:
 
 # A lone proof's streams (upload, compute, the tail's five side lanes: pipeline.run_compute; the key tables'
 # side stream: key.py) number ONE_PROOF_STREAMS; the direct path's context makes ONE_PROOF_QUEUES hardware work
-# queues for them, not the Engine's 32 (driver.prefer_connections).  Each queue costs about 14 ms to make (beside
-# the imports, off the path) and 9-11 ms to release (on it, at the end).  Measured in turns on the H200
-# (perf/RESULTS.md, session 31, 2^14 domain): 8 queues 651 ms, 4 queues 592 ms with the proof unchanged (21.4
-# against 21.2 ms), 2 queues 618 ms with the proof 3.5 ms longer (its evaluation waited behind a side lane).
+# queues for them, not the Engine's 32 (driver.prefer_connections).  Each queue costs about 14 ms to make, on
+# the device's start, which runs beside the imports and, where they are byte-compiled (an installed package),
+# ends after them: it is on the cold CLI's path; the release is off it (engine/exit_handoff.py).  Measured in
+# turns on the H200, every module byte-compiled, runs 0.5 s apart (perf/RESULTS.md, session 34): 2^14 domain
+# 4 / 2 / 1 queues 423.8 / 395.1 / 377.6 ms (the proof 8.9 / 9.2 / 10.7 ms), 2 / 1 again 401.7 / 394.1;
+# 2^20 domain 600.6 / 576.4 / 567.5 ms (the proof 61.3 / 59.8 / 60.8).  The streams stay: on one queue their
+# work runs in the order it was queued, which a lone proof's chain of stages nearly is already.
 ONE_PROOF_STREAMS = 8
-ONE_PROOF_QUEUES = 4
+ONE_PROOF_QUEUES = 1
 
 
 def _direct_gpu(args: argparse.Namespace) -> bool:
