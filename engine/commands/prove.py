@@ -279,13 +279,34 @@ def _start_backend(config, zkey, progress, device_start=None):
         with progress.timed("kernel module", 0.33):
             backend.prepare_key(zkey)
             backend.ctx.module(zkey.curve)
-        if backend.maintenance_due():  # a large key: pin its staging buffers (nothing else runs yet)
+        if backend.maintenance_due() and pins_for_one_load(zkey):  # pin its staging buffers (nothing else runs)
             with progress.timed("pin staging buffers", 0.34):
                 backend.maintain()
     except BaseException:
         backend.close()
         raise
     return backend
+
+
+# The key's load of a lone proof pins the staging buffers (staging.py: 160 MiB, ~90 ms to pin on the H200's host)
+# only for a key whose upload is at least this large; below it the same pipeline runs on pageable buffers, which
+# the driver stages itself (slower copies, no pinning).  GROTH16_PIN_ONE_LOAD_MIB overrides it (0: always pin).
+PIN_ONE_LOAD_MIB = 0.0
+PIN_ONE_LOAD_ENV = "GROTH16_PIN_ONE_LOAD_MIB"
+
+
+def pins_for_one_load(zkey) -> bool:
+    """Whether the CLI's one load of this key pins its staging buffers first (PIN_ONE_LOAD_MIB)."""
+    from engine.backends.gpu.key import upload_bytes
+
+    raw = os.environ.get(PIN_ONE_LOAD_ENV, "").strip()
+    try:
+        mib = float(raw) if raw else PIN_ONE_LOAD_MIB
+    except ValueError:
+        raise EngineError(f"{PIN_ONE_LOAD_ENV}={raw!r}: expected a number of MiB (0: always pin)") from None
+    if not mib >= 0:
+        raise EngineError(f"{PIN_ONE_LOAD_ENV}={raw!r}: must be >= 0 MiB (0: always pin)")
+    return upload_bytes(zkey) >= mib * (1 << 20)
 
 
 class _CheckedWitness:
