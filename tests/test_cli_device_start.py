@@ -443,3 +443,35 @@ def test_the_direct_path_leaves_its_releases_to_the_exit_only_when_the_process_e
         else:
             assert _calls(fake, "cuDevicePrimaryCtxRelease") == 1 and not fake.live_streams
     assert not (tmp_path / "p.json").exists()
+
+
+def _key_of(nbytes: int):
+    import numpy as np  # noqa: PLC0415
+
+    class Key:
+        pass
+
+    key = Key()
+    key.a = np.zeros(nbytes, np.uint8)
+    key.b1 = key.b2 = key.c = key.h = key.coeffs = np.zeros(0, np.uint8)
+    return key
+
+
+def test_a_lone_proofs_load_pins_its_staging_only_for_a_large_key(monkeypatch):
+    """Pinning the staging buffers costs a lone proof ~85 ms on the H200's host; the pageable copies cost less
+    below PIN_ONE_LOAD_MIB of upload (prove.py's note): a 2^20-domain key (510 MiB) loads pageable, a 2^21 one
+    pinned; GROTH16_PIN_ONE_LOAD_MIB overrides the bound, and a bad value is one clear error."""
+    from engine.commands import prove  # noqa: PLC0415
+    from engine.errors import EngineError  # noqa: PLC0415
+
+    monkeypatch.delenv(prove.PIN_ONE_LOAD_ENV, raising=False)
+    assert not prove.pins_for_one_load(_key_of(510 << 20))
+    assert prove.pins_for_one_load(_key_of(1020 << 20))
+    monkeypatch.setenv(prove.PIN_ONE_LOAD_ENV, "0")
+    assert prove.pins_for_one_load(_key_of(1))
+    monkeypatch.setenv(prove.PIN_ONE_LOAD_ENV, "2048")
+    assert not prove.pins_for_one_load(_key_of(1020 << 20))
+    for bad in ("lots", "-1", "nan"):
+        monkeypatch.setenv(prove.PIN_ONE_LOAD_ENV, bad)
+        with pytest.raises(EngineError, match=prove.PIN_ONE_LOAD_ENV):
+            prove.pins_for_one_load(_key_of(1))

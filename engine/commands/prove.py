@@ -288,10 +288,12 @@ def _start_backend(config, zkey, progress, device_start=None):
     return backend
 
 
-# The key's load of a lone proof pins the staging buffers (staging.py: 160 MiB, ~90 ms to pin on the H200's host)
+# The key's load of a lone proof pins the staging buffers (staging.py: 160 MiB, 82-86 ms to pin on the H200's host)
 # only for a key whose upload is at least this large; below it the same pipeline runs on pageable buffers, which
-# the driver stages itself (slower copies, no pinning).  GROTH16_PIN_ONE_LOAD_MIB overrides it (0: always pin).
-PIN_ONE_LOAD_MIB = 0.0
+# the driver stages itself (~5 GB/s against ~20: slower copies, no pinning).  Measured in turns (perf/RESULTS.md,
+# session 34; upload_bytes 128 / 510 / 2041 MiB): the 2^18 domain's CLI proof 457.3 ms pinned against 415.4
+# pageable, 2^20 489.2 against 474.7, 2^22 713.4 against 882.3.  GROTH16_PIN_ONE_LOAD_MIB overrides it (0: always).
+PIN_ONE_LOAD_MIB = 768.0
 PIN_ONE_LOAD_ENV = "GROTH16_PIN_ONE_LOAD_MIB"
 
 
