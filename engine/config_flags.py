@@ -48,7 +48,7 @@ class DirectSettings:
     """What `prove`'s direct path (one proof in this process: no --config, --timeline, --ray or Engine-only flag)
     reads of the flags, without the configuration's msgspec types (msgspec with typing_extensions: 42 ms of a cold
     CLI's 500 ms of imports on the H200's host, perf/RESULTS.md session 34).  The same values engine.config's
-    from_args gives for such a line (tests/test_config.py checks both); vram_budget is Engine-only, so None."""
+    from_args gives for such a line (tests/test_config_direct.py checks both); vram_budget is Engine-only, so None."""
 
     __slots__ = ("backend", "verify", "key_cache_dir")
     vram_budget = None

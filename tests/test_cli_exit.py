@@ -117,10 +117,11 @@ def test_commands_start_openblas_with_one_thread_unless_the_user_says(setting, s
     import os  # noqa: PLC0415
 
     code = ("import os, runpy, sys\nsys.argv = ['engine', '--help']\ntry:\n    runpy.run_module('engine', "
-            "run_name='__main__')\nexcept SystemExit:\n    pass\nprint('BLAS=' + os.environ.get('OPENBLAS_NUM_THREADS', "
-            "'unset'))")
+            "run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('BLAS=' + os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))")
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if setting is not None:
         env["OPENBLAS_NUM_THREADS"] = setting
-    p = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, env=env,
+                       capture_output=True, text=True, timeout=120)
     assert p.stdout.strip().splitlines()[-1] == f"BLAS={seen}", p.stdout + p.stderr

@@ -4,8 +4,8 @@ A cold `prove --backend gpu` waits on the driver before anything of the proof: c
 the H200) and the device's primary context (65-110 ms with the 1-4 work queues of one proof).  In a fresh
 process those two calls go straight to the driver library (cuda_kernels/driver_library.py, ctypes: no numpy, no
 bindings), on a thread begun before the main thread imports the bindings (200 ms on the H200 host) and the rest
-of the command; the bindings' own cuInit and retain then find both done and take a few milliseconds.  Where the bindings
-are loaded already (a program calling prove.run, the tests' fake driver) the thread starts with them.
+of the command; the bindings' own cuInit and retain then find both done and take a few milliseconds.  Where the
+bindings are loaded already (a program calling prove.run, the tests' fake driver) the thread starts with them.
 Imports on two threads at once hand the GIL back and forth at every file read and measured no gain
 (perf/RESULTS.md, session 30), so the thread imports nothing.
 """

@@ -107,7 +107,7 @@ def preload(args: argparse.Namespace) -> list[str]:
                     "multiprocessing.resource_tracker", "multiprocessing.spawn"]
     if args.wasm or args.input:
         modules.append("engine.witness.calculator")
-    if not direct_path(args) and not args.ray:
+    if not direct_path(args):  # the Engine's (a --ray line returned above)
         modules += ["anyio", "engine.api", "scheduler.synth_pool", "scheduler.cpu_pool"]
     if args.backend == "gpu":
         modules.append("engine.backends.gpu")
@@ -300,14 +300,9 @@ PIN_ONE_LOAD_ENV = "GROTH16_PIN_ONE_LOAD_MIB"
 def pins_for_one_load(zkey) -> bool:
     """Whether the CLI's one load of this key pins its staging buffers first (PIN_ONE_LOAD_MIB)."""
     from engine.backends.gpu.key import upload_bytes
+    from engine.env_setting import number
 
-    raw = os.environ.get(PIN_ONE_LOAD_ENV, "").strip()
-    try:
-        mib = float(raw) if raw else PIN_ONE_LOAD_MIB
-    except ValueError:
-        raise EngineError(f"{PIN_ONE_LOAD_ENV}={raw!r}: expected a number of MiB (0: always pin)") from None
-    if not mib >= 0:
-        raise EngineError(f"{PIN_ONE_LOAD_ENV}={raw!r}: must be >= 0 MiB (0: always pin)")
+    mib = number(PIN_ONE_LOAD_ENV, PIN_ONE_LOAD_MIB, EngineError, "always pins", "MiB", "MiB")
     return upload_bytes(zkey) >= mib * (1 << 20)
 
 

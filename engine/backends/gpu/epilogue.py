@@ -251,8 +251,8 @@ class SideStreams:
             s.synchronize()
 
     def close(self) -> None:
+        self.finish()
         for s in self._streams.values():
-            s.synchronize()
             s.destroy()
         self._streams.clear()
 

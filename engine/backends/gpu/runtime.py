@@ -271,9 +271,8 @@ class GpuContext:
             s.synchronize()
 
     def close(self) -> None:
-        self.bind_thread()
+        self.finish()
         for s in [self.upload_stream, *self._compute_streams]:
-            s.synchronize()
             s.destroy()
         self.events.close()
         self.pinned.close()
