@@ -12,6 +12,12 @@ def _interrupted_while_loading(signum, frame):
 
 _interrupted_while_loading.loading = True
 
+# Where this Python may not write bytecode beside the modules (PYTHONDONTWRITEBYTECODE, common in images), keep it
+# in the engine's cache instead of compiling every module on every command: engine/bytecode_cache.py.
+from engine import bytecode_cache  # noqa: E402
+
+bytecode_cache.enable()
+
 # numpy's import starts OpenBLAS's thread pool, a thread a core: 30-95 ms of a cold command on the H200's
 # 16-core host (perf/RESULTS.md, sessions 31 and 34).  The engine runs no floating-point linear algebra, so its
 # commands take one; a value the user set is kept.  (An application that imports the engine keeps its own.)

@@ -1,0 +1,54 @@
+"""Bytecode for the CLI's modules where Python may not write it beside them.
+
+Docker images commonly set PYTHONDONTWRITEBYTECODE=1, and some ship packages without their .pyc files (the
+H200 image's numpy, perf/RESULTS.md session 34): then every `python -m engine ...` compiles each module it
+imports from source, ~0.2 s of a 0.5 s cold `prove` for numpy alone.  In that case the CLI keeps the bytecode
+in a cache directory of its own (Python's `sys.pycache_prefix`, the mechanism behind PYTHONPYCACHEPREFIX):
+nothing is written beside the sources, which is what the setting protects; the first command compiles as
+before, later ones read.  Python's own check (each source's size and modification time) keeps an upgraded
+package from being served stale bytecode.
+
+Only engine/__main__ calls `enable()`: an application that imports the engine keeps its interpreter's
+settings.  A prefix the user set (PYTHONPYCACHEPREFIX, -X pycache_prefix) is left alone.
+GROTH16_PYCACHE=off turns this off; GROTH16_PYCACHE=DIR puts the cache there (default
+$XDG_CACHE_HOME/groth16-engine/pycache, else ~/.cache/groth16-engine/pycache).
+
+Standard library only, and imported before anything else of the CLI's so that what it imports is cached too.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+ENV = "GROTH16_PYCACHE"
+OFF = ("off", "none", "0", "false", "no")
+
+
+def default_dir(environ=os.environ) -> str:
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "groth16-engine", "pycache")
+
+
+def chosen_dir(environ=os.environ) -> str | None:
+    """Where the CLI would keep bytecode when Python may not write it beside the sources; None for "off"."""
+    value = environ.get(ENV, "").strip()
+    if not value:
+        return default_dir(environ)
+    if value.lower() in OFF:
+        return None
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def enable(environ=os.environ) -> str | None:
+    """Point this interpreter's bytecode reads and writes at the cache directory, when Python may not write
+    bytecode beside the sources and nobody chose a prefix.  Returns the directory in use, else None."""
+    if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
+        return None
+    where = chosen_dir(environ)
+    if where is None:
+        return None
+    # importlib makes the directories as it writes, and ignores a directory it cannot write (the modules
+    # are then compiled from source, as before).
+    sys.pycache_prefix = where
+    sys.dont_write_bytecode = False
+    return where
