@@ -20,6 +20,25 @@ from cuda_kernels import device_global
 
 CU_CTX_SCHED_BLOCKING_SYNC = 0x04  # as driver.Device sets it: threads that wait on the device sleep
 DRIVER_LIBRARY = "libcuda.so.1"
+# CUdevice_attribute values (cuda.h)
+MULTIPROCESSOR_COUNT, COMPUTE_CAPABILITY_MAJOR, COMPUTE_CAPABILITY_MINOR = 16, 75, 76
+
+
+class DeviceFacts:
+    """What a device is, known once cuInit has run (before its context): what the CLI plans a key with.
+    (A plain class: typing's import would delay the head start.)"""
+
+    __slots__ = ("sm_count", "arch")
+
+    def __init__(self, sm_count: int, arch: str):
+        self.sm_count = sm_count
+        self.arch = arch  # sm_XY, as driver.Device.arch
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DeviceFacts) and (self.sm_count, self.arch) == (other.sm_count, other.arch)
+
+    def __repr__(self) -> str:
+        return f"DeviceFacts(sm_count={self.sm_count}, arch={self.arch!r})"
 
 
 def _driver_library():
@@ -43,6 +62,8 @@ class DriverStart:
         self.timings: dict[str, float] = {}
         self._lib = lib
         self._device: ctypes.c_int | None = None  # set once the context is retained
+        self.facts: DeviceFacts | None = None  # set after cuInit, before the context
+        self._known = threading.Event()
         self._thread = threading.Thread(target=self._run, name="device start (driver)", daemon=True)
         self._thread.start()
 
@@ -61,6 +82,8 @@ class DriverStart:
             device = ctypes.c_int(0)
             if self.count <= self.index or lib.cuDeviceGet(ctypes.byref(device), self.index) != 0:
                 return
+            self.facts = _facts(lib, device)
+            self._known.set()
             _v2(lib, "cuDevicePrimaryCtxSetFlags")(device, CU_CTX_SCHED_BLOCKING_SYNC)  # refused if made already
             context = ctypes.c_void_p(0)
             if lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) != 0:
@@ -69,6 +92,14 @@ class DriverStart:
             self.timings["context"] = time.perf_counter() - t1
         except (OSError, AttributeError):  # a library without these entry points: the bindings will say
             return
+        finally:
+            self._known.set()
+
+    def known(self) -> DeviceFacts | None:
+        """The device's SM count and architecture as soon as cuInit has run (the context may still be starting);
+        None where the driver could not tell."""
+        self._known.wait()
+        return self.facts
 
     def wait(self) -> bool:
         """True when the driver is initialised and the context retained here."""
@@ -84,6 +115,18 @@ class DriverStart:
             device_global.check("cuDevicePrimaryCtxRelease_v2", self.index)
             self._device = None
             _v2(self._lib, "cuDevicePrimaryCtxRelease")(device)
+
+
+def _facts(lib, device: ctypes.c_int) -> DeviceFacts | None:
+    values = []
+    get = getattr(lib, "cuDeviceGetAttribute", None)
+    for attribute in (MULTIPROCESSOR_COUNT, COMPUTE_CAPABILITY_MAJOR, COMPUTE_CAPABILITY_MINOR):
+        value = ctypes.c_int(0)
+        if get is None or get(ctypes.byref(value), attribute, device) != 0:
+            return None  # unknown here: the CLI plans once the bindings hold the device
+        values.append(value.value)
+    sm_count, major, minor = values
+    return DeviceFacts(sm_count, f"sm_{major}{minor}")
 
 
 def _v2(lib, name: str):

@@ -189,20 +189,29 @@ def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch):
     from engine.formats import read_zkey  # noqa: PLC0415
     from engine.progress import make_progress  # noqa: PLC0415
     from engine.backends.device_start import DeviceStart  # noqa: PLC0415
-    from engine.backends.gpu.runtime import GpuContext  # noqa: PLC0415
+
+    from engine.backends.gpu import runtime  # noqa: PLC0415
+    from engine.backends.gpu.footprint import KeyShape  # noqa: PLC0415
 
     monkeypatch.delenv(QUEUES, raising=False)
-    monkeypatch.setattr(GpuContext, "prepare", lambda self, curve: b"fake cubin")
+    made = []
+    monkeypatch.setattr(runtime, "curve_cubin", lambda curve, arch: made.append((curve.name, arch)) or b"ahead")
     zkey = read_zkey(EXAMPLE / "sudoku.zkey")
     progress = make_progress("prove", quiet=True, json=False)
     with fake_driver() as fake:
         start = DeviceStart(0, connections=prove.ONE_PROOF_QUEUES)
-        backend = prove._start_backend(EngineConfig(backend="auto"), zkey, progress, start)
+        backend, candidates = prove._start_backend(EngineConfig(backend="auto"), zkey, progress, start)
         try:
             assert backend.name == "gpu"
             assert _calls(fake, "cuDevicePrimaryCtxRetain") == 1
-            assert {"wait for the device's start", "  device (beside the imports): cuInit",
-                    "  device (beside the imports): context", "context", "kernel module"} <= set(progress.timings)
+            assert {"beside the context: key plan, kernels", "wait for the device's start",
+                    "  device (beside the imports): cuInit", "  device (beside the imports): context", "context",
+                    "kernel module"} <= set(progress.timings)
+            # made beside the context for this device: the load plans from them, the module loads their CUBIN
+            assert made == [("bn128", backend.device.arch)]  # once: the context's prepare found them
+            assert backend.ctx._cubins["bn128"] == b"ahead"
+            assert candidates.serve(KeyShape.of(zkey), backend.device.sm_count, backend.fold, backend.tier,
+                                    backend.host_chunk)
         finally:
             backend.close()
             start.close()
@@ -236,9 +245,11 @@ class FakeDriverLibrary:
     """The driver library's C entry points as DriverStart calls them through ctypes (byref out-arguments,
     CUresult ints): a stand-in for libcuda.so.1."""
 
-    def __init__(self, count: int = 1, init_result: int = 0, retain_result: int = 0, on_init=None, on_release=None):
+    def __init__(self, count: int = 1, init_result: int = 0, retain_result: int = 0, on_init=None, on_release=None,
+                 on_retain=None, attributes: dict | None = None):
         self.count, self.init_result, self.retain_result = count, init_result, retain_result
-        self.on_init, self.on_release = on_init, on_release
+        self.on_init, self.on_release, self.on_retain = on_init, on_release, on_retain
+        self.attributes = {16: 132, 75: 9, 76: 0} if attributes is None else attributes or None
         self.calls: list = []
 
     def cuInit(self, flags):
@@ -261,8 +272,16 @@ class FakeDriverLibrary:
 
     def cuDevicePrimaryCtxRetain(self, out, device):
         self.calls.append("retain")
+        if self.on_retain is not None:
+            self.on_retain()
         out._obj.value = 0xC0
         return self.retain_result
+
+    def cuDeviceGetAttribute(self, out, attribute, device):
+        if self.attributes is None:
+            return 1  # CUDA_ERROR_INVALID_VALUE
+        out._obj.value = self.attributes[attribute]
+        return 0
 
     def cuDevicePrimaryCtxRelease_v2(self, device):
         self.calls.append("release")
@@ -390,6 +409,50 @@ print(json.dumps(seen))
     assert seen["calls"] == ["cuInit", "retain", "release"]
 
 
+def test_the_device_is_known_after_cuinit_while_its_context_still_starts():
+    """DriverStart.known(): the SM count and architecture (what the CLI plans the key and reads its kernels with)
+    as soon as cuInit has run, not after the context's retain; None, without losing the head start, where the
+    library cannot tell."""
+    import threading  # noqa: PLC0415
+
+    from cuda_kernels.driver_library import DeviceFacts, DriverStart  # noqa: PLC0415
+
+    retain_may_end = threading.Event()
+    lib = FakeDriverLibrary(on_retain=lambda: retain_may_end.wait(30), attributes={16: 114, 75: 9, 76: 0})
+    start = DriverStart(0, lib)
+    try:
+        assert start.known() == DeviceFacts(114, "sm_90")
+        assert "context" not in start.timings  # the retain has not returned yet
+    finally:
+        retain_may_end.set()
+    assert start.wait()
+    start.release()
+
+    for lib in (FakeDriverLibrary(attributes={}), FakeDriverLibrary(init_result=100), FakeDriverLibrary(count=0)):
+        start = DriverStart(0, lib)
+        assert start.known() is None
+        assert start.wait() == ("retain" in lib.calls)  # attributes unknown: the context is still retained
+        start.release()
+
+
+def test_device_start_knows_the_device_from_the_bindings_without_a_head_start(monkeypatch):
+    from cuda_kernels.driver_library import DeviceFacts  # noqa: PLC0415
+    from engine.backends.device_start import DeviceStart  # noqa: PLC0415
+
+    monkeypatch.delenv(QUEUES, raising=False)
+    with fake_driver():
+        start = DeviceStart(0)  # the bindings are loaded: no head start
+        assert start._native is None
+        assert start.known() == DeviceFacts(132, "sm_90")
+        start.close()
+    from cuda_kernels import driver  # noqa: PLC0415
+
+    with fake_driver(), driver.inject_fault("cuDevicePrimaryCtxRetain", 1, "CUDA_ERROR_OUT_OF_MEMORY"):
+        start = DeviceStart(0)
+        assert start.known() is None  # the start failed; take() says why
+        start.close()
+
+
 def test_the_head_starts_release_is_a_device_global_call_under_rule_one():
     """The release goes through device_global's check like the wrapper's calls: refused while a proof holds a
     reservation on the device (it cannot in the CLI's fresh process, where the head start runs)."""
@@ -423,13 +486,16 @@ def test_the_direct_path_leaves_its_releases_to_the_exit_only_when_the_process_e
     from engine.backends.gpu.runtime import GpuContext  # noqa: PLC0415
     from engine.errors import EngineError  # noqa: PLC0415
 
-    def failing_load(self, zkey):
+    from engine.backends.gpu import runtime  # noqa: PLC0415
+
+    def failing_load(self, zkey, footprint=None):
         raise EngineError(f"{zkey.path}: the key's load failed (test)")
 
     monkeypatch.delenv(QUEUES, raising=False)
     monkeypatch.setenv(exit_handoff.ENV, "1")
     monkeypatch.setattr(exit_handoff, "process_ends", process_ends)
     monkeypatch.setattr(GpuContext, "prepare", lambda self, curve: b"fake cubin")
+    monkeypatch.setattr(runtime, "curve_cubin", lambda curve, arch: b"fake cubin")
     monkeypatch.setattr(GpuBackend, "load_key", failing_load)
     with fake_driver() as fake:
         code = main(["prove", "--backend", "gpu", str(EXAMPLE / "sudoku.zkey"), str(EXAMPLE / "sudoku.wtns"),

@@ -99,7 +99,8 @@ def test_gpu_prove_verbose_times_cuinit_context_module_and_key_cache(tmp_path):
         p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         stages = dict(re.findall(r"^  (\S.*?)\s+([0-9.]+) ms$", p.stderr, re.M))
-        for name in ("interpreter + imports", "wait for the device's start", "import gpu backend", "context",
+        for name in ("interpreter + imports", "beside the context: key plan, kernels",
+                     "wait for the device's start", "import gpu backend", "context",
                      "kernel module", "load key", "prove", "close backend", "write"):
             assert name in stages, (name, p.stderr)
         beside = dict(re.findall(r"^    device \(beside the imports\): (\S.*?)\s+([0-9.]+) ms$", p.stderr, re.M))

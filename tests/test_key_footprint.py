@@ -26,6 +26,7 @@ from scheduler.budget import KEY
 from scheduler.simulated import SimKey, SimParams, SimulatedDevice, SimulatedKit
 
 GiB = 1 << 30
+MiB = 1 << 20
 
 
 def bench_shape(curve, log_constraints: int) -> KeyShape:
@@ -436,6 +437,53 @@ def test_a_keys_shape_counts_the_builds_bytes_from_its_coeffs():
         records * 44 + device_csr.scratch_bytes(scan))
 
 
+@pytest.mark.parametrize("curve, log_constraints", [(BN254, 14), (BN254, 20), (BN254, 24), (BLS12_381, 22)],
+                         ids=lambda v: getattr(v, "name", str(v)))
+def test_candidates_made_ahead_choose_as_plan_key_does_without_planning_again(curve, log_constraints,
+                                                                              monkeypatch):
+    """The CLI makes a key's candidates while the device's context starts (key_candidates: shape and SM count,
+    no budget); plan_key given them chooses exactly what it chooses alone, under every budget (resident at
+    each fold, the host tier, a BudgetError), and asks msm.plan_msm for nothing more.  Candidates made for
+    another SM count, fold, tier or chunk are not used."""
+    import dataclasses  # noqa: PLC0415
+
+    from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
+
+    shape = bench_shape(curve, log_constraints)
+    ahead = fpm.key_candidates(shape, sm_count=132)
+    asked = []
+    real = gmsm.plan_msm
+
+    def counted(*args, **kwargs):
+        asked.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gmsm, "plan_msm", counted)
+    for budget in (139 * GiB, 24 * GiB, 16 * GiB, 4 * GiB, 1 * GiB, 64 * MiB, 1 * MiB):
+        for proofs, per_load in ((2, None), (1, 1)):
+            try:
+                alone = plan_key(shape, budget, proofs=proofs, sm_count=132, proofs_per_load=per_load)
+            except BudgetError as exc:
+                with pytest.raises(BudgetError) as given:
+                    asked.clear()
+                    plan_key(shape, budget, proofs=proofs, sm_count=132, proofs_per_load=per_load,
+                             candidates=ahead)
+                assert str(given.value) == str(exc) and asked == []
+                continue
+            asked.clear()
+            with_them = plan_key(shape, budget, proofs=proofs, sm_count=132, proofs_per_load=per_load,
+                                 candidates=ahead)
+            assert asked == [], "plan_key planned again although given the candidates"
+            assert dataclasses.asdict(with_them) == dataclasses.asdict(alone), (budget, proofs)
+            assert with_them.budget_bytes == budget
+    for other in (dict(sm_count=114), dict(fold=1), dict(tier="host"), dict(chunk=1 << 12)):
+        args = dict(sm_count=132, fold="auto", tier="auto", chunk=None) | other
+        alone = plan_key(shape, 139 * GiB, **args)
+        asked.clear()
+        assert dataclasses.asdict(plan_key(shape, 139 * GiB, candidates=ahead, **args)) == dataclasses.asdict(alone)
+        assert asked, f"candidates made for another device or choice were used ({other})"
+
+
 @pytest.mark.parametrize("curve, log_constraints, budget", [
     (BN254, 14, 139 * GiB), (BN254, 20, 16 * GiB), (BN254, 24, 16 * GiB), (BLS12_381, 22, 24 * GiB),
 ], ids=lambda v: getattr(v, "name", str(v)))
@@ -462,7 +510,9 @@ def test_plan_key_makes_each_msm_plan_once_and_chooses_as_before(curve, log_cons
     # without the memo (the planner's body called directly): the same choice, the same plans asked for repeatedly
     once = len(asked)
     asked.clear()
-    again = footprint._plan_key(shape, budget, proofs=2, sm_count=footprint.DEFAULT_SM_COUNT, fold="auto",
-                                tier="auto", chunk=None, label="the key", proofs_per_load=1)
+    sms = footprint.DEFAULT_SM_COUNT
+    again = footprint._plan_key(shape, budget, footprint._candidates(shape, sm_count=sms, fold="auto", tier="auto",
+                                                                     chunk=None),
+                                proofs=2, sm_count=sms, label="the key", proofs_per_load=1)
     assert dataclasses.asdict(again) == dataclasses.asdict(chosen)
     assert len(set(asked)) == once < len(asked)

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from cuda_kernels.driver_library import DriverStart
+from cuda_kernels.driver_library import DeviceFacts, DriverStart
 
 # While the start runs beside the main thread's imports, its thread gets the GIL back within this long after
 # each driver call (Python's default, 5 ms, would add up over the context's dozen calls); restored by wait().
@@ -78,6 +78,18 @@ class DeviceStart:
         finally:
             if native is not None:  # the bindings hold the context now (or failed and say why)
                 native.release()
+
+    def known(self):
+        """The device's DeviceFacts (SM count, architecture) as soon as they are known: after the driver
+        library's cuInit, while the context still starts; else once the whole start is done.  None without a
+        device."""
+        if self._native is not None:
+            facts = self._native.known()
+            if facts is not None:
+                return facts
+        self._thread.join()
+        device = self._device
+        return None if device is None else DeviceFacts(device.sm_count, device.arch)
 
     def wait(self) -> int:
         """The number of CUDA devices, once the start is done."""

@@ -215,14 +215,17 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
         with progress.timed("read key", 0.0):
             zkey = read_zkey(args.zkey)
         prime, values, witness_name = _prepare_witness(args, zkey, wtns_path, progress)
-        backend = _start_backend(config, zkey, progress, getattr(args, "device_start", None))
+        backend, candidates = _start_backend(config, zkey, progress, getattr(args, "device_start", None))
         if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
             backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
         if hasattr(backend, "proofs_per_load"):
             backend.proofs_per_load = 1  # loaded for this one proof: no fold tables that pay off over many
         try:
             with progress.timed("load key", 0.35):
-                key = backend.load_key(zkey)
+                if candidates is None:
+                    key = backend.load_key(zkey)
+                else:  # the GPU's, its footprint chosen among the candidates made beside the context
+                    key = backend.load_key(zkey, backend.plan_key(zkey, candidates=candidates))
             progress.add_timings(getattr(key, "timings", {}), prefix="  key: ")
             footprint = getattr(key, "footprint", None)
             if footprint is not None and args.verbose and not args.json:
@@ -256,13 +259,15 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
 
 
 def _start_backend(config, zkey, progress, device_start=None):
-    """The backend, its cold start timed stage by stage for --verbose: cuInit and the device's context
-    (begun on a thread by start(), else here), the GPU backend's import, its streams, the curve's kernel
-    module (only this key's curve is loaded)."""
+    """The backend and the key's footprint candidates (None: planned at the load), its cold start timed stage
+    by stage for --verbose: cuInit and the device's context (begun on a thread by start(), else here) with
+    the key's candidates and kernels made beside the context (_beside_the_context), the GPU backend's import,
+    its streams, the curve's kernel module (only this key's curve is loaded)."""
     from engine.backends.select import select_backend
 
-    name, count = config.backend, 0
+    name, count, ahead = config.backend, 0, None
     if name in ("auto", "gpu"):
+        ahead = _beside_the_context(zkey, device_start, progress)
         with progress.timed("wait for the device's start", 0.3):
             count = device_start.wait()
         progress.add_timings(device_start.timings, prefix="  device (beside the imports): ")
@@ -270,12 +275,14 @@ def _start_backend(config, zkey, progress, device_start=None):
         name = "gpu" if count else "cpu"
     if name != "gpu" or not count:  # the CPU, or no device: select_backend names the problem
         with progress.timed("backend", 0.3):
-            return select_backend(name)
+            return select_backend(name), None
     with progress.timed("import gpu backend", 0.3):
         import engine.backends.gpu  # noqa: F401
     with progress.timed("context", 0.3):
         backend = select_backend("gpu", key_cache_dir=config.key_cache_dir, device=device_start.take())
     try:
+        if ahead is not None:
+            backend.ctx.adopt(zkey.curve, ahead.cubin, ahead.facts.arch)
         with progress.timed("kernel module", 0.33):
             backend.prepare_key(zkey)
             backend.ctx.module(zkey.curve)
@@ -285,7 +292,31 @@ def _start_backend(config, zkey, progress, device_start=None):
     except BaseException:
         backend.close()
         raise
-    return backend
+    return backend, (ahead.candidates if ahead is not None else None)
+
+
+class _Ahead:
+    """What _beside_the_context made: the device's facts, the key's candidates, the curve's CUBIN."""
+
+    def __init__(self, facts, candidates, cubin: bytes):
+        self.facts, self.candidates, self.cubin = facts, candidates, cubin
+
+
+def _beside_the_context(zkey, device_start, progress) -> _Ahead | None:
+    """While the device's context starts on its thread (the last 45 ms of a byte-compiled cold proof's wait
+    on the H200, perf/RESULTS.md session 34): the key's footprint candidates (footprint.key_candidates: the
+    SM count is known once cuInit has run; the budget, known with the context, only picks among them: the
+    load's plan 15-30 ms of its 43) and the curve's kernels read from the kernel cache (hashing the sources,
+    reading the CUBIN).  None where the device is not known by then (no device, no driver library)."""
+    facts = device_start.known() if device_start is not None else None
+    if facts is None:
+        return None
+    from engine.backends.gpu.footprint import KeyShape, key_candidates
+    from engine.backends.gpu.runtime import curve_cubin
+
+    with progress.timed("beside the context: key plan, kernels", 0.3):
+        return _Ahead(facts, key_candidates(KeyShape.of(zkey), sm_count=facts.sm_count),
+                      curve_cubin(zkey.curve, facts.arch))
 
 
 # The key's load of a lone proof pins the staging buffers (staging.py: 160 MiB, 82-86 ms to pin on the H200's host)

@@ -21,7 +21,7 @@ from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import pipeline
 from engine.backends.gpu import staging
 from engine.backends.gpu import waiting
-from engine.backends.gpu.footprint import KeyFootprint, KeyShape, plan_key
+from engine.backends.gpu.footprint import KeyCandidates, KeyFootprint, KeyShape, plan_key
 from engine.backends.gpu.key import GpuKey, upload_bytes
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import GpuContext
@@ -97,16 +97,18 @@ class GpuBackend(Backend):
         staging.want_buffers(self.ctx, upload_bytes(zkey))
 
     def plan_key(self, zkey, budget_bytes: int | None = None, proofs: int = 2,
-                 label: str | None = None, proofs_per_load: int | None = None) -> KeyFootprint:
+                 label: str | None = None, proofs_per_load: int | None = None,
+                 candidates: KeyCandidates | None = None) -> KeyFootprint:
         """The key's footprint on this device under `budget_bytes` with `proofs` working sets beside it
         (no device work; BudgetError when not even the host tier and one proof fit); proofs_per_load
-        as in __init__ (its default)."""
+        as in __init__ (its default); `candidates` made ahead as footprint.plan_key takes them."""
         if budget_bytes is None:
             budget_bytes = self.key_budget_bytes if self.key_budget_bytes is not None else self.memory_budget_bytes()
         return plan_key(KeyShape.of(zkey), budget_bytes, proofs=proofs, sm_count=self.device.sm_count,
                         fold=self.fold, tier=self.tier, chunk=self.host_chunk,
                         label=label or getattr(zkey, "path", None) or "the key",
-                        proofs_per_load=proofs_per_load if proofs_per_load is not None else self.proofs_per_load)
+                        proofs_per_load=proofs_per_load if proofs_per_load is not None else self.proofs_per_load,
+                        candidates=candidates)
 
     def load_key(self, zkey, footprint: KeyFootprint | None = None) -> GpuKey:
         """Make the key resident as `footprint` says (planned here against the budget when not given).

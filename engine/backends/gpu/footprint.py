@@ -508,9 +508,52 @@ def _grant_sort_bins(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: i
     return dataclasses.replace(fp, sort_bins=True, working_set_bytes=ws)
 
 
+@dataclass(frozen=True)
+class KeyCandidates:
+    """Every footprint plan_key may choose for a key on a device with `sm_count` SMs, before any budget: the
+    candidates need the key's shape and the device's SM count only (the budget picks among them), so the CLI
+    makes them while the device's context starts (engine/commands/prove.py)."""
+
+    shape: KeyShape
+    sm_count: int
+    fold: str | int
+    tier: str
+    chunk: int | None
+    residents: tuple[KeyFootprint, ...]
+    hosts: tuple[KeyFootprint, ...]
+
+    def serve(self, shape: KeyShape, sm_count: int, fold: str | int, tier: str, chunk: int | None) -> bool:
+        return (self.shape, self.sm_count, self.fold, self.tier, self.chunk) == (shape, sm_count, fold, tier, chunk)
+
+
+def key_candidates(shape: KeyShape, *, sm_count: int = DEFAULT_SM_COUNT, fold: str | int = "auto",
+                   tier: str = "auto", chunk: int | None = None) -> KeyCandidates:
+    """The footprints plan_key chooses among (resident at each fold, the host tier at each chunk size and
+    window bound), each for one proof in flight; `fold`, `tier` and `chunk` restrict them as in plan_key."""
+    with _one_plan_each():
+        return _candidates(shape, sm_count=sm_count, fold=fold, tier=tier, chunk=chunk)
+
+
+def _candidates(shape: KeyShape, *, sm_count: int, fold: str | int, tier: str, chunk: int | None) -> KeyCandidates:
+    if tier not in ("auto", "resident", "host"):
+        raise ValueError(f"tier: {tier!r} is not auto, resident or host")
+    folds = FOLDS if fold == "auto" else (fold,)
+    if chunk is not None:
+        chunks = [int(chunk)]
+    else:
+        # at least MIN_CHUNKS witness chunks where the key is large enough: one chunk copies while another computes
+        top = max(MIN_CHUNK_LOG, min(MAX_CHUNK_LOG, (max(shape.n_wires, 1) - 1).bit_length() - MIN_CHUNKS_LOG))
+        chunks = [1 << b for b in range(top, MIN_CHUNK_LOG - 1, -1)]
+    residents = [resident_footprint(shape, f, 0, 1, sm_count) for f in folds] if tier != "host" else []
+    hosts = ([host_footprint(shape, c, 0, 1, sm_count, w) for c in chunks for w in HOST_WINDOW_BITS]
+             if tier != "resident" else [])
+    return KeyCandidates(shape, sm_count, fold, tier, chunk, tuple(residents), tuple(hosts))
+
+
 def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: int = DEFAULT_SM_COUNT,
              fold: str | int = "auto", tier: str = "auto", chunk: int | None = None,
-             label: str = "the key", proofs_per_load: float | None = None) -> KeyFootprint:
+             label: str = "the key", proofs_per_load: float | None = None,
+             candidates: KeyCandidates | None = None) -> KeyFootprint:
     """The fastest footprint that fits `budget_bytes` with `proofs` working sets beside it, or one.
 
     Candidates: resident at each fold, and the host tier at each chunk size and window bound,
@@ -520,31 +563,23 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
     CLI's one) the fold tables' build time is shared among them, so a key loaded for one proof
     skips tables that cost seconds to save milliseconds; None counts the proofs' time alone (a
     resident key of a service).  `fold`, `tier` and `chunk` force a choice (tests, benchmarks);
-    a forced choice that does not fit is a BudgetError.
+    a forced choice that does not fit is a BudgetError.  `candidates`: key_candidates' answer made
+    ahead, used when it was made for the same shape, SM count, fold, tier and chunk (else made here).
     """
     with _one_plan_each():
-        return _plan_key(shape, budget_bytes, proofs=proofs, sm_count=sm_count, fold=fold, tier=tier, chunk=chunk,
-                         label=label, proofs_per_load=proofs_per_load)
+        if candidates is None or not candidates.serve(shape, sm_count, fold, tier, chunk):
+            candidates = _candidates(shape, sm_count=sm_count, fold=fold, tier=tier, chunk=chunk)
+        return _plan_key(shape, budget_bytes, candidates, proofs=proofs, sm_count=sm_count, label=label,
+                         proofs_per_load=proofs_per_load)
 
 
-def _plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int, sm_count: int, fold: str | int, tier: str,
-              chunk: int | None, label: str, proofs_per_load: float | None) -> KeyFootprint:
-    if tier not in ("auto", "resident", "host"):
-        raise ValueError(f"tier: {tier!r} is not auto, resident or host")
+def _plan_key(shape: KeyShape, budget_bytes: int, candidates: KeyCandidates, *, proofs: int, sm_count: int,
+              label: str, proofs_per_load: float | None) -> KeyFootprint:
     budget = int(budget_bytes)
     wanted = sorted({max(1, int(proofs)), 1}, reverse=True)
-    folds = FOLDS if fold == "auto" else (fold,)
-    if chunk is not None:
-        chunks = [int(chunk)]
-    else:
-        # at least MIN_CHUNKS witness chunks where the key is large enough: one chunk copies while another computes
-        top = max(MIN_CHUNK_LOG, min(MAX_CHUNK_LOG, (max(shape.n_wires, 1) - 1).bit_length() - MIN_CHUNKS_LOG))
-        chunks = [1 << b for b in range(top, MIN_CHUNK_LOG - 1, -1)]
-    residents = [resident_footprint(shape, f, budget, 1, sm_count) for f in folds] if tier != "host" else []
-    hosts = ([host_footprint(shape, c, budget, 1, sm_count, w) for c in chunks for w in HOST_WINDOW_BITS]
-             if tier != "resident" else [])
-    fitting = [dataclasses.replace(fp, proofs_in_flight=n) for fp in residents + hosts for n in wanted
-               if _fits(fp, budget, n)]
+    residents, hosts = list(candidates.residents), list(candidates.hosts)
+    fitting = [dataclasses.replace(fp, proofs_in_flight=n, budget_bytes=budget) for fp in residents + hosts
+               for n in wanted if _fits(fp, budget, n)]
     if fitting:
         def cost(fp: KeyFootprint) -> float:
             return fp.msm_cost + (fp.table_seconds / proofs_per_load if proofs_per_load else 0.0)

@@ -30,6 +30,15 @@ def pinned_size_class(nbytes: int) -> int:
     return max(MIN_PINNED, 1 << (max(int(nbytes), 1) - 1).bit_length())
 
 
+
+def curve_cubin(curve: Curve, arch: str) -> bytes:
+    """The curve's kernels as CUBIN for `arch` (the disk cache, else NVRTC); no driver call, any thread."""
+    try:
+        cubin, _ = build.compile_cubin(params_header(curve), arch=arch)
+    except build.CompileFailed as exc:
+        raise KernelCompileError(f"kernel build for {curve.name} failed: {exc}", exc.log) from exc
+    return cubin
+
 class PinnedPool:
     """Pinned host buffers for the proofs' witness uploads and result downloads, by size class.
 
@@ -239,13 +248,17 @@ class GpuContext:
         with lock:  # one compile per curve, however many threads ask
             cubin = self._cubins.get(curve.name)
             if cubin is None:
-                try:
-                    cubin, _ = build.compile_cubin(params_header(curve), arch=self.device.arch)
-                except build.CompileFailed as exc:
-                    raise KernelCompileError(f"kernel build for {curve.name} failed: {exc}", exc.log) from exc
+                cubin = curve_cubin(curve, self.device.arch)
                 with self._lock:
                     self._cubins[curve.name] = cubin
         return cubin
+
+    def adopt(self, curve: Curve, cubin: bytes, arch: str) -> None:
+        """The curve's CUBIN made ahead by curve_cubin (the CLI's, while this context started), kept when it
+        was made for this device's architecture."""
+        if arch == self.device.arch:
+            with self._lock:
+                self._cubins.setdefault(curve.name, cubin)
 
     def module(self, curve: Curve) -> Module:
         """The loaded module of the curve's kernels (compiled here when `prepare` did not run first)."""
