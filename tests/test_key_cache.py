@@ -577,6 +577,11 @@ def test_key_load_failure_leaves_nothing_on_the_device(tmp_path, monkeypatch, ca
 
     monkeypatch.setattr(staging, "DIRECT_BYTES", 0)
     monkeypatch.setattr(staging, "BUFFERS", 2)
+    # two readers on any host: the load then reuses a staging buffer, waiting on its event (the first
+    # cuEventSynchronize on the load's path); with a reader a core, a 16-core host staged the tiny key's
+    # chunks in as many buffers as there are chunks and met that call only in the clean-up, which falls
+    # back to the stream when it fails (staging._settle), so that fault raised nothing there
+    monkeypatch.setattr(staging, "MAX_READERS", 2)
     with fake_driver() as fake:
         backend = GpuBackend(0, key_cache_dir=str(tmp_path / "cache"))
         backend.ctx.prepare = lambda curve: b"fake cubin"
