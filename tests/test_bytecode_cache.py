@@ -80,3 +80,14 @@ def test_off_writes_nothing(tmp_path):
     assert wrote == []
     assert not (tmp_path / "groth16-engine").exists()
     assert not [p for p in read if str(tmp_path) in p]
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_command_as_it_was(tmp_path):
+    """A cache directory that cannot be made (here a path through a file): Python compiles the modules from
+    source as it would without the cache, and the command succeeds."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    wrote, read = _cli(tmp_path, GROTH16_PYCACHE=str(blocker / "pycache"))
+    assert wrote == []
+    assert not [p for p in read if str(blocker) in p]
+    assert blocker.read_text() == "not a directory"

@@ -30,7 +30,6 @@ def pinned_size_class(nbytes: int) -> int:
     return max(MIN_PINNED, 1 << (max(int(nbytes), 1) - 1).bit_length())
 
 
-
 def curve_cubin(curve: Curve, arch: str) -> bytes:
     """The curve's kernels as CUBIN for `arch` (the disk cache, else NVRTC); no driver call, any thread."""
     try:
@@ -38,6 +37,7 @@ def curve_cubin(curve: Curve, arch: str) -> bytes:
     except build.CompileFailed as exc:
         raise KernelCompileError(f"kernel build for {curve.name} failed: {exc}", exc.log) from exc
     return cubin
+
 
 class PinnedPool:
     """Pinned host buffers for the proofs' witness uploads and result downloads, by size class.
