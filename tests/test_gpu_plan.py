@@ -22,6 +22,37 @@ def test_pass_plan_covers_every_level_once(k):
         assert gntt.pass_sizes(k, dif=True) == gntt.pass_sizes(k)[::-1]
 
 
+@pytest.mark.parametrize("min_blocks", [None, 0, 7])
+def test_a_small_transforms_passes_spread_over_the_sms(monkeypatch, min_blocks):
+    """Every pass launches one thread per four elements (b >= 2) in blocks of at most 256 threads made of whole
+    groups, with the shared memory of its groups; a lone transform takes at least MIN_PASS_BLOCKS blocks where it
+    has that many groups (2^16: 256 blocks of 64 threads, not 64 of 256); a batch keeps 256-thread blocks."""
+    launches = []
+    monkeypatch.setattr(gntt, "launch", lambda mod, name, grid, block, stream, *args, shared: launches.append(
+        (grid, block, shared)))
+    if min_blocks is not None:
+        monkeypatch.setattr(gntt, "MIN_PASS_BLOCKS", min_blocks)
+    for k in range(1, 27):
+        for b in set(gntt.pass_sizes(k)):
+            launches.clear()
+            gntt._launch_pass(None, "ntt_dit_pass", k, b, None)
+            ((grid, block, shared),) = launches
+            tpg, groups = 1 << max(b - 2, 0), 1 << (k - b)
+            gpb = block // tpg
+            assert block % tpg == 0 and block <= 256 and grid * gpb == groups, (k, b)
+            assert shared == gpb * (1 << b) * gntt.FR_BYTES
+            widest = min(256 // tpg, groups)
+            assert gpb == 1 or grid >= gntt.MIN_PASS_BLOCKS, (k, b)  # narrowed only down to MIN_PASS_BLOCKS
+            assert gpb == widest or groups // (2 * gpb) < gntt.MIN_PASS_BLOCKS, (k, b)  # and no further
+    launches.clear()
+    gntt._launch_pass(None, "ntt_dit_pass", 16, 8, None, batch=4)
+    assert launches == [((64, 4, 1), 256, 4 * 256 * gntt.FR_BYTES)]
+    if min_blocks is None:
+        launches.clear()
+        gntt._launch_pass(None, "ntt_dit_pass", 16, 8, None)
+        assert launches == [(256, 64, 256 * gntt.FR_BYTES)]
+
+
 def test_pass_plan_puts_the_remainder_on_the_large_twiddle_levels():
     assert gntt.pass_sizes(24) == [10, 10, 4]  # DIT: the last stages read the large table
     assert gntt.pass_sizes(24, dif=True) == [4, 10, 10]  # DIF: the first levels do

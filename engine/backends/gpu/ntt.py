@@ -133,13 +133,22 @@ def build_tables(dev: Device, mod: Module, curve: Curve, k: int, stream: Stream,
     return NttTables(k, tw_fwd, tw_inv, cos, shoup)
 
 
+# A lone transform's pass takes fewer groups a block where it has few groups, so that it makes at least this many
+# blocks (two an SM on the H200): at 2^16 the passes were 64 blocks of 256 threads, half the SMs idle.
+MIN_PASS_BLOCKS = 264
+
+
 def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args, batch: int = 1) -> None:
     """A group of 2^b elements gets 2^(b-2) threads holding four elements each (one thread
-    for a two-element transform); 256 threads a block.  batch > 1: the `_batch` entry over that
-    many transforms side by side (cuda_kernels/front_batch.cuh), blockIdx.y the transform."""
+    for a two-element transform); up to 256 threads a block, fewer where the transform is small
+    (MIN_PASS_BLOCKS).  batch > 1: the `_batch` entry over that many transforms side by side
+    (cuda_kernels/front_batch.cuh), blockIdx.y the transform."""
     threads_per_group = 1 << max(b - 2, 0)
     groups = 1 << (k - b)
     gpb = max(1, min(256 // threads_per_group, groups))
+    if batch == 1:
+        while gpb > 1 and groups // gpb < MIN_PASS_BLOCKS:
+            gpb //= 2
     block = gpb * threads_per_group
     shared = gpb * (1 << b) * FR_BYTES
     if batch > 1:
