@@ -147,13 +147,19 @@ def cache_key(params: str, arch: str, options: tuple[str, ...], version: tuple[i
     return h.hexdigest()[:32]
 
 
+def cached_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = DEFAULT_OPTIONS) -> bytes | None:
+    """The disk cache's CUBIN of this build, or None: nothing is compiled."""
+    path = cache_dir() / f"{cache_key(params, arch, options)}.cubin"
+    return path.read_bytes() if path.exists() else None
+
+
 def compile_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = DEFAULT_OPTIONS,
                   use_cache: bool = True) -> tuple[bytes, str]:
     """CUBIN of kernels.cu with `params` as params.cuh; returns (cubin, compiler log)."""
-    key = cache_key(params, arch, options)
-    path = cache_dir() / f"{key}.cubin"
-    if use_cache and path.exists():
-        return path.read_bytes(), ""
+    if use_cache:
+        cubin = cached_cubin(params, arch, options)
+        if cubin is not None:
+            return cubin, ""
     with _lock:  # one compile at a time per process; NVRTC is heavy
         version = nvrtc_version()  # NVRTC is loaded for the compile: its own word on the key
         if version != remembered_nvrtc_version():

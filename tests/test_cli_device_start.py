@@ -183,7 +183,10 @@ def test_a_direct_proof_called_without_cli_main_starts_its_device_there(tmp_path
         assert driver_queues() == str(prove.ONE_PROOF_QUEUES)
 
 
-def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch):
+@pytest.mark.parametrize("in_cache", [True, False])
+def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch, in_cache):
+    """Beside the context: the key's candidates, and the curve's CUBIN when the kernel cache has it (the module
+    then loads it; nothing is compiled).  A miss is compiled after the context, as before."""
     from engine.commands import prove  # noqa: PLC0415
     from engine.config import EngineConfig  # noqa: PLC0415
     from engine.formats import read_zkey  # noqa: PLC0415
@@ -194,8 +197,10 @@ def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch):
     from engine.backends.gpu.footprint import KeyShape  # noqa: PLC0415
 
     monkeypatch.delenv(QUEUES, raising=False)
-    made = []
-    monkeypatch.setattr(runtime, "curve_cubin", lambda curve, arch: made.append((curve.name, arch)) or b"ahead")
+    looked, compiled = [], []
+    monkeypatch.setattr(runtime, "cached_curve_cubin",
+                        lambda curve, arch: looked.append((curve.name, arch)) or (b"ahead" if in_cache else None))
+    monkeypatch.setattr(runtime, "curve_cubin", lambda curve, arch: compiled.append((curve.name, arch)) or b"built")
     zkey = read_zkey(EXAMPLE / "sudoku.zkey")
     progress = make_progress("prove", quiet=True, json=False)
     with fake_driver() as fake:
@@ -207,9 +212,12 @@ def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch):
             assert {"beside the context: key plan, kernels", "wait for the device's start",
                     "  device (beside the imports): cuInit", "  device (beside the imports): context", "context",
                     "kernel module"} <= set(progress.timings)
-            # made beside the context for this device: the load plans from them, the module loads their CUBIN
-            assert made == [("bn128", backend.device.arch)]  # once: the context's prepare found them
-            assert backend.ctx._cubins["bn128"] == b"ahead"
+            # looked up beside the context for this device; the load plans from the candidates
+            assert looked == [("bn128", backend.device.arch)]
+            if in_cache:  # the module loads the CUBIN found ahead
+                assert compiled == [] and backend.ctx._cubins["bn128"] == b"ahead"
+            else:  # compiled by the context's prepare, once
+                assert compiled == [("bn128", backend.device.arch)] and backend.ctx._cubins["bn128"] == b"built"
             assert candidates.serve(KeyShape.of(zkey), backend.device.sm_count, backend.fold, backend.tier,
                                     backend.host_chunk)
         finally:
@@ -495,7 +503,7 @@ def test_the_direct_path_leaves_its_releases_to_the_exit_only_when_the_process_e
     monkeypatch.setenv(exit_handoff.ENV, "1")
     monkeypatch.setattr(exit_handoff, "process_ends", process_ends)
     monkeypatch.setattr(GpuContext, "prepare", lambda self, curve: b"fake cubin")
-    monkeypatch.setattr(runtime, "curve_cubin", lambda curve, arch: b"fake cubin")
+    monkeypatch.setattr(runtime, "cached_curve_cubin", lambda curve, arch: None)
     monkeypatch.setattr(GpuBackend, "load_key", failing_load)
     with fake_driver() as fake:
         code = main(["prove", "--backend", "gpu", str(EXAMPLE / "sudoku.zkey"), str(EXAMPLE / "sudoku.wtns"),

@@ -123,6 +123,31 @@ def test_a_compile_keys_its_build_by_the_version_nvrtc_gives_not_a_stale_memo(mo
     assert build.remembered_nvrtc_version() == (13, 5)
 
 
+def test_a_cache_lookup_never_compiles(monkeypatch, tmp_path):
+    """build.cached_cubin (the CLI's look beside the context's start): the cache's CUBIN, or None on a miss, and
+    NVRTC's compiler is never run; compile_cubin then finds the same entry."""
+    _counting_nvrtc(monkeypatch, tmp_path)
+    monkeypatch.setattr(build, "_nvrtc_compile", lambda *a: pytest.fail("a lookup compiled"))
+    assert build.cached_cubin("P", "sm_90", ("-std=c++17",)) is None
+    (tmp_path / "kernels").mkdir(exist_ok=True)
+    (tmp_path / "kernels" / f"{build.cache_key('P', 'sm_90', ('-std=c++17',))}.cubin").write_bytes(b"\x7fELF")
+    assert build.cached_cubin("P", "sm_90", ("-std=c++17",)) == b"\x7fELF"
+    assert build.cached_cubin("P", "sm_80", ("-std=c++17",)) is None  # another architecture's build
+    assert build.compile_cubin("P", "sm_90", ("-std=c++17",)) == (b"\x7fELF", "")
+
+
+def test_the_clis_lookup_leaves_every_trouble_to_prepare(monkeypatch):
+    """runtime.cached_curve_cubin is work done ahead: whatever fails there (NVRTC missing for the key, an
+    unreadable cache) is None, and GpuContext.prepare meets it again and names it where it always has."""
+    from engine.backends.gpu import runtime  # noqa: PLC0415
+
+    def broken(*args, **kwargs):
+        raise OSError("the cache cannot be read")
+
+    monkeypatch.setattr(build, "cached_cubin", broken)
+    assert runtime.cached_curve_cubin(BN254, "sm_90") is None
+
+
 def test_a_cached_build_is_found_without_loading_nvrtc(tmp_path):
     """The cold CLI's kernel module: a build in the cache and a memo that holds, and NVRTC (its bindings, its
     library) is never loaded."""

@@ -281,7 +281,7 @@ def _start_backend(config, zkey, progress, device_start=None):
     with progress.timed("context", 0.3):
         backend = select_backend("gpu", key_cache_dir=config.key_cache_dir, device=device_start.take())
     try:
-        if ahead is not None:
+        if ahead is not None and ahead.cubin is not None:
             backend.ctx.adopt(zkey.curve, ahead.cubin, ahead.facts.arch)
         with progress.timed("kernel module", 0.33):
             backend.prepare_key(zkey)
@@ -296,9 +296,10 @@ def _start_backend(config, zkey, progress, device_start=None):
 
 
 class _Ahead:
-    """What _beside_the_context made: the device's facts, the key's candidates, the curve's CUBIN."""
+    """What _beside_the_context made: the device's facts, the key's candidates, the curve's CUBIN (None: not in
+    the kernel cache)."""
 
-    def __init__(self, facts, candidates, cubin: bytes):
+    def __init__(self, facts, candidates, cubin: bytes | None):
         self.facts, self.candidates, self.cubin = facts, candidates, cubin
 
 
@@ -307,16 +308,17 @@ def _beside_the_context(zkey, device_start, progress) -> _Ahead | None:
     on the H200, perf/RESULTS.md session 34): the key's footprint candidates (footprint.key_candidates: the
     SM count is known once cuInit has run; the budget, known with the context, only picks among them: the
     load's plan 15-30 ms of its 43) and the curve's kernels read from the kernel cache (hashing the sources,
-    reading the CUBIN).  None where the device is not known by then (no device, no driver library)."""
+    reading the CUBIN; a miss is compiled after the context, as before, so that a device that fails to start
+    says so before a compile).  None where the device is not known by then (no device, no driver library)."""
     facts = device_start.known() if device_start is not None else None
     if facts is None:
         return None
     from engine.backends.gpu.footprint import KeyShape, key_candidates
-    from engine.backends.gpu.runtime import curve_cubin
+    from engine.backends.gpu.runtime import cached_curve_cubin
 
     with progress.timed("beside the context: key plan, kernels", 0.3):
         return _Ahead(facts, key_candidates(KeyShape.of(zkey), sm_count=facts.sm_count),
-                      curve_cubin(zkey.curve, facts.arch))
+                      cached_curve_cubin(zkey.curve, facts.arch))
 
 
 # The key's load of a lone proof pins the staging buffers (staging.py: 160 MiB, 82-86 ms to pin on the H200's host)

@@ -39,6 +39,16 @@ def curve_cubin(curve: Curve, arch: str) -> bytes:
     return cubin
 
 
+def cached_curve_cubin(curve: Curve, arch: str) -> bytes | None:
+    """The curve's CUBIN for `arch` from the kernel cache, or None; never compiles.  For work done ahead (the CLI's,
+    beside the context's start): a miss, or any trouble reading, is left to GpuContext.prepare, which compiles
+    or reports it where it always has."""
+    try:
+        return build.cached_cubin(params_header(curve), arch)
+    except Exception:  # noqa: BLE001 - an optimisation only: prepare meets the same trouble and names it
+        return None
+
+
 class PinnedPool:
     """Pinned host buffers for the proofs' witness uploads and result downloads, by size class.
 
