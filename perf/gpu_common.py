@@ -25,14 +25,18 @@ from engine.algebra.curves import Curve  # noqa: E402
 from engine.algebra.limbs import from_ints, g1_to_mont, g2_to_mont  # noqa: E402
 
 
-def time_ms(stream, fn, repeats: int = 7, warmup: int = 2) -> float:
-    """Median milliseconds of fn() enqueued on `stream`, timed with events."""
+def time_ms(stream, fn, repeats: int = 7, warmup: int = 2, before=None) -> float:
+    """Median milliseconds of fn() enqueued on `stream`, timed with events; `before()`, when given, is enqueued
+    ahead of each timed run, outside the events (perf/ntt.py's queued_ms: work that keeps the GPU busy while
+    Python enqueues the run)."""
     for _ in range(warmup):
         fn()
     stream.synchronize()
     times = []
     for _ in range(repeats):
         e0, e1 = Event(timing=True), Event(timing=True)
+        if before is not None:
+            before()
         e0.record(stream)
         fn()
         e1.record(stream)

@@ -70,25 +70,12 @@ def queued_ms(dev, stream, fn, repeats: int, warmup: int = 2) -> float:
     """Median milliseconds of fn() with its launches queued ahead: a device copy enqueued first keeps the GPU
     busy while Python enqueues the events and the passes, so the events time the kernels back to back (a
     pipeline's NTT is queued behind earlier work; "NTT ms" also counts the GPU waiting for Python's launches,
-    ~15-20 us a pass, which at the small sizes is most of it)."""
+    6-20 us a pass on the H200's hosts, a large part of the small sizes' time)."""
     src, dst = dev.alloc(GATE_BYTES, stream), dev.alloc(GATE_BYTES, stream)
-    for _ in range(warmup):
-        fn()
-    stream.synchronize()
-    times = []
-    for _ in range(repeats):
-        e0, e1 = Event(timing=True), Event(timing=True)
-        Device.copy(dst, src, GATE_BYTES, stream)
-        e0.record(stream)
-        fn()
-        e1.record(stream)
-        e1.synchronize()
-        times.append(e0.elapsed_ms(e1))
-        e0.destroy()
-        e1.destroy()
+    ms = time_ms(stream, fn, repeats, warmup, before=lambda: Device.copy(dst, src, GATE_BYTES, stream))
     Device.free(src, stream)
     Device.free(dst, stream)
-    return statistics.median(times)
+    return ms
 
 
 def pass_ms(stream, run, passes: int, repeats: int) -> str:
