@@ -28,6 +28,9 @@ class Progress:
     def done(self) -> None:
         """The task finished (clears a bar)."""
 
+    def note(self, text: str) -> None:
+        """A line the user should read while the task runs (a long first-run step); silent here."""
+
     @contextmanager
     def timed(self, name: str, fraction: float | None = None) -> Iterator[None]:
         self.stage(name, fraction)
@@ -64,6 +67,11 @@ class BarProgress(Progress):
         self.stream.write("\r" + " " * (len(self.title) + self.width + 48) + "\r")
         self.stream.flush()
 
+    def note(self, text: str) -> None:
+        self.done()  # the line above the bar, which the next stage draws again
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
 
 class JsonProgress(Progress):
     """One JSON object per stage on a stream: {"event": "stage", "name": ..., "fraction": ..., "t": ...}."""
@@ -77,6 +85,13 @@ class JsonProgress(Progress):
         msg = {"event": "stage", "name": name, "fraction": fraction, "t": round(time.perf_counter() - self._t0, 6)}
         import msgspec  # noqa: PLC0415 - only --json needs it; every command imports this module
 
+        self.stream.write(msgspec.json.encode(msg).decode() + "\n")
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        import msgspec  # noqa: PLC0415
+
+        msg = {"event": "note", "text": text, "t": round(time.perf_counter() - self._t0, 6)}
         self.stream.write(msgspec.json.encode(msg).decode() + "\n")
         self.stream.flush()
 

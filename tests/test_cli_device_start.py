@@ -186,7 +186,10 @@ def test_a_direct_proof_called_without_cli_main_starts_its_device_there(tmp_path
 @pytest.mark.parametrize("in_cache", [True, False])
 def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch, in_cache):
     """Beside the context: the key's candidates, and the curve's CUBIN when the kernel cache has it (the module
-    then loads it; nothing is compiled).  A miss is compiled after the context, as before."""
+    then loads it; nothing is compiled).  A miss is compiled after the context, as before, with a note first."""
+    import io  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
     from engine.commands import prove  # noqa: PLC0415
     from engine.config import EngineConfig  # noqa: PLC0415
     from engine.formats import read_zkey  # noqa: PLC0415
@@ -202,7 +205,8 @@ def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch, 
                         lambda curve, arch: looked.append((curve.name, arch)) or (b"ahead" if in_cache else None))
     monkeypatch.setattr(runtime, "curve_cubin", lambda curve, arch: compiled.append((curve.name, arch)) or b"built")
     zkey = read_zkey(EXAMPLE / "sudoku.zkey")
-    progress = make_progress("prove", quiet=True, json=False)
+    events = io.StringIO()
+    progress = make_progress("prove", json=True, stream=events)
     with fake_driver() as fake:
         start = DeviceStart(0, connections=prove.ONE_PROOF_QUEUES)
         backend, candidates = prove._start_backend(EngineConfig(backend="auto"), zkey, progress, start)
@@ -214,10 +218,13 @@ def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch, 
                     "kernel module"} <= set(progress.timings)
             # looked up beside the context for this device; the load plans from the candidates
             assert looked == [("bn128", backend.device.arch)]
+            notes = [e["text"] for e in map(json.loads, events.getvalue().splitlines()) if e["event"] == "note"]
             if in_cache:  # the module loads the CUBIN found ahead
                 assert compiled == [] and backend.ctx._cubins["bn128"] == b"ahead"
-            else:  # compiled by the context's prepare, once
+                assert notes == []
+            else:  # compiled by the context's prepare, once, the user told first (a minute or two on a first run)
                 assert compiled == [("bn128", backend.device.arch)] and backend.ctx._cubins["bn128"] == b"built"
+                assert len(notes) == 1 and "compiling the bn128 kernels" in notes[0] and "NVRTC" in notes[0]
             assert candidates.serve(KeyShape.of(zkey), backend.device.sm_count, backend.fold, backend.tier,
                                     backend.host_chunk)
         finally:

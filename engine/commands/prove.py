@@ -283,6 +283,11 @@ def _start_backend(config, zkey, progress, device_start=None):
     try:
         if ahead is not None and ahead.cubin is not None:
             backend.ctx.adopt(zkey.curve, ahead.cubin, ahead.facts.arch)
+        elif ahead is not None:  # not in the kernel cache: NVRTC compiles them now (65-110 s on the H200's host)
+            from cuda_kernels.build import cache_dir  # noqa: PLC0415
+
+            progress.note(f"compiling the {zkey.curve.name} kernels for {ahead.facts.arch} with NVRTC: a minute or "
+                          f"two, once (kept in {cache_dir()})")
         with progress.timed("kernel module", 0.33):
             backend.prepare_key(zkey)
             backend.ctx.module(zkey.curve)
