@@ -138,12 +138,16 @@ def main() -> None:
     ap.add_argument("--curves", default="bn128,bls12381")
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--per-pass", action="store_true", help="also each pass's time (events between passes)")
+    ap.add_argument("--max-pass-levels", type=int, default=None,
+                    help="the passes' MAX_PASS_LEVELS (engine/backends/gpu/ntt.py): more, shorter passes below 10")
     ap.add_argument("--min-blocks", type=int, default=None,
                     help="the passes' MIN_PASS_BLOCKS (engine/backends/gpu/ntt.py; 0: 256-thread blocks always)")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.min_blocks is not None:
         gntt.MIN_PASS_BLOCKS = args.min_blocks
+    if args.max_pass_levels is not None:
+        gntt.MAX_PASS_LEVELS = args.max_pass_levels
     backend = GpuBackend()
     dev = backend.device
     curves = [curve_by_name(c) for c in args.curves.split(",")]
