@@ -82,16 +82,15 @@ class JsonProgress(Progress):
         self._t0 = time.perf_counter()
 
     def stage(self, name: str, fraction: float | None = None) -> None:
-        msg = {"event": "stage", "name": name, "fraction": fraction, "t": round(time.perf_counter() - self._t0, 6)}
-        import msgspec  # noqa: PLC0415 - only --json needs it; every command imports this module
-
-        self.stream.write(msgspec.json.encode(msg).decode() + "\n")
-        self.stream.flush()
+        self._emit({"event": "stage", "name": name, "fraction": fraction})
 
     def note(self, text: str) -> None:
-        import msgspec  # noqa: PLC0415
+        self._emit({"event": "note", "text": text})
 
-        msg = {"event": "note", "text": text, "t": round(time.perf_counter() - self._t0, 6)}
+    def _emit(self, msg: dict) -> None:
+        import msgspec  # noqa: PLC0415 - only --json needs it; every command imports this module
+
+        msg["t"] = round(time.perf_counter() - self._t0, 6)
         self.stream.write(msgspec.json.encode(msg).decode() + "\n")
         self.stream.flush()
 

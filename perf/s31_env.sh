@@ -1,6 +1,9 @@
 # Sourced by session 31's device scripts (perf/s31*_h200.sh, from the checkout root, carry [".whl", ".kcache", ...]):
 # the carried wheels and kernel builds installed, the environment set; `cli_own_tests` runs the CLI's own tests
-# over the real driver and NVRTC (fresh interpreters); `cold_cli_stages` perf/cli_start.py's rows.
+# over the real driver and NVRTC (fresh interpreters); `cold_cli_stages` perf/cli_start.py's rows;
+# `byte_compile_into PYC [PATH...]` gives numpy (the image's has no bytecode), the carried wheels, this tree, the
+# standard library and PATHs bytecode in the prefix PYC; `sudoku_through_cli DIR RUNS` proves each curve's sudoku
+# through the CLI RUNS times, printing the wall clock.
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
 python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
@@ -14,4 +17,18 @@ cold_cli_stages() {  # perf/cli_start.py's floor rows and stages; its key's vkey
   python3 perf/cli_start.py --runs 7 --workdir /tmp/cs --json $OUT/cli_start.json 2>&1 | grep -v "^slowest"
   python3 -m engine export-vkey /tmp/cs/bench.zkey $OUT/cs-vkey.json && cp /tmp/cs/proof.json $OUT/cs-proof.json &&
     cp /tmp/cs/public.json $OUT/cs-public.json
+}
+byte_compile_into() {
+  local pyc=$1 nd
+  shift
+  nd=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
+  PYTHONPYCACHEPREFIX=$pyc python3 -m compileall -q -j0 "$nd/numpy" /tmp/site "$PWD/engine" "$PWD/cuda_kernels" \
+    "$PWD/cli.py" "$PWD/scheduler" "$@" /usr/lib/python3.12 > /dev/null 2>&1
+}
+sudoku_through_cli() {
+  local c i
+  for c in bn128 bls12381; do for i in $(seq "$2"); do
+    /usr/bin/time -f "$c wall %e s" python3 -m engine prove --backend gpu --quiet "examples/$c/sudoku.zkey" \
+      "examples/$c/sudoku.wtns" "$1/sudoku-$c-proof.json" "$1/sudoku-$c-public.json" 2>&1
+  done; done
 }

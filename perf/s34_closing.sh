@@ -6,10 +6,8 @@
 #   OUT=/tmp/out bash perf/s34_closing.sh
 set -u
 . perf/s31_env.sh
-ND=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
 PYC=/tmp/pyc
-PYTHONPYCACHEPREFIX=$PYC python3 -m compileall -q -j0 $ND/numpy /tmp/site $PWD/engine $PWD/cuda_kernels $PWD/cli.py \
-  $PWD/scheduler $PWD/.wt/base /usr/lib/python3.12 > /dev/null 2>&1
+byte_compile_into $PYC $PWD/.wt/base
 python3 perf/cli_start.py --runs 1 --workdir /tmp/cs 2>&1 | grep -E "^\| (python|prove)"
 python3 -m engine export-vkey /tmp/cs/bench.zkey /tmp/cs/vkey.json
 echo "== $(date +%T) in turns, as the image has it (numpy compiled from source by every process), back to back"

@@ -17,10 +17,7 @@ python3 -X importtime -m engine prove --backend gpu --quiet /tmp/cs/bench.zkey /
   /tmp/it-q.json 2> $OUT/importtime.txt
 python3 -m engine export-vkey /tmp/cs/bench.zkey /tmp/cs/vkey.json
 echo "== $(date +%T) sudoku through the CLI (hand-off on), three runs a curve"
-for c in bn128 bls12381; do for i in 1 2 3; do
-  /usr/bin/time -f "$c wall %e s" python3 -m engine prove --backend gpu --quiet examples/$c/sudoku.zkey \
-    examples/$c/sudoku.wtns /tmp/cs/sudoku-$c-proof.json /tmp/cs/sudoku-$c-public.json 2>&1
-done; done
+sudoku_through_cli /tmp/cs 3
 sleep 1
 echo "== $(date +%T) processes still holding a device file 1 s later:"
 for p in /proc/[0-9]*; do ls -l $p/fd 2>/dev/null | grep -q /dev/nvidia && echo "$p $(tr '\0' ' ' < $p/cmdline)"; done

@@ -15,10 +15,7 @@ python3 -X importtime -m engine prove --backend gpu --quiet /tmp/cs/bench.zkey /
   /tmp/it-q.json 2> $OUT/importtime.txt
 python3 -m engine export-vkey /tmp/cs/bench.zkey /tmp/cs/vkey.json
 echo "== $(date +%T) sudoku through the CLI, three runs a curve"
-for c in bn128 bls12381; do for i in 1 2 3; do
-  /usr/bin/time -f "$c wall %e s" python3 -m engine prove --backend gpu --quiet examples/$c/sudoku.zkey \
-    examples/$c/sudoku.wtns /tmp/cs/sudoku-$c-proof.json /tmp/cs/sudoku-$c-public.json 2>&1
-done; done
+sudoku_through_cli /tmp/cs 3
 tar czf $OUT/cli.tgz -C /tmp/cs vkey.json proof.json public.json sudoku-bn128-proof.json sudoku-bn128-public.json \
   sudoku-bls12381-proof.json sudoku-bls12381-public.json
 cli_own_tests

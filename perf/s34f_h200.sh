@@ -15,10 +15,8 @@ import cuda.bindings
 cb = os.path.dirname(cuda.bindings.__file__)
 print("cuda.bindings", cb, "pycache:", os.path.isdir(os.path.join(cb, "__pycache__")))
 PY
-ND=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
 export PYC=/tmp/pyc
-PYTHONPYCACHEPREFIX=$PYC python3 -m compileall -q -j0 $ND/numpy /tmp/site $PWD/engine $PWD/cuda_kernels $PWD/cli.py \
-  $PWD/scheduler /usr/lib/python3.12 > /dev/null 2>&1
+byte_compile_into $PYC
 for i in 1 2 3 4 5; do
   a=$( { /usr/bin/time -f %e python3 -c "import numpy" ; } 2>&1 )
   b=$( { PYTHONPYCACHEPREFIX=$PYC /usr/bin/time -f %e python3 -c "import numpy" ; } 2>&1 )

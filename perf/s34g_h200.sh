@@ -5,10 +5,8 @@
 #   OUT=/tmp/out bash perf/s34g_h200.sh
 set -u
 . perf/s31_env.sh
-ND=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
+byte_compile_into /tmp/pyc
 export PYTHONPYCACHEPREFIX=/tmp/pyc
-python3 -m compileall -q -j0 $ND/numpy /tmp/site $PWD/engine $PWD/cuda_kernels $PWD/cli.py $PWD/scheduler \
-  /usr/lib/python3.12 > /dev/null 2>&1
 python3 perf/cli_start.py --runs 1 --workdir /tmp/cs 2>&1 | grep -E "^\| (python|prove)"
 echo "== $(date +%T) in turns, 0.5 s apart: 4 / 2 / 1 work queues"
 python3 perf/cli_ab.py --zkey /tmp/cs/bench.zkey --wtns /tmp/cs/bench.wtns --runs 11 --gap 0.5 --out /tmp/ab \

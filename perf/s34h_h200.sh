@@ -4,10 +4,8 @@
 #   OUT=/tmp/out bash perf/s34h_h200.sh
 set -u
 . perf/s31_env.sh
-ND=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
+byte_compile_into /tmp/pyc
 export PYTHONPYCACHEPREFIX=/tmp/pyc
-python3 -m compileall -q -j0 $ND/numpy /tmp/site $PWD/engine $PWD/cuda_kernels $PWD/cli.py $PWD/scheduler \
-  /usr/lib/python3.12 > /dev/null 2>&1
 python3 perf/cli_start.py --runs 1 --workdir /tmp/cs 2>&1 | grep -E "^\| (python|prove)"
 python3 perf/cli_start.py --runs 1 --domain-log 20 --workdir /tmp/cs20 2>&1 | grep -E "^\| (prove)"
 echo "== $(date +%T) 2^14 domain, in turns, 0.5 s apart: 2 / 1 work queues"

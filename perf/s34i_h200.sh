@@ -4,10 +4,8 @@
 # module byte-compiled, runs 0.5 s apart.   OUT=/tmp/out bash perf/s34i_h200.sh
 set -u
 . perf/s31_env.sh
-ND=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
+byte_compile_into /tmp/pyc
 export PYTHONPYCACHEPREFIX=/tmp/pyc
-python3 -m compileall -q -j0 $ND/numpy /tmp/site $PWD/engine $PWD/cuda_kernels $PWD/cli.py $PWD/scheduler \
-  /usr/lib/python3.12 > /dev/null 2>&1
 for k in 18 20 22; do
   python3 perf/cli_start.py --runs 1 --domain-log $k --workdir /tmp/cs$k 2>&1 | grep -E "^\| prove \(key"
   echo "== $(date +%T) 2^$k domain: pinned staging / pageable, in turns, 0.5 s apart"

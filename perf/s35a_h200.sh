@@ -18,10 +18,8 @@ python3 perf/cli_ab.py --zkey /tmp/cs/bench.zkey --wtns /tmp/cs/bench.wtns --run
   base=.wt/base bc=.wt/bc new=. 2>&1 | head -3
 echo "== $(date +%T) the bytecode cache: $(find ~/.cache/groth16-engine/pycache -name '*.pyc' | wc -l) files," \
   "$(du -sh ~/.cache/groth16-engine/pycache | cut -f1)"
-ND=$(python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))")
 PYC=/tmp/pyc
-PYTHONPYCACHEPREFIX=$PYC python3 -m compileall -q -j0 $ND/numpy /tmp/site $PWD/engine $PWD/cuda_kernels $PWD/cli.py \
-  $PWD/scheduler $PWD/.wt /usr/lib/python3.12 > /dev/null 2>&1
+byte_compile_into $PYC $PWD/.wt
 echo "== $(date +%T) in turns, every module byte-compiled (PYTHONPYCACHEPREFIX), runs 0.5 s apart"
 PYTHONPYCACHEPREFIX=$PYC python3 perf/cli_ab.py --zkey /tmp/cs/bench.zkey --wtns /tmp/cs/bench.wtns --runs 11 \
   --gap 0.5 --out /tmp/ab2 base=.wt/base new=. 2>&1 | head -40

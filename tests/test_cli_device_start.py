@@ -225,7 +225,7 @@ def test_start_backend_takes_the_started_device_and_times_the_wait(monkeypatch, 
             else:  # compiled by the context's prepare, once, the user told first (a minute or two on a first run)
                 assert compiled == [("bn128", backend.device.arch)] and backend.ctx._cubins["bn128"] == b"built"
                 assert len(notes) == 1 and "compiling the bn128 kernels" in notes[0] and "NVRTC" in notes[0]
-            assert candidates.serve(KeyShape.of(zkey), backend.device.sm_count, backend.fold, backend.tier,
+            assert candidates.made_for(KeyShape.of(zkey), backend.device.sm_count, backend.fold, backend.tier,
                                     backend.host_chunk)
         finally:
             backend.close()

@@ -511,8 +511,7 @@ def test_plan_key_makes_each_msm_plan_once_and_chooses_as_before(curve, log_cons
     once = len(asked)
     asked.clear()
     sms = footprint.DEFAULT_SM_COUNT
-    again = footprint._plan_key(shape, budget, footprint._candidates(shape, sm_count=sms, fold="auto", tier="auto",
-                                                                     chunk=None),
-                                proofs=2, sm_count=sms, label="the key", proofs_per_load=1)
+    again = footprint._plan_key(footprint._candidates(shape, sm_count=sms, fold="auto", tier="auto", chunk=None),
+                                budget, proofs=2, label="the key", proofs_per_load=1)
     assert dataclasses.asdict(again) == dataclasses.asdict(chosen)
     assert len(set(asked)) == once < len(asked)

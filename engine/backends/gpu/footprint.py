@@ -522,8 +522,12 @@ class KeyCandidates:
     residents: tuple[KeyFootprint, ...]
     hosts: tuple[KeyFootprint, ...]
 
-    def serve(self, shape: KeyShape, sm_count: int, fold: str | int, tier: str, chunk: int | None) -> bool:
+    def made_for(self, shape: KeyShape, sm_count: int, fold: str | int, tier: str, chunk: int | None) -> bool:
         return (self.shape, self.sm_count, self.fold, self.tier, self.chunk) == (shape, sm_count, fold, tier, chunk)
+
+    @property
+    def every(self) -> tuple[KeyFootprint, ...]:
+        return self.residents + self.hosts
 
 
 def key_candidates(shape: KeyShape, *, sm_count: int = DEFAULT_SM_COUNT, fold: str | int = "auto",
@@ -567,18 +571,17 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
     ahead, used when it was made for the same shape, SM count, fold, tier and chunk (else made here).
     """
     with _one_plan_each():
-        if candidates is None or not candidates.serve(shape, sm_count, fold, tier, chunk):
+        if candidates is None or not candidates.made_for(shape, sm_count, fold, tier, chunk):
             candidates = _candidates(shape, sm_count=sm_count, fold=fold, tier=tier, chunk=chunk)
-        return _plan_key(shape, budget_bytes, candidates, proofs=proofs, sm_count=sm_count, label=label,
-                         proofs_per_load=proofs_per_load)
+        return _plan_key(candidates, budget_bytes, proofs=proofs, label=label, proofs_per_load=proofs_per_load)
 
 
-def _plan_key(shape: KeyShape, budget_bytes: int, candidates: KeyCandidates, *, proofs: int, sm_count: int,
-              label: str, proofs_per_load: float | None) -> KeyFootprint:
+def _plan_key(candidates: KeyCandidates, budget_bytes: int, *, proofs: int, label: str,
+              proofs_per_load: float | None) -> KeyFootprint:
+    shape, sm_count = candidates.shape, candidates.sm_count
     budget = int(budget_bytes)
     wanted = sorted({max(1, int(proofs)), 1}, reverse=True)
-    residents, hosts = list(candidates.residents), list(candidates.hosts)
-    fitting = [dataclasses.replace(fp, proofs_in_flight=n, budget_bytes=budget) for fp in residents + hosts
+    fitting = [dataclasses.replace(fp, proofs_in_flight=n, budget_bytes=budget) for fp in candidates.every
                for n in wanted if _fits(fp, budget, n)]
     if fitting:
         def cost(fp: KeyFootprint) -> float:
@@ -594,7 +597,7 @@ def _plan_key(shape: KeyShape, budget_bytes: int, candidates: KeyCandidates, *, 
                                    tables_awaited=bool(proofs_per_load) and chosen.early_w is not None)
     from scheduler.budget import fmt_bytes  # noqa: PLC0415 - with anyio: only for the message
 
-    smallest = min(residents + hosts, key=lambda fp: fp.device_bytes + fp.working_set_bytes)
+    smallest = min(candidates.every, key=lambda fp: fp.device_bytes + fp.working_set_bytes)
     need = smallest.device_bytes + smallest.working_set_bytes
     how = ("resident" if smallest.tier == "resident" else
            f"with its {fmt_bytes(smallest.host_bytes)} of bases streamed from host memory")

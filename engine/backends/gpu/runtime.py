@@ -264,8 +264,8 @@ class GpuContext:
         return cubin
 
     def adopt(self, curve: Curve, cubin: bytes, arch: str) -> None:
-        """The curve's CUBIN made ahead by curve_cubin (the CLI's, while this context started), kept when it
-        was made for this device's architecture."""
+        """The curve's CUBIN found ahead by cached_curve_cubin (the CLI's, while this context started), kept
+        when it was made for this device's architecture."""
         if arch == self.device.arch:
             with self._lock:
                 self._cubins.setdefault(curve.name, cubin)
