@@ -231,6 +231,113 @@ struct ntt_kernels {
         }
     }
 
+    // The narrow pass: the same levels, groups and results as `pass`, with two elements a thread (2^(b-1)
+    // threads a group) and one level a step.  For small transforms, where `pass` has about one warp a
+    // scheduler and each waits out its own product and twiddle loads (Nsight Compute at 2^16: no warp
+    // eligible 85% of the cycles), twice the warps hide each other's latency.
+    //
+    // At the step on group bit s (DIT: s = 0 .. b-1; DIF: s = b-1 .. 0) thread u holds the elements
+    // M = lo_s(u) | j << s | hi_s(u) << (s+1), j = 0, 1: its bits below s are M's, the rest M's above s.
+    // Moving to the next bit swaps one thread bit with the register bit: each thread of a pair (lane
+    // distance m) sends the element the other needs, by shuffle where m < 32, else through shared memory
+    // (two planes of 16-byte halves, double-buffered: one barrier a step).
+    static __device__ __forceinline__ void exchange(F x[2], uint32_t u, uint32_t m, uint32_t* shm, uint32_t& buf,
+                                                    uint32_t warp_mask) {
+        const bool low = !(u & m);
+        F send = low ? x[1] : x[0], got;
+        if (m < 32) {
+#pragma unroll
+            for (int w = 0; w < F::N; w++) got.v[w] = __shfl_xor_sync(warp_mask, send.v[w], m);
+        } else {
+            uint32_t* plane = shm + (buf++ & 1) * blockDim.x * F::N;
+            shm_store(plane, blockDim.x, threadIdx.x, send);
+            __syncthreads();
+            got = shm_load(plane, blockDim.x, threadIdx.x ^ m);
+        }
+        if (low)
+            x[1] = got;
+        else
+            x[0] = got;
+    }
+    // A twiddle entry in registers (ws: Shoup's quotient, unused for Montgomery twiddles).
+    struct entry {
+        F w, ws;
+    };
+    static __device__ __forceinline__ entry load_entry(const uint32_t* tw, uint32_t e) {
+        const uint32_t* t = tw + (uint64_t)e * TW;
+        entry r;
+        r.w = F::load_ro(t);
+        if constexpr (SH) r.ws = F::load_ro(t + F::N);
+        return r;
+    }
+    static __device__ __forceinline__ F entry_mul(const F& y, const entry& t) {
+        if constexpr (SH)
+            return shoup(y, t.w, t.ws);
+        else
+            return mul(y, t.w);
+    }
+    static __device__ __forceinline__ void pass_narrow(bool dif, uint32_t* data, const uint32_t* tw, uint32_t k,
+                                                       uint32_t l0, uint32_t b, const uint32_t* scale,
+                                                       uint32_t* shm) {
+        const uint32_t tpg_log = b - 1, tpg = 1u << tpg_log;
+        const uint32_t local_g = threadIdx.x >> tpg_log, u = threadIdx.x & (tpg - 1);
+        const uint32_t gpb = blockDim.x >> tpg_log;
+        const uint32_t g = blockIdx.x * gpb + local_g;
+        const uint32_t ls = dif ? k - l0 - b : l0;
+        const uint32_t lo = g & ((1u << ls) - 1), hi = g >> ls;
+        const uint64_t base = ((uint64_t)hi << (ls + b)) + lo;
+        const uint32_t warp_mask = blockDim.x >= 32 ? 0xffffffffu : (1u << blockDim.x) - 1;
+        auto at = [&](uint32_t s, uint32_t j) {  // M of register j at the step on bit s
+            const uint32_t below = u & ((1u << s) - 1);
+            return below | (j << s) | ((u >> s) << (s + 1));
+        };
+        auto exponent = [&](uint32_t i) {  // the twiddle of step i's butterfly (0: the twiddle 1)
+            const uint32_t s = dif ? b - 1 - i : i, below = u & ((1u << s) - 1);
+            return dif ? ((below << ls) + lo) << (l0 + i) : ((below << l0) + lo) << (k - l0 - s - 1);
+        };
+        F x[2];
+        const uint32_t first = dif ? b - 1 : 0;
+#pragma unroll
+        for (uint32_t j = 0; j < 2; j++) x[j] = F::load(data + (base + ((uint64_t)at(first, j) << ls)) * F::N);
+        // Each step's twiddle is loaded a step ahead, so its latency hides behind the exchange and the
+        // product before it.
+        uint32_t e = exponent(0);
+        entry t = load_entry(tw, e);
+        uint32_t buf = 0;  // shared-memory exchanges so far: consecutive ones use alternate buffers
+        for (uint32_t i = 0; i < b; i++) {
+            uint32_t e_next = 0;
+            entry t_next;
+            if (i + 1 < b) {
+                e_next = exponent(i + 1);
+                t_next = load_entry(tw, e_next);
+            }
+            if (i) {
+                const uint32_t h = 1u << (dif ? b - 1 - i : i);
+                exchange(x, u, dif ? h : h >> 1, shm, buf, warp_mask);
+            }
+            if (dif) {
+                const F sum = x[0] + x[1];
+                x[1] = x[0] - x[1];
+                if (e) x[1] = entry_mul(x[1], t);
+                x[0] = sum;
+            } else {
+                if (e) x[1] = entry_mul(x[1], t);
+                const F sum = x[0] + x[1];
+                x[1] = x[0] - x[1];
+                x[0] = sum;
+            }
+            e = e_next;
+            t = t_next;
+        }
+        const uint32_t last = dif ? 0 : b - 1;
+#pragma unroll
+        for (uint32_t j = 0; j < 2; j++) {
+            const uint64_t pos = base + ((uint64_t)at(last, j) << ls);
+            if (scale) x[j] = mul(x[j], F::load_ro(scale + (uint64_t)(__brev((uint32_t)pos) >> (32 - k)) * F::N));
+            x[j].store(data + pos * F::N);
+        }
+    }
+
     // Twiddle table: entry j for w^j, j < n (w in Montgomery form at base_p).
     static __device__ __forceinline__ void twiddles(uint32_t* out, const uint32_t* base_p, uint32_t n) {
         const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;

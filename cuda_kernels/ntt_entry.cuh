@@ -1,4 +1,4 @@
-// The NTT's entry points (the passes and the table builders), over `NTT` = ntt_kernels<fr_t> (Shoup
+// The NTT's entry points (the passes, wide and narrow, and the table builders), over `NTT` = ntt_kernels<fr_t> (Shoup
 // twiddles where the field allows them) and NTT_M = ntt_kernels<fr_t, false> (Montgomery twiddles: the
 // `_m` kernels; engine/backends/gpu/ntt.py picks the form per curve and size): included by kernels.cu
 // and by perf/ntt_ab.py's NTT-only builds, so both compile the same kernels.
@@ -23,6 +23,17 @@ typedef ntt_kernels<fr_t, false> NTT_M;
         ntt_dit_pass##SUFFIX(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t s0, uint32_t b) {          \
         extern __shared__ uint32_t shm[];                                                                      \
         K::pass(false, data, tw, k, s0, b, nullptr, shm);                                                      \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(512, 1)                                                        \
+        ntt_dif_narrow##SUFFIX(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t l0, uint32_t b,          \
+                               const uint32_t* scale) {                                                        \
+        extern __shared__ uint32_t shm[];                                                                      \
+        K::pass_narrow(true, data, tw, k, l0, b, scale, shm);                                                  \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(512, 1)                                                        \
+        ntt_dit_narrow##SUFFIX(uint32_t* data, const uint32_t* tw, uint32_t k, uint32_t s0, uint32_t b) {        \
+        extern __shared__ uint32_t shm[];                                                                      \
+        K::pass_narrow(false, data, tw, k, s0, b, nullptr, shm);                                               \
     }                                                                                                          \
     extern "C" __global__ void fr_twiddles##SUFFIX(uint32_t* out, const uint32_t* base, uint32_t n) {           \
         K::twiddles(out, base, n);                                                                             \

@@ -142,8 +142,12 @@ def main() -> None:
                     help="the passes' MAX_PASS_LEVELS (engine/backends/gpu/ntt.py): more, shorter passes below 10")
     ap.add_argument("--min-blocks", type=int, default=None,
                     help="the passes' MIN_PASS_BLOCKS (engine/backends/gpu/ntt.py; 0: 256-thread blocks always)")
+    ap.add_argument("--narrow-max-log", default=None,
+                    help="the passes' NARROW_MAX_LOG (engine/backends/gpu/ntt.py), or several, comma-separated: each "
+                         "size timed under each in turn (0: the wide passes at every size)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    narrow_settings = [int(v) for v in args.narrow_max_log.split(",")] if args.narrow_max_log else [None]
     if args.min_blocks is not None:
         gntt.MIN_PASS_BLOCKS = args.min_blocks
     if args.max_pass_levels is not None:
@@ -155,9 +159,13 @@ def main() -> None:
     rows = []
     for curve in curves:
         for s in args.sizes.split(","):
-            rows.append(bench(backend, curve, int(s), args.repeats, rates, args.per_pass))
-            print(rows[-1], flush=True)
-    cols = ["curve", "log2 n", "passes", "NTT ms", "NTT wall ms", "NTT sync wall ms", "iNTT ms", "iNTT+coset ms", "iNTT+coset wall ms",
+            for setting in narrow_settings:
+                if setting is not None:
+                    gntt.NARROW_MAX_LOG = setting
+                rows.append(bench(backend, curve, int(s), args.repeats, rates, args.per_pass))
+                rows[-1]["passes kind"] = "narrow" if gntt.narrow(int(s)) else "wide"
+                print(rows[-1], flush=True)
+    cols = ["curve", "log2 n", "passes", "passes kind", "NTT ms", "NTT queued ms", "NTT wall ms", "NTT sync wall ms", "iNTT ms", "iNTT+coset ms", "iNTT+coset wall ms",
             "floor ms", "ratio", "sppark wall ms", "x sppark"]
     if args.per_pass:
         cols += ["NTT passes ms", "iNTT+coset passes ms"]

@@ -129,8 +129,14 @@ def main() -> None:
     ap.add_argument("--snarkjs", action="store_true", help="also time snarkjs groth16 prove on the same files")
     ap.add_argument("--files", nargs=2, action="append", metavar=("ZKEY", "WTNS"),
                     help="time these files instead of bench circuits (repeatable)")
+    ap.add_argument("--narrow-max-log", type=int, default=None,
+                    help="the NTT's NARROW_MAX_LOG (engine/backends/gpu/ntt.py; 0: the wide passes at every size)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
+    if args.narrow_max_log is not None:
+        from engine.backends.gpu import ntt as gntt  # noqa: PLC0415
+
+        gntt.NARROW_MAX_LOG = args.narrow_max_log
     rows = []
     for zkey, wtns in args.files or []:
         d = Path(args.workdir) / Path(zkey).stem

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 KERNELS = [
     "fr_mul_test", "fq_mul_test", "fr_to_mont", "fr_from_mont", "evaluate_ab", "quotient_h", "ntt_dif_pass",
-    "ntt_dit_pass", "ntt_dif_pass_m", "ntt_dit_pass_m", "fr_twiddles", "fr_twiddles_m", "fr_twiddle_test", "fr_powers", "fr_bit_reverse", "fr_scale", "msm_count", "msm_scatter", "scan_blocks",
+    "ntt_dit_pass", "ntt_dif_pass_m", "ntt_dit_pass_m", "ntt_dif_narrow", "ntt_dit_narrow", "ntt_dif_narrow_m",
+    "ntt_dit_narrow_m", "fr_twiddles", "fr_twiddles_m", "fr_twiddle_test", "fr_powers", "fr_bit_reverse", "fr_scale", "msm_count", "msm_scatter", "scan_blocks",
     "scan_add", "fixed_base_g1", "fixed_base_g2", "perf_imad", "perf_fr_mul_ptx", "perf_fr_mul_c64", "perf_fr_mul_wide", "perf_fr_mul_shoup",
     "fr_mul_eo_test", "fr_scale_pair", "fq_split_test", "perf_fq_sqr_eo", "perf_fq_sqr_split", "perf_fq_mulsub_eo",
     "perf_fq_mulsub_split", "msm_precompute_g1e", "msm_precompute_g2e", "msm_precompute_g1s", "msm_precompute_g2s", "fq2_split_test",

@@ -203,3 +203,47 @@ def test_base_field_product_is_out_of_line_and_scalar_field_inline(monkeypatch):
         assert "MUL_OUT_OF_LINE = false" in fr and "MUL_OUT_OF_LINE = true" in fq
     monkeypatch.setenv("GROTH16_FQ_MUL_INLINE", "1")
     assert "MUL_OUT_OF_LINE = true" not in params_header(BN254)
+
+
+def test_narrow_passes_take_two_elements_a_thread_in_whole_groups(monkeypatch):
+    """A narrow pass gives a group of 2^b elements 2^(b-1) threads, blocks of whole groups up to 256 threads
+    (one group of 512 at b = 10), narrowed down to MIN_PASS_BLOCKS blocks and no further, and shared memory
+    (two buffers of one element a thread) only where a group spans warps."""
+    launches = []
+    monkeypatch.setattr(gntt, "launch", lambda mod, name, grid, block, stream, *args, shared: launches.append(
+        (name, grid, block, shared)))
+    for k in range(1, 21):
+        for b in set(gntt.pass_sizes(k)):
+            launches.clear()
+            gntt._launch_narrow(None, "ntt_dit_narrow", k, b, None)
+            ((_, grid, block, shared),) = launches
+            tpg, groups = 1 << (b - 1), 1 << (k - b)
+            gpb = block // tpg
+            assert block % tpg == 0 and block <= max(256, tpg) and grid * gpb == groups, (k, b)
+            assert shared == (2 * block * gntt.FR_BYTES if tpg > 32 else 0), (k, b)
+            assert gpb == 1 or grid >= gntt.MIN_PASS_BLOCKS, (k, b)
+            assert gpb == max(1, min(256 // tpg, groups)) or groups // (2 * gpb) < gntt.MIN_PASS_BLOCKS, (k, b)
+    with pytest.raises(ValueError, match="512 threads"):
+        gntt._launch_narrow(None, "ntt_dit_narrow", 22, 11, None)
+
+
+@pytest.mark.parametrize("narrow_max", [0, 16, 18, 20, 30])
+def test_lone_small_transforms_take_the_narrow_passes(monkeypatch, narrow_max):
+    """dit and dif launch the narrow kernels for a lone transform up to NARROW_MAX_LOG (never beyond two
+    passes of 10 levels, 2^20), the wide ones beyond and for every batch, in the table's twiddle form."""
+    names = []
+    monkeypatch.setattr(gntt, "NARROW_MAX_LOG", narrow_max)
+    monkeypatch.setattr(gntt, "launch", lambda mod, name, *args, **kw: names.append(name))
+    for k in (1, 10, 16, 18, 20, 21, 24):
+        for shoup in (True, False):
+            tables = gntt.NttTables(k, 1, 2, 3, shoup)
+            for batch in (1, 4):
+                if batch > 1 and not shoup:
+                    continue
+                names.clear()
+                gntt.dit(None, 0, tables, None, inverse=False, batch=batch)
+                gntt.dif(None, 0, tables, None, inverse=True, scale=None, batch=batch)
+                kind = "narrow" if batch == 1 and k <= min(narrow_max, 20) else "pass"
+                tail = tables.suffix + ("_batch" if batch > 1 else "")
+                passes = len(gntt.pass_sizes(k))
+                assert names == [f"ntt_dit_{kind}{tail}"] * passes + [f"ntt_dif_{kind}{tail}"] * passes, (k, shoup)

@@ -1,7 +1,9 @@
 """Launching the NTT passes and building their tables on the device.
 
 A transform of 2^k points runs as ceil(k/10) shared-memory passes of up to 10
-levels each.  Tables live on the device: the twiddles w^j and w^-j (j < 2^(k-1)),
+levels each: wide passes (four elements a thread, two levels a round) or, for a lone
+transform up to NARROW_MAX_LOG, narrow ones (two elements a thread, one level a step,
+exchanges by warp shuffle where they can).  Tables live on the device: the twiddles w^j and w^-j (j < 2^(k-1)),
 each entry w^j in Montgomery form or, where Shoup products pay (shoup_twiddles: per
 curve and size, as measured), the pair (w^j, floor(w^j 2^256 / r)) — see
 cuda_kernels/ntt.cuh;
@@ -159,6 +161,43 @@ def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args, 
         launch(mod, name, groups // gpb, block, stream, *args, shared=shared)
 
 
+# Lone transforms up to this size (log2) run the narrow passes (two elements a thread, one level a step): at
+# these sizes the wide passes have about one warp a scheduler, each waiting out its own products and loads
+# (perf/RESULTS.md, session 36).  A group's threads stay within one block of up to 512: two passes of up to 10
+# levels, k <= 20.
+NARROW_MAX_LOG = 17
+
+
+def narrow(k: int, batch: int = 1) -> bool:
+    """Whether a 2^k transform runs the narrow passes (lone transforms only: batches keep the wide ones)."""
+    return batch == 1 and k <= min(NARROW_MAX_LOG, 2 * MAX_PASS_LEVELS)
+
+
+def _launch_narrow(mod: Module, name: str, k: int, b: int, stream: Stream, *args) -> None:
+    """A group of 2^b elements gets 2^(b-1) threads holding two each; blocks of whole groups, up to 256
+    threads (one group of 512 at b = 10), fewer down to one group where that makes MIN_PASS_BLOCKS blocks;
+    shared memory only where a group spans warps (its exchanges at lane distances of 32 and more,
+    double-buffered)."""
+    threads_per_group = 1 << (b - 1)
+    if threads_per_group > 512:
+        raise ValueError(f"{name}: a narrow pass of 2^{b} elements needs more than 512 threads a group")
+    groups = 1 << (k - b)
+    gpb = max(1, min(256 // threads_per_group, groups))
+    while gpb > 1 and groups // gpb < MIN_PASS_BLOCKS:
+        gpb //= 2
+    block = gpb * threads_per_group
+    shared = 2 * block * FR_BYTES if threads_per_group > 32 else 0
+    launch(mod, name, groups // gpb, block, stream, *args, shared=shared)
+
+
+def _launch(mod: Module, kind: str, tables: NttTables, b: int, stream: Stream, *args, batch: int) -> None:
+    k = tables.k
+    if narrow(k, batch):
+        _launch_narrow(mod, f"ntt_{kind}_narrow{tables.suffix}", k, b, stream, *args)
+    else:
+        _launch_pass(mod, f"ntt_{kind}_pass{tables.suffix}", k, b, stream, *args, batch=batch)
+
+
 def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream, *, inverse: bool,
         scale: DeviceBuffer | None = None, mark: Callable[[int], None] | None = None, batch: int = 1) -> None:
     """Natural -> bit-reversed; `scale` (indexed by natural coefficient) applied by the last pass.
@@ -173,8 +212,7 @@ def dif(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream
             mark(i)
         last = i == len(sizes) - 1
         sc = scale.ptr if (last and scale is not None) else 0
-        _launch_pass(mod, "ntt_dif_pass" + tables.suffix, k, b, stream, data, tw, U32(k), U32(l0), U32(b), sc,
-                     batch=batch)
+        _launch(mod, "dif", tables, b, stream, data, tw, U32(k), U32(l0), U32(b), sc, batch=batch)
         l0 += b
     if mark:
         mark(len(sizes))
@@ -190,8 +228,7 @@ def dit(mod: Module, data: DeviceBuffer | int, tables: NttTables, stream: Stream
     for i, b in enumerate(sizes):
         if mark:
             mark(i)
-        _launch_pass(mod, "ntt_dit_pass" + tables.suffix, k, b, stream, data, tw, U32(k), U32(s0), U32(b),
-                     batch=batch)
+        _launch(mod, "dit", tables, b, stream, data, tw, U32(k), U32(s0), U32(b), batch=batch)
         s0 += b
     if mark:
         mark(len(sizes))
