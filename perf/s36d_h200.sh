@@ -3,6 +3,9 @@
 # round's twiddles, A/B in one run (perf/ntt_ab.py: eo3 / mo4 against eo3np / mo4np, outputs compared); the
 # narrow passes with prefetch at 2^18-2^20 against the wide ones in turns; sppark's forward NTT and ours
 # (perf/ntt.py, the defaults), 2^16-2^26, both curves, in the same call.
+# Ran at a tree whose ntt.cuh had NTT_PREFETCH (the wide pass's `prefetch.global.L1` of the next round's entries,
+# default on) and perf/ntt_ab.py's "...np" variants (-DNTT_PREFETCH=0); both were removed after this call measured
+# the prefetch slower at every size (perf/RESULTS.md, session 36).
 #   OUT=/tmp/out bash perf/s36d_h200.sh
 set -u
 . perf/s31_env.sh
