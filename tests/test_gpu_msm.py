@@ -478,3 +478,35 @@ def test_fold_table_builds_agree_with_each_other_and_the_cpu(backend, curve, gro
     for t in (1, 2, plan.fold - 1):  # the first 40 points (the special ones among them) on the CPU
         want = tomont(curve, [None if p is None else mul(curve, p, 1 << (c * t)) for p in pts[:40]])
         assert tables[t][:40 * row].tobytes() == want.tobytes(), t
+
+
+@pytest.mark.parametrize("share", ["zero-one", "bench", "random"])
+def test_witness_vectors_spread_over_the_layouts_threads(backend, curve, share, monkeypatch):
+    """A vector with fewer entries than its plan's bound takes shorter chunks (cuda_kernels/msm.cuh msm_chunk):
+    all 0 and 1 (every entry a one of one bucket, cut across many chunks), the bench circuit's share (about a
+    third zeros, a third ones, the rest full values) and random scalars, G1 and G2, against the CPU.  One SM's
+    layout (1024 threads) makes the plan's chunk longer than the minimum at this n, as 132 SMs do from 2^22."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(backend.device, "sm_count", 1)
+    rng = random.Random(36)
+    n = 12000
+    pts = points(curve, n // 8, rng)
+    pts = [rng.choice(pts) for _ in range(n)]
+    pts[3], pts[4] = None, ec.g1_neg(curve, pts[5])
+    weights = {"zero-one": (59, 41, 0), "bench": (32, 31, 37), "random": (0, 0, 1)}[share]
+    scalars = [rng.choices([0, 1, None], weights)[0] for _ in range(n)]
+    scalars = [rng.randrange(curve.r) if s is None else s for s in scalars]
+
+    def layout(count, group):  # as backend._msm plans it
+        plan = gmsm.plan_msm(count, curve.r.bit_length(), "full", curve=curve.name, groups=(group,))
+        return gmsm.AccumulateLayout.for_plan(plan, 1)
+
+    assert gmsm.chunking_arg(layout(n, "g1")) >> 31 and layout(n, "g1").chunk > gmsm.MIN_CHUNK  # the adaptive chunk
+    assert g1(backend, curve, pts, scalars, fold="full") == cpu_msm_g1(curve, pts, scalars)
+    m = 5000
+    assert layout(m, "g2").chunk > gmsm.MIN_CHUNK
+    qs = points(curve, m // 10, rng, g2=True)
+    qs = [rng.choice(qs) for _ in range(m)]
+    got = backend._msm(curve, g2_to_mont(curve, qs), from_ints(scalars[:m], 4), True, fold="full")
+    assert got == cpu_msm_g2(curve, qs, scalars[:m])

@@ -552,7 +552,7 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     bases += [bases[-1]] * (MSM_SETS - nsets)
     partial_words = 2 * layout.chunks * (acc_bytes // 4)  # a set's partial slots
     kernel = xyzz_kernel("accumulate" if nsets == 1 else "accumulate_sets", group, cv)
-    T = layout.chunk
+    T = chunking_arg(layout)
     blocks = -(-layout.chunks // ACCUMULATE_THREADS)
     if nsets == 1:  # the single MSM's own kernel (the large sizes' hot loop, as measured before the sets)
         launch(mod, kernel, blocks, ACCUMULATE_THREADS, stream, sorted_ptr, offsets, U32(K), bases[0], U32(T),
@@ -591,6 +591,26 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
     launch(mod, xyzz_kernel("combine", group, cv), nsets * plan.batch, 1, stream, src, U32(plan.groups),
            U32(plan.c * plan.fold), *[Ptr(r) for r in results], U32(plan.batch), U32(stride // 4))
     _mark(mark, "combine")
+
+
+# The least chunk a sparse vector's entries take (a power of two): shorter chunks spread them over more threads,
+# longer ones leave a heavy bucket (a witness's ones) fewer partial sums for msm_fix_heavy's one block.  Measured at
+# 2^24 on 0/1 vectors (perf/RESULTS.md, session 36; ms for 64 / 128 / 256 / 512): BLS12-381 G1 14.4 / 10.2 / 8.1 /
+# 10.4, G2 38.9 / 27.0 / 20.7 / 28.3, BN254 G1 8.1 / 6.4 / 6.3 / 6.8.
+MIN_CHUNK = 256
+
+
+def chunking_arg(layout: AccumulateLayout) -> int:
+    """The XYZZ pass's chunk argument (cuda_kernels/msm.cuh msm_chunk): the layout's entries a thread T with
+    its chunk count and MIN_CHUNK, so that a vector with fewer entries than the plan's bound (a witness's zeros
+    and ones) spreads them over the layout's threads, at least MIN_CHUNK and at most T a thread; T alone where
+    they do not pack (fewer than 128 chunks or 2^18 and more, T of 2^16 or more)."""
+    if not 0 < MIN_CHUNK < 1 << 16 or MIN_CHUNK & (MIN_CHUNK - 1):
+        raise ValueError(f"msm.MIN_CHUNK {MIN_CHUNK} is not a power of two below 2^16")
+    units, least = layout.chunks >> 7, MIN_CHUNK.bit_length() - 1
+    if layout.chunk >= 1 << 16 or not 0 < units < 1 << 11:
+        return layout.chunk
+    return 1 << 31 | least << 27 | units << 16 | layout.chunk
 
 
 def fix_heavy_blocks(keys: int, chunks: int, lanes: int) -> int:
