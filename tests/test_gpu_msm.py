@@ -504,7 +504,7 @@ def test_witness_vectors_spread_over_the_layouts_threads(backend, curve, share, 
 
     assert gmsm.chunking_arg(layout(n, "g1")) >> 31 and layout(n, "g1").chunk > gmsm.MIN_CHUNK  # the adaptive chunk
     assert g1(backend, curve, pts, scalars, fold="full") == cpu_msm_g1(curve, pts, scalars)
-    m = 5000
+    m = 9000
     assert layout(m, "g2").chunk > gmsm.MIN_CHUNK
     qs = points(curve, m // 10, rng, g2=True)
     qs = [rng.choice(qs) for _ in range(m)]
