@@ -3,7 +3,8 @@
 # over the real driver and NVRTC (fresh interpreters); `cold_cli_stages` perf/cli_start.py's rows;
 # `byte_compile_into PYC [PATH...]` gives numpy (the image's has no bytecode), the carried wheels, this tree, the
 # standard library and PATHs bytecode in the prefix PYC; `sudoku_through_cli DIR RUNS` proves each curve's sudoku
-# through the CLI RUNS times, printing the wall clock.
+# through the CLI RUNS times, printing the wall clock; `build_sppark` builds blst and, in the background (`wait` for
+# them), /tmp/sppark_ntt_BN254 and /tmp/sppark_ntt_BLS12_381 (perf/sppark_ntt.cu against the carried .sppark/).
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
 python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
@@ -31,4 +32,13 @@ sudoku_through_cli() {
     /usr/bin/time -f "$c wall %e s" python3 -m engine prove --backend gpu --quiet "examples/$c/sudoku.zkey" \
       "examples/$c/sudoku.wtns" "$1/sudoku-$c-proof.json" "$1/sudoku-$c-public.json" 2>&1
   done; done
+}
+build_sppark() {
+  local S=$PWD/.sppark f
+  ( cd "$S/blst" && ./build.sh > /tmp/blst.log 2>&1 ) || tail -5 /tmp/blst.log
+  for f in BN254 BLS12_381; do
+    nvcc -O3 -std=c++17 -arch=sm_90 -DFEATURE_$f -DTAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE -I"$S/sppark" -I"$S/blst/src" \
+      -Xcompiler -Wno-unused-function "$PWD/perf/sppark_ntt.cu" -x cu "$S/sppark/util/all_gpus.cpp" -L"$S/blst" -lblst \
+      -o /tmp/sppark_ntt_$f > /tmp/nvcc_$f.log 2>&1 &
+  done
 }

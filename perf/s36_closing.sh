@@ -6,23 +6,14 @@
 # (perf/prove.py --files), the C2 job's partition.
 #   OUT=/tmp/out bash perf/s36_closing.sh
 set -u
-S=$PWD/.sppark
-R=$PWD
-( . perf/s31_env.sh > /dev/null 2>&1
-  python3 -m engine bench-circuit --constraints $(( (1 << 24) - 3 )) --curve bls12381 --quiet /tmp/b24bls &&
+. perf/s31_env.sh > /dev/null 2>&1
+( python3 -m engine bench-circuit --constraints $(( (1 << 24) - 3 )) --curve bls12381 --quiet /tmp/b24bls &&
   python3 -m engine setup --backend gpu /tmp/b24bls/bench.r1cs /tmp/b24bls/bench.zkey --quiet 2>/dev/null &&
   rm -f /tmp/b24bls/bench.r1cs && echo "2^24 BLS12-381 key made" ) > /tmp/b24bls.log 2>&1 &
-kpid=$!
-( cd $S/blst && ./build.sh > /tmp/blst.log 2>&1 ) || { tail -5 /tmp/blst.log; }
-for f in BN254 BLS12_381; do
-  nvcc -O3 -std=c++17 -arch=sm_90 -DFEATURE_$f -DTAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE -I$S/sppark -I$S/blst/src \
-    -Xcompiler -Wno-unused-function $R/perf/sppark_ntt.cu -x cu $S/sppark/util/all_gpus.cpp -L$S/blst -lblst \
-    -o /tmp/sppark_ntt_$f > /tmp/nvcc_$f.log 2>&1 &
-done
+build_sppark
 OUT=$OUT STEPS="tests" bash scripts/final_h200.sh 2>&1 | grep -E "^group|FAILED|ERROR|exit"
 wait
-cat /tmp/b24bls.log | grep -v "DEVELOPMENT KEY" | tail -3
-. perf/s31_env.sh > /dev/null 2>&1
+grep -v "DEVELOPMENT KEY" /tmp/b24bls.log | tail -3
 echo "== $(date +%T) ours, the defaults: curve | log2 n | kind | NTT ms | queued ms"
 python3 perf/ntt.py --sizes 16,17,18,19,20,21,22,23,24,25,26 --curves bn128,bls12381 --repeats 7 \
   --json $OUT/ntt.json 2>&1 | grep -E "^\| (bn|bls)" | awk -F'|' '{print $2 "|" $3 "|" $5 "|" $6 "|" $7}'

@@ -5,14 +5,7 @@
 #   OUT=/tmp/out bash perf/s36b_h200.sh
 set -u
 . perf/s31_env.sh
-S=$PWD/.sppark
-R=$PWD
-( cd $S/blst && ./build.sh > /tmp/blst.log 2>&1 ) || { tail -5 /tmp/blst.log; }
-for f in BN254 BLS12_381; do
-  nvcc -O3 -std=c++17 -arch=sm_90 -DFEATURE_$f -DTAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE -I$S/sppark -I$S/blst/src \
-    -Xcompiler -Wno-unused-function $R/perf/sppark_ntt.cu -x cu $S/sppark/util/all_gpus.cpp -L$S/blst -lblst \
-    -o /tmp/sppark_ntt_$f > /tmp/nvcc_$f.log 2>&1 &
-done
+build_sppark
 echo "== $(date +%T) NTT GPU tests: the narrow and wide passes, the kernels' NTT tests, the plan"
 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_ntt_passes.py tests/test_gpu_plan.py \
   "tests/test_gpu_kernels.py" -k "ntt or narrow or pass or twiddle" 2>&1 | tail -4

@@ -9,14 +9,7 @@
 #   OUT=/tmp/out bash perf/s36d_h200.sh
 set -u
 . perf/s31_env.sh
-S=$PWD/.sppark
-R=$PWD
-( cd $S/blst && ./build.sh > /tmp/blst.log 2>&1 ) || { tail -5 /tmp/blst.log; }
-for f in BN254 BLS12_381; do
-  nvcc -O3 -std=c++17 -arch=sm_90 -DFEATURE_$f -DTAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE -I$S/sppark -I$S/blst/src \
-    -Xcompiler -Wno-unused-function $R/perf/sppark_ntt.cu -x cu $S/sppark/util/all_gpus.cpp -L$S/blst -lblst \
-    -o /tmp/sppark_ntt_$f > /tmp/nvcc_$f.log 2>&1 &
-done
+build_sppark
 echo "== $(date +%T) prefetch A/B (forward / inverse+coset ms, CUDA events)"
 python3 perf/ntt_ab.py run .ntt_ab --sizes 16,18,19,20,21,22,23,24,25,26 --repeats 7 2>&1 | tail -24
 echo "== $(date +%T) narrow (20) against wide (17) at 2^18-2^20, in turns: curve | log2 n | kind | queued ms"

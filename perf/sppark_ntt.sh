@@ -9,15 +9,8 @@ set -u
 . perf/s31_env.sh
 S=$PWD/.sppark
 echo "== $(date +%T) sppark $(cat $S/sppark.commit 2>/dev/null), blst $(cat $S/blst.commit 2>/dev/null); $(nvcc --version | tail -1)"
-( cd $S/blst && ./build.sh > /tmp/blst.log 2>&1 ) || { tail -5 /tmp/blst.log; exit 1; }
-pids=""
-for f in BN254 BLS12_381; do
-  nvcc -O3 -std=c++17 -arch=sm_90 -DFEATURE_$f -DTAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE -I$S/sppark -I$S/blst/src \
-    -Xcompiler -Wno-unused-function perf/sppark_ntt.cu -x cu $S/sppark/util/all_gpus.cpp -L$S/blst -lblst \
-    -o /tmp/sppark_ntt_$f > /tmp/nvcc_$f.log 2>&1 &
-  pids="$pids $!"
-done
-wait $pids
+build_sppark
+wait
 for f in BN254 BLS12_381; do
   echo "== $(date +%T) sppark, $f Fr, forward (ms)"
   /tmp/sppark_ntt_$f 16 26 7 2>&1 || tail -5 /tmp/nvcc_$f.log
