@@ -169,9 +169,15 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_fix_heavy_##G(                                            \
         const uint32_t* heavy, const uint32_t* heavy_count, uint32_t K, const uint32_t* offsets, uint32_t T,        \
-        const uint32_t* partials, uint32_t* buckets, uint32_t partial_words, uint32_t lanes) {                      \
+        uint32_t* partials, uint32_t* buckets, uint32_t partial_words, uint32_t lanes) {                            \
         extern __shared__ uint32_t shm[];                                                                           \
         MSM::fix_heavy(heavy, heavy_count, K, offsets, T, partials, buckets, partial_words, lanes, shm);            \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_fix_join_##G(                                             \
+        const uint32_t* heavy, const uint32_t* heavy_count, uint32_t K, const uint32_t* offsets, uint32_t T,        \
+        const uint32_t* partials, uint32_t* buckets, uint32_t partial_words, uint32_t slices) {                     \
+        extern __shared__ uint32_t shm[];                                                                           \
+        MSM::fix_join(heavy, heavy_count, K, offsets, T, partials, buckets, partial_words, slices, shm);            \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(256) msm_reduce_segments_##G(const uint32_t* buckets, uint32_t B, \
                                                                               uint32_t L, uint32_t* seg_out) {      \

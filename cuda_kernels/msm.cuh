@@ -365,23 +365,46 @@ struct msm_kernels {
         return acc;
     }
 
-    // The block list (a block a bucket, grid-stride), then the warp list (a group of `lanes`
-    // lanes a bucket, grid-stride over every group of the grid); fix's counts say how long
-    // each list is.
+    // Where slice j of a block-list bucket (slices > 1) leaves its sum: the partial slot of its thread 0's
+    // first chunk, which no other block reads (slice 0: the bucket's first slot); ~0 where the slice has
+    // no chunk.
+    static __device__ __forceinline__ uint64_t slice_slot(const uint32_t* offsets, uint32_t k, uint32_t T,
+                                                          uint32_t j) {
+        const uint32_t s = offsets[k], e = offsets[k + 1];
+        const uint32_t c_lo = s / T, c_hi = (e - 1) / T;
+        if (j == 0) return first_slot(s, T);
+        const uint64_t c = (uint64_t)c_lo + 1 + (uint64_t)j * blockDim.x;
+        return c <= c_hi ? 2 * c : ~0ull;
+    }
+
+    // The block list (`slices` blocks a bucket, grid-stride over the (bucket, slice) pairs: one bucket
+    // can hold most of a witness's entries, its ones, cut across ~10^4-10^5 chunks), then the warp list
+    // (a group of `lanes` lanes a bucket, grid-stride over every group of the grid); fix's counts say
+    // how long each list is.  `lanes_slices`: lanes in bits 0-7, slices in bits 8-15 (0 or 1: a block a
+    // bucket, its sum straight to the bucket; more: each slice's sum to its slice_slot, fix_join's to add).
     static __device__ __forceinline__ void fix_heavy(const uint32_t* heavy, const uint32_t* heavy_count, uint32_t K,
-                                                     const uint32_t* offsets, uint32_t chunking,
-                                                     const uint32_t* partials, uint32_t* buckets,
-                                                     uint32_t partial_words, uint32_t lanes, uint32_t* shm) {
+                                                     const uint32_t* offsets, uint32_t chunking, uint32_t* partials,
+                                                     uint32_t* buckets, uint32_t partial_words, uint32_t lanes_slices,
+                                                     uint32_t* shm) {
         const uint32_t T = msm_chunk(chunking, offsets[K]);
+        const uint32_t lanes = lanes_slices & 0xffu, slices = max(1u, (lanes_slices >> 8) & 0xffu);
         partials += (uint64_t)blockIdx.y * partial_words;  // set blockIdx.y, as in fix
         buckets += (uint64_t)blockIdx.y * K * Acc::WORDS;
         heavy += (uint64_t)blockIdx.y * K;
         heavy_count += 2 * blockIdx.y;
         const uint32_t by_block = heavy_count[1];
-        for (uint32_t h = blockIdx.x; h < by_block; h += gridDim.x) {
-            const uint32_t k = heavy[K - 1 - h];
-            Acc acc = block_sum(partial_share(offsets, k, T, partials, threadIdx.x, blockDim.x), shm);
-            if (threadIdx.x == 0) acc.store(buckets + (uint64_t)k * Acc::WORDS);
+        for (uint32_t p = blockIdx.x; p < by_block * slices; p += gridDim.x) {
+            const uint32_t h = p / slices, j = p - h * slices, k = heavy[K - 1 - h];
+            const uint32_t lane = j * blockDim.x + threadIdx.x;
+            Acc acc = block_sum(partial_share(offsets, k, T, partials, lane, slices * blockDim.x), shm);
+            if (threadIdx.x == 0) {
+                if (slices == 1) {
+                    acc.store(buckets + (uint64_t)k * Acc::WORDS);
+                } else {
+                    const uint64_t slot = slice_slot(offsets, k, T, j);
+                    if (slot != ~0ull) acc.store(partials + slot * Acc::WORDS);
+                }
+            }
         }
         const uint32_t by_warp = heavy_count[0];
         const uint32_t per_warp = 32 / lanes, lane = threadIdx.x & (lanes - 1);
@@ -393,6 +416,30 @@ struct msm_kernels {
             Acc acc = h < by_warp ? partial_share(offsets, heavy[h], T, partials, lane, lanes) : Acc::inf();
             acc = group_sum(acc, lanes);
             if (h < by_warp && lane == 0) acc.store(buckets + (uint64_t)heavy[h] * Acc::WORDS);
+        }
+    }
+
+    // After fix_heavy with slices > 1: each block-list bucket's slice sums (thread j takes slice j, j <
+    // slices <= blockDim.x) into the bucket, a block a bucket, grid-stride.  blockDim.x must be fix_heavy's.
+    static __device__ __forceinline__ void fix_join(const uint32_t* heavy, const uint32_t* heavy_count, uint32_t K,
+                                                    const uint32_t* offsets, uint32_t chunking,
+                                                    const uint32_t* partials, uint32_t* buckets,
+                                                    uint32_t partial_words, uint32_t slices, uint32_t* shm) {
+        const uint32_t T = msm_chunk(chunking, offsets[K]);
+        partials += (uint64_t)blockIdx.y * partial_words;
+        buckets += (uint64_t)blockIdx.y * K * Acc::WORDS;
+        heavy += (uint64_t)blockIdx.y * K;
+        heavy_count += 2 * blockIdx.y;
+        const uint32_t by_block = heavy_count[1];
+        for (uint32_t h = blockIdx.x; h < by_block; h += gridDim.x) {
+            const uint32_t k = heavy[K - 1 - h];
+            Acc acc = Acc::inf();
+            if (threadIdx.x < slices) {
+                const uint64_t slot = slice_slot(offsets, k, T, threadIdx.x);
+                if (slot != ~0ull) acc = Acc::load(partials + slot * Acc::WORDS);
+            }
+            acc = block_sum(acc, shm);
+            if (threadIdx.x == 0) acc.store(buckets + (uint64_t)k * Acc::WORDS);
         }
     }
 

@@ -21,8 +21,9 @@ KERNELS = [
     "fr_mul_eo_test", "fr_scale_pair", "fq_split_test", "perf_fq_sqr_eo", "perf_fq_sqr_split", "perf_fq_mulsub_eo",
     "perf_fq_mulsub_split", "msm_precompute_g1e", "msm_precompute_g2e", "msm_precompute_g1s", "msm_precompute_g2s", "fq2_split_test",
 ] + [f"msm_{k}_{g}" for g in ("g1", "g2") for k in (
-    "accumulate", "fix", "fix_heavy", "reduce_segments", "tree_sum", "combine", "precompute")] + [
-    f"msm_{k}_{g}s" for g in ("g1", "g2") for k in ("accumulate", "accumulate_sets", "fix", "reduce_segments")]
+    "accumulate", "fix", "fix_heavy", "fix_join", "reduce_segments", "tree_sum", "combine", "precompute")] + [
+    f"msm_{k}_{g}s" for g in ("g1", "g2") for k in ("accumulate", "accumulate_sets", "fix", "fix_heavy", "fix_join",
+                                                     "reduce_segments")]
 
 
 @pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)

@@ -510,3 +510,30 @@ def test_witness_vectors_spread_over_the_layouts_threads(backend, curve, share, 
     qs = [rng.choice(qs) for _ in range(m)]
     got = backend._msm(curve, g2_to_mont(curve, qs), from_ints(scalars[:m], 4), True, fold="full")
     assert got == cpu_msm_g2(curve, qs, scalars[:m])
+
+
+@pytest.mark.parametrize("slices", [1, 2, 64])
+def test_a_bucket_of_a_thousand_chunks_sums_over_slices(backend, curve, slices, monkeypatch):
+    """A witness's ones all in one bucket, cut across ~1000 chunks (one SM's layout, a least chunk of 16): the block
+    list's bucket summed by one block (slices 1), by two blocks each taking every other run of 256 chunks, or by
+    64 of which only the first four have chunks (the rest leave no slot), each slice's sum then added by
+    msm_fix_join; G1 against the CPU, G2 on BN254."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(backend.device, "sm_count", 1)
+    monkeypatch.setattr(gmsm, "MIN_CHUNK", 16)
+    monkeypatch.setattr(gmsm, "HEAVY_SLICES", slices)
+    rng = random.Random(37 + slices)
+    n = 40000
+    pts = points(curve, 64, rng)
+    pts = [rng.choice(pts) for _ in range(n)]
+    pts[1], pts[2] = None, ec.g1_neg(curve, pts[3])
+    scalars = [rng.choice([0, 1, 1]) for _ in range(n)]
+    scalars[7] = 2  # one entry elsewhere
+    assert g1(backend, curve, pts, scalars, fold="full") == cpu_msm_g1(curve, pts, scalars)
+    if curve is BN254:
+        m = 20000
+        qs = points(curve, 16, rng, g2=True)
+        qs = [rng.choice(qs) for _ in range(m)]
+        got = backend._msm(curve, g2_to_mont(curve, qs), from_ints(scalars[:m], 4), True, fold="full")
+        assert got == cpu_msm_g2(curve, qs, scalars[:m])

@@ -262,3 +262,14 @@ def test_tree_levels_after_the_segment_block_sums():
     big = gmsm.AccumulateLayout.for_plan(gmsm.MsmPlan(1000, 18, 15, 15, 254), 132, seg_len=1)
     assert big.segs == 1 << 17 and big.tree_levels() == [(1 << 17) // rt, 1] and big.tree_levels(256) == [512, 1]
     assert gmsm.AccumulateLayout.for_plan(plan, 132, seg_len=1 << 20).seg_len == plan.buckets_per_group
+
+
+def test_the_block_list_spreads_over_its_slices(monkeypatch):
+    """msm_fix_heavy takes HEAVY_SLICES blocks for its block list's first bucket and one more for each further one it
+    can hold (within its grid cap); the slices travel in bits 8-15 of the lanes argument, so 1..255 only."""
+    assert gmsm.fix_heavy_blocks(1024, 131072, 32, 64) == gmsm.fix_heavy_blocks(1024, 131072, 32, 1) + 63
+    assert gmsm.fix_heavy_blocks(1, 1, 32, 64) == 64
+    for bad in (0, 256):
+        monkeypatch.setattr(gmsm, "HEAVY_SLICES", bad)
+        with pytest.raises(ValueError, match="HEAVY_SLICES"):
+            gmsm.heavy_slices()

@@ -567,9 +567,14 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
            b.partials, b.buckets, b.heavy, heavy_count, U32(FIX_SERIAL), U32(FIX_WARP_MAX), U32(partial_words))
     _mark(mark, "fix")
     lanes = fix_lanes(mean_chunks_per_bucket(plan, layout))
-    launch(mod, xyzz_kernel("fix_heavy", group, cv), (fix_heavy_blocks(K, layout.chunks, lanes), nsets, 1), 256, stream,
-           b.heavy, heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words), U32(lanes),
-           shared=8 * acc_bytes)
+    slices = heavy_slices()
+    launch(mod, xyzz_kernel("fix_heavy", group, cv), (fix_heavy_blocks(K, layout.chunks, lanes, slices), nsets, 1),
+           256, stream, b.heavy, heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words),
+           U32(lanes | slices << 8), shared=8 * acc_bytes)
+    if slices > 1:
+        launch(mod, xyzz_kernel("fix_join", group, cv), (FIX_JOIN_BLOCKS, nsets, 1), 256, stream, b.heavy,
+               heavy_count, U32(K), offsets, U32(T), b.partials, b.buckets, U32(partial_words), U32(slices),
+               shared=8 * acc_bytes)
     _mark(mark, "fix heavy")
     B = plan.buckets_per_group
     sets = nsets * plan.sets  # every set's bucket groups, one after another
@@ -613,15 +618,29 @@ def chunking_arg(layout: AccumulateLayout) -> int:
     return 1 << 31 | least << 27 | units << 16 | layout.chunk
 
 
-def fix_heavy_blocks(keys: int, chunks: int, lanes: int) -> int:
+# Blocks that sum one bucket of msm_fix_heavy's block list (its partial sums cut into that many slices, each slice's
+# sum then added by msm_fix_join; 1: a block a bucket, no join).  A witness's ones fill one bucket: 6.9M entries at
+# 2^24 in chunks of MIN_CHUNK, ~27k partial sums, which one block added in 2.2 ms (BLS12-381 G1) and 6.8 ms (G2).
+HEAVY_SLICES = 64
+FIX_JOIN_BLOCKS = 32  # grid of msm_fix_join (grid-stride over the block list)
+
+
+def heavy_slices() -> int:
+    if not 1 <= HEAVY_SLICES <= 255:
+        raise ValueError(f"msm.HEAVY_SLICES {HEAVY_SLICES} is not in 1..255")
+    return HEAVY_SLICES
+
+
+def fix_heavy_blocks(keys: int, chunks: int, lanes: int, slices: int = 1) -> int:
     """Blocks of msm_fix_heavy: a group of `lanes` for each bucket the warp list can hold (one
-    there spans more than FIX_SERIAL chunks, all but two of them its own) and a block for each
-    the block list can hold, capped at FIX_HEAVY_BLOCKS (grid-stride beyond)."""
+    there spans more than FIX_SERIAL chunks, all but two of them its own) and `slices` blocks for
+    the block list's first bucket (a block for each further one: the list is rarely more than one or two long,
+    and the grid strides over the rest), capped at FIX_HEAVY_BLOCKS."""
     def listed(over: int) -> int:
         return min(keys, chunks // max(over - 1, 1) + 1)
 
     by_group = -(-listed(FIX_SERIAL) // (8 * (32 // lanes)))
-    return max(1, min(FIX_HEAVY_BLOCKS, max(by_group, listed(FIX_WARP_MAX))))
+    return max(1, min(FIX_HEAVY_BLOCKS, max(by_group, listed(FIX_WARP_MAX) + slices - 1)))
 
 
 def run_msm(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout, bases: DeviceBuffer | int,
