@@ -240,7 +240,7 @@ struct ntt_kernels {
     // M = lo_s(u) | j << s | hi_s(u) << (s+1), j = 0, 1: its bits below s are M's, the rest M's above s.
     // Moving to the next bit swaps one thread bit with the register bit: each thread of a pair (lane
     // distance m) sends the element the other needs, by shuffle where m < 32, else through shared memory
-    // (two planes of 16-byte halves, double-buffered: one barrier a step).
+    // (two planes of 16-byte halves, double-buffered: one barrier an exchange).
     static __device__ __forceinline__ void exchange(F x[2], uint32_t u, uint32_t m, uint32_t* shm, uint32_t& buf,
                                                     uint32_t warp_mask) {
         const bool low = !(u & m);
