@@ -54,15 +54,28 @@ struct ntt_kernels {
             wm.store(out);
         }
     }
+    // A twiddle entry in registers (ws: Shoup's quotient, unused for Montgomery twiddles).
+    struct entry {
+        F w, ws;
+    };
+    static __device__ __forceinline__ entry load_entry(const uint32_t* tw, uint32_t e) {
+        const uint32_t* t = tw + (uint64_t)e * TW;
+        entry r;
+        r.w = F::load_ro(t);
+        if constexpr (SH) r.ws = F::load_ro(t + F::N);
+        return r;
+    }
+    static __device__ __forceinline__ F entry_mul(const F& y, const entry& t) {
+        if constexpr (SH)
+            return shoup(y, t.w, t.ws);
+        else
+            return mul(y, t.w);
+    }
     // y *= entry e of the table (e = 0 is the twiddle 1: callers skip it)
     // The products run as even/odd chains (F::mul_shoup_eo, F::mul_eo: one IMAD.WIDE.U32.X per
     // 32x32 product, perf/RESULTS.md); NTT_EO_PRODUCTS=0 builds the older forms, for A/B runs.
     static __device__ __forceinline__ F twiddle_mul(const F& y, const uint32_t* tw, uint32_t e) {
-        const uint32_t* t = tw + (uint64_t)e * TW;
-        if constexpr (SH)
-            return shoup(y, F::load_ro(t), F::load_ro(t + F::N));
-        else
-            return mul(y, F::load_ro(t));
+        return entry_mul(y, load_entry(tw, e));
     }
     static __device__ __forceinline__ F shoup(const F& y, const F& w, const F& ws) {
         if constexpr (NTT_EO_PRODUCTS)
@@ -87,6 +100,19 @@ struct ntt_kernels {
     }
     static __device__ __forceinline__ void dit_bfly(F& x, F& y, const uint32_t* tw, uint32_t e) {
         if (NTT_BRANCH_FREE || e) y = twiddle_mul(y, tw, e);
+        const F s = x + y;
+        y = x - y;
+        x = s;
+    }
+    // The same with the entry already in registers (the narrow pass loads it a step ahead).
+    static __device__ __forceinline__ void dif_bfly(F& x, F& y, const entry& t, bool twiddled) {
+        const F s = x + y;
+        y = x - y;
+        if (twiddled) y = entry_mul(y, t);
+        x = s;
+    }
+    static __device__ __forceinline__ void dit_bfly(F& x, F& y, const entry& t, bool twiddled) {
+        if (twiddled) y = entry_mul(y, t);
         const F s = x + y;
         y = x - y;
         x = s;
@@ -259,23 +285,6 @@ struct ntt_kernels {
         else
             x[0] = got;
     }
-    // A twiddle entry in registers (ws: Shoup's quotient, unused for Montgomery twiddles).
-    struct entry {
-        F w, ws;
-    };
-    static __device__ __forceinline__ entry load_entry(const uint32_t* tw, uint32_t e) {
-        const uint32_t* t = tw + (uint64_t)e * TW;
-        entry r;
-        r.w = F::load_ro(t);
-        if constexpr (SH) r.ws = F::load_ro(t + F::N);
-        return r;
-    }
-    static __device__ __forceinline__ F entry_mul(const F& y, const entry& t) {
-        if constexpr (SH)
-            return shoup(y, t.w, t.ws);
-        else
-            return mul(y, t.w);
-    }
     static __device__ __forceinline__ void pass_narrow(bool dif, uint32_t* data, const uint32_t* tw, uint32_t k,
                                                        uint32_t l0, uint32_t b, const uint32_t* scale,
                                                        uint32_t* shm) {
@@ -315,17 +324,10 @@ struct ntt_kernels {
                 const uint32_t h = 1u << (dif ? b - 1 - i : i);
                 exchange(x, u, dif ? h : h >> 1, shm, buf, warp_mask);
             }
-            if (dif) {
-                const F sum = x[0] + x[1];
-                x[1] = x[0] - x[1];
-                if (e) x[1] = entry_mul(x[1], t);
-                x[0] = sum;
-            } else {
-                if (e) x[1] = entry_mul(x[1], t);
-                const F sum = x[0] + x[1];
-                x[1] = x[0] - x[1];
-                x[0] = sum;
-            }
+            if (dif)
+                dif_bfly(x[0], x[1], t, e != 0);
+            else
+                dit_bfly(x[0], x[1], t, e != 0);
             e = e_next;
             t = t_next;
         }

@@ -599,9 +599,10 @@ def _accumulate(mod: Module, group: str, plan: MsmPlan, layout: AccumulateLayout
 
 
 # The least chunk a sparse vector's entries take (a power of two): shorter chunks spread them over more threads,
-# longer ones leave a heavy bucket (a witness's ones) fewer partial sums for msm_fix_heavy's one block.  Measured at
-# 2^24 on 0/1 vectors (perf/RESULTS.md, session 36; ms for 64 / 128 / 256 / 512): BLS12-381 G1 14.4 / 10.2 / 8.1 /
-# 10.4, G2 38.9 / 27.0 / 20.7 / 28.3, BN254 G1 8.1 / 6.4 / 6.3 / 6.8.
+# longer ones leave a heavy bucket (a witness's ones) fewer partial sums for msm_fix_heavy.  Measured at 2^24 on 0/1
+# vectors with the heavy bucket on one block (perf/RESULTS.md, session 36; ms for 64 / 128 / 256 / 512): BLS12-381
+# G1 14.4 / 10.2 / 8.1 / 10.4, G2 38.9 / 27.0 / 20.7 / 28.3, BN254 G1 8.1 / 6.4 / 6.3 / 6.8.  Over HEAVY_SLICES
+# blocks the fix-up matters less and the accumulation alone is level at 128 and 256 (3.43 / 3.44 ms, BLS12-381 G1).
 MIN_CHUNK = 256
 
 

@@ -140,6 +140,15 @@ def build_tables(dev: Device, mod: Module, curve: Curve, k: int, stream: Stream,
 MIN_PASS_BLOCKS = 264
 
 
+def _groups_per_block(threads_per_group: int, groups: int, narrow_down: bool) -> int:
+    """Whole groups a block: up to 256 threads (at least one group), then, for a lone transform (narrow_down),
+    halved while that leaves fewer than MIN_PASS_BLOCKS blocks."""
+    gpb = max(1, min(256 // threads_per_group, groups))
+    while narrow_down and gpb > 1 and groups // gpb < MIN_PASS_BLOCKS:
+        gpb //= 2
+    return gpb
+
+
 def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args, batch: int = 1) -> None:
     """A group of 2^b elements gets 2^(b-2) threads holding four elements each (one thread
     for a two-element transform); up to 256 threads a block, fewer where the transform is small
@@ -147,10 +156,7 @@ def _launch_pass(mod: Module, name: str, k: int, b: int, stream: Stream, *args, 
     (cuda_kernels/front_batch.cuh), blockIdx.y the transform."""
     threads_per_group = 1 << max(b - 2, 0)
     groups = 1 << (k - b)
-    gpb = max(1, min(256 // threads_per_group, groups))
-    if batch == 1:
-        while gpb > 1 and groups // gpb < MIN_PASS_BLOCKS:
-            gpb //= 2
+    gpb = _groups_per_block(threads_per_group, groups, batch == 1)
     block = gpb * threads_per_group
     shared = gpb * (1 << b) * FR_BYTES
     if batch > 1:
@@ -182,9 +188,7 @@ def _launch_narrow(mod: Module, name: str, k: int, b: int, stream: Stream, *args
     if threads_per_group > 512:
         raise ValueError(f"{name}: a narrow pass of 2^{b} elements needs more than 512 threads a group")
     groups = 1 << (k - b)
-    gpb = max(1, min(256 // threads_per_group, groups))
-    while gpb > 1 and groups // gpb < MIN_PASS_BLOCKS:
-        gpb //= 2
+    gpb = _groups_per_block(threads_per_group, groups, True)
     block = gpb * threads_per_group
     shared = 2 * block * FR_BYTES if threads_per_group > 32 else 0
     launch(mod, name, groups // gpb, block, stream, *args, shared=shared)
