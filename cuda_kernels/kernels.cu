@@ -110,6 +110,16 @@ extern "C" __global__ void __launch_bounds__(256) msm_place(const uint32_t* bin_
                                                              uint32_t* sorted) {
     msm_place_pass(bin_keys, bin_entries, offsets, K, cursor, sorted);
 }
+// the binned sort's regrouping passes (msm_regroup.cuh): static shared memory, 48 KB
+extern "C" __global__ void __launch_bounds__(RG_THREADS) msm_regroup(const uint32_t* in_keys, const uint32_t* in_entries,
+                                                                     uint32_t in_shift, uint32_t out_shift,
+                                                                     uint32_t local_max, const uint32_t* offsets,
+                                                                     uint32_t K, uint32_t* fill, uint32_t fill_is_cursor,
+                                                                     uint32_t* out_keys, uint32_t* out_entries) {
+    __shared__ __align__(16) uint32_t shm[2 * RG_LOCAL + 32 + 2 * RG_SLICE];
+    msm_regroup_pass(in_keys, in_entries, in_shift, out_shift, local_max, offsets, K, fill, fill_is_cursor != 0,
+                     out_keys, out_entries, shm);
+}
 extern "C" __global__ void __launch_bounds__(256) msm_halve(const uint32_t* in_off, uint32_t K, uint32_t* counts) {
     msm_halve_counts(in_off, K, counts);
 }

@@ -197,6 +197,8 @@ __device__ __forceinline__ void msm_place_pass(const uint32_t* bin_keys, const u
     sorted[base + __popc(peers & ((1u << lane) - 1))] = e;
 }
 
+#include "msm_regroup.cuh"
+
 #define MSM_SETS 3
 
 // Up to MSM_SETS pointers a kernel argument each (set y uses the y-th).

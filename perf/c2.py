@@ -37,6 +37,7 @@ from engine.api import Engine, run  # noqa: E402
 from engine.config import EngineConfig, parse_size  # noqa: E402
 from engine.errors import EngineError  # noqa: E402
 from engine.formats import read_wtns  # noqa: E402
+import sort_flags  # noqa: E402  (perf/sort_flags.py)
 from scheduler.budget import fmt_bytes  # noqa: E402
 from scheduler.timeline import MemorySink, Stage, summarize  # noqa: E402
 
@@ -56,6 +57,7 @@ def parse_args(argv):
     p.add_argument("--host-budget", default=None)
     p.add_argument("--proof-dir", default=None, help="write the last proof (and vkey.json) here, for snarkjs")
     p.add_argument("--json", default=None, help="append one JSON line per setting to this file")
+    sort_flags.add(p)
     return p.parse_args(argv)
 
 
@@ -179,6 +181,7 @@ async def one_setting(args, budget: str, mode: str, conc: int) -> dict:
             "vram_budget": eng.vram.capacity(0) + key.key_device_bytes, "key_load_s": round(load_s, 2),
             "tables_done_s": round(tables_s, 2),
             "failed": s.failed, "proofs": len(proofs), "footprint": fp.as_dict() if fp is not None else None,
+            **_ramp_and_drain(sink),
         }
         if args.tier == "host" or (fp is not None and fp.tier == "host"):
             bw = await eng.devices[0].call(pcie_h2d_bytes_per_s, backend)
@@ -198,6 +201,31 @@ def _gpu_seconds(sink) -> list[float]:
             start[(e.job, e.partition)] = e.t_ns
         elif e.stage == Stage.GPU_END and (e.job, e.partition) in start:
             out.append((e.t_ns - start[(e.job, e.partition)]) / 1e9)
+    return out
+
+
+def _ramp_and_drain(sink) -> dict:
+    """Where a job's wall goes beside its proofs' GPU time: from the first submit to the first proof on the
+    device (its partition's synthesis and check), from the last proof's done event to the last job's end (its
+    epilogue and verification), and a partition's median synthesis and check (the pool's work)."""
+    first = {}
+    for e in sink:
+        first.setdefault(e.stage, e.t_ns)
+    last = {e.stage: e.t_ns for e in sink}
+    spans = {}
+    for name, a, b in (("synth_s", Stage.SYNTH_START, Stage.SYNTH_END), ("check_s", Stage.CHECK_START,
+                                                                          Stage.CHECK_END)):
+        start = {}
+        for e in sink:
+            if e.stage == a:
+                start[(e.job, e.partition)] = e.t_ns
+            elif e.stage == b and (e.job, e.partition) in start:
+                spans.setdefault(name, []).append((e.t_ns - start.pop((e.job, e.partition))) / 1e9)
+    out = {k: round(float(np.median(v)), 3) for k, v in spans.items()}
+    if Stage.JOB_SUBMIT in first and Stage.GPU_START in first:
+        out["ramp_s"] = round((first[Stage.GPU_START] - first[Stage.JOB_SUBMIT]) / 1e9, 3)
+    if Stage.JOB_DONE in last and Stage.GPU_END in last:
+        out["drain_s"] = round((last[Stage.JOB_DONE] - last[Stage.GPU_END]) / 1e9, 3)
     return out
 
 
@@ -225,11 +253,13 @@ def describe(row: dict) -> str:
             f"peak VRAM {fmt_bytes(row['peak_vram_pool'])} (budget {fmt_bytes(row['vram_budget'])}), "
             f"peak host RSS {fmt_bytes(row['peak_host_rss'])}; {where}{extra}; key load {row['key_load_s']} s "
             f"(tables done {row['tables_done_s']} s); "
-            f"{row['proofs']} proofs, {row['failed']} failed")
+            f"{row['proofs']} proofs, {row['failed']} failed"
+            + "".join(f"; {k} {row[k]}" for k in ("ramp_s", "drain_s", "synth_s", "check_s") if k in row))
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    sort_flags.apply(args)
     stats = witness_stats(args.wtns)
     print(f"c2 shape: {args.partitions} partitions per job of {os.path.basename(args.zkey)} "
           f"({stats['wires']:,} wires, {stats['share_0_1']:.0%} of witness values 0 or 1)", flush=True)

@@ -41,6 +41,7 @@ from engine.groth16.prover import prove  # noqa: E402
 from engine.groth16.setup import select_setup_ops, setup_file  # noqa: E402
 from engine.groth16.verifier import vk_from_zkey  # noqa: E402
 from engine.progress import stage_seconds  # noqa: E402
+import sort_flags  # noqa: E402  (perf/sort_flags.py)
 
 STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_front", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2",
                "gpu_check", "side_early", "side_mid", "side_front", "side_b2", "side_pi_b", "side_products", "side_h", "evaluate",
@@ -131,8 +132,10 @@ def main() -> None:
                     help="time these files instead of bench circuits (repeatable)")
     ap.add_argument("--narrow-max-log", type=int, default=None,
                     help="the NTT's NARROW_MAX_LOG (engine/backends/gpu/ntt.py; 0: the wide passes at every size)")
+    sort_flags.add(ap)
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
+    sort_flags.apply(args)
     if args.narrow_max_log is not None:
         from engine.backends.gpu import ntt as gntt  # noqa: PLC0415
 

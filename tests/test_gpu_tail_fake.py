@@ -515,17 +515,20 @@ def test_b2_beside_can_be_switched_off_for_experiments(monkeypatch):
     assert not footprint.b2_beside(small)
 
 
-def test_a_key_granted_the_binned_sort_bins_h_and_places_the_witness_directly(monkeypatch):
-    """Where a key's footprint grants the bins (msm_sort.py), its proofs sort H's scalars through them and the
-    witness directly (the witness MSMs measured no faster, B2 slower, over the binned order); a key without
-    the grant sorts both directly."""
+def test_a_key_granted_the_binned_sort_bins_h_and_the_witness_as_told(monkeypatch):
+    """Where a key's footprint grants the bins (msm_sort.py), its proofs sort H's scalars through them (msm_bin,
+    then the two regrouping passes) and the witness through them too where msm_sort.WITNESS_BINS says so, else
+    directly; a key without the grant sorts both directly."""
     from engine.backends.gpu import msm_sort  # noqa: PLC0415
 
     monkeypatch.setenv("GROTH16_B2_BESIDE", "0")  # the one-stream path: H, then the witness's one sort
     monkeypatch.setattr(msm_sort, "BINNED_CURVES", frozenset({"bn128", "bls12381"}))
+    monkeypatch.setattr(msm_sort, "BIN_MAX_WINDOWS", 128)  # the tiny key's witness: c = 2 (no kernel runs here)
     zkey, witness = _tiny("bn128")
-    for sort, granted in (("binned", True), ("direct", False)):
+    binned = ["msm_bin", "msm_regroup", "msm_regroup"]
+    for sort, granted, witness_bins in (("binned", True, True), ("binned", True, False), ("direct", False, True)):
         monkeypatch.setattr(msm_sort, "SORT", sort)
+        monkeypatch.setattr(msm_sort, "WITNESS_BINS", witness_bins)
         names = []
         real = msm_sort.launch
         with fake_driver():
@@ -537,8 +540,9 @@ def test_a_key_granted_the_binned_sort_bins_h_and_places_the_witness_directly(mo
             monkeypatch.setattr(msm_sort, "launch", lambda mod, name, *a, **k: (names.append(name), real(mod, name, *a, **k))[1])
             backend.compute(staged).wait()
             monkeypatch.setattr(msm_sort, "launch", real)
-            placements = [n for n in names if n in ("msm_scatter", "msm_bin", "msm_place")]
-            want = ["msm_bin", "msm_place", "msm_scatter"] if granted else ["msm_scatter", "msm_scatter"]
-            assert placements == want, placements
+            placements = [n for n in names if n in ("msm_scatter", "msm_bin", "msm_regroup", "msm_place")]
+            want = ((binned + (binned if witness_bins else ["msm_scatter"])) if granted
+                    else ["msm_scatter", "msm_scatter"])
+            assert placements == want, (sort, witness_bins, placements)
             backend.unload_key(key)
             backend.close()

@@ -122,9 +122,13 @@ def test_more_proofs_in_flight_only_when_nearly_as_fast():
                     assert two.msm_cost > fp.msm_cost * (1 + fpm.SLACK)
 
 
-def test_fewer_proofs_in_flight_before_the_host_tier():
+def test_fewer_proofs_in_flight_before_the_host_tier(monkeypatch):
+    from engine.backends.gpu import msm_sort as gsort  # noqa: PLC0415
+
     shape = bench_shape(BLS12_381, 22)
+    monkeypatch.setattr(gsort, "SORT", "direct")  # a proof's working set without the sort's bins
     two = plan_key(shape, 139 * GiB, proofs=2, fold=1)
+    monkeypatch.setattr(gsort, "SORT", "auto")
     budget = two.device_bytes + two.working_set_bytes + GiB // 8  # room for one proof only
     fp = plan_key(shape, budget, proofs=2)
     assert fp.tier == "resident" and fp.proofs_in_flight == 1
@@ -199,17 +203,19 @@ def test_a_key_loaded_for_one_proof_builds_no_fold_tables(curve, log_n):
         assert "tables built" not in one.describe()
 
 
-def test_the_binned_sort_is_granted_on_the_curves_where_it_measured_faster():
+def test_the_binned_sort_is_granted_on_the_curves_where_it_measured_faster(monkeypatch):
     from engine.backends.gpu import msm_sort
 
-    assert msm_sort.BINNED_CURVES == {"bn128"}
+    assert msm_sort.BINNED_CURVES == {"bn128", "bls12381"}
+    assert plan_key(bench_shape(BLS12_381, 24), 139 * GiB, proofs=2).sort_bins
+    monkeypatch.setattr(msm_sort, "BINNED_CURVES", frozenset({"bn128"}))  # a curve left out gets none
     assert not plan_key(bench_shape(BLS12_381, 24), 139 * GiB, proofs=2).sort_bins
 
 
-@pytest.mark.parametrize("curve", [BN254])
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
 def test_the_binned_sort_is_granted_only_where_it_costs_no_fold(curve):
     """A key whose sorts are large enough for the binned placement (msm_sort.SORT_BINNED_ENTRIES entries)
-    gets its bins (8 bytes an entry, in the working set) where they fit beside its proofs in flight; where
+    gets its bins (12 bytes an entry, in the working set) where they fit beside its proofs in flight; where
     they do not, the same tier, fold and proofs as without them, and no bins; small keys never."""
     from engine.backends.gpu import msm as gmsm
 
@@ -229,7 +235,8 @@ def test_the_binned_sort_is_granted_only_where_it_costs_no_fold(curve):
     assert not fp.sort_bins and total(fp) <= tight
     assert (fp.tier, fp.fold, fp.proofs_in_flight, fp.working_set_bytes) == ("resident", whole.fold, 2, plain)
     assert not plan_key(shape, 16 * GiB, proofs=2).sort_bins  # the host tier's chunks are small
-    assert not plan_key(bench_shape(curve, 20), 139 * GiB, proofs=2).sort_bins  # 2^20: below the threshold
+    assert plan_key(bench_shape(curve, 20), 139 * GiB, proofs=2).sort_bins  # 2^20: above the threshold
+    assert not plan_key(bench_shape(curve, 16), 139 * GiB, proofs=2).sort_bins  # 2^16: below it
 
 
 def test_the_error_names_the_footprint_the_working_set_and_the_budget():

@@ -492,8 +492,9 @@ def _fits(fp: KeyFootprint, budget: int, proofs: int) -> bool:
 
 
 def _grant_sort_bins(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: int) -> KeyFootprint:
-    """`fp` with the binned bucket sort for H (msm_sort.py: H's MSM 116.7 -> 109.6 ms in a BN254 2^24 proof on
-    the H200; its curves: msm_sort.BINNED_CURVES; the witness's sort stays direct, launch._msms) where H's
+    """`fp` with the binned bucket sort (msm_sort.py: H's MSM 116.7 -> 109.6 ms in a BN254 2^24 proof on the
+    H200 with msm_place, 120.3 -> 110.0 in a BLS12-381 one with the regrouping passes; its curves:
+    msm_sort.BINNED_CURVES; the witness's sort too where msm_sort.WITNESS_BINS says so) where H's
     plans would take it and the bigger working sets still fit beside the key, the same tier, fold and proofs
     in flight: the bins never cost a fold (the reason they are not simply counted in every working set)."""
     if fp.tier != "resident" or shape.curve.name not in gsort.BINNED_CURVES:

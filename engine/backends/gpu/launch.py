@@ -13,6 +13,7 @@ from cuda_kernels.driver import Event, U32, launch
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu.footprint import FR, acc_bytes
 from engine.backends.gpu.key import GpuKey, ProofPlans
@@ -327,10 +328,9 @@ def _msms(key: GpuKey, plan_h, lay_h, plan_w, lay_w, h, w, sort, buckets, res: i
     g1_acc, g2_acc = acc_bytes(curve, False), acc_bytes(curve, True)
     gmsm.run_msm(mod, "g1", plan_h, lay_h, key.h, h, sort, buckets, g1_acc, res + 4 * g2_acc, stream, stride)
     mark()
-    # the witness sort places directly even where the scratch has bins: at BN254 2^24 the binned order
-    # took 3 ms off the sort but A, B1, C accumulated no faster over it and B2 7 ms slower (perf/RESULTS.md,
-    # "Session 25"); H's sort (run_msm above) takes the bins: 116.7 -> 109.6 ms
-    gmsm.sort_scalars(mod, plan_w, w, sort, stream, bins=False)
+    # the witness's sort takes the scratch's bins where msm_sort.WITNESS_BINS says so (perf/RESULTS.md
+    # "Session 37"; with msm_place finishing the binned sort it was slower for B2, "Session 25")
+    gmsm.sort_scalars(mod, plan_w, w, sort, stream, bins=gsort.WITNESS_BINS)
     g1_msms = [(key.a, res), (key.b1, res + g2_acc), (key.c, res + 3 * g2_acc)]  # one launch set when small
     gmsm.accumulate_sets(mod, "g1", plan_w, lay_w, g1_msms, sort, buckets, g1_acc, stream, stride)
     mark()

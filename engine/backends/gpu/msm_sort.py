@@ -1,4 +1,5 @@
-"""The MSM's bucket sort (cuda_kernels/msm.cuh: msm_count, the scan, msm_scatter or msm_bin + msm_place):
+"""The MSM's bucket sort (cuda_kernels/msm.cuh: msm_count, the scan, msm_scatter or msm_bin + two msm_regroup
+passes (or msm_place)):
 each nonzero signed digit of each scalar becomes an entry (point index, sign) in its bucket's run of one
 array, so the accumulation reads a bucket's points one after another.  Sized by the plan only, never by
 the scalars (engine/backends/gpu/msm.py plans; this module only places).
@@ -37,23 +38,35 @@ def scan(mod: Module, counts: int, k: int, offsets: int, cursor: int, block_sums
     launch(mod, "scan_add", -(-k // 1024), 1024, stream, offsets, cursor, U32(k), block_prefix, U32(nblocks))
 
 
-# The bucket sort places entries directly (a random 4-byte write each into `sorted`) or in two
-# passes through coarse bins (cuda_kernels/msm.cuh msm_bin / msm_place: writes that the L2
-# merges), which takes 8 bytes an entry more scratch (BN254 2^24: 1.6 GB).  On the H200 binned
-# placed BN254 G1's 2e8 entries at 2^24 in 9.0 against 12.2 ms and 8e8 at 2^26 in 36.7 against
-# 49.5, but 5.5e7 at 2^22 in 3.2 against 2.4.  SORT: "auto" (the default: binned from
-# SORT_BINNED_ENTRIES entries, where the scratch has the bins: a key's footprint grants them only
+# The bucket sort places entries directly (a random 4-byte write each into `sorted`: BN254 G1 at 2^24,
+# 2e8 entries, 12.2 ms) or through coarse bins (cuda_kernels/msm.cuh msm_bin, then the regrouping passes
+# below: 1.7 + 2.0 ms there), which takes 12 bytes an entry more scratch (BN254 2^24: 2.4 GB).  Measured on
+# the H200 (perf/RESULTS.md "Session 37", perf/msm.py --sort direct,regroup): the binned sort is ahead from
+# 2^19 to 2^26 points, G1 and G2, both curves (a whole MSM 2-15% faster: BN254 G1 2^24 60.0 -> 51.5 ms,
+# 2^26 221.5 -> 187.3, BLS12-381 G1 2^24 103.3 -> 97.3, 2^19 2-3%).  SORT: "auto" (the default: binned
+# from SORT_BINNED_ENTRIES entries, where the scratch has the bins: a key's footprint grants them only
 # where they fit beside its proofs without a smaller fold or the host tier, footprint.plan_key),
 # "direct" (never), "binned" (wherever the scratch has them); perf/msm.py --sort compares them.
-# Where the bins are granted: the curves whose sorts measured faster binned at 2^24 (perf/RESULTS.md
-# "Session 25": BN254 G1 56.8 against 60.1 ms; BLS12-381 G1 112.1 against 107.0, slower, though an
-# earlier session measured it 3.4 ms faster: not granted until that is settled).
-BINNED_CURVES = frozenset({"bn128"})
+# (Before the regrouping passes, msm_place finished the binned sort: BLS12-381 measured slower so and
+# was not granted the bins.)
+BINNED_CURVES = frozenset({"bn128", "bls12381"})
+# Whether a big proof's witness sort (launch._msms: A, B1, C and B2 over one sorted vector) takes the bins
+# too where they are granted: the 2^24 BLS12-381 proof's A, B1, C 152.8 -> 150.3 ms with them; a vector
+# of 0/1 values only (SHA-256's witness) sorts 0.5 ms slower binned at 2^24, the bench circuit's share
+# (37% full values) 2.6 ms faster.
+WITNESS_BINS = True
 SORTS = ("auto", "direct", "binned")
 SORT = "auto"
-SORT_BINNED_ENTRIES = 1 << 27
+SORT_BINNED_ENTRIES = 1 << 22  # ~2^18 points: the smallest size measured (2^19) gained
 MSM_BINS = 256  # cuda_kernels/msm.cuh's MSM_BINS: bins, and the threads of a msm_bin block
 BIN_MAX_WINDOWS = 40  # a msm_bin block stages MSM_BINS * windows pairs in shared memory
+# After msm_bin, the binned order reaches the sorted one through two regrouping passes
+# (cuda_kernels/msm_regroup.cuh: coarse bin -> groups of 2^m keys -> keys, a global atomic a group a
+# slice of 4096 entries, the runs written whole) or, with REGROUP off, through msm_place (a global atomic
+# with a return an entry).  The regrouping takes 4 bytes an entry more scratch.
+REGROUP = True
+RG_THREADS, RG_SLICE, RG_LOCAL = 512, 4096, 1024  # msm_regroup.cuh's block, slice and tables
+REGROUP_LOCAL = RG_LOCAL  # the widest range of groups a slice regroups in shared memory (tests narrow it)
 
 
 def binned_sort(plan: MsmPlan) -> bool:
@@ -68,6 +81,16 @@ def binned_sort(plan: MsmPlan) -> bool:
 def bin_shift(keys: int) -> int:
     """Key bits below the coarse bin: at most MSM_BINS bins over `keys` keys."""
     return max(0, (keys - 1).bit_length() - (MSM_BINS.bit_length() - 1))
+
+
+def regroup_shift(keys: int) -> int:
+    """Key bits below the regrouping's middle groups: halfway below the coarse bin, so that a slice's
+    groups in both passes span at most 2^9 of a bin's or group's (RG_LOCAL holds two such)."""
+    return bin_shift(keys) // 2
+
+
+def regroup_fill_words(keys: int) -> int:
+    return (max(keys, 1) - 1 >> regroup_shift(keys)) + 1
 
 
 def bin_shared_bytes(plan: MsmPlan) -> int:
@@ -90,14 +113,24 @@ class SortScratch:
         self.block_sums = dev.alloc(4 * (nblocks + 1), stream)
         self.block_prefix = dev.alloc(4 * (nblocks + 1), stream)
         self.binned = bool(binned)
-        self.bin_bufs = [dev.alloc(4 * entries, stream), dev.alloc(4 * entries, stream),
-                         dev.alloc(4 * MSM_BINS, stream)] if self.binned else []
+        # keys and entries of the binned order, the bins' fill; with REGROUP the middle order's keys and
+        # its groups' fill (its entries reuse the binned order's, msm_bin's go to `sorted` until then)
+        self.regroup = self.binned and REGROUP
+        self.bin_bufs = [dev.alloc(n, stream) for n in self._bin_sizes(plans, self.regroup)] if self.binned else []
+
+    @staticmethod
+    def _bin_sizes(plans: list[MsmPlan], regroup: bool) -> list[int]:
+        entries = max(max(p.max_entries for p in plans), 1)
+        sizes = [4 * entries, 4 * entries, 4 * MSM_BINS]
+        if regroup:
+            sizes += [4 * entries, 4 * max(regroup_fill_words(p.keys) for p in plans)]
+        return sizes
 
     @staticmethod
     def nbytes(plans: list[MsmPlan], binned: bool = False) -> int:
         k = max(p.keys for p in plans)
         entries = max(max(p.max_entries for p in plans), 1)
-        bins = 8 * entries + 4 * MSM_BINS if binned else 0
+        bins = sum(SortScratch._bin_sizes(plans, REGROUP)) if binned else 0
         return 12 * (k + 1) + 4 * entries + 8 * (-(-k // SCAN_BLOCK) + 1) + bins
 
     @staticmethod
@@ -136,15 +169,28 @@ def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: Sor
     scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
     _mark(mark, "scan")
     if bins and s.binned and binned_sort(plan):
-        bin_keys, bin_entries, bin_fill = s.bin_bufs
+        bin_keys, bin_entries, bin_fill = s.bin_bufs[:3]
         Device.memset32(bin_fill, 0, MSM_BINS, stream)
         shared = bin_shared_bytes(plan)
         if shared > 48 * 1024:
             mod.allow_shared("msm_bin", shared)
+        shift = bin_shift(k)
         launch(mod, "msm_bin", (-(-plan.n // MSM_BINS), plan.batch, 1), MSM_BINS, stream, scalars, U32(plan.n),
-               U32(plan.c), U32(plan.windows), U32(plan.fold), U32(per_vector), U32(bin_shift(k)), s.offsets,
-               bin_fill, bin_keys, bin_entries, shared=shared)
+               U32(plan.c), U32(plan.windows), U32(plan.fold), U32(per_vector), U32(shift), s.offsets,
+               bin_fill, bin_keys, s.sorted if s.regroup else bin_entries, shared=shared)
         _mark(mark, "bin")
+        if s.regroup:
+            mid_keys, mid_fill = s.bin_bufs[3:]
+            m, local = regroup_shift(k), min(REGROUP_LOCAL, RG_LOCAL)
+            Device.memset32(mid_fill, 0, regroup_fill_words(k), stream)
+            grid = -(-plan.max_entries // RG_SLICE)
+            launch(mod, "msm_regroup", grid, RG_THREADS, stream, bin_keys, s.sorted, U32(shift), U32(m), U32(local),
+                   s.offsets, U32(k), mid_fill, U32(0), mid_keys, bin_entries)
+            _mark(mark, "regroup")
+            launch(mod, "msm_regroup", grid, RG_THREADS, stream, mid_keys, bin_entries, U32(m), U32(0), U32(local),
+                   s.offsets, U32(k), s.cursor, U32(1), 0, s.sorted)
+            _mark(mark, "place")
+            return
         launch(mod, "msm_place", -(-plan.max_entries // 256), 256, stream, bin_keys, bin_entries, s.offsets,
                U32(k), s.cursor, s.sorted)
         _mark(mark, "place")
