@@ -81,16 +81,26 @@ def test_every_measured_bls12381_row_plans_its_fastest_window():
 
 
 def test_bls12381_terms_only_where_measured():
-    """Below 2^20 (2^16 measured: the terms' c = 10 44% slower than c = 16) and for partial folds (not
-    re-measured) BLS12-381 keeps the curve-blind plans."""
+    """Below 2^20 (2^16 measured: the terms' c = 10 44% slower than c = 16), for folds below 4 and for partial
+    folds under 2^23 points (not measured) BLS12-381 keeps the curve-blind plans; from 2^23 points on folds of
+    4 and more it takes its own terms (2^24 under fold 8 measured: c = 20 against the curve-blind 22)."""
     for log_n in range(10, 27):
         for fold in (8, 4, 2, 1) if log_n >= 20 else ("full", 8, 4, 2, 1):
             for groups in (("g1",), ("g2",), gmsm.WITNESS_GROUPS):
-                assert gmsm.plan_msm(1 << log_n, 255, fold, curve="bls12381", groups=groups) == \
-                    gmsm.plan_msm(1 << log_n, 255, fold), (log_n, fold, groups)
+                own = gmsm.plan_msm(1 << log_n, 255, fold, curve="bls12381", groups=groups)
+                if log_n >= 23 and fold >= msm_costs.PARTIAL_MIN_FOLD:
+                    assert msm_costs.costs_for("bls12381", groups[0], 1 << log_n, fold).bucket == 11.0
+                else:
+                    assert own == gmsm.plan_msm(1 << log_n, 255, fold), (log_n, fold, groups)
     assert msm_costs.costs_for("bls12381", "g1", (1 << 20) - 1) == msm_costs.DEFAULT_COSTS["g1"]
     assert msm_costs.costs_for("bls12381", "g1", 1 << 20, 1) == msm_costs.DEFAULT_COSTS["g1"]
+    assert msm_costs.costs_for("bls12381", "g1", 1 << 20, 8) == msm_costs.DEFAULT_COSTS["g1"]
+    assert msm_costs.costs_for("bls12381", "g1", 1 << 23, 2) == msm_costs.DEFAULT_COSTS["g1"]
     assert msm_costs.costs_for("bls12381", "g1", 1 << 20) == msm_costs.BLS12_381_COSTS
+    assert msm_costs.costs_for("bls12381", "g1", 1 << 23, 4) == msm_costs.BLS12_381_COSTS
+    for groups in (("g1",), ("g2",), gmsm.WITNESS_GROUPS):  # the C2 key's plans on the whole H200
+        assert gmsm.plan_msm(1 << 24, 255, 8, groups=groups).c == 22
+        assert gmsm.plan_msm(1 << 24, 255, 8, curve="bls12381", groups=groups).c == 20
     assert [gmsm.plan_msm(1 << k, 255, curve="bls12381", groups=gmsm.WITNESS_GROUPS).c for k in (20, 22, 23, 24)] \
         == [16, 20, 20, 20]
 

@@ -47,13 +47,19 @@ class PlanCosts:
     doubling: float = 40.0  # a doubling between bucket sets (partial folds), besides its latency
     skew: float = 0.0  # latency steps per extra fix-up step of the top window's buckets (msm.top_window_depth)
     weight: float = 1.0  # an entry against the curve's G1 entry
-    # where the terms were measured to hold: MSMs of at least min_n points, and only full-fold plans when
-    # full_fold_only; elsewhere the group takes DEFAULT_COSTS (the plans it had before per-curve terms)
+    # where the terms were measured to hold: MSMs of at least min_n points, and when full_fold_only, only
+    # full-fold plans or partial folds of at least PARTIAL_MIN_FOLD tables over at least partial_min_n
+    # points; elsewhere the group takes DEFAULT_COSTS (the plans it had before per-curve terms)
     min_n: int = 0
     full_fold_only: bool = False
+    partial_min_n: int | None = None
 
     def applies(self, n: int, fold: str | int) -> bool:
-        return n >= self.min_n and (fold == "full" or not self.full_fold_only)
+        if n < self.min_n:
+            return False
+        if fold == "full" or not self.full_fold_only:
+            return True
+        return self.partial_min_n is not None and n >= self.partial_min_n and int(fold) >= PARTIAL_MIN_FOLD
 
     def terms(self) -> "PlanCosts":
         """The terms without the weight: groups with equal terms are costed once, weights summed."""
@@ -69,7 +75,14 @@ DEFAULT_COSTS = {"g1": PlanCosts(), "g2": PlanCosts(weight=3.0)}
 # 9.41 ms, 2^24 c = 20 107.6 against 109.7; G2 2^20 26.9 against 29.0; the 2^20 proof 69.1 -> 60.4 ms),
 # but not at 2^16, where their c = 10 took 2.23 ms against c = 16's 1.55 (G2 5.51 against 3.98): so
 # min_n = 2^20, and full folds only (the fit's; partial folds' doubling chains were not re-measured).
-BLS12_381_COSTS = PlanCosts(bucket=11.0, latency=24000.0, skew=2.0, min_n=1 << 20, full_fold_only=True)
+# Partial folds from 2^23 points (partial_min_n): measured at 2^24 under fold 8 (the C2 key's on the whole H200;
+# perf/RESULTS.md "Session 37", perf/msm.py --fold 8 --window), where BN254's terms picked c = 22 and these pick
+# c = 20: G1 random 110.4 -> 102.2 ms, the bench circuit's witness 53.8 -> 45.9; G2 332.4 -> 322.5 and 159.0 ->
+# 140.6 (c = 16 and 21 slower than 20 in all four).  Folds below PARTIAL_MIN_FOLD (many bucket sets, long
+# doubling chains between them) and smaller MSMs keep BN254's terms: not measured.
+PARTIAL_MIN_FOLD = 4
+BLS12_381_COSTS = PlanCosts(bucket=11.0, latency=24000.0, skew=2.0, min_n=1 << 20, full_fold_only=True,
+                            partial_min_n=1 << 23)
 PLAN_COSTS_BY_CURVE: dict[str, dict[str, PlanCosts]] = {
     "bls12381": {"g1": BLS12_381_COSTS, "g2": dataclasses.replace(BLS12_381_COSTS, weight=3.0)},
 }
@@ -96,14 +109,14 @@ def costs_for(curve: str | None, group: str, n: int | None = None, fold: str | i
 
 def cost_mix(curve: str | None, groups: tuple[str, ...], n: int | None = None,
              fold: str | int = "full") -> list[tuple[PlanCosts, float]]:
-    """The distinct terms (min_n and full_fold_only aside) of the MSMs one plan serves, each with its
+    """The distinct terms (where they apply aside) of the MSMs one plan serves, each with its
     summed weight, first seen first."""
     if not groups:
         raise ValueError("a plan serves at least one MSM")
     mix: dict[PlanCosts, float] = {}
     for group in groups:
         k = costs_for(curve, group, n, fold)
-        key = dataclasses.replace(k.terms(), min_n=0, full_fold_only=False)
+        key = dataclasses.replace(k.terms(), min_n=0, full_fold_only=False, partial_min_n=None)
         mix[key] = mix.get(key, 0.0) + k.weight
     return list(mix.items())
 
