@@ -96,29 +96,35 @@ extern "C" __global__ void __launch_bounds__(256) msm_scatter(const uint32_t* sc
                                                                uint32_t* cursor, uint32_t* sorted) {
     msm_digits<true>(scalars, n, c, windows, fold, batch_keys, cursor, sorted);
 }
-// binned placement (msm.cuh): blocks of MSM_BINS threads, dynamic shared memory for the stage
+// the binned sort (msm.cuh, msm_regroup.cuh): blocks of MSM_BINS threads for the bins (dynamic shared
+// memory for the stage), of RG_THREADS for the regrouping (static shared memory, 41 KB)
+extern "C" __global__ void __launch_bounds__(MSM_BINS) msm_bin_count(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                                     uint32_t windows, uint32_t fold,
+                                                                     uint32_t batch_keys, uint32_t shift,
+                                                                     uint32_t* bin_counts) {
+    __shared__ uint32_t hist[MSM_BINS];
+    msm_bin_count_pass(scalars, n, c, windows, fold, batch_keys, shift, bin_counts, hist);
+}
 extern "C" __global__ void __launch_bounds__(MSM_BINS) msm_bin(const uint32_t* scalars, uint32_t n, uint32_t c,
                                                                uint32_t windows, uint32_t fold, uint32_t batch_keys,
-                                                               uint32_t shift, const uint32_t* offsets,
-                                                               uint32_t* bin_fill, uint32_t* bin_keys,
-                                                               uint32_t* bin_entries) {
+                                                               uint32_t shift, uint32_t* bin_cursor,
+                                                               uint32_t* bin_keys, uint32_t* bin_entries) {
     extern __shared__ uint32_t shm[];
-    msm_bin_pass(scalars, n, c, windows, fold, batch_keys, shift, offsets, bin_fill, bin_keys, bin_entries, shm);
+    msm_bin_pass(scalars, n, c, windows, fold, batch_keys, shift, bin_cursor, bin_keys, bin_entries, shm);
 }
-extern "C" __global__ void __launch_bounds__(256) msm_place(const uint32_t* bin_keys, const uint32_t* bin_entries,
-                                                             const uint32_t* offsets, uint32_t K, uint32_t* cursor,
-                                                             uint32_t* sorted) {
-    msm_place_pass(bin_keys, bin_entries, offsets, K, cursor, sorted);
+extern "C" __global__ void __launch_bounds__(RG_THREADS) msm_regroup_count(const uint32_t* in_keys, uint32_t in_shift,
+                                                                           uint32_t out_shift, uint32_t local_max,
+                                                                           const uint32_t* total, uint32_t* counts) {
+    __shared__ uint32_t count[RG_LOCAL];
+    msm_regroup_count_pass(in_keys, in_shift, out_shift, local_max, total, counts, count);
 }
-// the binned sort's regrouping passes (msm_regroup.cuh): static shared memory, 48 KB
 extern "C" __global__ void __launch_bounds__(RG_THREADS) msm_regroup(const uint32_t* in_keys, const uint32_t* in_entries,
                                                                      uint32_t in_shift, uint32_t out_shift,
-                                                                     uint32_t local_max, const uint32_t* offsets,
-                                                                     uint32_t K, uint32_t* fill, uint32_t fill_is_cursor,
-                                                                     uint32_t* out_keys, uint32_t* out_entries) {
+                                                                     uint32_t local_max, const uint32_t* total,
+                                                                     uint32_t* cursor, uint32_t* out_keys,
+                                                                     uint32_t* out_entries) {
     __shared__ __align__(16) uint32_t shm[2 * RG_LOCAL + 32 + 2 * RG_SLICE];
-    msm_regroup_pass(in_keys, in_entries, in_shift, out_shift, local_max, offsets, K, fill, fill_is_cursor != 0,
-                     out_keys, out_entries, shm);
+    msm_regroup_pass(in_keys, in_entries, in_shift, out_shift, local_max, total, cursor, out_keys, out_entries, shm);
 }
 extern "C" __global__ void __launch_bounds__(256) msm_halve(const uint32_t* in_off, uint32_t K, uint32_t* counts) {
     msm_halve_counts(in_off, K, counts);

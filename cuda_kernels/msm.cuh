@@ -117,23 +117,41 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* s
     return warp_prefix + x - v;
 }
 
-// Binned placement, for sorts whose `sorted` array is far larger than the L2 cache: the direct
-// placement (msm_digits<true>) writes every entry to a random 4-byte slot of it, each write a
-// partial sector in DRAM (BN254 G1 2^24: 2e8 entries, 12.1 ms of the 14.7 ms sort).  Two passes
-// instead, after the same count and scan:
-//   bin:   a block of MSM_BINS threads takes a scalar each, groups its block's (key, entry) pairs
-//          by coarse bin (key >> shift, MSM_BINS bins over all keys) in shared memory, reserves
-//          each bin's run in the bin's range of the final order (offsets[bin << shift] on:
-//          the bins are exactly where their keys' entries end up) and writes the runs out whole;
-//   place: a thread an entry of that binned order, in order, to its slot (the cursors, as in the
-//          direct pass): the writes of the blocks resident at once fall in a few bins' ranges,
-//          a few MB, which the L2 holds and merges before they reach DRAM.
+// Binned sort, for sorts whose `sorted` array is far larger than the L2 cache: the direct placement
+// (msm_digits<true>) writes every entry to a random 4-byte slot of it after a global atomic on its
+// bucket's counter (BN254 G1 2^24: 2e8 entries, 12.2 ms, and the count's 2.5 ms).  Instead:
+//   bin count: each block counts its digits by coarse bin (key >> shift, MSM_BINS bins over all keys) in
+//          shared memory and adds its counts to the bins' (a global atomic a bin a block);
+//   bin:   a block of MSM_BINS threads takes a scalar each, groups its block's (key, entry) pairs by bin
+//          in shared memory, reserves each bin's run at the bin's cursor (its scanned counts) and writes
+//          the runs out whole: the binned order, each bin at its keys' final range;
+// then msm_regroup.cuh's passes turn the bins into groups of 2^m keys and those into keys, each after
+// counting its groups over the order before it (where a slice of it holds few groups).
 #define MSM_BINS 256
+
+// The bins' counts (blocks of MSM_BINS threads, a scalar each, grid.y the vector of the batch).
+__device__ __forceinline__ void msm_bin_count_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                   uint32_t windows, uint32_t fold, uint32_t batch_keys,
+                                                   uint32_t shift, uint32_t* bin_counts, uint32_t* hist) {
+    const uint32_t tid = threadIdx.x;
+    uint32_t s[8], i, key0;
+    const bool valid = thread_scalar(scalars, n, batch_keys, s, i, key0);
+    const uint32_t B = 1u << (c - 1);
+    hist[tid] = 0;
+    __syncthreads();
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < windows; w++) {
+        const int32_t d = window_digit(s, w, c, carry);
+        if (valid && d != 0) atomicAdd(&hist[digit_key(key0, w, fold, B, d) >> shift], 1u);
+    }
+    __syncthreads();
+    if (hist[tid]) atomicAdd(&bin_counts[tid], hist[tid]);
+}
 
 __device__ __forceinline__ void msm_bin_pass(const uint32_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
                                              uint32_t fold, uint32_t batch_keys, uint32_t shift,
-                                             const uint32_t* offsets, uint32_t* bin_fill, uint32_t* bin_keys,
-                                             uint32_t* bin_entries, uint32_t* shm) {
+                                             uint32_t* bin_cursor, uint32_t* bin_keys, uint32_t* bin_entries,
+                                             uint32_t* shm) {
     uint32_t* hist = shm;                 // pairs of this block in each bin
     uint32_t* start = shm + MSM_BINS;     // their exclusive prefix: the bin's run in the stage
     uint32_t* cursor = shm + 2 * MSM_BINS;
@@ -157,7 +175,7 @@ __device__ __forceinline__ void msm_bin_pass(const uint32_t* scalars, uint32_t n
     const uint32_t first = block_exclusive_scan(mine, scan_shm, total);
     start[tid] = first;
     cursor[tid] = first;
-    if (mine) out[tid] = offsets[tid << shift] + atomicAdd(&bin_fill[tid], mine);
+    if (mine) out[tid] = atomicAdd(&bin_cursor[tid], mine);
     __syncthreads();
     carry = 0;
     for (uint32_t w = 0; w < windows; w++) {
@@ -176,25 +194,6 @@ __device__ __forceinline__ void msm_bin_pass(const uint32_t* scalars, uint32_t n
         bin_keys[at] = e.x;
         bin_entries[at] = e.y;
     }
-}
-
-// Pass 2: entry p of the binned order to its bucket's next slot; lanes of a warp with the same
-// key share one atomic, as in msm_digits.
-__device__ __forceinline__ void msm_place_pass(const uint32_t* bin_keys, const uint32_t* bin_entries,
-                                               const uint32_t* offsets, uint32_t K, uint32_t* cursor,
-                                               uint32_t* sorted) {
-    const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
-    const bool valid = p < offsets[K];
-    const uint32_t active = __ballot_sync(0xffffffffu, valid);
-    if (!valid) return;
-    const uint32_t key = bin_keys[p], e = bin_entries[p];
-    const uint32_t lane = threadIdx.x & 31;
-    const uint32_t peers = __match_any_sync(active, key);
-    const uint32_t leader = __ffs(peers) - 1;
-    uint32_t base = 0;
-    if (lane == leader) base = atomicAdd(&cursor[key], __popc(peers));
-    base = __shfl_sync(peers, base, leader);
-    sorted[base + __popc(peers & ((1u << lane) - 1))] = e;
 }
 
 #include "msm_regroup.cuh"

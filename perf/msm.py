@@ -171,12 +171,8 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         sc_host = np.concatenate([witness_scalars(curve, n, z, o, seed=7 + j) for j in range(batch)])
     sc = dev.alloc(sc_host.nbytes, stream)
     Device.upload(sc, sc_host, stream)
-    binned = any(k[1] in ("binned", "auto", "place", "regroup") for k in kernels or []) or gsort.binned_sort(plan)
-    own_regroup = gsort.REGROUP
-    gsort.REGROUP = own_regroup or any(k[1] == "regroup" for k in kernels or [])
+    binned = any(k[1] in ("binned", "auto") for k in kernels or []) or gsort.binned_sort(plan)
     sort = gmsm.SortScratch(dev, [plan], stream, binned=binned)
-    gsort.REGROUP = own_regroup
-    regroup = sort.regroup
     bs = gmsm.BucketScratch(dev, [(plan, layout)], acc, stream)
     res = dev.alloc(max(sets, 1) * batch * acc, stream)
 
@@ -193,9 +189,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     rows, first = [], None
     for abi, sort_kind, *bound in kernels or [(None, None)]:
         gmsm.PRODUCT_ABI = own_abi if not abi else {g: abi for g in ("g1", "g2")}  # else the curve's default
-        # place / regroup: the binned sort finished by msm_place or by the regrouping passes
-        gsort.SORT = "binned" if sort_kind in ("place", "regroup") else sort_kind or own_sort
-        sort.regroup = regroup and sort_kind != "place" and (sort_kind == "regroup" or own_regroup)
+        gsort.SORT = sort_kind or own_sort
         # a third field: the accumulation's register bound (msm.ACCUMULATE_BOUNDS), "0" for none
         gmsm.ACCUMULATE_BOUNDS = own_bounds if not bound or bound[0] is None else (
             {} if int(bound[0]) == 0 else {g: int(bound[0]) for g in ("g1", "g2")})
@@ -245,12 +239,11 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
             "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.product_abi(group, curve.name), "T": layout.chunk,
             "kernel": kernel.removeprefix("msm_accumulate_"),
-            "sort": ("binned+regroup" if sort.regroup else "binned+place") if gsort.binned_sort(plan) else "direct",
+            "sort": "binned" if gsort.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
             "result": check,
             **extra})
     gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS = own_abi, own_sort, own_bounds
-    sort.regroup = regroup
     sort.free(stream)
     bs.free(stream)
     for b in (pts, sc, res):
@@ -301,8 +294,7 @@ def main() -> None:
     ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
     ap.add_argument("--reduce-threads", default="", help="comma list of msm_reduce_segments block sizes")
     ap.add_argument("--combos", default="", help="comma list of ABI:SORT[:BOUND], e.g. ref:direct,eo:direct:3")
-    ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT), place, regroup (binned, "
-                    "finished by msm_place or by the regrouping passes)")
+    ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")
     ap.add_argument("--min-chunk", default="", help="comma list of msm.MIN_CHUNK (a sparse vector's least chunk)")
     ap.add_argument("--heavy-slices", default="", help="comma list of msm.HEAVY_SLICES (blocks a block-list bucket)")
     ap.add_argument("--repeats", type=int, default=7)

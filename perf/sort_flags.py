@@ -7,8 +7,6 @@ import argparse
 
 def add(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sort", default=None, help="the bucket sort (msm_sort.SORT: auto, direct, binned)")
-    ap.add_argument("--place", choices=("regroup", "atomic"), default=None,
-                    help="how a binned sort ends (msm_sort.REGROUP: the regrouping passes, or msm_place)")
     ap.add_argument("--witness-bins", type=int, choices=(0, 1), default=None,
                     help="whether a big proof's witness sort takes the bins where granted (msm_sort.WITNESS_BINS)")
     ap.add_argument("--binned-curves", default=None,
@@ -20,8 +18,6 @@ def apply(args: argparse.Namespace) -> None:
 
     if args.sort is not None:
         gsort.SORT = args.sort
-    if args.place is not None:
-        gsort.REGROUP = args.place == "regroup"
     if args.witness_bins is not None:
         gsort.WITNESS_BINS = bool(args.witness_bins)
     if args.binned_curves is not None:

@@ -57,12 +57,11 @@ def test_sort_placement_and_its_scratch(monkeypatch):
     entries = big.max_entries
     base = 12 * (big.keys + 1) + 4 * entries + 8 * (-(-big.keys // gsort.SCAN_BLOCK) + 1)
     # the bins are counted (and allocated) only when asked for, whatever SORT says
-    # with the regrouping passes: the middle order's keys and a fill word per group of 2^m keys
+    # the binned and middle orders' keys and entries; counts, offsets and cursors of the bins and of the groups
+    # of 2^m keys
     groups = ((big.keys - 1) >> gsort.regroup_shift(big.keys)) + 1
     assert gsort.regroup_shift(big.keys) == gsort.bin_shift(big.keys) // 2
-    assert gmsm.SortScratch.nbytes([big], True) == base + 12 * entries + 4 * gsort.MSM_BINS + 4 * groups
-    monkeypatch.setattr(gsort, "REGROUP", False)
-    assert gmsm.SortScratch.nbytes([big], True) == base + 8 * entries + 4 * gsort.MSM_BINS
+    assert gmsm.SortScratch.nbytes([big], True) == base + 12 * entries + 12 * (gsort.MSM_BINS + 1) + 12 * (groups + 1)
     assert gmsm.SortScratch.nbytes([big]) == base
     monkeypatch.setattr(gsort, "SORT", "merge")
     with pytest.raises(ValueError, match="'merge'"):
@@ -88,18 +87,12 @@ def test_a_sort_without_bins_in_its_scratch_places_directly(monkeypatch):
         for binned in (False, True):
             names.clear()
             s = gmsm.SortScratch(dev, [big], stream, binned=binned)
-            assert s.binned == binned and len(s.bin_bufs) == (5 if binned else 0)
+            assert s.binned == binned and len(s.bin_bufs) == (9 if binned else 0)
             msm_sort.sort_scalars(type("M", (), {"allow_shared": lambda self, n, b: None})(), big, 0, s, stream)
-            placed = [n for n in names if n in ("msm_scatter", "msm_bin", "msm_regroup", "msm_place")]
-            assert placed == (["msm_bin", "msm_regroup", "msm_regroup"] if binned else ["msm_scatter"])
+            kernels = [n for n in names if n.startswith("msm_")]
+            assert kernels == (["msm_bin_count", "msm_bin", "msm_regroup_count", "msm_regroup", "msm_regroup_count",
+                                "msm_regroup"] if binned else ["msm_count", "msm_scatter"])
             s.free(stream)
-        monkeypatch.setattr(msm_sort, "REGROUP", False)  # the binned order placed by msm_place
-        names.clear()
-        s = gmsm.SortScratch(dev, [big], stream, binned=True)
-        assert len(s.bin_bufs) == 3
-        msm_sort.sort_scalars(type("M", (), {"allow_shared": lambda self, n, b: None})(), big, 0, s, stream)
-        assert [n for n in names if n.startswith("msm_") and n != "msm_count"] == ["msm_bin", "msm_place"]
-        s.free(stream)
         monkeypatch.setattr(msm_sort, "launch", real)
 
 
@@ -116,8 +109,7 @@ def test_sort_scratch_counts_what_it_allocates(monkeypatch):
         sizes = []
         real = dev.alloc
         monkeypatch.setattr(dev, "alloc", lambda nbytes, st: (sizes.append(nbytes), real(nbytes, st))[1])
-        for binned, regroup in ((False, True), (True, True), (True, False)):
-            monkeypatch.setattr(gsort, "REGROUP", regroup)
+        for binned in (False, True):
             sizes.clear()
             gmsm.SortScratch(dev, plans, stream, binned=binned).free(stream)
             assert sum(sizes) == gmsm.SortScratch.nbytes(plans, binned)

@@ -1,5 +1,5 @@
-"""The MSM's bucket sort (cuda_kernels/msm.cuh: msm_count, the scan, msm_scatter or msm_bin + two msm_regroup
-passes (or msm_place)):
+"""The MSM's bucket sort (cuda_kernels/msm.cuh: msm_count, the scan and msm_scatter, or the binned sort: msm_bin
+and two msm_regroup passes, each after its own count and scan):
 each nonzero signed digit of each scalar becomes an entry (point index, sign) in its bucket's run of one
 array, so the accumulation reads a bucket's points one after another.  Sized by the plan only, never by
 the scalars (engine/backends/gpu/msm.py plans; this module only places).
@@ -61,10 +61,8 @@ SORT_BINNED_ENTRIES = 3 << 20  # measured: 2^18 points (3.9-4.2e6 entries) gain 
 MSM_BINS = 256  # cuda_kernels/msm.cuh's MSM_BINS: bins, and the threads of a msm_bin block
 BIN_MAX_WINDOWS = 40  # a msm_bin block stages MSM_BINS * windows pairs in shared memory
 # After msm_bin, the binned order reaches the sorted one through two regrouping passes
-# (cuda_kernels/msm_regroup.cuh: coarse bin -> groups of 2^m keys -> keys, a global atomic a group a
-# slice of 4096 entries, the runs written whole) or, with REGROUP off, through msm_place (a global atomic
-# with a return an entry).  The regrouping takes 4 bytes an entry more scratch.
-REGROUP = True
+# (cuda_kernels/msm_regroup.cuh: coarse bin -> groups of 2^m keys -> keys, each after counting its groups over
+# the order before it; a global atomic a group a slice of 4096 entries, the runs written whole).
 RG_THREADS, RG_SLICE, RG_LOCAL = 512, 4096, 1024  # msm_regroup.cuh's block, slice and tables
 REGROUP_LOCAL = RG_LOCAL  # the widest range of groups a slice regroups in shared memory (tests narrow it)
 
@@ -100,7 +98,8 @@ def bin_shared_bytes(plan: MsmPlan) -> int:
 
 class SortScratch:
     """Device buffers for sorting one scalar vector into buckets (plan-sized); `binned` adds the binned
-    order's keys and entries (used where binned_sort(plan) says so; without them every sort is direct)."""
+    order's keys and entries, the middle order's keys, and the bins' and groups' counts, offsets and cursors
+    (used where binned_sort(plan) says so; without them every sort is direct)."""
 
     def __init__(self, dev: Device, plans: list[MsmPlan], stream: Stream, binned: bool = False):
         k = max(p.keys for p in plans)
@@ -113,24 +112,21 @@ class SortScratch:
         self.block_sums = dev.alloc(4 * (nblocks + 1), stream)
         self.block_prefix = dev.alloc(4 * (nblocks + 1), stream)
         self.binned = bool(binned)
-        # keys and entries of the binned order, the bins' fill; with REGROUP the middle order's keys and
-        # its groups' fill (its entries reuse the binned order's, msm_bin's go to `sorted` until then)
-        self.regroup = self.binned and REGROUP
-        self.bin_bufs = [dev.alloc(n, stream) for n in self._bin_sizes(plans, self.regroup)] if self.binned else []
+        # bin_keys, bin_entries, mid_keys; the bins' counts, offsets, cursor; the groups' likewise (msm_bin's
+        # entries go to `sorted` until the last pass, the middle order's to bin_entries)
+        self.bin_bufs = [dev.alloc(n, stream) for n in self._bin_sizes(plans)] if self.binned else []
 
     @staticmethod
-    def _bin_sizes(plans: list[MsmPlan], regroup: bool) -> list[int]:
+    def _bin_sizes(plans: list[MsmPlan]) -> list[int]:
         entries = max(max(p.max_entries for p in plans), 1)
-        sizes = [4 * entries, 4 * entries, 4 * MSM_BINS]
-        if regroup:
-            sizes += [4 * entries, 4 * max(regroup_fill_words(p.keys) for p in plans)]
-        return sizes
+        groups = max(regroup_fill_words(p.keys) for p in plans)
+        return [4 * entries] * 3 + [4 * (MSM_BINS + 1)] * 3 + [4 * (groups + 1)] * 3
 
     @staticmethod
     def nbytes(plans: list[MsmPlan], binned: bool = False) -> int:
         k = max(p.keys for p in plans)
         entries = max(max(p.max_entries for p in plans), 1)
-        bins = sum(SortScratch._bin_sizes(plans, REGROUP)) if binned else 0
+        bins = sum(SortScratch._bin_sizes(plans)) if binned else 0
         return 12 * (k + 1) + 4 * entries + 8 * (-(-k // SCAN_BLOCK) + 1) + bins
 
     @staticmethod
@@ -160,41 +156,57 @@ def sort_scalars(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: Sor
     bins where it has them and binned_sort says so; False: directly (a caller whose accumulation reads
     the direct order faster)."""
     k = plan.keys
-    Device.memset32(s.counts, 0, k + 1, stream)
     grid = (-(-plan.n // 256), plan.batch, 1)
     per_vector = plan.groups * plan.buckets_per_group
+    if bins and s.binned and binned_sort(plan):
+        _binned(mod, plan, scalars, s, stream, mark)
+        return
+    Device.memset32(s.counts, 0, k + 1, stream)
     launch(mod, "msm_count", grid, 256, stream, scalars, U32(plan.n), U32(plan.c), U32(plan.windows),
            U32(plan.fold), U32(per_vector), s.counts)
     _mark(mark, "count")
     scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
     _mark(mark, "scan")
-    if bins and s.binned and binned_sort(plan):
-        bin_keys, bin_entries, bin_fill = s.bin_bufs[:3]
-        Device.memset32(bin_fill, 0, MSM_BINS, stream)
-        shared = bin_shared_bytes(plan)
-        if shared > 48 * 1024:
-            mod.allow_shared("msm_bin", shared)
-        shift = bin_shift(k)
-        launch(mod, "msm_bin", (-(-plan.n // MSM_BINS), plan.batch, 1), MSM_BINS, stream, scalars, U32(plan.n),
-               U32(plan.c), U32(plan.windows), U32(plan.fold), U32(per_vector), U32(shift), s.offsets,
-               bin_fill, bin_keys, s.sorted if s.regroup else bin_entries, shared=shared)
-        _mark(mark, "bin")
-        if s.regroup:
-            mid_keys, mid_fill = s.bin_bufs[3:]
-            m, local = regroup_shift(k), min(REGROUP_LOCAL, RG_LOCAL)
-            Device.memset32(mid_fill, 0, regroup_fill_words(k), stream)
-            grid = -(-plan.max_entries // RG_SLICE)
-            launch(mod, "msm_regroup", grid, RG_THREADS, stream, bin_keys, s.sorted, U32(shift), U32(m), U32(local),
-                   s.offsets, U32(k), mid_fill, U32(0), mid_keys, bin_entries)
-            _mark(mark, "regroup")
-            launch(mod, "msm_regroup", grid, RG_THREADS, stream, mid_keys, bin_entries, U32(m), U32(0), U32(local),
-                   s.offsets, U32(k), s.cursor, U32(1), 0, s.sorted)
-            _mark(mark, "place")
-            return
-        launch(mod, "msm_place", -(-plan.max_entries // 256), 256, stream, bin_keys, bin_entries, s.offsets,
-               U32(k), s.cursor, s.sorted)
-        _mark(mark, "place")
-        return
     launch(mod, "msm_scatter", grid, 256, stream, scalars, U32(plan.n), U32(plan.c), U32(plan.windows),
            U32(plan.fold), U32(per_vector), s.cursor, s.sorted)
     _mark(mark, "scatter")
+
+
+def _binned(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: SortScratch, stream: Stream,
+            mark: Mark) -> None:
+    """Count by coarse bin, bin; count by group, regroup; count by key, regroup (cuda_kernels/msm.cuh,
+    msm_regroup.cuh); s.offsets, s.cursor and s.sorted end as the direct sort leaves them."""
+    k = plan.keys
+    bin_keys, bin_entries, mid_keys, bin_counts, bin_offsets, bin_cursor, grp_counts, grp_offsets, grp_cursor = (
+        s.bin_bufs)
+    shift, m, groups = bin_shift(k), regroup_shift(k), regroup_fill_words(k)
+    local = min(REGROUP_LOCAL, RG_LOCAL)
+    scalar_args = (scalars, U32(plan.n), U32(plan.c), U32(plan.windows), U32(plan.fold),
+                   U32(plan.groups * plan.buckets_per_group), U32(shift))
+    Device.memset32(bin_counts, 0, MSM_BINS + 1, stream)
+    launch(mod, "msm_bin_count", (-(-plan.n // MSM_BINS), plan.batch, 1), MSM_BINS, stream, *scalar_args,
+           bin_counts)
+    scan(mod, bin_counts.ptr, MSM_BINS, bin_offsets.ptr, bin_cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr,
+         stream)
+    _mark(mark, "count")
+    shared = bin_shared_bytes(plan)
+    if shared > 48 * 1024:
+        mod.allow_shared("msm_bin", shared)
+    launch(mod, "msm_bin", (-(-plan.n // MSM_BINS), plan.batch, 1), MSM_BINS, stream, *scalar_args, bin_cursor,
+           bin_keys, s.sorted, shared=shared)
+    _mark(mark, "bin")
+    total = bin_offsets.ptr + 4 * MSM_BINS  # every pass's entry count (the scan's last word)
+    grid = -(-plan.max_entries // RG_SLICE)
+    Device.memset32(grp_counts, 0, groups + 1, stream)
+    launch(mod, "msm_regroup_count", grid, RG_THREADS, stream, bin_keys, U32(shift), U32(m), U32(local), total,
+           grp_counts)
+    scan(mod, grp_counts.ptr, groups, grp_offsets.ptr, grp_cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
+    launch(mod, "msm_regroup", grid, RG_THREADS, stream, bin_keys, s.sorted, U32(shift), U32(m), U32(local), total,
+           grp_cursor, mid_keys, bin_entries)
+    _mark(mark, "regroup")
+    Device.memset32(s.counts, 0, k + 1, stream)
+    launch(mod, "msm_regroup_count", grid, RG_THREADS, stream, mid_keys, U32(m), U32(0), U32(local), total, s.counts)
+    scan(mod, s.counts.ptr, k, s.offsets.ptr, s.cursor.ptr, s.block_sums.ptr, s.block_prefix.ptr, stream)
+    launch(mod, "msm_regroup", grid, RG_THREADS, stream, mid_keys, bin_entries, U32(m), U32(0), U32(local), total,
+           s.cursor, 0, s.sorted)
+    _mark(mark, "place")
