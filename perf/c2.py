@@ -54,6 +54,7 @@ def parse_args(argv):
     p.add_argument("--tier", choices=("auto", "resident", "host"), default="auto")
     p.add_argument("--host-chunk", type=int, default=None, help="host tier: wires per streamed chunk (default: planned)")
     p.add_argument("--synthesis-workers", type=int, default=4)
+    p.add_argument("--compute-slots", type=int, default=1, help="proofs computing at once on a device (split mode)")
     p.add_argument("--host-budget", default=None)
     p.add_argument("--proof-dir", default=None, help="write the last proof (and vkey.json) here, for snarkjs")
     p.add_argument("--json", default=None, help="append one JSON line per setting to this file")
@@ -121,7 +122,8 @@ async def one_setting(args, budget: str, mode: str, conc: int) -> dict:
         if recording["on"]:
             sink.append(event)
 
-    cfg = dict(backend="gpu", lock_mode=mode, compute_slots=1, synthesis_workers=args.synthesis_workers,
+    cfg = dict(backend="gpu", lock_mode=mode, compute_slots=args.compute_slots,
+               synthesis_workers=args.synthesis_workers,
                idle_trim_s=None, verify=True, max_in_flight=max(conc, 1) * args.partitions)
     if budget != "whole":
         cfg["vram_budget"] = parse_size(budget, "--budgets")
@@ -173,6 +175,7 @@ async def one_setting(args, budget: str, mode: str, conc: int) -> dict:
         fp = key.footprint
         row = {
             "budget": budget, "mode": mode, "jobs_in_flight": conc, "partitions": args.partitions,
+            "compute_slots": args.compute_slots,
             "jobs": args.jobs, "s_per_job": round(wall / args.jobs, 3), "gpu_busy": round(s.gpu_busy, 3),
             "gpu_s_per_proof": round(float(np.median(gpu_spans)), 4) if gpu_spans else None,
             "peak_vram_pool": pool_high_water(backend), "peak_host_rss": host_high_water(),
