@@ -129,15 +129,14 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* s
 // counting its groups over the order before it (where a slice of it holds few groups).
 #define MSM_BINS 256
 
-// The bins' counts (blocks of MSM_BINS threads, a scalar each, grid.y the vector of the batch).
-__device__ __forceinline__ void msm_bin_count_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
-                                                   uint32_t windows, uint32_t fold, uint32_t batch_keys,
-                                                   uint32_t shift, uint32_t* bin_counts, uint32_t* hist) {
-    const uint32_t tid = threadIdx.x;
-    uint32_t s[8], i, key0;
+// This thread's scalar (blocks of MSM_BINS threads, grid.y the vector of the batch) and the block's digits
+// counted by bin into hist (shared memory, MSM_BINS words); returns whether the thread has a scalar.
+__device__ __forceinline__ bool block_bin_hist(const uint32_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
+                                               uint32_t fold, uint32_t batch_keys, uint32_t shift, uint32_t* hist,
+                                               uint32_t* s, uint32_t& i, uint32_t& key0) {
     const bool valid = thread_scalar(scalars, n, batch_keys, s, i, key0);
     const uint32_t B = 1u << (c - 1);
-    hist[tid] = 0;
+    hist[threadIdx.x] = 0;
     __syncthreads();
     uint32_t carry = 0;
     for (uint32_t w = 0; w < windows; w++) {
@@ -145,7 +144,16 @@ __device__ __forceinline__ void msm_bin_count_pass(const uint32_t* scalars, uint
         if (valid && d != 0) atomicAdd(&hist[digit_key(key0, w, fold, B, d) >> shift], 1u);
     }
     __syncthreads();
-    if (hist[tid]) atomicAdd(&bin_counts[tid], hist[tid]);
+    return valid;
+}
+
+// The bins' counts.
+__device__ __forceinline__ void msm_bin_count_pass(const uint32_t* scalars, uint32_t n, uint32_t c,
+                                                   uint32_t windows, uint32_t fold, uint32_t batch_keys,
+                                                   uint32_t shift, uint32_t* bin_counts, uint32_t* hist) {
+    uint32_t s[8], i, key0;
+    block_bin_hist(scalars, n, c, windows, fold, batch_keys, shift, hist, s, i, key0);
+    if (hist[threadIdx.x]) atomicAdd(&bin_counts[threadIdx.x], hist[threadIdx.x]);
 }
 
 __device__ __forceinline__ void msm_bin_pass(const uint32_t* scalars, uint32_t n, uint32_t c, uint32_t windows,
@@ -159,17 +167,9 @@ __device__ __forceinline__ void msm_bin_pass(const uint32_t* scalars, uint32_t n
     uint32_t* scan_shm = shm + 4 * MSM_BINS;
     uint2* stage = reinterpret_cast<uint2*>(shm + 4 * MSM_BINS + 32);  // blockDim.x * windows pairs
     const uint32_t tid = threadIdx.x;
-    uint32_t s[8], i, key0;  // grid.y: the vector of the batch
-    const bool valid = thread_scalar(scalars, n, batch_keys, s, i, key0);
+    uint32_t s[8], i, key0;
+    const bool valid = block_bin_hist(scalars, n, c, windows, fold, batch_keys, shift, hist, s, i, key0);
     const uint32_t B = 1u << (c - 1);
-    hist[tid] = 0;
-    __syncthreads();
-    uint32_t carry = 0;
-    for (uint32_t w = 0; w < windows; w++) {
-        const int32_t d = window_digit(s, w, c, carry);
-        if (valid && d != 0) atomicAdd(&hist[digit_key(key0, w, fold, B, d) >> shift], 1u);
-    }
-    __syncthreads();
     uint32_t total;
     const uint32_t mine = hist[tid];
     const uint32_t first = block_exclusive_scan(mine, scan_shm, total);
@@ -177,7 +177,7 @@ __device__ __forceinline__ void msm_bin_pass(const uint32_t* scalars, uint32_t n
     cursor[tid] = first;
     if (mine) out[tid] = atomicAdd(&bin_cursor[tid], mine);
     __syncthreads();
-    carry = 0;
+    uint32_t carry = 0;
     for (uint32_t w = 0; w < windows; w++) {
         const int32_t d = window_digit(s, w, c, carry);
         if (valid && d != 0) {

@@ -38,6 +38,18 @@ struct RegroupSlice {
     __device__ __forceinline__ bool has(int k) const { return p0 + k * RG_THREADS + threadIdx.x < p1; }
 };
 
+// A wide slice's entry: lanes of the warp with the same group g share one atomic on counters[g]; returns the
+// lane's slot counters[g] + its rank among them (the regrouping's place; the count ignores it).
+__device__ __forceinline__ uint32_t warp_group_add(uint32_t* counters, uint32_t g, uint32_t active) {
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t peers = __match_any_sync(active, g);
+    const uint32_t leader = __ffs(peers) - 1;
+    uint32_t base = 0;
+    if (lane == leader) base = atomicAdd(&counters[g], __popc(peers));
+    base = __shfl_sync(peers, base, leader);
+    return base + __popc(peers & ((1u << lane) - 1));
+}
+
 // counts[g] += the slice's entries of output group g.
 __device__ __forceinline__ void msm_regroup_count_pass(const uint32_t* in_keys, uint32_t in_shift, uint32_t out_shift,
                                                        uint32_t local_max, const uint32_t* total, uint32_t* counts,
@@ -47,15 +59,11 @@ __device__ __forceinline__ void msm_regroup_count_pass(const uint32_t* in_keys, 
     if (!sl.load(in_keys, nullptr, in_shift, out_shift, total, key, ent)) return;
     const uint32_t tid = threadIdx.x;
     if (sl.range > local_max) {  // wide slice: an atomic an entry (lanes of one group share it)
-        const uint32_t lane = tid & 31;
 #pragma unroll
         for (int k = 0; k < RG_PER; k++) {
             const bool valid = sl.has(k);
             const uint32_t active = __ballot_sync(0xffffffffu, valid);
-            if (!valid) continue;
-            const uint32_t g = key[k] >> out_shift;
-            const uint32_t peers = __match_any_sync(active, g);
-            if (lane == __ffs(peers) - 1) atomicAdd(&counts[g], __popc(peers));
+            if (valid) warp_group_add(counts, key[k] >> out_shift, active);
         }
         return;
     }
@@ -83,19 +91,12 @@ __device__ __forceinline__ void msm_regroup_pass(const uint32_t* in_keys, const 
     if (!sl.load(in_keys, in_entries, in_shift, out_shift, total, key, ent)) return;
     const uint32_t tid = threadIdx.x, lo = sl.lo;
     if (sl.range > local_max) {  // wide slice: a reservation an entry (lanes of one group share it)
-        const uint32_t lane = tid & 31;
 #pragma unroll
         for (int k = 0; k < RG_PER; k++) {
             const bool valid = sl.has(k);
             const uint32_t active = __ballot_sync(0xffffffffu, valid);
             if (!valid) continue;
-            const uint32_t g = key[k] >> out_shift;
-            const uint32_t peers = __match_any_sync(active, g);
-            const uint32_t leader = __ffs(peers) - 1;
-            uint32_t base = 0;
-            if (lane == leader) base = atomicAdd(&cursor[g], __popc(peers));
-            base = __shfl_sync(peers, base, leader);
-            const uint32_t dst = base + __popc(peers & ((1u << lane) - 1));
+            const uint32_t dst = warp_group_add(cursor, key[k] >> out_shift, active);
             out_entries[dst] = ent[k];
             if (out_keys) out_keys[dst] = key[k];
         }

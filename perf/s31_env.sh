@@ -4,7 +4,8 @@
 # `byte_compile_into PYC [PATH...]` gives numpy (the image's has no bytecode), the carried wheels, this tree, the
 # standard library and PATHs bytecode in the prefix PYC; `sudoku_through_cli DIR RUNS` proves each curve's sudoku
 # through the CLI RUNS times, printing the wall clock; `build_sppark` builds blst and, in the background (`wait` for
-# them), /tmp/sppark_ntt_BN254 and /tmp/sppark_ntt_BLS12_381 (perf/sppark_ntt.cu against the carried .sppark/).
+# them), /tmp/sppark_ntt_BN254 and /tmp/sppark_ntt_BLS12_381 (perf/sppark_ntt.cu against the carried .sppark/);
+# `bench_key_b24bls` makes the 2^24 BLS12-381 bench key in /tmp/b24bls unless the machine still has it.
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
 python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
@@ -41,4 +42,10 @@ build_sppark() {
       -Xcompiler -Wno-unused-function "$PWD/perf/sppark_ntt.cu" -x cu "$S/sppark/util/all_gpus.cpp" -L"$S/blst" -lblst \
       -o /tmp/sppark_ntt_$f > /tmp/nvcc_$f.log 2>&1 &
   done
+}
+bench_key_b24bls() {  # the 2^24 BLS12-381 bench circuit and its key (setup on the GPU) in /tmp/b24bls, unless there
+  [ -s /tmp/b24bls/bench.zkey ] && return 0
+  python3 -m engine bench-circuit --constraints $(( (1 << 24) - 3 )) --curve bls12381 --quiet /tmp/b24bls &&
+    python3 -m engine setup --backend gpu /tmp/b24bls/bench.r1cs /tmp/b24bls/bench.zkey --quiet 2>/dev/null &&
+    rm -f /tmp/b24bls/bench.r1cs && echo "2^24 BLS12-381 key made"
 }

@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
 # Session 37's closing call (carry [".whl", ".kcache"]), the final code: every GPU test and the snarkjs proofs
-# (scripts/final_h200.sh STEPS="tests"), the 2^24 BLS12-381 bench key made beside them if the machine lost it; then
+# (scripts/final_h200.sh STEPS="tests"), the 2^24 BLS12-381 bench key made beside them if the machine lost it (bench_key_b24bls); then
 # with nothing beside: that key's warm proof stage by stage and the C2 job on the whole H200 with 1 and 2 jobs in
 # flight, its last proof and vkey into $OUT for snarkjs; BN254 G2 at 2^24 and a batch of ten 2^20 vectors.
 #   OUT=/tmp/out bash perf/s37_closing.sh
 set -u
-( . perf/s31_env.sh > /dev/null 2>&1
-  [ -s /tmp/b24bls/bench.zkey ] && exit 0
-  python3 -m engine bench-circuit --constraints $(( (1 << 24) - 3 )) --curve bls12381 --quiet /tmp/b24bls &&
-  python3 -m engine setup --backend gpu /tmp/b24bls/bench.r1cs /tmp/b24bls/bench.zkey --quiet 2>/dev/null &&
-  rm -f /tmp/b24bls/bench.r1cs && echo "2^24 BLS12-381 key made" ) > /tmp/b24bls.log 2>&1 &
+( . perf/s31_env.sh > /dev/null 2>&1 && bench_key_b24bls ) > /tmp/b24bls.log 2>&1 &
 OUT=$OUT STEPS="tests" bash scripts/final_h200.sh 2>&1 | grep -E "^group|FAILED|ERROR|exit"
 wait
 grep -v "DEVELOPMENT KEY" /tmp/b24bls.log | tail -2

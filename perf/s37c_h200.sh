@@ -5,12 +5,7 @@
 #   OUT=/tmp/out bash perf/s37c_h200.sh
 set -u
 . perf/s31_env.sh
-if [ ! -s /tmp/b24bls/bench.zkey ]; then
-  ( python3 -m engine bench-circuit --constraints $(( (1 << 24) - 3 )) --curve bls12381 --quiet /tmp/b24bls &&
-    python3 -m engine setup --backend gpu /tmp/b24bls/bench.r1cs /tmp/b24bls/bench.zkey --quiet 2>/dev/null &&
-    rm -f /tmp/b24bls/bench.r1cs && echo "2^24 BLS12-381 key made" ) > /tmp/b24bls.log 2>&1
-  grep -v "DEVELOPMENT KEY" /tmp/b24bls.log | tail -2
-fi
+bench_key_b24bls 2>&1 | grep -v "DEVELOPMENT KEY" | tail -2
 echo "== $(date +%T) 2^16-2^18: direct against binned+regroup"
 timeout 100 python3 perf/msm.py --sizes 16,17,18 --curves bn128,bls12381 --g2 --g2-curves bn128,bls12381 \
   --sort direct,regroup --repeats 7 --json $OUT/msm_16.json 2>&1 | grep -v "^{" | sed -n '/DIFFERS\|rror/p'

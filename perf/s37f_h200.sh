@@ -4,12 +4,7 @@
 #   OUT=/tmp/out bash perf/s37f_h200.sh
 set -u
 . perf/s31_env.sh
-if [ ! -s /tmp/b24bls/bench.zkey ]; then
-  ( python3 -m engine bench-circuit --constraints $(( (1 << 24) - 3 )) --curve bls12381 --quiet /tmp/b24bls &&
-    python3 -m engine setup --backend gpu /tmp/b24bls/bench.r1cs /tmp/b24bls/bench.zkey --quiet 2>/dev/null &&
-    rm -f /tmp/b24bls/bench.r1cs && echo "2^24 BLS12-381 key made" ) > /tmp/b24bls.log 2>&1
-  grep -v "DEVELOPMENT KEY" /tmp/b24bls.log | tail -1
-fi
+bench_key_b24bls 2>&1 | grep -v "DEVELOPMENT KEY" | tail -1
 Z=/tmp/b24bls/bench.zkey W=/tmp/b24bls/bench.wtns
 for slots in 2 1 2; do
   echo "== $(date +%T) C2 10 x 2^24 BLS12-381, whole H200: 2 in flight, 4 jobs, $slots compute slots"

@@ -15,20 +15,12 @@ import pytest
 from engine.algebra.curves import BLS12_381, BN254
 from engine.algebra.limbs import from_ints
 from engine.backends.select import cuda_device_count
+from test_gpu_kernels import backend  # noqa: F401  (the module's GpuBackend fixture)
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(cuda_device_count() == 0, reason="no CUDA device on this machine"),
 ]
-
-
-@pytest.fixture(scope="module")
-def backend():
-    from engine.backends.gpu import GpuBackend
-
-    b = GpuBackend()
-    yield b
-    b.close()
 
 
 def expected_buckets(vectors: list[list[int]], plan) -> dict[int, list[int]]:
