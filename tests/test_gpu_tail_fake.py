@@ -540,7 +540,7 @@ def test_a_key_granted_the_binned_sort_bins_h_and_the_witness_as_told(monkeypatc
             monkeypatch.setattr(msm_sort, "launch", lambda mod, name, *a, **k: (names.append(name), real(mod, name, *a, **k))[1])
             backend.compute(staged).wait()
             monkeypatch.setattr(msm_sort, "launch", real)
-            placements = [n for n in names if n in ("msm_scatter", "msm_bin", "msm_regroup", "msm_place")]
+            placements = [n for n in names if n in ("msm_scatter", "msm_bin", "msm_regroup")]
             want = ((binned + (binned if witness_bins else ["msm_scatter"])) if granted
                     else ["msm_scatter", "msm_scatter"])
             assert placements == want, (sort, witness_bins, placements)
