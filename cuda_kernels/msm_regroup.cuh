@@ -7,7 +7,7 @@
 // those counts, the regrouping pass reserves each group's run in the slice at the group's cursor with one
 // global atomic, stages the slice by group in shared memory and writes the runs out whole (msm_place, which
 // this replaced, took a global atomic with a return for every entry: 2e8 at BN254 2^24, 7.2 ms against the
-// two regroupings' 2.0).  Where a slice's groups span more than `local_max` (sparse vectors, whose groups are
+// two regroupings' 2.8 with their counts and scans).  Where a slice's groups span more than `local_max` (sparse vectors, whose groups are
 // small), each entry takes its own atomic, lanes of one group sharing it.
 #define RG_THREADS 512
 #define RG_PER 8

@@ -38,12 +38,13 @@ def scan(mod: Module, counts: int, k: int, offsets: int, cursor: int, block_sums
     launch(mod, "scan_add", -(-k // 1024), 1024, stream, offsets, cursor, U32(k), block_prefix, U32(nblocks))
 
 
-# The bucket sort places entries directly (a random 4-byte write each into `sorted`: BN254 G1 at 2^24,
-# 2e8 entries, 12.2 ms) or through coarse bins (cuda_kernels/msm.cuh msm_bin, then the regrouping passes
-# below: 1.7 + 2.0 ms there), which takes 12 bytes an entry more scratch (BN254 2^24: 2.4 GB).  Measured on
-# the H200 (perf/RESULTS.md "Session 37", perf/msm.py --sort direct,regroup): the binned sort is ahead from
-# 2^19 to 2^26 points, G1 and G2, both curves (a whole MSM 2-15% faster: BN254 G1 2^24 60.0 -> 51.5 ms,
-# 2^26 221.5 -> 187.3, BLS12-381 G1 2^24 103.3 -> 97.3, 2^19 2-3%).  SORT: "auto" (the default: binned
+# The bucket sort places entries directly (a count and a random 4-byte write each into `sorted`: BN254 G1
+# at 2^24, 2e8 entries, 14.7 ms) or through coarse bins (cuda_kernels/msm.cuh's bins' count and msm_bin, then
+# the regrouping passes below, each after its count: 5.4 ms there), which takes 12 bytes an entry more
+# scratch (BN254 2^24: 2.4 GB).  Measured on the H200 (perf/RESULTS.md "Session 37", perf/msm.py --sort
+# direct,binned): the binned sort is ahead from 2^18 to 2^26 points, G1 and G2, both curves (a whole MSM
+# 1-17% faster: BN254 G1 2^24 60.0 -> 50.8 ms, 2^26 221.5 -> 184.2, BLS12-381 G1 2^24 103.4 -> 96.8) and
+# behind at 2^16-2^17.  SORT: "auto" (the default: binned
 # from SORT_BINNED_ENTRIES entries, where the scratch has the bins: a key's footprint grants them only
 # where they fit beside its proofs without a smaller fold or the host tier, footprint.plan_key),
 # "direct" (never), "binned" (wherever the scratch has them); perf/msm.py --sort compares them.
@@ -87,7 +88,8 @@ def regroup_shift(keys: int) -> int:
     return bin_shift(keys) // 2
 
 
-def regroup_fill_words(keys: int) -> int:
+def regroup_groups(keys: int) -> int:
+    """The middle order's groups of 2^regroup_shift keys (their counts, offsets and cursors)."""
     return (max(keys, 1) - 1 >> regroup_shift(keys)) + 1
 
 
@@ -119,7 +121,7 @@ class SortScratch:
     @staticmethod
     def _bin_sizes(plans: list[MsmPlan]) -> list[int]:
         entries = max(max(p.max_entries for p in plans), 1)
-        groups = max(regroup_fill_words(p.keys) for p in plans)
+        groups = max(regroup_groups(p.keys) for p in plans)
         return [4 * entries] * 3 + [4 * (MSM_BINS + 1)] * 3 + [4 * (groups + 1)] * 3
 
     @staticmethod
@@ -179,7 +181,7 @@ def _binned(mod: Module, plan: MsmPlan, scalars: DeviceBuffer | int, s: SortScra
     k = plan.keys
     bin_keys, bin_entries, mid_keys, bin_counts, bin_offsets, bin_cursor, grp_counts, grp_offsets, grp_cursor = (
         s.bin_bufs)
-    shift, m, groups = bin_shift(k), regroup_shift(k), regroup_fill_words(k)
+    shift, m, groups = bin_shift(k), regroup_shift(k), regroup_groups(k)
     local = min(REGROUP_LOCAL, RG_LOCAL)
     scalar_args = (scalars, U32(plan.n), U32(plan.c), U32(plan.windows), U32(plan.fold),
                    U32(plan.groups * plan.buckets_per_group), U32(shift))
