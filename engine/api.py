@@ -28,6 +28,7 @@ from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequen
 import anyio
 
 from scheduler.budget import KEY, Budget, fmt_bytes
+from scheduler.compute_share import auto_slot_count, plan_with_share
 from scheduler.device_worker import DeviceWorker
 from scheduler.pipeline import KeyRecord, Pipeline
 from scheduler.synth_pool import SynthPool
@@ -120,10 +121,11 @@ class Engine:
                            name="host budget")
         for pool, (dev, backend) in enumerate(zip(device_ids, backends)):
             threads = cfg.device_threads
+            slots = auto_slot_count(backend) if cfg.compute_slots == "auto" else cfg.compute_slots
             if getattr(backend, "synchronous_compute", getattr(backend, "name", "") == "cpu"):
-                threads = max(threads, cfg.compute_slots)  # compute runs on the thread: one per slot
+                threads = max(threads, slots)  # compute runs on the thread: one per slot
             self.devices.append(DeviceWorker(dev, backend, self.vram, pool=pool, lock_mode=cfg.lock_mode,
-                                             compute_slots=cfg.compute_slots, device_threads=threads,
+                                             compute_slots=slots, device_threads=threads,
                                              timeline=self.timeline, host_budget=self.host))
         self.synth = SynthPool(cfg.synthesis_workers, start_method=cfg.synthesis_start_method,
                                preload=[type(kit).__module__])
@@ -261,6 +263,7 @@ class Engine:
         self.timeline.emit(Stage.KEY_LOAD_START, key=label)
         resident: dict[int, Any] = {}
         footprints: dict[int, Any] = {}
+        shares: dict[int, int] = {}  # device -> compute slots one proof of this key takes
         handle = KeyHandle(label=label, path=None, curve=None, n_vars=0, n_public=0, domain_size=0,
                            working_set_bytes=0, witness_bytes=kit.witness_bytes(data),
                            devices=tuple(w.index for w in self.devices), _engine=self)
@@ -268,8 +271,8 @@ class Engine:
         holds: list[Any] = []  # the key-load reservations, given back once the capacity is taken
         try:
             for worker in self.devices:  # plan and reserve: cancellable, nothing on a device yet
-                footprints[worker.index] = await self._reserve_key(worker, kit.backend_key(data), label, holds,
-                                                                   handle.witness_bytes, expected_proofs)
+                footprints[worker.index], shares[worker.index] = await self._reserve_key(
+                    worker, kit.backend_key(data), label, holds, handle.witness_bytes, expected_proofs)
             with anyio.CancelScope(shield=True):  # a half-loaded key would leak device memory
                 async with anyio.create_task_group() as tg:
                     for worker in self.devices:
@@ -302,28 +305,41 @@ class Engine:
             handle.footprint = first
             handle.tier, handle.fold, handle.msm_cost = first.tier, first.fold, first.msm_cost
             handle.proofs_in_flight = first.proofs_in_flight
+        if self.devices and self.config.lock_mode != "single":
+            first_worker = self.devices[0]
+            handle.proofs_computing = first_worker.locks.compute_slots.size // shares[first_worker.index]
         handle.key_device_bytes = max(handle._resident_bytes.values(), default=0)
         handle.key_host_bytes = sum(handle._host_bytes.values())
-        handle._record = KeyRecord(label, data, resident, ws, handle.witness_bytes)
+        handle._record = KeyRecord(label, data, resident, ws, handle.witness_bytes, shares)
         self._keys.append(handle)
         self.timeline.emit(Stage.KEY_LOAD_END, key=label, bytes=ws)
         return handle
 
     def proofs_in_flight(self) -> int:
         """Proof working sets a key's footprint leaves room for: one computing per compute slot,
-        plus one staging beside them in split lock mode (single mode does one thing at a time)."""
-        return 1 if self.config.lock_mode == "single" else self.config.compute_slots + 1
+        plus one staging beside them in split lock mode (single mode does one thing at a time).
+        Under compute_slots "auto", two: a key whose proofs share the device gets one more where
+        that costs it nothing (scheduler/compute_share.py)."""
+        if self.config.lock_mode == "single":
+            return 1
+        return 2 if self.config.compute_slots == "auto" else self.config.compute_slots + 1
 
     async def _reserve_key(self, worker: DeviceWorker, zkey: Any, label: str, holds: list, witness_bytes: int,
                            expected_proofs: int | None = None):
-        """The key's footprint on `worker` and its bytes reserved (host, then VRAM); None if not planned."""
+        """The key's footprint on `worker` (None if not planned) and its bytes reserved (host, then
+        VRAM), with the compute slots one of its proofs takes there."""
+        slots = worker.locks.compute_slots.size
         plan = getattr(worker.backend, "plan_key", None)
         if plan is None:
-            return None
+            return None, 1
         where = f"{label} on device {worker.index}"
         budget, proofs = self.vram.capacity(worker.pool), self.proofs_in_flight()
         hint = {} if expected_proofs is None else {"proofs_per_load": max(1, int(expected_proofs))}
-        fp = await anyio.to_thread.run_sync(lambda: plan(zkey, budget, proofs, label=where, **hint))
+        if self.config.compute_slots == "auto" and self.config.lock_mode != "single":
+            fp, take = await anyio.to_thread.run_sync(
+                lambda: plan_with_share(lambda n: plan(zkey, budget, n, label=where, **hint), slots))
+        else:
+            fp, take = await anyio.to_thread.run_sync(lambda: plan(zkey, budget, proofs, label=where, **hint)), 1
         if fp.host_bytes:  # pinned bases (one copy per device on the host tier)
             taken = sum(h.nbytes for h in holds if h.budget is self.host)
             room = self.host.capacity(0) - witness_bytes - taken
@@ -342,7 +358,7 @@ class Engine:
             # the key's bytes, and for the load only what building its CSR on the device holds beside them
             holds.append(await self.vram.reserve(fp.device_bytes + fp.csr_build_bytes, pools=(worker.pool,), kind=KEY,
                                                  label=f"{where}: key"))
-        return fp
+        return fp, take
 
     async def _load_on(self, worker: DeviceWorker, zkey: Any, fp: Any, resident: dict) -> None:
         resident[worker.index] = await worker.load_key(zkey, *(() if fp is None else (fp,)))

@@ -4,7 +4,7 @@
     backend = "auto"              # auto | cpu | gpu | simulated
     devices = [0, 1]              # GPU indices (all when absent)
     synthesis_workers = 4
-    compute_slots = 2             # per device
+    compute_slots = "auto"        # per device: 2 on a GPU, a key's proofs sharing them where that pays; or a number
     vram_budget = "60GiB"         # per device; absent: the backend's figure, measured once
     host_budget = "64GiB"         # synthesised witnesses waiting; absent: half the RAM
     lock_mode = "split"           # split | single (the old one-lock design, for experiments)
@@ -111,7 +111,7 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     devices: list[int] | None = None
     synthesis_workers: int = 2
     synthesis_start_method: str = "forkserver"
-    compute_slots: int = 1
+    compute_slots: int | str = "auto"  # "auto": scheduler/compute_share.py
     device_threads: int = 1
     vram_budget: int | str | None = None
     host_budget: int | str | None = None
@@ -136,8 +136,10 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         _choice("lock_mode", self.lock_mode, LOCK_MODES)
         _choice("synthesis_start_method", self.synthesis_start_method, START_METHODS,
                 hint=" (never fork: the main process may have initialised CUDA)")
+        if isinstance(self.compute_slots, str) and self.compute_slots != "auto":
+            raise ConfigError(f"compute_slots: {self.compute_slots!r} is neither a number nor \"auto\"")
         for name in ("synthesis_workers", "compute_slots", "device_threads", "epilogue_threads", "max_in_flight"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) != "auto" and getattr(self, name) < 1:
                 raise ConfigError(f"{name}: need at least 1, got {getattr(self, name)}")
         if self.devices is not None and (not self.devices or min(self.devices) < 0):
             raise ConfigError(f"devices: {self.devices} is not a list of device indices")

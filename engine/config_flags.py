@@ -10,6 +10,15 @@ PROVING_BACKENDS = ("auto", "cpu", "gpu")  # what a command that writes real pro
 ENGINE_ONLY_FLAGS = ("synthesis_workers", "compute_slots", "vram_budget", "host_budget", "lock_mode", "devices")
 
 
+def _slots(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor auto") from None
+
+
 def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] = BACKENDS) -> None:
     """The engine's flags; every default is None so that only given flags override the file.
 
@@ -21,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] 
     g.add_argument("--devices", metavar="LIST", default=None, help="GPU indices, e.g. 0,1 (default: all)")
     g.add_argument("--synthesis-workers", type=int, metavar="N", default=None,
                    help="processes that compute or read witnesses (default 2)")
-    g.add_argument("--compute-slots", type=int, metavar="K", default=None, help="compute slots per device")
+    g.add_argument("--compute-slots", type=_slots, metavar="K", default=None,
+                   help="proofs computing at once per device, or auto (default: two on a GPU, used by keys whose "
+                        "proofs are long enough to gain from it)")
     g.add_argument("--vram-budget", metavar="SIZE", default=None, help="device memory per device for proofs")
     g.add_argument("--host-budget", metavar="SIZE", default=None, help="host memory for waiting witnesses")
     g.add_argument("--lock-mode", choices=LOCK_MODES, default=None,

@@ -45,6 +45,7 @@ class KeyHandle(KeyInfo):
     fold: int | None = None  # precomputed shifted copies per witness base (MSM windows folded)
     msm_cost: float | None = None  # estimated seconds of one proof's MSMs under that plan (footprint.py's model)
     proofs_in_flight: int | None = None  # working sets the budget keeps room for beside the key
+    proofs_computing: int | None = None  # its proofs computing at once on a device (split lock mode)
     key_device_bytes: int = 0  # device memory the key holds (per device)
     key_host_bytes: int = 0  # pinned host memory the key holds (all devices)
     footprint: Any = field(repr=False, default=None)  # the backend's KeyFootprint (describe(), as_dict())

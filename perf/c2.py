@@ -54,7 +54,8 @@ def parse_args(argv):
     p.add_argument("--tier", choices=("auto", "resident", "host"), default="auto")
     p.add_argument("--host-chunk", type=int, default=None, help="host tier: wires per streamed chunk (default: planned)")
     p.add_argument("--synthesis-workers", type=int, default=4)
-    p.add_argument("--compute-slots", type=int, default=1, help="proofs computing at once on a device (split mode)")
+    p.add_argument("--compute-slots", default="auto",
+                   help="compute slots a device (split mode): a number, or auto (the engine's default)")
     p.add_argument("--host-budget", default=None)
     p.add_argument("--proof-dir", default=None, help="write the last proof (and vkey.json) here, for snarkjs")
     p.add_argument("--json", default=None, help="append one JSON line per setting to this file")
@@ -122,7 +123,8 @@ async def one_setting(args, budget: str, mode: str, conc: int) -> dict:
         if recording["on"]:
             sink.append(event)
 
-    cfg = dict(backend="gpu", lock_mode=mode, compute_slots=args.compute_slots,
+    slots = args.compute_slots if args.compute_slots == "auto" else int(args.compute_slots)
+    cfg = dict(backend="gpu", lock_mode=mode, compute_slots=slots,
                synthesis_workers=args.synthesis_workers,
                idle_trim_s=None, verify=True, max_in_flight=max(conc, 1) * args.partitions)
     if budget != "whole":
@@ -175,7 +177,7 @@ async def one_setting(args, budget: str, mode: str, conc: int) -> dict:
         fp = key.footprint
         row = {
             "budget": budget, "mode": mode, "jobs_in_flight": conc, "partitions": args.partitions,
-            "compute_slots": args.compute_slots,
+            "compute_slots": args.compute_slots, "proofs_computing": key.proofs_computing,
             "jobs": args.jobs, "s_per_job": round(wall / args.jobs, 3), "gpu_busy": round(s.gpu_busy, 3),
             "gpu_s_per_proof": round(float(np.median(gpu_spans)), 4) if gpu_spans else None,
             "peak_vram_pool": pool_high_water(backend), "peak_host_rss": host_high_water(),
@@ -256,7 +258,8 @@ def describe(row: dict) -> str:
             f"peak VRAM {fmt_bytes(row['peak_vram_pool'])} (budget {fmt_bytes(row['vram_budget'])}), "
             f"peak host RSS {fmt_bytes(row['peak_host_rss'])}; {where}{extra}; key load {row['key_load_s']} s "
             f"(tables done {row['tables_done_s']} s); "
-            f"{row['proofs']} proofs, {row['failed']} failed"
+            f"{row['proofs']} proofs, {row['failed']} failed; slots {row.get('compute_slots')}, "
+            f"{row.get('proofs_computing')} computing at once"
             + "".join(f"; {k} {row[k]}" for k in ("ramp_s", "drain_s", "synth_s", "check_s") if k in row))
 
 

@@ -30,16 +30,23 @@ class LockOrderError(RuntimeError):
 
 
 class FifoSlots:
-    """n numbered slots, granted in arrival order; cancelling a wait leaves no trace."""
+    """n numbered slots, granted in arrival order; cancelling a wait leaves no trace.
+
+    A caller may take several slots at once (`count`): a proof that should not share the device
+    takes them all.  Grants stay strictly FIFO, so a wide caller at the head is never overtaken by
+    narrow ones behind it (no starvation); the first of its slots is its own (the longest free, as
+    for a single slot).
+    """
 
     def __init__(self, n: int, name: str = "slots"):
         if n < 1:
             raise ValueError(f"{name}: need at least one slot, got {n}")
         self.name = name
         self.size = n
-        self._free: deque[int] = deque(range(n))
-        self._waiters: deque[list] = deque()  # [event, slot or None]
+        self._free: list[int] = list(range(n))
+        self._waiters: deque[list] = deque()  # [event, slot or None, owner, count]
         self._holders: dict[int, object] = {}
+        self._groups: dict[int, list[int]] = {}  # a holder's slot -> every slot it took
 
     @property
     def in_use(self) -> int:
@@ -54,13 +61,20 @@ class FifoSlots:
     def at_rest(self) -> bool:
         return not self._waiters and len(self._free) == self.size
 
-    async def acquire(self, owner: object = None) -> int:
-        if self._free and not self._waiters:
-            await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller takes nothing
-            slot = self._free.popleft()
+    def _take(self, owner: object, count: int) -> int:
+        group, self._free = self._free[:count], self._free[count:]
+        for slot in group:
             self._holders[slot] = owner
-            return slot
-        entry = [anyio.Event(), None, owner]
+        self._groups[group[0]] = group
+        return group[0]
+
+    async def acquire(self, owner: object = None, count: int = 1) -> int:
+        """A slot number (`count` slots held under it, at most all of them)."""
+        count = max(1, min(int(count), self.size))
+        if len(self._free) >= count and not self._waiters:
+            await anyio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller takes nothing
+            return self._take(owner, count)
+        entry = [anyio.Event(), None, owner, count]
         self._waiters.append(entry)
         try:
             await entry[0].wait()
@@ -70,24 +84,28 @@ class FifoSlots:
                 self.release(entry[1])
             else:
                 self._waiters.remove(entry)
+                self._grant()  # a wide waiter at the head may have held back narrower ones
             raise
         return entry[1]
 
     def release(self, slot: int) -> None:
-        if slot not in self._holders:
+        group = self._groups.pop(slot, None)
+        if group is None:
             raise RuntimeError(f"{self.name}: slot {slot} released but not held")
-        del self._holders[slot]
-        if self._waiters:
+        for s in group:
+            del self._holders[s]
+        self._free.extend(group)
+        self._grant()
+
+    def _grant(self) -> None:
+        while self._waiters and len(self._free) >= self._waiters[0][3]:
             entry = self._waiters.popleft()
-            entry[1] = slot
-            self._holders[slot] = entry[2]
+            entry[1] = self._take(entry[2], entry[3])
             entry[0].set()
-        else:
-            self._free.append(slot)
 
     @asynccontextmanager
-    async def hold(self, owner: object = None) -> AsyncIterator[int]:
-        slot = await self.acquire(owner)
+    async def hold(self, owner: object = None, count: int = 1) -> AsyncIterator[int]:
+        slot = await self.acquire(owner, count)
         try:
             yield slot
         finally:
@@ -117,10 +135,12 @@ class DeviceLocks:
             yield
 
     @asynccontextmanager
-    async def compute(self, owner: object) -> AsyncIterator[int]:
+    async def compute(self, owner: object, slots: int = 1) -> AsyncIterator[int]:
+        """A compute slot (its number picks the compute stream); `slots` > 1 holds that many, so
+        fewer proofs compute beside this one (all of them: it computes alone)."""
         if owner in self.memory_lock.holders():
             raise LockOrderError(f"{owner!r} asked for a compute slot while holding the memory lock")
-        async with self.compute_slots.hold(owner) as slot:
+        async with self.compute_slots.hold(owner, slots) as slot:
             yield slot
 
     @asynccontextmanager

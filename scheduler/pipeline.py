@@ -38,7 +38,7 @@ import asyncio
 import inspect
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
 import anyio
@@ -73,6 +73,7 @@ class KeyRecord:
     resident: dict[int, Any]  # device index -> the backend's resident key
     vram_bytes: int  # one proof's working set (the largest over devices)
     host_bytes: int  # one synthesised witness
+    compute_slots: dict[int, int] = field(default_factory=dict)  # device -> slots one proof takes (1 if absent)
 
 
 @dataclass
@@ -298,7 +299,7 @@ class Pipeline:
                     async with dev.locks.memory(owner):
                         await self._memory_phase(dev, key, job, p, values, state)
                     tl.emit(Stage.GPU_WAIT, job, p, device=dev.index)
-            async with dev.locks.compute(owner) as slot:
+            async with dev.locks.compute(owner, key.compute_slots.get(dev.index, 1)) as slot:
                 return await self._compute_phase(dev, job, p, slot, state)
         finally:
             with anyio.CancelScope(shield=True):
@@ -362,7 +363,7 @@ class Pipeline:
         waiting.append(me)
         self._signal_batches(qkey)
         try:
-            async with dev.locks.compute(owner) as slot:
+            async with dev.locks.compute(owner, key.compute_slots.get(dev.index, 1)) as slot:
                 if me.batch is None:
                     await self._fill_batch(qkey, me, self._batch_limit(dev, key))
                 if me.batch is None:  # nobody took us: we lead a batch

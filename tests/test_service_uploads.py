@@ -72,9 +72,11 @@ def test_small_uploads_parse_in_memory_large_ones_spool(tmp_path):
         srv.kill()
 
 
-def _engine(backends: list[str], epilogue_threads: int = 16):
-    config = SimpleNamespace(compute_slots=1, synthesis_workers=2, epilogue_threads=epilogue_threads)
-    return SimpleNamespace(config=config, devices=[SimpleNamespace(backend=SimpleNamespace(name=b)) for b in backends])
+def _engine(backends: list[str], epilogue_threads: int = 16, slots: int = 1):
+    config = SimpleNamespace(compute_slots="auto", synthesis_workers=2, epilogue_threads=epilogue_threads)
+    locks = SimpleNamespace(compute_slots=SimpleNamespace(size=slots))  # the device's resolved slot count
+    return SimpleNamespace(config=config, devices=[SimpleNamespace(backend=SimpleNamespace(name=b), locks=locks)
+                                                   for b in backends])
 
 
 def test_default_job_count_follows_where_proofs_end():
@@ -86,6 +88,8 @@ def test_default_job_count_follows_where_proofs_end():
     # GPUs with resident keys end proofs on the device: each place that works gets one job waiting
     assert Service.default_slots(_engine(["gpu"])) == 2 * (1 + 2)
     assert Service.default_slots(_engine(["gpu", "gpu"]), [resident]) == 2 * (2 + 2)
+    # the devices' own slot counts ("auto" gives a GPU two), not the configuration's word
+    assert Service.default_slots(_engine(["gpu"], slots=2), [resident]) == 2 * (2 + 2)
     # a host-tier key's proofs end on the CPU again
     assert Service.default_slots(_engine(["gpu"]), [resident, host_tier]) == 1 + 2 + 16
 

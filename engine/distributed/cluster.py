@@ -28,6 +28,7 @@ from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 
 from engine.jobs import KeyInfo, StreamResult, _aiter, job_items
 from engine.config import EngineConfig
+from scheduler.compute_share import AUTO_SLOTS
 from engine.distributed.actor import EngineActor, KeySpec
 from engine.distributed.placement import EngineSlot, Placement
 from engine.distributed.transport import Failure, unpack
@@ -492,7 +493,10 @@ def _absolute(item: Any) -> Any:
 def _default_window(config: EngineConfig) -> int:
     """Twice what one engine's pipeline holds at once (its compute slots and synthesis workers)."""
     devices = config.simulation.devices if config.backend == "simulated" else len(config.devices or [0])
-    return 2 * (devices * config.compute_slots + config.synthesis_workers)
+    slots = config.compute_slots
+    if slots == "auto":  # a GPU gets AUTO_SLOTS (when "auto" finds none, the window is only larger)
+        slots = AUTO_SLOTS if config.backend in ("auto", "gpu") else 1
+    return 2 * (devices * slots + config.synthesis_workers)
 
 
 def _resources(ray) -> str:

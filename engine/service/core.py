@@ -73,7 +73,7 @@ class Service:
         witnesses and decode results: 16 epilogue jobs there would only queue inside the engine.
         """
         cfg = engine.config
-        busy = len(engine.devices) * cfg.compute_slots + cfg.synthesis_workers
+        busy = sum(w.locks.compute_slots.size for w in engine.devices) + cfg.synthesis_workers
         on_device = bool(engine.devices) and all(getattr(w.backend, "name", None) == "gpu" for w in engine.devices)
         cpu_finishes = not on_device or any(getattr(k.handle, "key_host_bytes", 0) for k in keys)
         return max(1, busy + (cfg.epilogue_threads if cpu_finishes else busy))

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session 38, call 1 (carry [".whl", ".kcache"]): jobs of 10 partitions, 2 jobs in flight, with 1 and 2 compute slots
+# in turns (then auto, this tree's choice), at keys smaller than C2's (BN254 and BLS12-381 bench keys of 2^20 and 2^22 constraints, setup on the
+# GPU): where two proofs computing at once pay, for the engine's own choice of compute slots.
+#   OUT=/tmp/out bash perf/s38a_h200.sh
+set -u
+. perf/s31_env.sh
+bench_key() {  # curve log2 dir: the bench circuit of 2^log2 - 3 constraints and its key, unless there
+  [ -s "$3/bench.zkey" ] && return 0
+  python3 -m engine bench-circuit --constraints $(( (1 << $2) - 3 )) --curve "$1" --quiet "$3" &&
+    python3 -m engine setup --backend gpu "$3/bench.r1cs" "$3/bench.zkey" --quiet 2>/dev/null && rm -f "$3/bench.r1cs"
+}
+for spec in "bn128 20 8" "bls12381 20 8" "bn128 22 4" "bls12381 22 4"; do
+  set -- $spec
+  D=/tmp/k_$1_$2
+  echo "== $(date +%T) key $1 2^$2"
+  bench_key "$1" "$2" "$D" 2>&1 | grep -v "DEVELOPMENT KEY" | tail -1
+  for slots in 1 2 1 2 auto; do
+    [ $SECONDS -gt 530 ] && { echo "(out of time: skipped)"; break; }
+    echo "== $(date +%T) $1 2^$2: 10 partitions, 2 in flight, $3 jobs, $slots compute slots"
+    timeout 110 python3 perf/c2.py --zkey "$D/bench.zkey" --wtns "$D/bench.wtns" --partitions 10 --jobs "$3" \
+      --concurrency 2 --budgets whole --modes split --synthesis-workers 8 --compute-slots $slots \
+      --json "$OUT/mid.jsonl" 2>&1 | tail -1
+  done
+done
+echo "== $(date +%T) done"

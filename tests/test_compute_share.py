@@ -1,0 +1,123 @@
+"""compute_slots "auto": a key's proofs compute two at once where the memory costs the key nothing
+(scheduler/compute_share.py), else alone; what the engine plans and reports for it."""
+from types import SimpleNamespace
+
+import anyio
+
+from engine.algebra.curves import BLS12_381, BN254
+from engine.backends.gpu.footprint import KeyShape, plan_key
+from engine.config import ConfigError, EngineConfig
+from scheduler.compute_share import AUTO_SLOTS, MIN_SHARED_MSM_S, auto_slot_count, plan_with_share
+from scheduler.simulated import SimKey
+
+import pytest
+
+from test_key_footprint import PlanningDevice, bench_shape, engine_with
+
+GiB = 1 << 30
+
+
+def _plans(shape: KeyShape, budget: int):
+    asked = []
+
+    def plan(proofs):
+        asked.append(proofs)
+        return plan_key(shape, budget, proofs=proofs)
+    return plan, asked
+
+
+@pytest.mark.parametrize("curve, log_n", [(BN254, 18), (BN254, 20), (BN254, 22), (BLS12_381, 20), (BLS12_381, 24)])
+def test_a_key_with_room_for_a_third_proof_shares_the_device(curve, log_n):
+    plan, asked = _plans(bench_shape(curve, log_n), 125 * GiB)  # the whole H200
+    fp, take = plan_with_share(plan, AUTO_SLOTS)
+    alone = plan_key(bench_shape(curve, log_n), 125 * GiB, proofs=2)
+    assert asked == [2, 3] and take == 1 and fp.proofs_in_flight == 3
+    assert (fp.tier, fp.fold) == (alone.tier, alone.fold)
+
+
+def test_a_third_proof_that_would_cost_the_key_a_fold_is_not_planned():
+    shape = bench_shape(BN254, 21)
+    alone, three = plan_key(shape, 8 * GiB, proofs=2), plan_key(shape, 8 * GiB, proofs=3)
+    assert three.fold < alone.fold  # the premise: at 8 GiB room for three proofs costs folds
+    plan, asked = _plans(shape, 8 * GiB)
+    fp, take = plan_with_share(plan, AUTO_SLOTS)
+    assert asked == [2, 3] and take == AUTO_SLOTS and fp == alone
+
+
+def test_a_host_tier_key_computes_alone_and_one_slot_asks_for_nothing_more():
+    shape = bench_shape(BLS12_381, 24)
+    plan, asked = _plans(shape, 16 * GiB)
+    fp, take = plan_with_share(plan, AUTO_SLOTS)
+    assert fp.tier == "host" and take == AUTO_SLOTS and asked == [2]
+    plan, asked = _plans(bench_shape(BN254, 18), 125 * GiB)
+    assert plan_with_share(plan, 1)[1] == 1 and asked == [2]
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381])
+def test_a_small_key_computes_alone(curve):
+    """BN254 2^16's proofs measured level with two slots: its proofs keep the device to themselves."""
+    plan, asked = _plans(bench_shape(curve, 16), 125 * GiB)
+    fp, take = plan_with_share(plan, AUTO_SLOTS)
+    assert fp.msm_cost < MIN_SHARED_MSM_S and take == AUTO_SLOTS and asked == [2] and fp.proofs_in_flight == 2
+
+
+def test_a_plan_asked_for_three_that_keeps_room_for_one_only_is_alone():
+    shape = bench_shape(BN254, 23)
+    three = plan_key(shape, 16 * GiB, proofs=3)
+    assert three.proofs_in_flight == 1  # the premise: a larger fold with one proof beside it won
+    plan, asked = _plans(shape, 16 * GiB)
+    fp, take = plan_with_share(plan, AUTO_SLOTS)
+    assert asked == [2, 3] and take == AUTO_SLOTS and fp.proofs_in_flight == 2
+
+
+def test_auto_gives_planning_backends_two_slots_and_others_one():
+    assert auto_slot_count(PlanningDevice(bench_shape(BN254, 16))) == AUTO_SLOTS
+    assert auto_slot_count(SimpleNamespace(name="cpu")) == 1
+
+
+def test_compute_slots_config_takes_a_number_or_auto():
+    assert EngineConfig().compute_slots == "auto"
+    assert EngineConfig(compute_slots=3).compute_slots == 3
+    with pytest.raises(ConfigError, match="neither a number nor"):
+        EngineConfig(compute_slots="many")
+    with pytest.raises(ConfigError, match="need at least 1"):
+        EngineConfig(compute_slots=0)
+
+
+async def test_the_engine_shares_the_device_for_a_key_with_room_and_reports_it():
+    device = PlanningDevice(bench_shape(BN254, 20))
+    async with engine_with(device, vram_budget=125 * GiB) as eng:
+        assert eng.devices[0].locks.compute_slots.size == AUTO_SLOTS
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        assert device.loaded[0].proofs_in_flight == 3 and key.proofs_in_flight == 3
+        assert key.proofs_computing == 2 and key._record.compute_slots == {0: 1}
+        proofs = [await eng.prove(key, {}) for _ in range(2)]
+        assert all(p.key == "k" for p in proofs)
+
+
+async def test_the_engine_runs_a_key_without_room_alone_on_its_slots():
+    device = PlanningDevice(bench_shape(BN254, 21))
+    async with engine_with(device, vram_budget=8 * GiB) as eng:
+        key = await eng.load_key(SimKey("k", witness_rows=64))
+        assert device.loaded[0].proofs_in_flight == 2
+        assert key.proofs_computing == 1 and key._record.compute_slots == {0: AUTO_SLOTS}
+
+
+async def test_two_proofs_of_a_sharing_key_compute_at_once_and_of_a_lone_key_one_at_a_time():
+    for log_n, budget, most in ((20, 125 * GiB, 2), (21, 8 * GiB, 1)):
+        device = PlanningDevice(bench_shape(BN254, log_n))
+        async with engine_with(device, vram_budget=budget, synthesis_workers=2) as eng:
+            key = await eng.load_key(SimKey("k", witness_rows=64))
+            seen = []
+            eng.timeline.add_sink(lambda ev: seen.append(ev))
+            async with anyio.create_task_group() as tg:
+                for _ in range(6):
+                    tg.start_soon(eng.prove, key, {})
+            computing, peak = 0, 0
+            for ev in seen:
+                if ev.stage == "GPU_START":
+                    computing += 1
+                    peak = max(peak, computing)
+                elif ev.stage == "GPU_END":
+                    computing -= 1
+            assert peak == most, (log_n, peak)
