@@ -193,6 +193,8 @@ async def one_setting(args, budget: str, mode: str, conc: int) -> dict:
             row["pcie_h2d_bytes_per_s"] = bw
             if gpu_spans:
                 row["stream_rate_vs_pcie"] = round(fp.streamed_bytes / float(np.median(gpu_spans)) / bw, 3)
+            # over the run: every proof's bases streamed in the wall time (proofs computing at once share PCIe)
+            row["run_stream_rate_vs_pcie"] = round(fp.streamed_bytes * len(proofs) / wall / bw, 3)
         if args.proof_dir and proofs:
             _write_proof(args, key, proofs[-1], f"{budget}-{mode}")
         return row
@@ -252,7 +254,8 @@ def describe(row: dict) -> str:
     fp = row["footprint"] or {}
     where = (f"{fp.get('tier')} fold {fp.get('fold')}" if fp.get("tier") == "resident" else
              f"host tier, {fp.get('chunks')} chunks")
-    extra = f", bases at {row['stream_rate_vs_pcie']:.0%} of PCIe" if "stream_rate_vs_pcie" in row else ""
+    extra = (f", bases at {row['stream_rate_vs_pcie']:.0%} of PCIe a proof, "
+             f"{row['run_stream_rate_vs_pcie']:.0%} over the run" if "stream_rate_vs_pcie" in row else "")
     return (f"{row['budget']:>7} {row['mode']:<6} conc {row['jobs_in_flight']}: {row['s_per_job']:.3f} s/job, "
             f"GPU busy {100 * row['gpu_busy']:.0f}%, GPU {1e3 * (row['gpu_s_per_proof'] or 0):.1f} ms/proof, "
             f"peak VRAM {fmt_bytes(row['peak_vram_pool'])} (budget {fmt_bytes(row['vram_budget'])}), "

@@ -14,9 +14,10 @@ modelled below `MIN_SHARED_MSM_S` (BN254 2^16: 2.7 ms, BLS12-381 2^16: 6.1; BN25
 computing alone.  A lone proof is not slowed: it computes alone whatever the slot count.
 
 Sharing needs the memory: a third working set (two computing, one staging) is planned only where
-it costs the key nothing, the same tier and fold as with two; otherwise a proof takes every slot
-and computes alone, as with one slot.  A key on the host tier streams its bases through one set of
-staging buffers: alone too.
+it costs the key nothing, the same tier, fold and (on the host tier) streamed chunks as with two;
+otherwise a proof takes every slot and computes alone, as with one slot.  Two host-tier proofs
+computing at once stream their bases side by side, each through its own staging buffers and copy
+stream (engine/backends/gpu/host_tier.py).
 """
 from __future__ import annotations
 
@@ -38,9 +39,13 @@ def plan_with_share(plan: Callable[[int], Any], slots: int) -> tuple[Any, int]:
     """(footprint, slots one proof takes) for a split-mode device with `slots` compute slots under
     "auto"; `plan(proofs)` plans the key with room for that many working sets."""
     alone = plan(2)  # one computing, one staging
-    if slots < 2 or getattr(alone, "tier", None) != "resident" or alone.msm_cost < MIN_SHARED_MSM_S:
+    if slots < 2 or alone.msm_cost < MIN_SHARED_MSM_S:
         return alone, slots
     shared = plan(slots + 1)
-    if shared.proofs_in_flight == slots + 1 and (shared.tier, shared.fold) == (alone.tier, alone.fold):
+    if shared.proofs_in_flight == slots + 1 and _choice(shared) == _choice(alone):
         return shared, 1
     return alone, slots
+
+
+def _choice(fp: Any) -> tuple:
+    return fp.tier, fp.fold, getattr(fp, "chunk_w", 0), getattr(fp, "chunk_h", 0)

@@ -44,11 +44,34 @@ def test_a_third_proof_that_would_cost_the_key_a_fold_is_not_planned():
     assert asked == [2, 3] and take == AUTO_SLOTS and fp == alone
 
 
-def test_a_host_tier_key_computes_alone_and_one_slot_asks_for_nothing_more():
-    shape = bench_shape(BLS12_381, 24)
-    plan, asked = _plans(shape, 16 * GiB)
+def test_a_host_tier_key_shares_only_at_the_chunks_it_streams_alone():
+    shape = bench_shape(BN254, 22)
+
+    def plans(budget):
+        asked = []
+
+        def plan(proofs):
+            asked.append(proofs)
+            return plan_key(shape, budget, proofs=proofs, tier="host")
+        return plan, asked
+
+    plan, asked = plans(16 * GiB)  # room for three at the chunks of two
     fp, take = plan_with_share(plan, AUTO_SLOTS)
-    assert fp.tier == "host" and take == AUTO_SLOTS and asked == [2]
+    assert fp.tier == "host" and take == 1 and fp.proofs_in_flight == 3 and asked == [2, 3]
+    assert (fp.chunk_w, fp.chunk_h) == (plan_key(shape, 16 * GiB, proofs=2, tier="host").chunk_w,
+                                        plan_key(shape, 16 * GiB, proofs=2, tier="host").chunk_h)
+    alone, three = plan_key(shape, 8 * GiB, proofs=2, tier="host"), plan_key(shape, 8 * GiB, proofs=3, tier="host")
+    assert three.chunk_w < alone.chunk_w  # the premise: at 8 GiB a third proof needs smaller chunks
+    plan, asked = plans(8 * GiB)
+    fp, take = plan_with_share(plan, AUTO_SLOTS)
+    assert take == AUTO_SLOTS and fp.chunk_w == alone.chunk_w and fp.proofs_in_flight == 2
+
+
+def test_a_key_with_room_for_one_proof_computes_alone_and_one_slot_asks_for_nothing_more():
+    shape = bench_shape(BLS12_381, 24)
+    plan, asked = _plans(shape, 16 * GiB)  # the C2 key at 16 GiB: the host tier, one proof beside it
+    fp, take = plan_with_share(plan, AUTO_SLOTS)
+    assert fp.tier == "host" and fp.proofs_in_flight == 1 and take == AUTO_SLOTS and asked == [2, 3]
     plan, asked = _plans(bench_shape(BN254, 18), 125 * GiB)
     assert plan_with_share(plan, 1)[1] == 1 and asked == [2]
 

@@ -224,3 +224,54 @@ def test_a_host_tier_proofs_staging_leaks_no_event_when_one_cannot_be_made(nth):
         backend.unload_key(key)
         backend.close()
         assert not fake.live_device and not fake.live_events
+
+
+@gpu
+async def test_two_host_tier_proofs_compute_at_once_each_streaming_its_own_bases(bench, monkeypatch, tmp_path):
+    """compute_slots "auto" shares the device for a host-tier key whose budget holds a third working set
+    at the same chunks (scheduler/compute_share.py): two proofs stream side by side, each through its own
+    staging buffers and copy stream, and every proof verifies."""
+    import anyio
+
+    from engine.api import Engine
+    from engine.backends.gpu import GpuBackend
+    from engine.config import EngineConfig
+    from engine.formats.zkey import write_zkey
+    from engine.groth16.verifier import verify, vk_from_zkey
+    from scheduler import compute_share
+    from scheduler.timeline import Stage
+
+    monkeypatch.setattr(compute_share, "MIN_SHARED_MSM_S", 0.0)  # a 2^12 key's proofs are short
+    zkey, witness = bench
+    path = tmp_path / "bench.zkey"
+    write_zkey(path, zkey)
+    backend = GpuBackend(tier="host", host_chunk=1 << 10)  # four witness chunks a proof
+    config = EngineConfig(backend="gpu", vram_budget=GiB, host_budget=4 * GiB, synthesis_workers=2, idle_trim_s=None)
+    spans, starts = [], {}
+
+    def watch(event):
+        if event.stage == Stage.GPU_START:
+            starts[(event.job, event.partition)] = event.t_ns
+        elif event.stage == Stage.GPU_END:
+            spans.append((starts.pop((event.job, event.partition)), event.t_ns))
+
+    async with Engine(config, backends=[backend]) as eng:
+        eng.timeline.add_sink(watch)
+        key = await eng.load_key(path)
+        assert key.tier == "host" and key.proofs_in_flight == 3 and key.proofs_computing == 2
+        proofs = []
+
+        async def job():
+            proofs.extend(await eng.prove(key, partitions=[witness] * 4))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(job)
+        copies = len(key._record.resident[0].host.copy_streams)
+        await eng.unload_key(key)
+        assert eng.at_rest()
+    vk = vk_from_zkey(zkey)
+    assert len(proofs) == 12 and all(verify(vk, p.public, p) for p in proofs)
+    spans.sort()
+    assert any(b0 < a1 for (_, a1), (b0, _) in zip(spans, spans[1:])), "no two proofs computed at once"
+    assert copies == 2  # one copy stream a compute slot

@@ -78,14 +78,14 @@ def sorts(monkeypatch):
     return seen
 
 
-def _proof_sorts(plan_w, plan_h, domain: int | None = None) -> list:
-    """The sorts one proof runs, in order: H's then the witness's; a small full-fold proof (its B2 MSM beside the
-    rest, on a sort of its own: launch._launch_small) sorts the witness twice, then H; with the products beside
-    (a key of `domain`, footprint.products_beside: launch._launch_products) B2's, H's, r w's, s w's, then the
-    witness's for A and C."""
+def _proof_sorts(plan_w, plan_h, domain: int | None = None, granted: bool = False) -> list:
+    """The sorts one proof runs, in order: H's then the witness's; a small full-fold proof, or a larger one
+    whose footprint was `granted` B2's own stream (its B2 MSM beside the rest, on a sort of its own:
+    launch._launch_small) sorts the witness twice, then H; with the products beside (a key of `domain`,
+    footprint.products_beside: launch._launch_products) B2's, H's, r w's, s w's, then the witness's for A and C."""
     from engine.backends.gpu import footprint
 
-    if not footprint.b2_beside(plan_w):
+    if not footprint.b2_beside(plan_w, granted):
         return [plan_h, plan_w]
     if domain is not None and footprint.products_beside(plan_w, domain):
         return [plan_w, plan_h, plan_w, plan_w, plan_w]
@@ -234,7 +234,8 @@ def test_a_key_without_tables_has_no_tables_event_and_one_plan(fake, sorts):
         assert key.tables_done is None and key.footprint.early_w is None and key.tables_built()
         fake.fake.events_pending = True
         core = backend.prove_core(key, witness)
-        assert core.timings["gpu_fold"] == 1 and sorts == _proof_sorts(key.plan_w, key.plan_h)
+        assert key.footprint.b2_stream  # fold 1 is no small plan: B2's own stream by grant (the fake budget holds it)
+        assert core.timings["gpu_fold"] == 1 and sorts == _proof_sorts(key.plan_w, key.plan_h, granted=True)
         assert (key.ready.handle,) not in fake.since(0, "cuEventQuery")  # (the waiter polls its proof's own)
 
 

@@ -374,7 +374,7 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, f
     from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
 
     if not beside:
-        monkeypatch.setattr(footprint, "b2_beside", lambda plan_w: False)
+        monkeypatch.setattr(footprint, "b2_beside", lambda plan_w, granted=False: False)
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1" if front else "0")  # (the tiny key's domain is below the bound)
     monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", "0")  # the mid phase's products (test_products_beside_*: with)
     order = []
@@ -429,6 +429,55 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, f
             assert [o[1] for o in order] == [compute, compute, compute, compute, side, compute]
             assert "side_b2" not in core.timings
         assert core.proof is not None
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_device
+
+
+@pytest.mark.parametrize("granted", [True, False])
+def test_a_large_plan_granted_b2s_own_stream_takes_the_small_path(granted, monkeypatch):
+    """A plan too large for the small path by itself (fused_sets 1) runs B2 on the second side stream over its
+    own scratch when its footprint was granted b2_stream (room for the second scratch), else the one-stream
+    path; the working set counts the scratch either way."""
+    import dataclasses
+
+    from engine.backends.gpu import footprint, pipeline  # noqa: PLC0415
+    from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
+
+    monkeypatch.setattr(gmsm, "fused_sets", lambda plan: 1)  # as a large plan: A, B1, C in launch sets of one
+    monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", "0")
+    import inspect
+
+    order = []
+    real_acc = gmsm.accumulate
+    acc_sig = inspect.signature(real_acc)
+
+    def accumulate(*args, **kw):
+        bound = acc_sig.bind(*args, **kw).arguments
+        if bound["group"] == "g2":
+            order.append(bound["stream"])
+        return real_acc(*args, **kw)
+
+    monkeypatch.setattr(gmsm, "accumulate", accumulate)
+    zkey, witness = _tiny("bn128")
+    with fake_driver() as fake:
+        backend = _backend()
+        fp = backend.plan_key(zkey)
+        assert fp.b2_stream  # the fake device's budget holds the second scratch
+        if not granted:
+            early = (fp.early_w, fp.early_h) if fp.early_w is not None else None
+            fp = dataclasses.replace(fp, b2_stream=False, working_set_bytes=footprint.proof_working_set(
+                zkey.curve, int(zkey.n_vars), int(zkey.domain_size), fp.plan_w, fp.plan_h, backend.device.sm_count,
+                early=early, bins=fp.sort_bins))
+        key = backend.load_key(zkey, fp)
+        assert pipeline.working_set_bytes(key, backend.device.sm_count) == fp.working_set_bytes
+        staged = backend.stage(key, witness)
+        assert (staged.state.b2_scratch is not None) == granted
+        core = backend.compute(staged).wait()
+        assert core.proof is not None
+        side2 = backend.side_streams.get(0, 1) if granted else None
+        assert order == [side2 if granted else backend.ctx.compute_stream(0)]  # the B2 (G2) accumulation's stream
+        assert ("side_b2" in core.timings) == granted
         backend.unload_key(key)
         backend.close()
         assert not fake.live_device

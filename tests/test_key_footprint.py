@@ -127,16 +127,20 @@ def test_fewer_proofs_in_flight_before_the_host_tier(monkeypatch):
 
     shape = bench_shape(BLS12_381, 22)
     monkeypatch.setattr(gsort, "SORT", "direct")  # a proof's working set without the sort's bins
+    monkeypatch.setenv("GROTH16_B2_BESIDE", "0")  # nor B2's own scratch
     two = plan_key(shape, 139 * GiB, proofs=2, fold=1)
     monkeypatch.setattr(gsort, "SORT", "auto")
+    monkeypatch.delenv("GROTH16_B2_BESIDE")
     budget = two.device_bytes + two.working_set_bytes + GiB // 8  # room for one proof only
     fp = plan_key(shape, budget, proofs=2)
     assert fp.tier == "resident" and fp.proofs_in_flight == 1
 
 
-def test_host_tier_when_the_points_do_not_fit_and_its_chunks_cover_every_base():
+def test_host_tier_when_the_points_do_not_fit_and_its_chunks_cover_every_base(monkeypatch):
     shape = bench_shape(BN254, 20)
+    monkeypatch.setenv("GROTH16_B2_BESIDE", "0")  # one proof's working set without B2's own scratch
     resident = plan_key(shape, 139 * GiB, fold=1)
+    monkeypatch.delenv("GROTH16_B2_BESIDE")
     budget = shape.fixed_device_bytes() + resident.working_set_bytes  # below points + one proof
     fp = plan_key(shape, budget, proofs=1)
     assert fp.tier == "host" and fp.device_bytes == shape.fixed_device_bytes()
@@ -213,11 +217,13 @@ def test_the_binned_sort_is_granted_on_the_curves_where_it_measured_faster(monke
 
 
 @pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
-def test_the_binned_sort_is_granted_only_where_it_costs_no_fold(curve):
+def test_the_binned_sort_is_granted_only_where_it_costs_no_fold(curve, monkeypatch):
     """A key whose sorts are large enough for the binned placement (msm_sort.SORT_BINNED_ENTRIES entries)
     gets its bins (12 bytes an entry, in the working set) where they fit beside its proofs in flight; where
     they do not, the same tier, fold and proofs as without them, and no bins; small keys never."""
     from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setenv("GROTH16_B2_BESIDE", "0")  # the bins alone (B2's own scratch: the test below)
 
     shape = bench_shape(curve, 24)
     whole = plan_key(shape, 139 * GiB, proofs=2)
@@ -237,6 +243,30 @@ def test_the_binned_sort_is_granted_only_where_it_costs_no_fold(curve):
     assert not plan_key(shape, 16 * GiB, proofs=2).sort_bins  # the host tier's chunks are small
     assert plan_key(bench_shape(curve, 20), 139 * GiB, proofs=2).sort_bins  # 2^20: above the threshold
     assert not plan_key(bench_shape(curve, 16), 139 * GiB, proofs=2).sort_bins  # 2^16: below it
+
+
+@pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
+def test_a_large_plans_b2_stream_is_granted_only_where_its_scratch_costs_nothing(curve):
+    """Larger plans get B2 on a stream of its own with a second sort and bucket scratch (footprint.b2_beside:
+    a lone proof measured faster) where that scratch fits beside the proofs in flight with the same tier,
+    fold, bins and proofs; small plans run that path anyway, the host tier never."""
+    shape = bench_shape(curve, 22)
+    whole = plan_key(shape, 139 * GiB, proofs=2)
+    early = (whole.early_w, whole.early_h) if whole.early_w else None
+    one, two = (fpm.proof_working_set(curve, shape.n_wires, shape.domain, whole.plan_w, whole.plan_h,
+                                      fpm.DEFAULT_SM_COUNT, early=early, bins=whole.sort_bins, b2_stream=b2)
+                for b2 in (False, True))
+    assert whole.b2_stream and whole.working_set_bytes == two > one and total(whole) <= 139 * GiB
+    assert fpm.b2_beside(whole.plan_w, whole.b2_stream) and not fpm.b2_beside(whole.plan_w)
+    assert whole.as_dict()["b2_stream"] and "B2 on its own stream" in whole.describe()
+    tight = whole.device_bytes + whole.proofs_in_flight * one + (two - one) // 2
+    fp = plan_key(shape, tight, proofs=2)
+    assert not fp.b2_stream and total(fp) <= tight
+    assert (fp.tier, fp.fold, fp.proofs_in_flight, fp.sort_bins, fp.working_set_bytes) == (
+        "resident", whole.fold, 2, whole.sort_bins, one)
+    small = plan_key(bench_shape(curve, 14), 139 * GiB, proofs=2)
+    assert not small.b2_stream and fpm.b2_beside(small.plan_w)  # the small path by its plan, counted already
+    assert not plan_key(bench_shape(curve, 24), 16 * GiB, proofs=2).b2_stream  # the host tier
 
 
 def test_the_error_names_the_footprint_the_working_set_and_the_budget():

@@ -157,6 +157,10 @@ class KeyFootprint:
     # fold tables' build against those proofs' MSMs: they wait for the tables instead of taking the fold-1
     # plans while the tables build (key.py plans_now), or the build was paid for nothing
     tables_awaited: bool = False
+    # a large proof's B2 MSM on a stream of its own from the start, over a second sort and bucket scratch (and
+    # the front beside the G1 MSMs): the small plans' path (b2_beside), granted by plan_key for larger plans
+    # only where the second scratch fits beside the proofs in flight without changing the choice
+    b2_stream: bool = False
 
     @property
     def fold(self) -> int:
@@ -182,7 +186,7 @@ class KeyFootprint:
             "table_seconds": round(self.table_seconds, 4),
             "serial_doublings": self.serial_doublings,
             "chunk_points": self.chunk_w, "chunks": self.chunks, "streamed_bytes": self.streamed_bytes,
-            "sort_bins": self.sort_bins,
+            "sort_bins": self.sort_bins, "b2_stream": self.b2_stream,
         }
 
     def describe(self) -> str:
@@ -196,6 +200,8 @@ class KeyFootprint:
                 where += f", tables built at load in about {self.table_seconds:.2f} s"
             if self.sort_bins:
                 where += ", binned bucket sort"
+            if self.b2_stream:
+                where += ", B2 on its own stream"
         else:
             where = (f"host tier, {fmt_bytes(self.host_bytes)} of bases pinned in host memory, streamed in "
                      f"{self.chunks} chunks of {self.chunk_w:,} wires per proof")
@@ -318,14 +324,19 @@ def alloc_slack(extra_copies: int = 0) -> int:
     return ALLOC_SLACK + extra_copies * ALLOC_ALIGN * COPY_BUFFERS
 
 
-def b2_beside(plan_w: gmsm.MsmPlan) -> bool:
+def b2_beside(plan_w: gmsm.MsmPlan, granted: bool = False) -> bool:
     """Whether a resident proof under `plan_w` runs its B2 (G2) MSM on a stream of its own, beside the
     front and the G1 MSMs, with a sort and bucket scratch of its own: the small full-fold plans whose
     A, B1, C share one launch set.  Their MSMs are chains of dependent point operations on a few SMs
-    (perf/RESULTS.md, "GPU MSM at proof sizes"), so the device has room for both; a large MSM fills
-    it alone, and its scratch would cost real memory.  GROTH16_B2_BESIDE=0 keeps every proof on the one
-    path (for A/B measurements)."""
-    return gmsm.fused_sets(plan_w) > 1 and os.environ.get("GROTH16_B2_BESIDE") != "0"
+    (perf/RESULTS.md, "GPU MSM at proof sizes"), so the device has room for both.  Larger plans fill more
+    of the device, but a lone proof still gained on this path (session 38: BN254 2^20 25.0-25.3 -> 24.0 ms,
+    2^22 67.7-67.9 -> 65.0, BLS12-381 2^20 43.3 -> 38.3-38.6), so they take it where their footprint was
+    `granted` the second scratch (KeyFootprint.b2_stream: it costs real memory there).  GROTH16_B2_BESIDE=0
+    keeps every proof on the one path, =1 puts every resident proof on the small path (A/B measurements)."""
+    forced = os.environ.get("GROTH16_B2_BESIDE")
+    if forced in ("0", "1"):
+        return forced == "1"
+    return granted or gmsm.fused_sets(plan_w) > 1
 
 
 # The front goes beside the G1 MSMs from this domain up: measured on the H200 (perf/RESULTS.md, "Session
@@ -384,15 +395,17 @@ def products_now(idle: bool) -> bool:
 
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
-                      early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None, bins: bool = False) -> int:
+                      early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None, bins: bool = False,
+                      b2_stream: bool = False) -> int:
     """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets
     (twice when B2 runs beside the rest: b2_beside; three more and s w, r w with products_beside), and with `tail` the device tail's r, s, rs, proof
     area and scratch (inside the witness and results allocations).  `early`: the fold-1 (witness, H)
     plans a proof may take instead while the key's tables build: the sort and bucket scratch is sized
-    for either.  `bins`: the sort's coarse bins too (KeyFootprint.sort_bins)."""
+    for either.  `bins`: the sort's coarse bins too (KeyFootprint.sort_bins); `b2_stream`: a larger plan's
+    second scratch (KeyFootprint.b2_stream)."""
     total = n_wires * FR + 3 * domain * FR + (gepi.proof_device_bytes(curve) if tail else 0)
     plans, shapes = scratch_shapes([(plan_w, plan_h)] + ([early] if early is not None else []), sm_count)
-    copies = 2 if tail and b2_beside(plan_w) else 1
+    copies = 2 if tail and b2_beside(plan_w, b2_stream) else 1
     extra = PRODUCT_SCRATCH_COPIES if tail and products_beside(plan_w, domain) else 0
     copies += extra
     total += 2 * n_wires * FR if extra else 0  # s w, r w
@@ -509,6 +522,19 @@ def _grant_sort_bins(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: i
     return dataclasses.replace(fp, sort_bins=True, working_set_bytes=ws)
 
 
+def _grant_b2_stream(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: int) -> KeyFootprint:
+    """`fp` with a larger plan's B2 MSM on a stream of its own (b2_beside) where the second sort and bucket
+    scratch fits beside the key with the same tier, fold, bins and proofs in flight: it never costs a fold."""
+    if fp.tier != "resident" or b2_beside(fp.plan_w) or not b2_beside(fp.plan_w, True):
+        return fp  # the host tier has no tail; small plans have it already; GROTH16_B2_BESIDE=0 refuses it
+    early = (fp.early_w, fp.early_h) if fp.early_w is not None else None
+    ws = proof_working_set(shape.curve, shape.n_wires, shape.domain, fp.plan_w, fp.plan_h, sm_count, early=early,
+                           bins=fp.sort_bins, b2_stream=True)
+    if fp.device_bytes + fp.proofs_in_flight * ws > budget:
+        return fp
+    return dataclasses.replace(fp, b2_stream=True, working_set_bytes=ws)
+
+
 @dataclass(frozen=True)
 class KeyCandidates:
     """Every footprint plan_key may choose for a key on a device with `sm_count` SMs, before any budget: the
@@ -592,6 +618,7 @@ def _plan_key(candidates: KeyCandidates, budget_bytes: int, *, proofs: int, labe
         near = [fp for fp in fitting if cost(fp) <= fastest * (1 + SLACK)]
         chosen = _grant_sort_bins(min(near, key=lambda fp: (-fp.proofs_in_flight, cost(fp), fp.device_bytes)),
                                   shape, budget, sm_count)
+        chosen = _grant_b2_stream(chosen, shape, budget, sm_count)
         # the CSR built on the device only where the budget also holds its transient bytes beside the key
         build = shape.csr_build_bytes if chosen.device_bytes + shape.csr_build_bytes <= budget else 0
         return dataclasses.replace(chosen, csr_build_bytes=build,

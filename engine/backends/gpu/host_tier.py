@@ -4,8 +4,9 @@ The key's NTT tables and CSR matrices stay on the device as usual; the MSM
 bases (A, B1, C, B2 per wire, H per domain row: `footprint.KeyShape.bases_bytes`)
 live in one pinned buffer, counted in the host budget by the engine.  Each
 proof streams them through two device staging buffers of a chunk each: the
-key's copy stream uploads chunk i+1 while the proof's compute stream runs the
-MSMs of chunk i (one sort of the chunk's scalars, then A, B1, C and B2 over
+key's copy stream for the proof's compute stream (one per compute slot, so two
+proofs computing at once stream side by side) uploads chunk i+1 while the
+proof's compute stream runs the MSMs of chunk i (one sort of the chunk's scalars, then A, B1, C and B2 over
 it; or H), and the two streams are ordered by events only (design.md §5
 rule 1: nothing device-global):
 
@@ -72,7 +73,10 @@ class HostTier:
             offset += raw.nbytes
         if offset != self.pinned.nbytes:
             raise ValueError(f"{zkey.path}: the key's point sections hold {offset} bytes, expected {self.pinned.nbytes}")
-        self.copy_stream: Stream = ctx.device.stream()
+        self.ctx = ctx
+        # a copy stream per compute stream: one shared stream would queue the second proof's uploads
+        # behind every upload of the first (each waiting on that proof's MSMs), serialising them
+        self.copy_streams: dict[Stream, Stream] = {}  # compute stream (the runtime's, one a slot) -> copy
         self.chunks_h = chunk_ranges(shape.domain, footprint.chunk_h)
         self.chunks_w = chunk_ranges(shape.n_wires, footprint.chunk_w)
         self.chunk_bytes = host_chunk_bytes(shape, footprint.chunk_w, footprint.chunk_h)
@@ -108,7 +112,7 @@ class HostTier:
         results, `streaming`: its HostProof); `layouts` maps "h"/"w" to (plan, layout) of a whole chunk.  The
         last, shorter chunk keeps the window and the per-thread entry count, so that scratch serves it."""
         hp: HostProof = st.streaming
-        copy = self.copy_stream
+        copy = self.copy_stream(stream)
         copy.wait_event(st.uploaded)  # the staging buffers were allocated on the upload stream
         g1_acc, g2_acc = acc_bytes(self.curve, False), acc_bytes(self.curve, True)
         slot = 0
@@ -145,6 +149,13 @@ class HostTier:
         mark()
         mark()  # the witness chunks run A, B1, C and B2 together: the B2 stage is empty here
 
+    def copy_stream(self, compute: Stream) -> Stream:
+        """The copy stream beside compute stream `compute` (made at its first proof, on the device thread)."""
+        copy = self.copy_streams.get(compute)
+        if copy is None:
+            copy = self.copy_streams[compute] = self.ctx.device.stream()
+        return copy
+
     def results(self, raw: np.ndarray) -> tuple:
         """(A, B1, B2, C, H) summed over the chunks, affine, from the downloaded result slots."""
         curve, size = self.curve, acc_bytes(self.curve, True)
@@ -163,10 +174,12 @@ class HostTier:
         return a, b1, b2, c, h
 
     def close(self) -> None:
-        """At key unload (the device thread, the engine holding the whole pool): the copy stream
+        """At key unload (the device thread, the engine holding the whole pool): the copy streams
         drained, the pinned bases unpinned."""
-        self.copy_stream.synchronize()
-        self.copy_stream.destroy()
+        for copy in self.copy_streams.values():
+            copy.synchronize()
+            copy.destroy()
+        self.copy_streams.clear()
         self.pinned.free()
 
 

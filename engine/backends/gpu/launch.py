@@ -37,7 +37,7 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
     a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
     `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both.  With
-    `side2` and a small plan (footprint.b2_beside): _launch_small, which records the start and end of
+    `side2` and a small plan, or a larger one granted it (footprint.b2_beside): _launch_small, which records the start and end of
     what it runs beside the compute stream into `beside` (by name: "b2", "front"); with `lanes` too (three
     more side streams, st.products: footprint.products_beside) _launch_products.  Returns the timed
     stages' names in the order of the marks."""
@@ -72,12 +72,13 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
         gepi.launch_early(mod, tail, side)
         side_mark()
 
-    if side2 is not None and lanes is not None and footprint.b2_beside(plan_w):  # B2 first, then early
+    small_path = st.b2_scratch is not None and footprint.b2_beside(plan_w, key.footprint.b2_stream)
+    if side2 is not None and lanes is not None and small_path:  # B2 first, then early
         return _launch_products(backend, key, st, plans, ((plan_h, lay_h), (plan_w, lay_w)), stream, side, side2,
                                 lanes, tail, mark, side_mark, beside if beside is not None else {}, side_events,
                                 timing, early)
     early()
-    if side2 is not None and footprint.b2_beside(plan_w):
+    if side2 is not None and small_path:
         return _launch_small(backend, key, st, plans, ((plan_h, lay_h), (plan_w, lay_w)), stream, side, side2, tail,
                              mark, side_mark, beside if beside is not None else {}, side_events, timing)
     mid_done: list[Event] = []

@@ -159,7 +159,7 @@ def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
     if got is None:
         sort_plans, shapes = _scratch_shapes(key, sm_count)
         got = _ProofLayout(sort_plans, shapes, gmsm.BucketScratch.sizes(shapes), 0,
-                           b2_beside=has_tail(key) and footprint.b2_beside(key.plan_w),
+                           b2_beside=has_tail(key) and footprint.b2_beside(key.plan_w, key.footprint.b2_stream),
                            products=has_tail(key) and footprint.products_beside(key.plan_w, key.domain))
         if got.products:
             region = _Sizer()
@@ -179,7 +179,7 @@ def working_set_bytes(key: GpuKey, sm_count: int) -> int:
     fp = key.footprint
     early = (fp.early_w, fp.early_h) if fp.early_w is not None else None
     return footprint.proof_working_set(key.curve, key.n_wires, key.domain, key.plan_w, key.plan_h, sm_count,
-                                       tail=has_tail(key), early=early, bins=fp.sort_bins)
+                                       tail=has_tail(key), early=early, bins=fp.sort_bins, b2_stream=fp.b2_stream)
 
 
 def has_tail(key: GpuKey) -> bool:
