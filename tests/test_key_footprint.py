@@ -444,9 +444,31 @@ def test_info_reports_the_key_footprint_under_a_budget():
     fp = json.loads(out.stdout)["footprint"]
     assert fp["tier"] == "resident" and fp["budget_bytes"] == GiB and fp["fold"] >= 1
     assert fp["device_bytes"] + fp["proofs_in_flight"] * fp["working_set_bytes"] <= GiB
+    assert fp["proofs_computing"] == 1 and fp["proofs_in_flight"] == 2  # a tiny key's proofs compute alone
     text = subprocess.run([sys.executable, "-m", "engine", "info", str(zkey), "--vram-budget", "1GiB"],
                           capture_output=True, text=True, cwd=REPO, timeout=120).stdout
-    assert "footprint:" in text and "MSM cost" in text
+    assert "footprint:" in text and "MSM cost" in text and "compute one at a time" in text
+    fixed = subprocess.run([sys.executable, "-m", "engine", "info", str(zkey), "--json", "--vram-budget", "1GiB",
+                            "--proofs", "3"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    fp = json.loads(fixed.stdout)["footprint"]
+    assert fp["proofs_in_flight"] == 3 and "proofs_computing" not in fp
+    bad = subprocess.run([sys.executable, "-m", "engine", "info", str(zkey), "--proofs", "many"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert bad.returncode != 0 and "--proofs: 'many' is neither a number nor auto" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_info_plans_a_large_key_as_the_engine_does_two_proofs_at_once(monkeypatch, tmp_path):
+    """`info` without --proofs plans like the engine's default compute slots: a key whose budget holds a
+    third working set at no cost gets it, and two of its proofs compute at once."""
+    from engine.commands.info import _footprint
+    from engine.formats import zkey as zkey_module
+
+    monkeypatch.setattr(zkey_module, "read_zkey", lambda path: None)
+    monkeypatch.setattr(fpm.KeyShape, "of", classmethod(lambda cls, zkey: bench_shape(BN254, 20)))
+    fp = _footprint(tmp_path / "k.zkey", "125GiB", "auto")
+    assert fp["proofs_computing"] == 2 and fp["proofs_in_flight"] == 3
+    assert fp["summary"].endswith("; 2 of its proofs compute at once")
 
 
 def test_the_csr_is_built_on_the_device_only_where_the_budget_holds_its_build():

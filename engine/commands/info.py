@@ -26,8 +26,9 @@ def register(subparsers) -> None:
     p.add_argument("--vram-budget", default="16GiB", metavar="SIZE",
                    help="for a .zkey: the per-device VRAM budget to plan the key's GPU footprint for "
                    "(fold or host tier, device bytes, MSM cost; default 16GiB)")
-    p.add_argument("--proofs", type=int, default=2, metavar="N",
-                   help="for a .zkey: proof working sets to leave room for beside the key (default 2: split locking)")
+    p.add_argument("--proofs", default="auto", metavar="N",
+                   help="for a .zkey: proof working sets to leave room for beside the key (default auto: as the "
+                        "engine plans by default, two, or three where two of its proofs compute at once)")
     p.set_defaults(func=run)
 
 
@@ -163,19 +164,34 @@ def _ptau(path) -> dict:
     }
 
 
-def _footprint(path, budget: str, proofs: int) -> dict:
-    """The key's footprint on a GPU under `budget` (engine/backends/gpu/footprint.py), or why none fits."""
+def _footprint(path, budget: str, proofs: str | int) -> dict:
+    """The key's footprint on a GPU under `budget` (engine/backends/gpu/footprint.py), or why none fits;
+    `proofs` "auto": as the engine plans it under compute_slots "auto" (scheduler/compute_share.py), with
+    how many of its proofs compute at once."""
     from engine.backends.gpu.footprint import KeyShape, plan_key
-    from engine.config import parse_size
+    from engine.config import ConfigError, parse_size
     from engine.errors import BudgetError
     from engine.formats.zkey import read_zkey
+    from scheduler.compute_share import AUTO_SLOTS, plan_with_share
 
     budget_bytes = parse_size(budget, "--vram-budget")
+    if str(proofs).strip().lower() != "auto" and not str(proofs).strip().isdigit():
+        raise ConfigError(f"--proofs: {proofs!r} is neither a number nor auto")
+    shape, label = KeyShape.of(read_zkey(path)), os.fspath(path)
     try:
-        fp = plan_key(KeyShape.of(read_zkey(path)), budget_bytes, proofs=max(1, proofs), label=os.fspath(path))
+        if str(proofs).strip().lower() == "auto":
+            fp, take = plan_with_share(lambda n: plan_key(shape, budget_bytes, proofs=n, label=label), AUTO_SLOTS)
+            computing = AUTO_SLOTS // take
+        else:
+            fp, computing = plan_key(shape, budget_bytes, proofs=max(1, int(proofs)), label=label), None
     except BudgetError as exc:
         return {"budget_bytes": budget_bytes, "error": str(exc)}
-    return {**fp.as_dict(), "summary": fp.describe()}
+    out = {**fp.as_dict(), "summary": fp.describe()}
+    if computing is not None:
+        out["proofs_computing"] = computing
+        out["summary"] += ("; its proofs compute one at a time" if computing == 1 else
+                           f"; {computing} of its proofs compute at once")
+    return out
 
 
 # ---------------------------------------------------------------- JSON files
