@@ -5,7 +5,8 @@
 # standard library and PATHs bytecode in the prefix PYC; `sudoku_through_cli DIR RUNS` proves each curve's sudoku
 # through the CLI RUNS times, printing the wall clock; `build_sppark` builds blst and, in the background (`wait` for
 # them), /tmp/sppark_ntt_BN254 and /tmp/sppark_ntt_BLS12_381 (perf/sppark_ntt.cu against the carried .sppark/);
-# `bench_key_b24bls` makes the 2^24 BLS12-381 bench key in /tmp/b24bls unless the machine still has it.
+# `bench_key CURVE LOG2 DIR` makes a bench key in DIR unless the machine still has it (session 38's scripts had it
+# inline, merged here after they ran); `bench_key_b24bls` the 2^24 BLS12-381 one in /tmp/b24bls.
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>/dev/null || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 GROTH16_KERNEL_CACHE=$PWD/.kcache
 python3 scripts/carry_kernels.py install .kcache main="$PWD" 2>&1 | tail -2
@@ -43,9 +44,12 @@ build_sppark() {
       -o /tmp/sppark_ntt_$f > /tmp/nvcc_$f.log 2>&1 &
   done
 }
-bench_key_b24bls() {  # the 2^24 BLS12-381 bench circuit and its key (setup on the GPU) in /tmp/b24bls, unless there
+bench_key() {  # curve log2 dir: the bench circuit of 2^log2 - 3 constraints and its key (setup on the GPU), unless there
+  [ -s "$3/bench.zkey" ] && return 0
+  python3 -m engine bench-circuit --constraints $(( (1 << $2) - 3 )) --curve "$1" --quiet "$3" &&
+    python3 -m engine setup --backend gpu "$3/bench.r1cs" "$3/bench.zkey" --quiet 2>/dev/null && rm -f "$3/bench.r1cs"
+}
+bench_key_b24bls() {  # the 2^24 BLS12-381 bench circuit and its key in /tmp/b24bls, unless there
   [ -s /tmp/b24bls/bench.zkey ] && return 0
-  python3 -m engine bench-circuit --constraints $(( (1 << 24) - 3 )) --curve bls12381 --quiet /tmp/b24bls &&
-    python3 -m engine setup --backend gpu /tmp/b24bls/bench.r1cs /tmp/b24bls/bench.zkey --quiet 2>/dev/null &&
-    rm -f /tmp/b24bls/bench.r1cs && echo "2^24 BLS12-381 key made"
+  bench_key bls12381 24 /tmp/b24bls && echo "2^24 BLS12-381 key made"
 }

@@ -5,11 +5,6 @@
 #   OUT=/tmp/out bash perf/s38b_h200.sh
 set -u
 . perf/s31_env.sh
-bench_key() {  # curve log2 dir: the bench circuit of 2^log2 - 3 constraints and its key, unless there
-  [ -s "$3/bench.zkey" ] && return 0
-  python3 -m engine bench-circuit --constraints $(( (1 << $2) - 3 )) --curve "$1" --quiet "$3" &&
-    python3 -m engine setup --backend gpu "$3/bench.r1cs" "$3/bench.zkey" --quiet 2>/dev/null && rm -f "$3/bench.r1cs"
-}
 for spec in "bn128 16 40" "bn128 18 24"; do
   set -- $spec
   D=/tmp/k_$1_$2

@@ -6,11 +6,6 @@
 #   OUT=/tmp/out bash perf/s38c_h200.sh
 set -u
 . perf/s31_env.sh
-bench_key() {  # curve log2 dir: the bench circuit of 2^log2 - 3 constraints and its key, unless there
-  [ -s "$3/bench.zkey" ] && return 0
-  python3 -m engine bench-circuit --constraints $(( (1 << $2) - 3 )) --curve "$1" --quiet "$3" &&
-    python3 -m engine setup --backend gpu "$3/bench.r1cs" "$3/bench.zkey" --quiet 2>/dev/null && rm -f "$3/bench.r1cs"
-}
 echo "== $(date +%T) host tier GPU tests, compute_share"
 python3 -m pytest -q -rf tests/test_gpu_host_tier.py tests/test_compute_share.py -p no:cacheprovider 2>&1 | tail -3
 for spec in "bn128 18" "bn128 20" "bls12381 20" "bn128 22"; do
