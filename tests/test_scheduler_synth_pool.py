@@ -157,3 +157,76 @@ async def test_released_blocks_are_used_again_and_none_is_left_after_close():
     finally:
         await pool.close()
     assert _leftover_blocks() == before
+
+
+def _wtns_file(tmp_path, rows=ROWS):
+    from engine.algebra.curves import BN254
+    from engine.formats.wtns import write_wtns
+
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 1 << 62, size=(rows, 4), dtype=np.uint64)
+    path = tmp_path / "w.wtns"
+    write_wtns(path, BN254.r, values)
+    return path, values
+
+
+async def test_a_wtns_witness_is_copied_in_the_kernel_into_its_block(tmp_path):
+    """A .wtns task hands back where its values lie in the file (FileSegment), not a mapped array; the
+    worker sendfiles them into the witness's block and the values arrive exact."""
+    from engine.groth16.kit import synthesise_wtns
+    from scheduler.synth_pool import FileSegment
+
+    path, values = _wtns_file(tmp_path)
+    meta, seg = synthesise_wtns(str(path))
+    assert isinstance(seg, FileSegment) and seg.shape == (ROWS, 4) and seg.nbytes == values.nbytes
+    assert os.path.getsize(path) == seg.offset + seg.nbytes
+    pool = SynthPool(1)
+    await pool.start()
+    try:
+        result = await pool.run(synthesise_wtns, (str(path),), ROWS * 32)
+        assert np.array_equal(result.values, values) and result.meta == meta
+        assert pool.max_reply_bytes < 1024
+        result.release()
+        with pytest.raises(MismatchError):  # a block too small is the pool's too-big answer, as for arrays
+            await pool.run(synthesise_wtns, (str(path),), ROWS * 32 - 32)
+    finally:
+        await pool.close()
+
+
+@pytest.mark.parametrize("sendfile", ["works", "einval", "absent"])
+def test_a_file_segment_lands_in_the_block_with_or_without_sendfile(tmp_path, monkeypatch, sendfile):
+    import errno
+
+    from scheduler import synth_pool
+    from scheduler.synth_pool import FileSegment, _synthesise
+
+    path, values = _wtns_file(tmp_path, rows=1000)
+    seg = FileSegment(str(path), os.path.getsize(path) - values.nbytes, values.shape, "<u8")
+    if sendfile == "einval":
+        def refuse(*a):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        monkeypatch.setattr(synth_pool.os, "sendfile", refuse)
+    elif sendfile == "absent":
+        monkeypatch.delattr(synth_pool.os, "sendfile")
+    block = ShmBlock.create(values.nbytes + 64)
+    try:
+        reply = pickle.loads(_synthesise((lambda: ({"m": 1}, seg), (), block.name, block.size)))
+        assert reply == ("ok", {"m": 1}, (1000, 4), "<u8")
+        assert np.array_equal(block.ndarray((1000, 4), "<u8"), values)
+    finally:
+        block.release()
+
+
+def test_a_witness_file_cut_short_after_its_header_is_an_error_not_garbage(tmp_path):
+    from scheduler.synth_pool import FileSegment, _synthesise
+
+    path, values = _wtns_file(tmp_path, rows=1000)
+    seg = FileSegment(str(path), os.path.getsize(path) - values.nbytes, values.shape, "<u8")
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 32)
+    block = ShmBlock.create(values.nbytes)
+    try:
+        reply = pickle.loads(_synthesise((lambda: ({}, seg), (), block.name, block.size)))
+        assert reply[0] == "error" and "ends before" in str(reply)
+    finally:
+        block.release()

@@ -18,6 +18,7 @@ class Witness:
     prime: int  # the scalar field r written in the file
     curve: Curve | None  # the curve with that r, or None when no supported curve has it
     values: np.ndarray  # (nWitness, 4) uint64 plain values, w[0] = 1 (a view over the mapped file)
+    values_offset: int = -1  # where the values start in the file (-1: not read from a file)
 
 
 def read_wtns(path) -> Witness:
@@ -52,7 +53,7 @@ def read_wtns(path) -> Witness:
     if n_witness == 0:
         raise bf.error("nWitness = 0: a witness holds at least the constant-one wire")
     values = bf.array(sec, "<u8", n_witness * (n8 // 8), shape=(n_witness, n8 // 8))
-    return Witness(bf.path, prime, curve, values)
+    return Witness(bf.path, prime, curve, values, sec.offset)
 
 
 def write_wtns(path, prime: int, values: np.ndarray) -> None:

@@ -10,15 +10,17 @@ from typing import Any, Callable
 import numpy as np
 
 from scheduler.pipeline import Partition
+from scheduler.synth_pool import FileSegment
 
 from engine.errors import MismatchError
 
-def synthesise_wtns(path: str) -> tuple[dict, np.ndarray]:
-    """Synthesis task: load a .wtns file (runs in a synthesis worker process)."""
+def synthesise_wtns(path: str) -> tuple[dict, FileSegment]:
+    """Synthesis task: a .wtns file's header checked, its values handed back as where they lie in the file,
+    which the worker copies into the witness's shared block in the kernel (synth_pool.FileSegment)."""
     from engine.formats import read_wtns  # noqa: PLC0415
 
     w = read_wtns(path)
-    return {"prime": int(w.prime)}, w.values
+    return {"prime": int(w.prime)}, FileSegment(w.path, w.values_offset, w.values.shape, w.values.dtype.str)
 
 
 def synthesise_wasm(wasm_path: str, inputs: Any, key_prime: int | None = None,
