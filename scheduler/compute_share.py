@@ -7,7 +7,7 @@ launches) leave SMs idle that the other proof's kernels fill, so the device is b
 proof computing alone already kept some kernel running 95-98% of the time.  Jobs of 10 partitions,
 2 in flight, 1 -> 2 slots (perf/RESULTS.md, session 38, s/job): BN254 2^18 0.105 -> 0.075-0.079,
 BN254 2^20 0.29-0.30 -> 0.23-0.24, BLS12-381 2^20 0.45-0.46 -> 0.35, BN254 2^22 0.93 -> 0.74-0.77,
-BLS12-381 2^22 1.37-1.38 -> 1.18, the C2 job (BLS12-381 2^24) 4.16-4.24 -> 3.94-4.00.  Small
+BLS12-381 2^22 1.37-1.38 -> 1.18, the C2 job (BLS12-381 2^24) 4.16-4.24 -> 3.90-4.00.  Small
 proofs measured level within their noise (BN254 2^16: 0.024-0.026 -> 0.024-0.030 s/job; the 2^14
 domain 683-706 proofs/s either way, session 16's sweeps), so a key whose proofs' MSMs are
 modelled below `MIN_SHARED_MSM_S` (BN254 2^16: 2.7 ms, BLS12-381 2^16: 6.1; BN254 2^18: 9.9) keeps
