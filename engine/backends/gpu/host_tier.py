@@ -6,9 +6,9 @@ live in one pinned buffer, counted in the host budget by the engine.  Each
 proof streams them through two device staging buffers of a chunk each: the
 key's copy stream for the proof's compute stream (one per compute slot, so two
 proofs computing at once stream side by side) uploads chunk i+1 while the
-proof's compute stream runs the MSMs of chunk i (one sort of the chunk's scalars, then A, B1, C and B2 over
-it; or H), and the two streams are ordered by events only (design.md §5
-rule 1: nothing device-global):
+proof's compute stream runs the MSMs of chunk i (one sort of the chunk's
+scalars, then A, B1, C and B2 over it; or H), and the two streams are ordered
+by events only (design.md §5 rule 1: nothing device-global):
 
     copy:    wait uploaded | [wait freed[j]] upload chunk i into buffer j | record loaded[j]
     compute: wait loaded[j] | sort + MSMs of chunk i | record freed[j]

@@ -37,10 +37,10 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
     a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
     `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both.  With
-    `side2` and a small plan, or a larger one granted it (footprint.b2_beside): _launch_small, which records the start and end of
-    what it runs beside the compute stream into `beside` (by name: "b2", "front"); with `lanes` too (three
-    more side streams, st.products: footprint.products_beside) _launch_products.  Returns the timed
-    stages' names in the order of the marks."""
+    `side2` and a small plan, or a larger one granted it (footprint.b2_beside): _launch_small, which records
+    the start and end of what it runs beside the compute stream into `beside` (by name: "b2", "front"); with
+    `lanes` too (three more side streams, st.products: footprint.products_beside) _launch_products.  Returns
+    the timed stages' names in the order of the marks."""
     ctx = backend.ctx
     sm = ctx.device.sm_count
     pool = ctx.events
