@@ -10,7 +10,8 @@ PROVING_BACKENDS = ("auto", "cpu", "gpu")  # what a command that writes real pro
 ENGINE_ONLY_FLAGS = ("synthesis_workers", "compute_slots", "vram_budget", "host_budget", "lock_mode", "devices")
 
 
-def _slots(text: str) -> int | str:
+def slots_arg(text: str) -> int | str:
+    """A count of slots or working sets on the command line: a number, or auto."""
     if text.strip().lower() == "auto":
         return "auto"
     try:
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] 
     g.add_argument("--devices", metavar="LIST", default=None, help="GPU indices, e.g. 0,1 (default: all)")
     g.add_argument("--synthesis-workers", type=int, metavar="N", default=None,
                    help="processes that compute or read witnesses (default 2)")
-    g.add_argument("--compute-slots", type=_slots, metavar="K", default=None,
+    g.add_argument("--compute-slots", type=slots_arg, metavar="K", default=None,
                    help="proofs computing at once per device, or auto (default: two on a GPU, used by keys whose "
                         "proofs are long enough to gain from it)")
     g.add_argument("--vram-budget", metavar="SIZE", default=None, help="device memory per device for proofs")

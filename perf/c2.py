@@ -35,6 +35,7 @@ import numpy as np  # noqa: E402
 
 from engine.api import Engine, run  # noqa: E402
 from engine.config import EngineConfig, parse_size  # noqa: E402
+from engine.config_flags import slots_arg  # noqa: E402
 from engine.errors import EngineError  # noqa: E402
 from engine.formats import read_wtns  # noqa: E402
 import sort_flags  # noqa: E402  (perf/sort_flags.py)
@@ -54,7 +55,7 @@ def parse_args(argv):
     p.add_argument("--tier", choices=("auto", "resident", "host"), default="auto")
     p.add_argument("--host-chunk", type=int, default=None, help="host tier: wires per streamed chunk (default: planned)")
     p.add_argument("--synthesis-workers", type=int, default=4)
-    p.add_argument("--compute-slots", default="auto",
+    p.add_argument("--compute-slots", type=slots_arg, default="auto",
                    help="compute slots a device (split mode): a number, or auto (the engine's default)")
     p.add_argument("--host-budget", default=None)
     p.add_argument("--proof-dir", default=None, help="write the last proof (and vkey.json) here, for snarkjs")
@@ -123,8 +124,7 @@ async def one_setting(args, budget: str, mode: str, conc: int) -> dict:
         if recording["on"]:
             sink.append(event)
 
-    slots = args.compute_slots if args.compute_slots == "auto" else int(args.compute_slots)
-    cfg = dict(backend="gpu", lock_mode=mode, compute_slots=slots,
+    cfg = dict(backend="gpu", lock_mode=mode, compute_slots=args.compute_slots,
                synthesis_workers=args.synthesis_workers,
                idle_trim_s=None, verify=True, max_in_flight=max(conc, 1) * args.partitions)
     if budget != "whole":

@@ -48,4 +48,4 @@ def plan_with_share(plan: Callable[[int], Any], slots: int) -> tuple[Any, int]:
 
 
 def _choice(fp: Any) -> tuple:
-    return fp.tier, fp.fold, getattr(fp, "chunk_w", 0), getattr(fp, "chunk_h", 0)
+    return fp.tier, fp.fold, fp.chunk_w, fp.chunk_h

@@ -95,8 +95,8 @@ def _worker_main(conn, index: int) -> None:
 class FileSegment:
     """A task's values as they lie in a file (a .wtns's value section): `shape` items of `dtype` from byte
     `offset` of `path`.  The worker copies them into the shared block with sendfile, in the kernel, instead of
-    through a mapping of the file and one of the block (0.37 -> 0.21 s for a 2^24 witness, 512 MiB, on this
-    project's CI machine: the copy was page faults on both sides)."""
+    through a mapping of the file and one of the block (the pool's task for a 2^24 BLS12-381 witness, 520 MiB,
+    0.52-0.68 -> 0.28 s on the H200's host, perf/wtns_pool.py: the copy was page faults on both sides)."""
 
     path: str
     offset: int
@@ -136,37 +136,44 @@ def _synthesise(task: tuple) -> bytes:
 
 
 def _copy_segment(seg: FileSegment, block: ShmBlock) -> None:
-    """seg's bytes to the start of `block`: sendfile where the system has it for files, else through numpy."""
-    src = os.open(seg.path, os.O_RDONLY)
-    try:
-        if os.fstat(src).st_size < seg.offset + seg.nbytes:
-            raise ValueError(f"{seg.path}: the file ends before its {seg.nbytes} bytes of values (changed on disk?)")
-        dst = os.open(block.path, os.O_WRONLY)
+    """seg's bytes to the start of `block`: sendfile where the system has it for files, else a plain read."""
+    ended = f"{seg.path}: the file ends before its {seg.nbytes} bytes of values (changed on disk?)"
+    with open(seg.path, "rb") as src:
+        if os.fstat(src.fileno()).st_size < seg.offset + seg.nbytes:
+            raise ValueError(ended)
+        if _sendfile(src.fileno(), block.path, seg, ended):
+            return
+        src.seek(seg.offset)
+        view = block.ndarray((seg.nbytes,), np.uint8)
         try:
-            done = 0
-            try:
-                while done < seg.nbytes:
-                    sent = os.sendfile(dst, src, seg.offset + done, seg.nbytes - done)
-                    if sent == 0:
-                        raise ValueError(f"{seg.path}: the file ended early (changed on disk?)")
-                    done += sent
-                return
-            except (AttributeError, OSError) as exc:  # no sendfile between files here (macOS): read and copy
-                if isinstance(exc, OSError) and exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSOCK,
-                                                                  errno.EOPNOTSUPP):
-                    raise
+            if src.readinto(memoryview(view)) != seg.nbytes:
+                raise ValueError(ended)
         finally:
-            os.close(dst)
-        with open(seg.path, "rb") as f:
-            f.seek(seg.offset)
-            view = block.ndarray((seg.nbytes,), np.uint8)
+            del view
+
+
+def _sendfile(src: int, dst_path: str, seg: FileSegment, ended: str) -> bool:
+    """seg's bytes from `src` into the file at dst_path by sendfile; False where there is none between files
+    (macOS: to sockets only), for the caller to read instead."""
+    sendfile = getattr(os, "sendfile", None)
+    if sendfile is None:
+        return False
+    dst = os.open(dst_path, os.O_WRONLY)
+    try:
+        done = 0
+        while done < seg.nbytes:
             try:
-                if f.readinto(memoryview(view)) != seg.nbytes:
-                    raise ValueError(f"{seg.path}: the file ended early (changed on disk?)")
-            finally:
-                del view
+                sent = sendfile(dst, src, seg.offset + done, seg.nbytes - done)
+            except OSError as exc:
+                if exc.errno in (errno.EINVAL, errno.ENOSYS, errno.ENOTSOCK, errno.EOPNOTSUPP):
+                    return False
+                raise
+            if sent == 0:
+                raise ValueError(ended)
+            done += sent
+        return True
     finally:
-        os.close(src)
+        os.close(dst)
 
 
 # ------------------------------------------------------------------ pool side

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 
+from engine.config_flags import slots_arg
 from engine.errors import FormatError, file_error
 
 
@@ -26,7 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--vram-budget", default="16GiB", metavar="SIZE",
                    help="for a .zkey: the per-device VRAM budget to plan the key's GPU footprint for "
                    "(fold or host tier, device bytes, MSM cost; default 16GiB)")
-    p.add_argument("--proofs", default="auto", metavar="N",
+    p.add_argument("--proofs", type=slots_arg, default="auto", metavar="N",
                    help="for a .zkey: proof working sets to leave room for beside the key (default auto: as the "
                         "engine plans by default, two, or three where two of its proofs compute at once)")
     p.set_defaults(func=run)
@@ -169,17 +170,15 @@ def _footprint(path, budget: str, proofs: str | int) -> dict:
     `proofs` "auto": as the engine plans it under compute_slots "auto" (scheduler/compute_share.py), with
     how many of its proofs compute at once."""
     from engine.backends.gpu.footprint import KeyShape, plan_key
-    from engine.config import ConfigError, parse_size
+    from engine.config import parse_size
     from engine.errors import BudgetError
     from engine.formats.zkey import read_zkey
     from scheduler.compute_share import AUTO_SLOTS, plan_with_share
 
     budget_bytes = parse_size(budget, "--vram-budget")
-    if str(proofs).strip().lower() != "auto" and not str(proofs).strip().isdigit():
-        raise ConfigError(f"--proofs: {proofs!r} is neither a number nor auto")
     shape, label = KeyShape.of(read_zkey(path)), os.fspath(path)
     try:
-        if str(proofs).strip().lower() == "auto":
+        if proofs == "auto":
             fp, take = plan_with_share(lambda n: plan_key(shape, budget_bytes, proofs=n, label=label), AUTO_SLOTS)
             computing = AUTO_SLOTS // take
         else:

@@ -329,8 +329,8 @@ def b2_beside(plan_w: gmsm.MsmPlan, granted: bool = False) -> bool:
     front and the G1 MSMs, with a sort and bucket scratch of its own: the small full-fold plans whose
     A, B1, C share one launch set.  Their MSMs are chains of dependent point operations on a few SMs
     (perf/RESULTS.md, "GPU MSM at proof sizes"), so the device has room for both.  Larger plans fill more
-    of the device, but a lone proof still gained on this path (session 38: BN254 2^20 25.0-25.3 -> 24.0 ms,
-    2^22 67.7-67.9 -> 65.0, BLS12-381 2^20 43.3 -> 38.3-38.6), so they take it where their footprint was
+    of the device, but a lone proof still gained on this path (session 38: BN254 2^20 25.0-25.3 -> 24.0-24.2 ms,
+    2^22 67.7-67.9 -> 64.9-66.0, BLS12-381 2^20 43.3-43.4 -> 38.3-38.6), so they take it where their footprint was
     `granted` the second scratch (KeyFootprint.b2_stream: it costs real memory there).  GROTH16_B2_BESIDE=0
     keeps every proof on the one path, =1 puts every resident proof on the small path (A/B measurements)."""
     forced = os.environ.get("GROTH16_B2_BESIDE")
@@ -514,12 +514,7 @@ def _grant_sort_bins(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: i
         return fp
     if not gmsm.SortScratch.wants_bins([plan_h for _, plan_h in fp.all_plans()]):
         return fp
-    early = (fp.early_w, fp.early_h) if fp.early_w is not None else None
-    ws = proof_working_set(shape.curve, shape.n_wires, shape.domain, fp.plan_w, fp.plan_h, sm_count, early=early,
-                           bins=True)
-    if fp.device_bytes + fp.proofs_in_flight * ws > budget:
-        return fp
-    return dataclasses.replace(fp, sort_bins=True, working_set_bytes=ws)
+    return _grant(fp, shape, budget, sm_count, sort_bins=True)
 
 
 def _grant_b2_stream(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: int) -> KeyFootprint:
@@ -527,12 +522,19 @@ def _grant_b2_stream(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: i
     scratch fits beside the key with the same tier, fold, bins and proofs in flight: it never costs a fold."""
     if fp.tier != "resident" or b2_beside(fp.plan_w) or not b2_beside(fp.plan_w, True):
         return fp  # the host tier has no tail; small plans have it already; GROTH16_B2_BESIDE=0 refuses it
+    return _grant(fp, shape, budget, sm_count, b2_stream=True)
+
+
+def _grant(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: int, **flags) -> KeyFootprint:
+    """`fp` with `flags` (sort_bins, b2_stream) and the working set they make, where that still fits beside the
+    key for fp's proofs in flight; else `fp` as it was."""
+    granted = dataclasses.replace(fp, **flags)
     early = (fp.early_w, fp.early_h) if fp.early_w is not None else None
     ws = proof_working_set(shape.curve, shape.n_wires, shape.domain, fp.plan_w, fp.plan_h, sm_count, early=early,
-                           bins=fp.sort_bins, b2_stream=True)
+                           bins=granted.sort_bins, b2_stream=granted.b2_stream)
     if fp.device_bytes + fp.proofs_in_flight * ws > budget:
         return fp
-    return dataclasses.replace(fp, b2_stream=True, working_set_bytes=ws)
+    return dataclasses.replace(granted, working_set_bytes=ws)
 
 
 @dataclass(frozen=True)
