@@ -560,9 +560,13 @@ class Device:
         attr = cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_CURRENT
         return int(_call("cuMemPoolGetAttribute", cu.cuMemPoolGetAttribute(self.pool, attr)))
 
-    def pool_peak_bytes(self, reset: bool = False) -> int:
-        """The pool's high-water mark of bytes in use (pool-local, for benchmarks); reset=True restarts it."""
-        attr = cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH
+    def pool_peak_bytes(self, reset: bool = False, reserved: bool = False) -> int:
+        """The pool's high-water mark of bytes in use (pool-local, for benchmarks); reset=True restarts it.
+        In use is counted in the order the host calls alloc and free (a free enqueued behind a proof's
+        kernels counts at once), so it can read below what the device held; `reserved`: the mark of the
+        memory the pool held from the device (what really backed the allocations)."""
+        pool_attr = cu.CUmemPool_attribute
+        attr = pool_attr.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH if reserved else pool_attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH
         if reset:
             _call("cuMemPoolSetAttribute", cu.cuMemPoolSetAttribute(self.pool, attr, cu.cuuint64_t(0)))
             return 0

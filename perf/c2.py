@@ -71,9 +71,12 @@ def witness_stats(path: str) -> dict:
     return {"wires": int(values.shape[0]), "share_0_1": round(float(small.mean()), 3)}
 
 
-def pool_high_water(backend, reset: bool = False) -> int:
-    """Peak bytes in use from the device's stream-ordered pool (its USED_MEM_HIGH attribute)."""
-    return backend.device.pool_peak_bytes(reset=reset)
+def pool_high_water(backend, reset: bool = False, reserved: bool = False) -> int:
+    """Peak bytes in use from the device's stream-ordered pool (its USED_MEM_HIGH attribute: counted in the
+    host's order of allocs and frees, so a proof whose frees are enqueued is not counted while it still runs),
+    or with `reserved` the pool's peak backing memory since the engine started, load and warm-up included
+    (RESERVED_MEM_HIGH, never reset here: a pool that keeps its memory makes no new mark after a reset)."""
+    return backend.device.pool_peak_bytes(reset=reset and not reserved, reserved=reserved)
 
 
 def host_high_water(reset: bool = False) -> int:
@@ -180,7 +183,8 @@ async def one_setting(args, budget: str, mode: str, conc: int) -> dict:
             "compute_slots": args.compute_slots, "proofs_computing": key.proofs_computing,
             "jobs": args.jobs, "s_per_job": round(wall / args.jobs, 3), "gpu_busy": round(s.gpu_busy, 3),
             "gpu_s_per_proof": round(float(np.median(gpu_spans)), 4) if gpu_spans else None,
-            "peak_vram_pool": pool_high_water(backend), "peak_host_rss": host_high_water(),
+            "peak_vram_pool": pool_high_water(backend), "peak_vram_reserved": pool_high_water(backend, reserved=True),
+            "peak_host_rss": host_high_water(),
             "peak_vram_budget_used": eng.vram.capacity(0) + key.key_device_bytes - vram_min["v"],
             "peak_host_budget_used": eng.host.capacity(0) - vram_min["h"] + key.key_host_bytes,
             "vram_budget": eng.vram.capacity(0) + key.key_device_bytes, "key_load_s": round(load_s, 2),
@@ -258,7 +262,8 @@ def describe(row: dict) -> str:
              f"{row['run_stream_rate_vs_pcie']:.0%} over the run" if "stream_rate_vs_pcie" in row else "")
     return (f"{row['budget']:>7} {row['mode']:<6} conc {row['jobs_in_flight']}: {row['s_per_job']:.3f} s/job, "
             f"GPU busy {100 * row['gpu_busy']:.0f}%, GPU {1e3 * (row['gpu_s_per_proof'] or 0):.1f} ms/proof, "
-            f"peak VRAM {fmt_bytes(row['peak_vram_pool'])} (budget {fmt_bytes(row['vram_budget'])}), "
+            f"peak VRAM {fmt_bytes(row['peak_vram_pool'])} in use, {fmt_bytes(row['peak_vram_reserved'])} reserved "
+            f"(budget {fmt_bytes(row['vram_budget'])}), "
             f"peak host RSS {fmt_bytes(row['peak_host_rss'])}; {where}{extra}; key load {row['key_load_s']} s "
             f"(tables done {row['tables_done_s']} s); "
             f"{row['proofs']} proofs, {row['failed']} failed; slots {row.get('compute_slots')}, "

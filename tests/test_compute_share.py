@@ -67,9 +67,30 @@ def test_a_host_tier_key_shares_only_at_the_chunks_it_streams_alone():
     assert take == AUTO_SLOTS and fp.chunk_w == alone.chunk_w and fp.proofs_in_flight == 2
 
 
+def c2_shape() -> KeyShape:
+    """The C2 job's key (perf/c2.py: a BLS12-381 bench circuit of 2^24 - 3 constraints): the 2^16 bench key's
+    wires and A, B coefficients per row (66559, 79556, 101637 at the 2^16 domain) at the 2^24 domain."""
+    return KeyShape(BLS12_381, 66559 << 8, 1 << 24, 79556 << 8, 101637 << 8)
+
+
+def test_the_c2_key_under_16_gib_shares_the_device_with_its_staging_over_a_and_b():
+    """Its host-tier proofs at 2^21-wire chunks lay one of their two staging buffers over a and b (dead after
+    the front): 3.5 GiB a proof instead of 4.4, so three fit beside its 3.2 GiB on the device at the chunks of two,
+    and two compute at once."""
+    from engine.backends.gpu.footprint import host_chunk_bytes, staging_over_front  # noqa: PLC0415
+
+    shape = c2_shape()
+    plan, asked = _plans(shape, 16 * GiB)
+    fp, take = plan_with_share(plan, AUTO_SLOTS)
+    assert fp.tier == "host" and take == 1 and fp.proofs_in_flight == 3 and asked == [2, 3]
+    assert fp.chunk_w == plan_key(shape, 16 * GiB, proofs=2).chunk_w == 1 << 21
+    assert staging_over_front(shape.domain, host_chunk_bytes(shape, fp.chunk_w, fp.chunk_h)) == 1
+    assert fp.device_bytes + 3 * fp.working_set_bytes <= 16 * GiB
+
+
 def test_a_key_with_room_for_one_proof_computes_alone_and_one_slot_asks_for_nothing_more():
-    shape = bench_shape(BLS12_381, 24)
-    plan, asked = _plans(shape, 16 * GiB)  # the C2 key at 16 GiB: the host tier, one proof beside it
+    shape = bench_shape(BLS12_381, 24)  # a 2^25 domain: its host tier has room for one proof at 14 GiB
+    plan, asked = _plans(shape, 14 * GiB)
     fp, take = plan_with_share(plan, AUTO_SLOTS)
     assert fp.tier == "host" and fp.proofs_in_flight == 1 and take == AUTO_SLOTS and asked == [2, 3]
     plan, asked = _plans(bench_shape(BN254, 18), 125 * GiB)

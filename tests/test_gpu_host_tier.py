@@ -198,9 +198,9 @@ def test_host_tier_failure_paths_free_everything_on_a_fake_driver(curve):
         assert not fake.live_device and not fake.live_pinned
 
 
-@pytest.mark.parametrize("nth", [1, 2, 3, 4])
+@pytest.mark.parametrize("nth", [1, 2, 3, 4, 5])
 def test_a_host_tier_proofs_staging_leaks_no_event_when_one_cannot_be_made(nth):
-    """HostTier.stage makes four events: a cuEventCreate failing at any of them raises, and the ones made
+    """HostTier.stage makes five events: a cuEventCreate failing at any of them raises, and the ones made
     before it are destroyed (they leaked before: the pipeline's fault sweep reached them once the proofs'
     own events came from the context's pool)."""
     from cuda_kernels import driver  # noqa: PLC0415
@@ -275,3 +275,49 @@ async def test_two_host_tier_proofs_compute_at_once_each_streaming_its_own_bases
     spans.sort()
     assert any(b0 < a1 for (_, a1), (b0, _) in zip(spans, spans[1:])), "no two proofs computed at once"
     assert copies == 2  # one copy stream a compute slot
+
+
+@pytest.mark.parametrize("fixture, curve, chunk, over", [
+    ("tiny", "bn128", 1, 1), ("tiny", "bn128", 2, 0), ("tiny", "bls12381", 1, 1), ("interop", "bn128", 2, 2),
+    ("interop", "bls12381", 130, 2)])
+def test_host_tier_staging_over_a_and_b_costs_no_memory_and_waits_for_the_front(fixture, curve, chunk, over):
+    """A host-tier proof's staging buffers lie over its a and b where they fit (dead once h is made): the
+    memory phase allocates only the others, the footprint counts only those, and every upload into a buffer
+    over a and b comes after the front's last kernel, while one into a buffer of its own may overlap the front."""
+    from engine.backends.gpu import footprint as fpm  # noqa: PLC0415
+    from engine.formats import read_wtns, read_zkey  # noqa: PLC0415
+    from fake_cuda import fake_driver  # noqa: PLC0415
+    from stream_order import StreamOrder  # noqa: PLC0415
+    from test_gpu_tail_fake import _backend  # noqa: PLC0415
+
+    d = FIXTURES / fixture / curve
+    stem = "tiny" if fixture == "tiny" else "power_table"
+    zkey, witness = read_zkey(d / f"{stem}.zkey"), read_wtns(d / f"{stem}.wtns").values
+    with fake_driver() as fake:
+        order = StreamOrder(fake)
+        backend = _backend(tier="host", host_chunk=chunk)
+        key = backend.load_key(zkey)
+        assert fpm.staging_over_front(key.domain, key.host.chunk_bytes) == over
+        before = sum(fake.live_device.values())
+        staged = backend.stage(key, witness)
+        taken = sum(fake.live_device.values()) - before
+        st, ws = staged.state, backend.working_set_bytes(key)
+        assert ws == key.footprint.working_set_bytes and ws - fpm.alloc_slack() <= taken <= ws
+        hp = st.streaming
+        lo, hi = st.a.ptr, st.b.ptr + st.b.nbytes
+        laid = [buf for buf in hp.staging if lo <= buf.ptr and buf.ptr + buf.nbytes <= hi]
+        assert hp.over_front == len(laid) == over and len({buf.ptr for buf in hp.staging}) == 2
+        n0 = len(order.launches)
+        backend.compute(staged).wait()
+        run = order.launches[n0:]
+        (quotient,) = [x for x in run if x.name == "quotient_h"]
+        uploads = [x for x in run if x.name == "upload"]
+        assert len(uploads) == len(key.host.chunks_h) + 4 * len(key.host.chunks_w)
+        for up in uploads:
+            if lo <= up.first_arg < hi:
+                assert order.before(quotient, up)
+        if over < 2:  # the first chunk goes to a buffer of its own: its copy may run beside the front
+            assert not order.before(quotient, uploads[0]) and not lo <= uploads[0].first_arg < hi
+        backend.unload_key(key)
+        backend.close()
+        assert not fake.live_device and not fake.live_events

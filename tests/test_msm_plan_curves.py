@@ -186,7 +186,10 @@ BN254_FOOTPRINTS = {
     (22, 139): ("resident", ((20, 13, 13), (22, 12, 12), (17, 15, 1), (19, 14, 1)), 23890788864, 1566648572, 2),
     (22, 16): ("resident", ((20, 13, 4), (20, 13, 4), (17, 15, 1), (19, 14, 1)), 7516203008, 1566648572, 2),
     (24, 139): ("resident", ((22, 12, 12), (22, 12, 12), (20, 13, 1), (20, 13, 1)), 90194343936, 3722543100, 2),
-    (24, 16): ("host", ((17, 15, 1), (19, 14, 1)), 0, 1566648572, 1),
+    # 2^24 under 16 GiB: one proof in flight at 2^22-wire chunks with (17, 15, 1), (19, 14, 1) and 1566648572 bytes
+    # of MSM scratch then; since a proof's staging buffers lie over its a and b where they fit (session 39:
+    # footprint.staging_over_front) two fit at 2^21-wire chunks
+    (24, 16): ("host", ((17, 15, 1), (17, 15, 1)), 0, 596111868, 2),
 }
 
 

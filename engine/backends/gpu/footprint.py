@@ -430,14 +430,29 @@ def host_result_slots(shape: KeyShape, chunk_w: int, chunk_h: int) -> int:
     return 4 * len(chunk_ranges(shape.n_wires, chunk_w)) + len(chunk_ranges(shape.domain, chunk_h))
 
 
+def _aligned(nbytes: int) -> int:
+    return -(-_alloc(nbytes) // ALLOC_ALIGN) * ALLOC_ALIGN
+
+
+def staging_over_front(domain: int, chunk_bytes: int) -> int:
+    """How many of a host-tier proof's two staging buffers lie over its a and b instead of allocations of
+    their own: the front's two vectors (carved one after the other) are dead once h is in c, before the
+    MSMs that read the staging buffers, so a buffer that fits there costs no memory (host_tier.py makes
+    its first upload wait for the front).  0, 1 or 2."""
+    step, span = _aligned(chunk_bytes), _aligned(domain * FR) + _alloc(domain * FR)
+    return sum(1 for k in range(2) if k * step + _alloc(chunk_bytes) <= span)
+
+
 def host_working_set(shape: KeyShape, pw: gmsm.MsmPlan, ph: gmsm.MsmPlan, sm_count: int) -> int:
     """A host-tier proof under chunk plans pw (witness) and ph (H): the resident proof's buffers at chunk
-    size, two staging buffers, the chunk results."""
+    size, the staging buffers that do not fit over a and b (staging_over_front), the chunk results."""
     chunk_w, chunk_h = pw.n, ph.n
     base = proof_working_set(shape.curve, shape.n_wires, shape.domain, pw, ph, sm_count, tail=False)
     base -= 5 * acc_bytes(shape.curve, True)  # its results are the per-chunk slots below
     slots = host_result_slots(shape, chunk_w, chunk_h)
-    return base + 2 * host_chunk_bytes(shape, chunk_w, chunk_h) + slots * acc_bytes(shape.curve, True)
+    chunk = host_chunk_bytes(shape, chunk_w, chunk_h)
+    own = 2 - staging_over_front(shape.domain, chunk)
+    return base + own * chunk + slots * acc_bytes(shape.curve, True)
 
 
 def host_plans(shape: KeyShape, chunk_w: int, chunk_h: int,

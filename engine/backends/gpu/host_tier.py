@@ -3,8 +3,10 @@
 The key's NTT tables and CSR matrices stay on the device as usual; the MSM
 bases (A, B1, C, B2 per wire, H per domain row: `footprint.KeyShape.bases_bytes`)
 live in one pinned buffer, counted in the host budget by the engine.  Each
-proof streams them through two device staging buffers of a chunk each: the
-key's copy stream for the proof's compute stream (one per compute slot, so two
+proof streams them through two device staging buffers of a chunk each (laid
+over the proof's a and b where they fit: those are dead once the front has made
+h, so the buffers cost no memory there and their first upload waits for the
+front: `footprint.staging_over_front`): the key's copy stream for the proof's compute stream (one per compute slot, so two
 proofs computing at once stream side by side) uploads chunk i+1 while the
 proof's compute stream runs the MSMs of chunk i (one sort of the chunk's
 scalars, then A, B1, C and B2 over it; or H), and the two streams are ordered
@@ -29,8 +31,8 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, Module, PinnedBuffe
 from engine.algebra import ec
 from engine.errors import DeviceError
 from engine.backends.gpu import msm as gmsm
-from engine.backends.gpu.footprint import (FR, KeyFootprint, KeyShape, acc_bytes, chunk_ranges, g1_bytes,
-                                           g2_bytes, host_chunk_bytes, tail_plan)
+from engine.backends.gpu.footprint import (ALLOC_ALIGN, FR, KeyFootprint, KeyShape, acc_bytes, chunk_ranges,
+                                           g1_bytes, g2_bytes, host_chunk_bytes, staging_over_front, tail_plan)
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import destroy_events
 
@@ -42,13 +44,15 @@ class HostProof:
     """One proof's staging buffers and events for streaming the bases (its chunk results are the
     proof's own results buffer, one slot per MSM per chunk: pipeline.result_bytes)."""
 
-    staging: list[DeviceBuffer]
+    staging: list[DeviceBuffer]  # allocations of their own first, then those over a and b
     loaded: list[Event]
     freed: list[Event]
+    front_done: Event  # recorded on the compute stream once h is made: a and b are free from there
+    over_front: int = 0  # how many of the staging buffers (the last ones) lie over a and b
 
     @property
     def events(self) -> list[Event]:
-        return [*self.loaded, *self.freed]
+        return [*self.loaded, *self.freed, self.front_done]
 
 
 class HostTier:
@@ -93,17 +97,24 @@ class HostTier:
         return self.pinned.array[start:start + (hi - lo) * size]
 
     # ---- one proof
-    def stage(self, dev: Device, stream: Stream) -> HostProof:
-        """The proof's two staging buffers (stream-ordered, on the upload stream) and its events."""
-        staging = [dev.alloc(self.chunk_bytes, stream) for _ in range(2)]  # recorded: a failing stage frees them
+    def stage(self, dev: Device, stream: Stream, front: tuple[DeviceBuffer, DeviceBuffer] | None = None) -> HostProof:
+        """The proof's two staging buffers and its events.  With `front` (the proof's a and b, carved one
+        after the other) those that fit there lie over them; the rest are allocated (stream-ordered, on the
+        upload stream)."""
+        over, step = 0, _aligned(self.chunk_bytes)
+        if front is not None and front[1].ptr == front[0].ptr + _aligned(front[0].nbytes):  # as pipeline carves them
+            over = staging_over_front(self.shape.domain, self.chunk_bytes)
+        # recorded: a failing stage frees them
+        staging = [dev.alloc(self.chunk_bytes, stream) for _ in range(2 - over)]
+        staging += [DeviceBuffer(front[0].ptr + k * step, self.chunk_bytes) for k in range(over)]
         events: list[Event] = []
         try:
-            for _ in range(4):
+            for _ in range(5):
                 events.append(Event())
         except BaseException:  # the ones made before a failing cuEventCreate are not leaked
             destroy_events(*events)
             raise
-        return HostProof(staging=staging, loaded=events[:2], freed=events[2:])
+        return HostProof(staging=staging, loaded=events[:2], freed=events[2:4], front_done=events[4], over_front=over)
 
     def enqueue(self, mod: Module, st, layouts: dict, stream: Stream, mark) -> None:
         """All chunks of the H MSM, then of the four witness MSMs; `mark()` after H and after the rest.
@@ -114,6 +125,7 @@ class HostTier:
         hp: HostProof = st.streaming
         copy = self.copy_stream(stream)
         copy.wait_event(st.uploaded)  # the staging buffers were allocated on the upload stream
+        hp.front_done.record(stream)  # the front (launch._front) was queued on `stream` just before
         g1_acc, g2_acc = acc_bytes(self.curve, False), acc_bytes(self.curve, True)
         slot = 0
         jobs = []
@@ -129,6 +141,8 @@ class HostTier:
                 buf = hp.staging[j]
                 if i >= 2:
                     copy.wait_event(hp.freed[j])  # the MSMs of chunk i-2 are done with this buffer
+                elif j >= 2 - hp.over_front:
+                    copy.wait_event(hp.front_done)  # this buffer lies over a and b: h must be made first
                 names = ("h",) if kind == "h" else WITNESS_BASES
                 offset, msms = 0, []
                 for name in names:
@@ -181,6 +195,10 @@ class HostTier:
             copy.destroy()
         self.copy_streams.clear()
         self.pinned.free()
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // ALLOC_ALIGN) * ALLOC_ALIGN
 
 
 def _join(copy: Stream, stream: Stream) -> None:

@@ -359,7 +359,7 @@ def stage(backend, key: GpuKey, witness: np.ndarray) -> Staged:
                 blinding_r=int(to_ints(scalars[:4])[0]) if scalars.size else 0,
             )
             if key.host is not None:  # staging buffers for the streamed bases (in `allocated` too)
-                state.streaming = key.host.stage(dev, stream)
+                state.streaming = key.host.stage(dev, stream, front=(a, b))
                 streaming = state.streaming.events
             state.uploaded.record(stream)
         except BaseException:
