@@ -297,7 +297,7 @@ def test_host_tier_staging_over_a_and_b_costs_no_memory_and_waits_for_the_front(
         order = StreamOrder(fake)
         backend = _backend(tier="host", host_chunk=chunk)
         key = backend.load_key(zkey)
-        assert fpm.staging_over_front(key.domain, key.host.chunk_bytes) == over
+        assert fpm.staging_over_front(key.domain, key.host.chunk_bytes) == key.footprint.staging_over_front == over
         before = sum(fake.live_device.values())
         staged = backend.stage(key, witness)
         taken = sum(fake.live_device.values()) - before

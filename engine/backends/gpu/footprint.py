@@ -161,6 +161,8 @@ class KeyFootprint:
     # the front beside the G1 MSMs): the small plans' path (b2_beside), granted by plan_key for larger plans
     # only where the second scratch fits beside the proofs in flight without changing the choice
     b2_stream: bool = False
+    # host tier: how many of a proof's two staging buffers lie over its a and b (staging_over_front), costing nothing
+    staging_over_front: int = 0
 
     @property
     def fold(self) -> int:
@@ -186,7 +188,7 @@ class KeyFootprint:
             "table_seconds": round(self.table_seconds, 4),
             "serial_doublings": self.serial_doublings,
             "chunk_points": self.chunk_w, "chunks": self.chunks, "streamed_bytes": self.streamed_bytes,
-            "sort_bins": self.sort_bins, "b2_stream": self.b2_stream,
+            "sort_bins": self.sort_bins, "b2_stream": self.b2_stream, "staging_over_front": self.staging_over_front,
         }
 
     def describe(self) -> str:
@@ -205,6 +207,8 @@ class KeyFootprint:
         else:
             where = (f"host tier, {fmt_bytes(self.host_bytes)} of bases pinned in host memory, streamed in "
                      f"{self.chunks} chunks of {self.chunk_w:,} wires per proof")
+            if self.staging_over_front:
+                where += f" ({self.staging_over_front} of its 2 staging buffers over its a and b)"
         return (f"{where}; {fmt_bytes(self.device_bytes)} on the device + {fmt_bytes(self.working_set_bytes)} "
                 f"per proof x {self.proofs_in_flight} in a {fmt_bytes(self.budget_bytes)} budget; MSM cost about "
                 f"{1e3 * self.msm_cost:.1f} ms per proof on an H200, {ratio:.2f}x the full fold's "
@@ -507,11 +511,12 @@ def host_footprint(shape: KeyShape, chunk_w: int, budget: int, proofs: int, sm_c
         msms += per_chunk(plan, full) + (per_chunk(tail_plan(plan, tail), 1) if tail else [])
     seconds, ops, serial = estimate(shape.curve, msms, shape.bases_bytes())
     chunks = len(chunk_ranges(shape.n_wires, chunk_w)) + len(chunk_ranges(shape.domain, chunk_h))
+    over = staging_over_front(shape.domain, host_chunk_bytes(shape, chunk_w, chunk_h))
     return KeyFootprint(
         tier="host", plan_w=pw, plan_h=ph, device_bytes=shape.fixed_device_bytes(), host_bytes=shape.bases_bytes(),
         working_set_bytes=host_working_set(shape, pw, ph, sm_count), proofs_in_flight=proofs,
         budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape), msm_ops=ops,
-        serial_doublings=serial, chunk_w=chunk_w, chunk_h=chunk_h, chunks=chunks,
+        serial_doublings=serial, chunk_w=chunk_w, chunk_h=chunk_h, chunks=chunks, staging_over_front=over,
     )
 
 
