@@ -86,7 +86,7 @@ def test_the_c2_key_under_16_gib_shares_the_device_with_its_staging_over_a_and_b
     assert fp.chunk_w == plan_key(shape, 16 * GiB, proofs=2).chunk_w == 1 << 21
     assert staging_over_front(shape.domain, host_chunk_bytes(shape, fp.chunk_w, fp.chunk_h)) == 1
     assert fp.staging_over_front == fp.as_dict()["staging_over_front"] == 1
-    assert "(1 of its 2 staging buffers over its a and b)" in fp.describe()
+    assert "(one of its two staging buffers over its a and b)" in fp.describe()
     assert fp.device_bytes + 3 * fp.working_set_bytes <= 16 * GiB
 
 

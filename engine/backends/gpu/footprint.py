@@ -208,7 +208,8 @@ class KeyFootprint:
             where = (f"host tier, {fmt_bytes(self.host_bytes)} of bases pinned in host memory, streamed in "
                      f"{self.chunks} chunks of {self.chunk_w:,} wires per proof")
             if self.staging_over_front:
-                where += f" ({self.staging_over_front} of its 2 staging buffers over its a and b)"
+                which = "both its staging buffers" if self.staging_over_front == 2 else "one of its two staging buffers"
+                where += f" ({which} over its a and b)"
         return (f"{where}; {fmt_bytes(self.device_bytes)} on the device + {fmt_bytes(self.working_set_bytes)} "
                 f"per proof x {self.proofs_in_flight} in a {fmt_bytes(self.budget_bytes)} budget; MSM cost about "
                 f"{1e3 * self.msm_cost:.1f} ms per proof on an H200, {ratio:.2f}x the full fold's "
