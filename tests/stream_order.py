@@ -2,8 +2,9 @@
 before which, from the order of the calls and the events between streams.
 
 `StreamOrder(fake)` wraps the fake's kernel lookups, launches, host-to-device copies (named "upload",
-their first_arg the destination), event records and stream waits; each launch gets a vector clock (a stream's launches are ordered, a wait orders its stream after the
-event's record), so `before(x, y)` says whether launch x is done before launch y can start.
+their first_arg the destination), event records and stream waits; each launch gets a vector clock (a
+stream's launches are ordered, a wait orders its stream after the event's record), so `before(x, y)`
+says whether launch x is done before launch y can start.
 """
 from __future__ import annotations
 

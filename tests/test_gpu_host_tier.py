@@ -298,7 +298,8 @@ def test_host_tier_staging_over_a_and_b_costs_no_memory_and_waits_for_the_front(
         backend = _backend(tier="host", host_chunk=chunk)
         key = backend.load_key(zkey)
         assert fpm.staging_over_front(key.domain, key.host.chunk_bytes) == key.footprint.staging_over_front == over
-        said = {0: "", 1: "(one of its two staging buffers over its a and b)", 2: "(both its staging buffers over its a and b)"}
+        said = {0: "", 1: "(one of its two staging buffers over its a and b)",
+                2: "(both its staging buffers over its a and b)"}
         assert said[over] in key.footprint.describe() and (over or "staging buffers" not in key.footprint.describe())
         before = sum(fake.live_device.values())
         staged = backend.stage(key, witness)

@@ -6,8 +6,9 @@ live in one pinned buffer, counted in the host budget by the engine.  Each
 proof streams them through two device staging buffers of a chunk each (laid
 over the proof's a and b where they fit: those are dead once the front has made
 h, so the buffers cost no memory there and their first upload waits for the
-front: `footprint.staging_over_front`): the key's copy stream for the proof's compute stream (one per compute slot, so two
-proofs computing at once stream side by side) uploads chunk i+1 while the
+front: `footprint.staging_over_front`): the key's copy stream for the proof's
+compute stream (one per compute slot, so two proofs computing at once stream
+side by side) uploads chunk i+1 while the
 proof's compute stream runs the MSMs of chunk i (one sort of the chunk's
 scalars, then A, B1, C and B2 over it; or H), and the two streams are ordered
 by events only (design.md §5 rule 1: nothing device-global):
