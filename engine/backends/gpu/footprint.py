@@ -435,7 +435,8 @@ def host_result_slots(shape: KeyShape, chunk_w: int, chunk_h: int) -> int:
     return 4 * len(chunk_ranges(shape.n_wires, chunk_w)) + len(chunk_ranges(shape.domain, chunk_h))
 
 
-def _aligned(nbytes: int) -> int:
+def aligned_bytes(nbytes: int) -> int:
+    """Where the next buffer a proof's arena carves after one of `nbytes` starts (pipeline._Arena)."""
     return -(-_alloc(nbytes) // ALLOC_ALIGN) * ALLOC_ALIGN
 
 
@@ -444,7 +445,7 @@ def staging_over_front(domain: int, chunk_bytes: int) -> int:
     their own: the front's two vectors (carved one after the other) are dead once h is in c, before the
     MSMs that read the staging buffers, so a buffer that fits there costs no memory (host_tier.py makes
     its first upload wait for the front).  0, 1 or 2."""
-    step, span = _aligned(chunk_bytes), _aligned(domain * FR) + _alloc(domain * FR)
+    step, span = aligned_bytes(chunk_bytes), aligned_bytes(domain * FR) + _alloc(domain * FR)
     return sum(1 for k in range(2) if k * step + _alloc(chunk_bytes) <= span)
 
 

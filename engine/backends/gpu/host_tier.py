@@ -32,8 +32,8 @@ from cuda_kernels.driver import Device, DeviceBuffer, Event, Module, PinnedBuffe
 from engine.algebra import ec
 from engine.errors import DeviceError
 from engine.backends.gpu import msm as gmsm
-from engine.backends.gpu.footprint import (ALLOC_ALIGN, FR, KeyFootprint, KeyShape, acc_bytes, chunk_ranges,
-                                           g1_bytes, g2_bytes, host_chunk_bytes, staging_over_front, tail_plan)
+from engine.backends.gpu.footprint import (FR, KeyFootprint, KeyShape, acc_bytes, aligned_bytes, chunk_ranges,
+                                           g1_bytes, g2_bytes, host_chunk_bytes, tail_plan)
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
 from engine.backends.gpu.runtime import destroy_events
 
@@ -101,10 +101,10 @@ class HostTier:
     def stage(self, dev: Device, stream: Stream, front: tuple[DeviceBuffer, DeviceBuffer] | None = None) -> HostProof:
         """The proof's two staging buffers and its events.  With `front` (the proof's a and b, carved one
         after the other) those that fit there lie over them; the rest are allocated (stream-ordered, on the
-        upload stream)."""
-        over, step = 0, _aligned(self.chunk_bytes)
-        if front is not None and front[1].ptr == front[0].ptr + _aligned(front[0].nbytes):  # as pipeline carves them
-            over = staging_over_front(self.shape.domain, self.chunk_bytes)
+        upload stream): as many as the footprint counted there (KeyFootprint.staging_over_front)."""
+        over, step = 0, aligned_bytes(self.chunk_bytes)
+        if front is not None and front[1].ptr == front[0].ptr + aligned_bytes(front[0].nbytes):  # as pipeline carves
+            over = self.footprint.staging_over_front
         # recorded: a failing stage frees them
         staging = [dev.alloc(self.chunk_bytes, stream) for _ in range(2 - over)]
         staging += [DeviceBuffer(front[0].ptr + k * step, self.chunk_bytes) for k in range(over)]
@@ -196,10 +196,6 @@ class HostTier:
             copy.destroy()
         self.copy_streams.clear()
         self.pinned.free()
-
-
-def _aligned(nbytes: int) -> int:
-    return -(-nbytes // ALLOC_ALIGN) * ALLOC_ALIGN
 
 
 def _join(copy: Stream, stream: Stream) -> None:
