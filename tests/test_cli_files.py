@@ -166,6 +166,34 @@ def test_verify_rejects_wrong_public_signal_with_exit_1(tmp_path, curve):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.parametrize("curve", CURVES)
+@pytest.mark.parametrize("point", ["vk_alpha_1", "vk_beta_2", "IC"])
+def test_verify_names_a_key_point_off_its_curve_with_exit_2(tmp_path, capsys, curve, point):
+    """A key with a point off its curve was answered "Invalid proof" (exit 1), which blames the proof."""
+    key = json.loads(fx(curve, "verification_key.json").read_text())
+    if point == "vk_beta_2":
+        key[point][1][0] = str(int(key[point][1][0]) + 1)
+    elif point == "IC":
+        key[point][1][1] = str(int(key[point][1][1]) + 1)
+    else:
+        key[point][1] = str(int(key[point][1]) + 1)
+    vk = tmp_path / "verification_key.json"
+    vk.write_text(json.dumps(key))
+    code, out, err = run_inproc(capsys, "verify", vk, fx(curve, "public.json"), fx(curve, "proof.json"))
+    name = "IC[1]" if point == "IC" else point
+    assert code == 2 and out == "", (code, out, err)
+    assert err.strip() == f"error: {vk}: {name} is not a point of the {curve} {'twist ' if point == 'vk_beta_2' else ''}curve"
+
+
+def test_verify_of_a_bad_key_is_one_line_from_the_command(tmp_path):
+    key = json.loads(fx("bn128", "verification_key.json").read_text())
+    key["vk_delta_2"][0][1] = "5"
+    vk = tmp_path / "verification_key.json"
+    vk.write_text(json.dumps(key))
+    res = engine("verify", vk, fx("bn128", "public.json"), fx("bn128", "proof.json"))
+    assert_clean_failure(res, vk, "vk_delta_2 is not a point of the bn128 twist curve", code=2)
+
+
 def test_verify_rejects_swapped_proof_points_with_exit_1(tmp_path, capsys):
     proof = json.loads(fx("bn128", "proof.json").read_text())
     proof["pi_a"], proof["pi_c"] = proof["pi_c"], proof["pi_a"]

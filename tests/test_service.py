@@ -284,6 +284,10 @@ def test_bad_requests_get_4xx_json_and_server_keeps_serving(server, tmp_path):
         assert c.verify(result.proof, bad_public, key=key) is False
         expect(422, "mismatch", c.verify, result.proof, result.public[1:], key=key)
         expect(422, "bad_input", c.verify, {"pi_a": 1}, result.public, key=key)
+        off_curve = json.loads(json.dumps(vkey))
+        off_curve["vk_alpha_1"][1] = str(int(off_curve["vk_alpha_1"][1]) + 1)  # was answered False
+        assert "request.vkey: vk_alpha_1 is not a point" in expect(422, "bad_input", c.verify, result.proof,
+                                                                   result.public, vkey=off_curve)
         # and it still serves
         check = c.prove(key, f"{SUDOKU}.wtns")
         assert check.proof["curve"] == "bn128" and len(check.public) == 16

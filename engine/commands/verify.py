@@ -2,7 +2,8 @@
 
 Prints "OK!" and exits 0 for a valid proof, prints "Invalid proof" and exits 1
 for one that is not; unreadable or inconsistent files are a one-line error
-with exit 2 (a proof of another curve, a public.json of another length, ...).
+with exit 2 (a proof of another curve, a public.json of another length, a key
+point off its curve or outside its subgroup, ...).
 """
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine.formats.json import read_proof, read_public, read_vkey
-    from engine.groth16.verifier import verify
+    from engine.groth16.verifier import checked_key, verify
 
-    vk = read_vkey(args.vkey)
+    vk = checked_key(read_vkey(args.vkey), args.vkey)
     public = read_public(args.public, vk.curve)
     proof = read_proof(args.proof, vk.curve, against=args.vkey)
     if len(public) != vk.n_public:

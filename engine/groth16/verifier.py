@@ -44,10 +44,17 @@ def vk_from_zkey(zkey) -> VerificationKey:
     (alpha1,) = g1_from_mont(curve, np.asarray(zkey.alpha1))
     beta2, gamma2, delta2 = g2_from_mont(curve, np.stack([zkey.beta2, zkey.gamma2, zkey.delta2]))
     ic = g1_from_mont(curve, zkey.ic)
-    vk = VerificationKey(curve, zkey.n_public, alpha1, beta2, gamma2, delta2, ic)
+    return checked_key(VerificationKey(curve, zkey.n_public, alpha1, beta2, gamma2, delta2, ic), zkey.path or "zkey")
+
+
+def checked_key(vk: VerificationKey, name: str) -> VerificationKey:
+    """The key itself when its points are valid group elements, else a FormatError naming `name` and the point.
+
+    `verify` alone answers False for such a key, which reads as a bad proof; a command or a
+    service that read the key from a file calls this first, so the message names the key."""
     problem = key_problem(vk)
     if problem is not None:
-        raise FormatError(zkey.path or "zkey", problem)
+        raise FormatError(name, problem)
     _keys_checked_add(vk)
     return vk
 

@@ -246,7 +246,7 @@ class Service:
     # ---- verification
     async def verify(self, body: Any) -> bool:
         from engine.formats.json import read_proof, read_public, read_vkey  # noqa: PLC0415
-        from engine.groth16.verifier import verify, vk_from_zkey  # noqa: PLC0415
+        from engine.groth16.verifier import checked_key, verify, vk_from_zkey  # noqa: PLC0415
         from scheduler import cpu_pool  # noqa: PLC0415
 
         if not isinstance(body, dict) or "proof" not in body or "public" not in body:
@@ -270,6 +270,10 @@ class Service:
                 vk, against = key.vk, f"key {key.id!r}"
             else:
                 vk, against = parse(read_vkey, "vkey"), "request.vkey"
+                try:  # its points off the event loop: a BLS12-381 subgroup check an IC point
+                    await anyio.to_thread.run_sync(checked_key, vk, against)
+                except EngineError as exc:
+                    raise from_engine_error(exc) from None
             proof = parse(read_proof, "proof", vk.curve)
             public = parse(read_public, "public", vk.curve)
         if len(public) != vk.n_public:
