@@ -92,6 +92,68 @@ def test_timeline_in_a_missing_directory_is_one_line_naming_it(tmp_path):
     assert sorted(os.listdir(tmp_path)) == []
 
 
+def _copies(tmp_path: Path) -> dict:
+    import shutil  # noqa: PLC0415
+
+    names = {"zkey": SUDOKU / "sudoku.zkey", "wtns": SUDOKU / "sudoku.wtns", "wasm": SUDOKU / "sudoku.wasm",
+             "input": SUDOKU / "input.json", "r1cs": SUDOKU / "sudoku.r1cs"}
+    out = {}
+    for role, src in names.items():
+        out[role] = tmp_path / src.name
+        shutil.copyfile(src, out[role])
+    (tmp_path / "key-link.json").symlink_to(out["zkey"])
+    return out
+
+
+OVERWRITES = {  # case: (argv from the copies f and the tmp dir t, the words of the one-line error)
+    "proof over the key": (lambda f, t: ["prove", f["zkey"], f["wtns"], f["zkey"], t / "pub.json", "--backend", "cpu"],
+                           "the proof would overwrite the key read from the same file"),
+    "public over the witness": (lambda f, t: ["prove", f["zkey"], f["wtns"], t / "p.json", f["wtns"], "--backend",
+                                              "cpu"], "the public signals would overwrite the witness read from"),
+    "proof through a link to the key": (lambda f, t: ["prove", f["zkey"], f["wtns"], t / "key-link.json",
+                                                      t / "pub.json", "--backend", "cpu"], "the proof would overwrite the key"),
+    "proof and public the same": (lambda f, t: ["prove", f["zkey"], f["wtns"], t / "o.json", t / "o.json",
+                                                "--backend", "cpu"],
+                                  "given for both the proof and the public signals; each output needs its own path"),
+    "timeline over the key": (lambda f, t: ["prove", f["zkey"], f["wtns"], t / "p.json", t / "pub.json", "--backend",
+                                            "cpu", "--timeline", f["zkey"]], "the timeline would overwrite the key"),
+    "proof over input.json (--wasm)": (lambda f, t: ["prove", f["zkey"], "--wasm", f["wasm"], "--input", f["input"],
+                                                     f["input"], t / "pub.json", "--backend", "cpu"],
+                                       "the proof would overwrite the input signals"),
+    "export-vkey over the key": (lambda f, t: ["export-vkey", f["zkey"], f["zkey"]],
+                                 "the verification key would overwrite the key"),
+    "witness over input.json": (lambda f, t: ["witness", f["wasm"], f["input"], f["input"]],
+                                "the witness would overwrite the input signals"),
+    "setup over the circuit": (lambda f, t: ["setup", f["r1cs"], f["r1cs"], "--backend", "cpu"],
+                               "the key would overwrite the circuit read from the same file"),
+}
+
+
+@pytest.mark.parametrize("case", list(OVERWRITES))
+def test_an_output_over_an_input_or_another_output_is_refused_before_any_work(tmp_path, case):
+    """`prove k.zkey w.wtns k.zkey pub.json` wrote the proof over the key (exit 0); the same path for the proof
+    and the public signals failed after the proof with "cannot write: No such file or directory"."""
+    files = _copies(tmp_path)
+    before = {role: path.read_bytes() for role, path in files.items()}
+    argv, words = OVERWRITES[case]
+    proc = run_engine(*argv(files, tmp_path), timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = _lines(proc.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
+    assert {role: path.read_bytes() for role, path in files.items()} == before
+    assert not any(tmp_path.glob("*.json.tmp-*")) and not (tmp_path / "o.json").exists()
+
+
+def test_writing_a_proof_to_one_path_twice_is_refused_by_name(tmp_path):
+    from engine.errors import InputFileError  # noqa: PLC0415
+    from engine.formats.json_text import write_atomically  # noqa: PLC0415
+
+    target = tmp_path / "same.json"
+    with pytest.raises(InputFileError, match="same.json: named twice among the files to write"):
+        write_atomically([(target, "{}"), (tmp_path / "." / "same.json", "[]")])
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("timeline", [False, True])
 def test_too_small_host_budget_is_refused_on_both_paths(tmp_path, timeline):
     """Before, the direct path ignored --host-budget (and every other Engine flag) and proved anyway."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from engine.commands.outputs import check_outputs
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -24,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.formats.json import write_vkey
     from engine.groth16.verifier import vk_from_zkey
 
+    check_outputs([("verification key", args.vkey)], [("key", args.zkey)])
     vk = vk_from_zkey(read_zkey(args.zkey))
     write_vkey(args.vkey, vk)
     return 0

@@ -21,6 +21,7 @@ import os
 import sys
 
 from engine import exit_handoff, interrupts
+from engine.commands.outputs import check_outputs
 from engine.errors import EngineError
 from engine.progress import add_output_flags, format_timings, make_progress, report_proof
 
@@ -115,6 +116,15 @@ def preload(args: argparse.Namespace) -> list[str]:
 
 
 def _split_files(args) -> tuple[str | None, str, str]:
+    """(witness.wtns or None, proof.json, public.json), with no output over an input or another output."""
+    wtns, proof, public = _files(args)
+    check_outputs([("proof", proof), ("public signals", public), ("timeline", getattr(args, "timeline", None))],
+                  [("key", args.zkey), ("witness", wtns), ("wasm", args.wasm), ("input signals", args.input),
+                   ("r1cs", args.r1cs), ("configuration", getattr(args, "config", None))])
+    return wtns, proof, public
+
+
+def _files(args) -> tuple[str | None, str, str]:
     if args.wasm or args.input:
         if not (args.wasm and args.input):
             raise EngineError("--wasm and --input go together (circuit.wasm and its input.json)")

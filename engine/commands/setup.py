@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from engine.commands.outputs import check_outputs
 from engine.progress import add_output_flags
 
 HELP = "make a DEVELOPMENT Groth16 key (toxic waste known to whoever runs it) for an .r1cs"
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.progress import format_timings, make_progress
     from engine.groth16.setup import DEV_WARNING, select_setup_ops, setup_file
 
+    check_outputs([("key", args.zkey)], [("circuit", args.r1cs)])
     ops = select_setup_ops(args.backend, workers=args.workers)
     prog = make_progress("setup", quiet=args.quiet, json=args.json)
     try:

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 
+from engine.commands.outputs import check_outputs
 from engine.errors import WitnessGenerationError
 from engine.progress import add_output_flags, format_timings, make_progress
 
@@ -34,6 +35,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine.witness.calculator import WasmCircuit, parse_inputs
+
+    check_outputs([("witness", args.output)], [("wasm", args.wasm), ("input signals", args.input)])
 
     progress = make_progress("witness", quiet=args.quiet, json=args.json)
     # the circuit's own log() lines, which snarkjs prints too (on stderr here: stdout is for --json)
