@@ -177,6 +177,19 @@ def test_cache_command_lists_and_clears(zkey_file, tmp_path, capsys):
     assert "key cache is off" in capsys.readouterr().err
 
 
+
+@pytest.mark.parametrize("action", ["list", "clear", "path"])
+def test_cache_command_on_a_file_is_one_line_error(tmp_path, capsys, action):
+    """--dir naming a file answered "0 entries" or "removed 0 file(s)" with exit 0."""
+    from cli import main
+
+    f = tmp_path / "not-a-dir"
+    f.write_text("x")
+    assert main(["cache", action, "--dir", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"error: {f}: is not a directory (--dir names the key cache's directory)"
+    assert f.read_text() == "x"
+
 # ---------------------------------------------------------------- the CSR build against the old one
 
 def _old_csr(coeffs, matrix, domain):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 
@@ -28,12 +29,14 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.errors import EngineError
+    from engine.errors import EngineError, InputFileError
     from engine.formats.key_cache import KeyCache, resolve_dir
 
     where = resolve_dir(args.dir)
     if where is None:
         raise EngineError("the key cache is off (--dir or $GROTH16_KEY_CACHE says so): nothing to show")
+    if os.path.exists(where) and not os.path.isdir(where):  # was "0 entries" (list) or "removed 0" (clear)
+        raise InputFileError(where, "is not a directory (--dir names the key cache's directory)")
     cache = KeyCache(where)
     if args.action == "path":
         print(json.dumps({"dir": str(where)}) if args.json else where)

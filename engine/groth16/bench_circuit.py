@@ -146,7 +146,8 @@ def plan(n_constraints: int, n_public: int) -> dict[str, int]:
     n_in = n_public - n_out
     if n_constraints < n_out:
         raise ValueError(
-            f"--constraints {n_constraints} is fewer than the {n_out} public outputs (one constraint each)"
+            f"--constraints {n_constraints} is fewer than the {n_out} public outputs of --public {n_public} "
+            f"(ceil(N/2) of the public signals are outputs, one constraint each): give at least --constraints {n_out}"
         )
     rest = n_constraints - n_out
     gadgets = int(rest * SHARE_NUM2BITS) // (NUM2BITS_WIDTH + 1)
