@@ -450,6 +450,7 @@ class Engine:
         reader slows the producer, memory does not grow.
         """
         self._check_open()
+        self._check_key(key)
         limit = max_in_flight or self.config.max_in_flight
         send, receive = anyio.create_memory_object_stream(limit)  # never full: the slots bound it
         slots = anyio.Semaphore(limit)  # taken per item; back only once the reader has its result
@@ -516,10 +517,15 @@ class Engine:
             for handle in list(handles):
                 handle.scope.cancel()
 
-    def _submit(self, key: KeyHandle, items: list[Any]) -> _JobHandle:
-        self._check_open()
+    def _check_key(self, key: KeyHandle) -> None:
+        if not isinstance(key, KeyHandle):  # was an AttributeError on the string or path given
+            raise TypeError(f"prove: the key is what eng.load_key returned, not {type(key).__name__} {key!r:.60}")
         if key._engine is not self or key not in self._keys:
             raise EngineError(f"{key.label}: this key is not loaded in this engine (use eng.load_key)")
+
+    def _submit(self, key: KeyHandle, items: list[Any]) -> _JobHandle:
+        self._check_open()
+        self._check_key(key)
         parts = [self._kit.make_partition(key._record.data, i, item) for i, item in enumerate(items)]
         handle = _JobHandle(next(self._job_ids))
         self._jobs.add(handle)

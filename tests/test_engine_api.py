@@ -35,6 +35,11 @@ async def test_prove_returns_one_proof_or_one_per_partition_in_order():
         assert [p.digest for p in many] == [(await eng.prove(key, {"seed": s})).digest for s in (5, 6, 7)]
         with pytest.raises(TypeError):
             await eng.prove(key, {}, partitions=[{}])
+        with pytest.raises(TypeError, match="prove: the key is what eng.load_key returned, not str 'circuit.zkey'"):
+            await eng.prove("circuit.zkey", {})  # was an AttributeError
+        with pytest.raises(TypeError, match="the key is what eng.load_key returned, not str"):
+            async for _ in eng.prove_stream("circuit.zkey", [{}]):
+                pass
 
 
 async def test_many_concurrent_callers_share_the_engine():
@@ -230,6 +235,35 @@ async def test_cpu_backend_proves_from_circuit_inputs_and_rejects_a_foreign_witn
         with pytest.raises(MismatchError, match="bls12381"):
             await eng.prove(key, str(TINY / "bls12381" / "tiny.wtns"))
         assert eng.at_rest()
+
+
+async def test_cpu_backend_proves_values_given_as_ints_and_names_a_bad_shape():
+    """A list of ints was a TypeError (whose message asked for "values"), a 1-D array an IndexError, and an
+    array of three limb columns was taken as a witness that then failed verification."""
+    import numpy as np  # noqa: PLC0415
+
+    from engine.algebra.limbs import to_ints  # noqa: PLC0415
+    from engine.errors import UnreducedWitnessError  # noqa: PLC0415
+    from engine.formats import read_wtns  # noqa: PLC0415
+
+    d = TINY / "bn128"
+    limbs = read_wtns(d / "tiny.wtns").values
+    ints = to_ints(limbs)
+    expected = [int(x) for x in json.loads((d / "public.json").read_text())]
+    async with Engine(EngineConfig(backend="cpu", synthesis_workers=1)) as eng:
+        key = await eng.load_key(d / "tiny.zkey")
+        for given in (ints, tuple(ints), np.array(ints, dtype=object), np.array(ints, dtype=np.uint64), limbs):
+            assert (await eng.prove(key, given)).public == expected
+        with pytest.raises(TypeError, match=r"witness 0: values as an array must be .* got shape \(\d+, 3\) of uint64"):
+            await eng.prove(key, limbs[:, :3])
+        with pytest.raises(TypeError, match=r"witness 0: .* got shape \(\d+, 4\) of float64"):
+            await eng.prove(key, limbs.astype(np.float64))
+        with pytest.raises(TypeError, match="witness 1: value 2 is str '5', not an int"):
+            await eng.prove(key, partitions=[ints, ints[:2] + ["5"] + ints[3:]])
+        for bad in (-1, 1 << 256):
+            with pytest.raises(UnreducedWitnessError, match="witness 0: value 1 is not reduced modulo r"):
+                await eng.prove(key, [1, bad] + ints[2:])
+        assert (await eng.prove(key, ints)).public == expected and eng.at_rest()
 
 
 async def test_stream_source_error_reaches_the_consumer_and_the_engine_lives_on():

@@ -12,7 +12,7 @@ import numpy as np
 from scheduler.pipeline import Partition
 from scheduler.synth_pool import FileSegment
 
-from engine.errors import MismatchError
+from engine.errors import MismatchError, UnreducedWitnessError
 
 def synthesise_wtns(path: str) -> tuple[dict, FileSegment]:
     """Synthesis task: a .wtns file's header checked, its values handed back as where they lie in the file,
@@ -76,7 +76,7 @@ class Groth16Kit:
 
     def make_partition(self, key: Groth16Key, index: int, item: Any) -> Partition:
         """item: a .wtns path, circuit inputs (a dict, or an input .json path; need wasm=), a Witness,
-        or (m, 4) uint64 values."""
+        or values (witness_values)."""
         inputs_file = isinstance(item, InputsFile) or (
             isinstance(item, (str, os.PathLike)) and os.fspath(item).lower().endswith(".json"))
         if isinstance(item, (str, os.PathLike)) and not inputs_file:
@@ -97,9 +97,11 @@ class Groth16Kit:
         if hasattr(item, "values") and hasattr(item, "prime"):
             name = getattr(item, "path", None) or f"witness {index}"
             return Partition(index, name, values=item.values, meta={"prime": int(item.prime)})
-        if isinstance(item, np.ndarray):
-            return Partition(index, f"witness {index}", values=item, meta={"prime": None})
-        raise TypeError(f"cannot prove {type(item).__name__}: give a .wtns path, an inputs dict, a Witness or values")
+        if isinstance(item, (np.ndarray, list, tuple)):
+            name = f"witness {index}"
+            return Partition(index, name, values=witness_values(item, name), meta={"prime": None})
+        raise TypeError(f"cannot prove {type(item).__name__}: give a .wtns path, an inputs dict, a Witness or values "
+                        "(a list of ints, or an (m, 4) uint64 array)")
 
     def check(self, key: Groth16Key, meta: Any, values: np.ndarray, label: str, range_check: bool = True) -> None:
         """range_check False: the devices check the values after the upload (scheduler/pipeline.py)."""
@@ -157,3 +159,25 @@ class Groth16Kit:
             return cpu_pool.get_pool().submit(fn, *args, **kwargs).result()
         except cpu_pool.CpuWorkerCrashedError as exc:
             raise cpu_pool.CpuWorkerCrashedError(f"{self.key_label(key)}: {what}: {exc}") from None
+
+
+def witness_values(item: Any, name: str) -> np.ndarray:
+    """Values given in memory, as the (m, 4) little-endian uint64 limbs the backends take: a 2-D integer
+    array of four columns as it is; a list, tuple or 1-D array of ints converted (a 1-D array raised an
+    IndexError, a list a TypeError).  Another shape or type is a TypeError naming it, a negative value or
+    one of 2^256 or more an UnreducedWitnessError naming its row (values below 2^256 are checked against r
+    with the rest of the witness)."""
+    if isinstance(item, np.ndarray) and item.ndim != 1:
+        if item.ndim != 2 or item.shape[1] != 4 or item.dtype.kind not in "iu":
+            raise TypeError(f"{name}: values as an array must be one int a row or (m, 4) 64-bit limbs, got shape "
+                            f"{item.shape} of {item.dtype}")
+        return item
+    seq = item.tolist() if isinstance(item, np.ndarray) else item
+    for row, v in enumerate(seq):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"{name}: value {row} is {type(v).__name__} {v!r:.40}, not an int")
+        if not 0 <= v < 1 << 256:
+            raise UnreducedWitnessError(row, name)
+    from engine.algebra.limbs import fr_from_ints  # noqa: PLC0415
+
+    return fr_from_ints(seq)
