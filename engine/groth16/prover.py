@@ -210,5 +210,6 @@ def _not_verified(key_name: str | None, witness_name: str | None = None) -> str:
     key = key_name or "the proving key"
     witness = witness_name or "the witness"
     return (f"the proof of {witness} with {key} does not verify: the witness may not satisfy the circuit "
-            f"(check it with --r1cs), or {key} or {witness} may be corrupt (a damaged point or value), "
+            f"(`python -m engine prove --r1cs circuit.r1cs ...` names the first failing constraint), or {key} or "
+            f"{witness} may be corrupt (a damaged point or value), "
             "or a backend computed a wrong result; no proof was written or returned")
