@@ -31,7 +31,14 @@ typedef int int32_t;
 // products and two reductions, c0 = (w0 - w1) / R, c1 = (ws - (w0 + w1)) / R.  (Session 32's Fq2
 // product gave a wrong c1 on the device; its 2N-word addition is now C++ and runs before c0's
 // reduction (perf/RESULTS.md, session 33).)
-template <class P, bool VALUE, bool EVEN_ODD, bool SPLIT = false>
+// INLINE (with SPLIT): every product inlined where it is used, none called.  A call passes its
+// operands in the ABI's registers, and ptxas makes about half of those moves IMAD.MOV, on the pipe
+// the products saturate: BN254 G1's split accumulation has 334 IMAD.MOV beside 346 wide products
+// (statically; its mixed addition's path ~220 IMAD.MOV against ~1080 wide products in its 11 calls);
+// inlined it has none, in 132 registers against 130 (BLS12-381: 172 against 184), at 2.3-2.7x the
+// code (perf/sass_mix.py; perf/RESULTS.md, session 40).  Built for G1's accumulation (msm.py
+// "split_inline").
+template <class P, bool VALUE, bool EVEN_ODD, bool SPLIT = false, bool INLINE = false>
 struct product_form : P {};
 template <class P>
 using by_value = product_form<P, true, false>;
@@ -42,12 +49,14 @@ using by_reference_eo = product_form<P, false, true>;
 template <class P>
 using by_value_split = product_form<P, true, true, true>;
 template <class P>
+using split_inline = product_form<P, true, true, true, true>;
+template <class P>
 struct product_traits {
-    static constexpr bool by_value = false, even_odd = false, split = false;
+    static constexpr bool by_value = false, even_odd = false, split = false, inlined = false;
 };
-template <class P, bool VALUE, bool EVEN_ODD, bool SPLIT>
-struct product_traits<product_form<P, VALUE, EVEN_ODD, SPLIT>> {
-    static constexpr bool by_value = VALUE, even_odd = EVEN_ODD, split = SPLIT;
+template <class P, bool VALUE, bool EVEN_ODD, bool SPLIT, bool INLINE>
+struct product_traits<product_form<P, VALUE, EVEN_ODD, SPLIT, INLINE>> {
+    static constexpr bool by_value = VALUE, even_odd = EVEN_ODD, split = SPLIT, inlined = INLINE;
 };
 
 template <class P>
@@ -114,7 +123,9 @@ struct fp {
     static __device__ __noinline__ fp mul_out_of_line(const fp& a, const fp& b) { return mul_inline(a, b); }
     static __device__ __noinline__ fp mul_by_value(fp a, fp b) { return mul_inline(a, b); }
     friend __device__ __forceinline__ fp operator*(const fp& a, const fp& b) {
-        if constexpr (P::MUL_OUT_OF_LINE && product_traits<P>::by_value)
+        if constexpr (product_traits<P>::inlined)
+            return mul_inline(a, b);
+        else if constexpr (P::MUL_OUT_OF_LINE && product_traits<P>::by_value)
             return mul_by_value(a, b);
         else if constexpr (P::MUL_OUT_OF_LINE)
             return mul_out_of_line(a, b);
@@ -168,13 +179,15 @@ struct fp {
         for (int j = 0; j < N; j++) ws.v[j] = t[j];
     }
     // The split forms square with each cross product once (sqr_split); the others multiply.
-    static __device__ __noinline__ fp sqr_by_value(fp a) {
+    static __device__ __forceinline__ fp sqr_split_inline(const fp& a) {
         fp r;
         mont_ptx<N>::template sqr_split<P>(r.v, a.v);
         return r;
     }
+    static __device__ __noinline__ fp sqr_by_value(fp a) { return sqr_split_inline(a); }
     __device__ __forceinline__ fp sqr() const {
-        if constexpr (product_traits<P>::split) return sqr_by_value(*this);
+        if constexpr (product_traits<P>::split && product_traits<P>::inlined) return sqr_split_inline(*this);
+        else if constexpr (product_traits<P>::split) return sqr_by_value(*this);
         else return *this * *this;
     }
     // A difference of two products with one reduction (split forms; plain products otherwise):
@@ -182,16 +195,18 @@ struct fp {
     struct wide {
         uint32_t v[2 * N];
     };
-    static __device__ __noinline__ wide mul_wide_by_value(fp a, fp b) {
+    static __device__ __forceinline__ wide mul_wide_inline(const fp& a, const fp& b) {
         wide t;
         mont_ptx<N>::template wide_eo<P>(t.v, a.v, b.v);
         return t;
     }
-    static __device__ __noinline__ fp redc_diff_by_value(wide t1, wide t2) {
+    static __device__ __forceinline__ fp redc_diff_inline(const wide& t1, const wide& t2) {
         fp r;
         mont_ptx<N>::template redc_diff_eo<P>(r.v, t1.v, t2.v);
         return r;
     }
+    static __device__ __noinline__ wide mul_wide_by_value(fp a, fp b) { return mul_wide_inline(a, b); }
+    static __device__ __noinline__ fp redc_diff_by_value(wide t1, wide t2) { return redc_diff_inline(t1, t2); }
     // (T1 - T2) / R for T1 < p^2, T2 < 2 p^2 (an Fq2 product's c1 = s - (v0 + v1)).
     static __device__ __noinline__ fp redc_diff2_by_value(wide t1, wide t2) {
         fp r;
@@ -215,7 +230,10 @@ struct fp {
     static constexpr bool SPLIT = product_traits<P>::split;
 
     static __device__ __forceinline__ fp mul_sub(const fp& a, const fp& b, const fp& c, const fp& d) {
-        if constexpr (product_traits<P>::split) return redc_diff_by_value(mul_wide_by_value(a, b), mul_wide_by_value(c, d));
+        if constexpr (product_traits<P>::split && product_traits<P>::inlined)
+            return redc_diff_inline(mul_wide_inline(a, b), mul_wide_inline(c, d));
+        else if constexpr (product_traits<P>::split)
+            return redc_diff_by_value(mul_wide_by_value(a, b), mul_wide_by_value(c, d));
         else return a * b - c * d;
     }
     __device__ __forceinline__ fp dbl() const { return *this + *this; }

@@ -164,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
 // g1v/g2v by value (field.cuh by_value), g1e/g2e by value with the even/odd product (by_value_eo).
 // msm_accumulate's explicit minimum of one block lets NVRTC give it more registers (BN254 G1:
 // 94 against 80 with the bare bound): 75.7 against 80.2 ms at 2^24 (perf/RESULTS.md).
-#define MSM_XYZZ_KERNELS(G, MSM)                                                                                  \
+#define MSM_ACCUMULATE_KERNELS(G, MSM)                                                                              \
     extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_##G(                                        \
         const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
         uint32_t* buckets, uint32_t* partials) {                                                                    \
@@ -175,7 +175,10 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
         const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {            \
         MSM::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,  \
                                        partial_words);                                                              \
-    }                                                                                                               \
+    }
+
+#define MSM_XYZZ_KERNELS(G, MSM)                                                                                    \
+    MSM_ACCUMULATE_KERNELS(G, MSM)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256) msm_fix_##G(const uint32_t* offsets, uint32_t K, uint32_t T,  \
                                                                   const uint32_t* partials, uint32_t* buckets,      \
                                                                   uint32_t* heavy, uint32_t* heavy_count,           \
@@ -252,6 +255,11 @@ typedef msm_kernels<affine<fqs_t>, xyzz<fqs_t>> MSM1S;
 typedef msm_kernels<affine<fp2<fqs_t>>, xyzz<fp2<fqs_t>>> MSM2S;
 MSM_XYZZ_KERNELS(g1s, MSM1S)
 MSM_XYZZ_KERNELS(g2s, MSM2S)
+// G1's accumulation with the split form's products inlined (field.cuh split_inline; msm.py "split_inline":
+// the fix-up, segment, tree and combine kernels stay g1s).
+typedef fp<split_inline<FQ_P>> fqsi_t;
+typedef msm_kernels<affine<fqsi_t>, xyzz<fqsi_t>> MSM1I;
+MSM_ACCUMULATE_KERNELS(g1i, MSM1I)
 // The fold tables' build with the even/odd product (e) and the split one (s: a doubling's squarings
 // split, G1's Y3 with one reduction, G2's Fq2 products with two): msm.precompute_kernel picks them over
 // the plain build's msm_precompute_<G>.
@@ -457,7 +465,7 @@ struct FQI_P : FQ_P {
 };
 template <>
 struct product_traits<FQI_P> {
-    static constexpr bool by_value = false, even_odd = true, split = false;
+    static constexpr bool by_value = false, even_odd = true, split = false, inlined = false;
 };
 typedef fp<FQI_P> fqi_t;
 typedef affine<fqi_t> g1i_aff;

@@ -30,7 +30,9 @@ SRC = r'''
 #include "pairing.cuh"
 struct FQI_P : FQ_P { static constexpr bool MUL_OUT_OF_LINE = false; };
 // as kernels.cu: the tail's product as even/odd chains
-template <> struct product_traits<FQI_P> { static constexpr bool by_value = false, even_odd = true, split = false; };
+template <> struct product_traits<FQI_P> {
+    static constexpr bool by_value = false, even_odd = true, split = false, inlined = false;
+};
 typedef fp<FQI_P> fqi_t;
 constexpr bool DT = FQ_P::N == 8;
 typedef pairing_ops<fp2g<fqi_t>, DT ? 9 : 1, DT> PAIR;

@@ -182,7 +182,8 @@ def test_verify_names_a_key_point_off_its_curve_with_exit_2(tmp_path, capsys, cu
     code, out, err = run_inproc(capsys, "verify", vk, fx(curve, "public.json"), fx(curve, "proof.json"))
     name = "IC[1]" if point == "IC" else point
     assert code == 2 and out == "", (code, out, err)
-    assert err.strip() == f"error: {vk}: {name} is not a point of the {curve} {'twist ' if point == 'vk_beta_2' else ''}curve"
+    twist = "twist " if point == "vk_beta_2" else ""
+    assert err.strip() == f"error: {vk}: {name} is not a point of the {curve} {twist}curve"
 
 
 def test_verify_of_a_bad_key_is_one_line_from_the_command(tmp_path):

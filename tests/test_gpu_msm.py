@@ -311,7 +311,7 @@ def _abi_case(curve):
     return pts, scalars, cpu_msm_g1(curve, pts, scalars), q, sq, cpu_msm_g2(curve, q, sq)
 
 
-@pytest.mark.parametrize("abi", ["ref", "value", "mixed", "eo", "mixed_eo", "split"])
+@pytest.mark.parametrize("abi", ["ref", "value", "mixed", "eo", "mixed_eo", "split", "split_inline"])
 def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
     """Each build of the XYZZ pass's base-field product (msm.PRODUCT_ABI), G1 and G2 (with both
     groups' segments in blocks of 128 and of 256), the full fold and fold 1, three MSMs of one sorted

@@ -148,6 +148,11 @@ def test_each_curve_takes_its_measured_build(monkeypatch):
     assert gmsm.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1"
     monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})  # G2's Fq2 over the split form
     assert gmsm.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2s"
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split_inline", "g2": "split_inline"})  # G1's accumulation only
+    assert [gmsm.xyzz_kernel(k, g, c) for c in ("bn128", "bls12381") for g in ("g1", "g2")
+            for k in ("accumulate", "accumulate_sets", "fix")] == 2 * [
+        "msm_accumulate_g1i", "msm_accumulate_sets_g1i", "msm_fix_g1s",
+        "msm_accumulate_g2s", "msm_accumulate_sets_g2s", "msm_fix_g2s"]
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])

@@ -89,7 +89,11 @@ ACCUMULATIONS = ("affine", "xyzz")
 #             msm_*_g2s   (field.cuh by_value_split, gen_mont_split.py): 36 + 64 wide products a squaring
 #                         against 128, one reduction for Y3's two products; G2's Fq2 product as three
 #                         double-width products and two reductions (3 x 64 + 2 x 64 against 3 x 128).
-PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split")
+#   split_inline  G1's accumulation msm_accumulate*_g1i: the split form with every product inlined
+#             (field.cuh split_inline: no call, so none of the ~220 IMAD.MOV a mixed addition's calls
+#             cost on the multiplier pipe; 132 registers on BN254, 172 on BLS12-381); everything else
+#             as split.  Not measured on a device yet (perf/RESULTS.md, session 40: SASS counts only).
+PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split", "split_inline")
 # The default build per curve (perf/RESULTS.md, the evening session's closing call, CUDA events, every
 # build's result equal): BN254's G1 and G2 with the even/odd product (G1 2^24 77.6 -> 60.2 ms, G2 2^24
 # 208.1 -> 162.6).  BLS12-381 since its 12-limb even/odd product (b13bls, H200): G1's accumulation by
@@ -520,7 +524,9 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
     if abi not in PRODUCT_ABIS:
         raise ValueError(f"msm product ABI {abi!r} for {group} is not one of {PRODUCT_ABIS}")
     accumulation = name.startswith("accumulate")
-    if abi == "split":
+    if abi == "split_inline" and accumulation and group == "g1":
+        build = "g1i"
+    elif abi in ("split", "split_inline"):
         build = f"{group}s"
     elif abi in ("eo", "mixed_eo"):
         reference = abi == "mixed_eo" and accumulation and (group == "g1" or curve in EXTRA_ACCUMULATIONS)
