@@ -105,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
 
         interrupts.own_process()
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
+    import warnings  # noqa: PLC0415 - loaded with the interpreter
+
+    warnings.showwarning = _warning_line(args)
     try:
         return int(args.func(args) or 0)
     except EngineError as exc:
@@ -115,6 +118,21 @@ def main(argv: list[str] | None = None) -> int:
         return report(args, "MemoryError", "out of host memory", 2)
     finally:
         left_clean = bool(getattr(args, "left_clean", False))
+
+
+def _warning_line(args: "argparse.Namespace"):
+    """A warning as one line on stderr ("warning: ..."; a JSON object with --json), not Python's form with the
+    file, line and source line of the code that warned (a setup of an .r1cs with coefficients >= r showed
+    `r1cs = read_r1cs(r1cs_path)` on the terminal)."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        if getattr(args, "json", False):
+            import json  # noqa: PLC0415
+
+            text = json.dumps({"event": "warning", "warning": category.__name__, "message": str(message)})
+        else:
+            text = f"warning: {message}"
+        print(text, file=sys.stderr, flush=True)
+    return show
 
 
 def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code: int) -> int:

@@ -248,3 +248,37 @@ def test_info_reads_a_ptau_header(tmp_path, capsys):
     assert code == 0, err
     got = json.loads(out)
     assert (got["kind"], got["curve"], got["power"]) == ("ptau", "bls12381", 12)
+
+
+# ---------------------------------------------------------------- warnings
+
+def _unreduced_r1cs(tmp_path: Path) -> Path:
+    import warnings  # noqa: PLC0415
+
+    from engine.algebra.curves import BN254  # noqa: PLC0415
+    from engine.algebra.limbs import from_ints, to_ints  # noqa: PLC0415
+    from engine.formats.r1cs import read_r1cs, write_r1cs  # noqa: PLC0415
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = read_r1cs(fx("bn128", "tiny.r1cs"))
+    vals = to_ints(r.a.coeffs)
+    r.a.coeffs = from_ints([vals[0] + BN254.r] + vals[1:], 4)  # one coefficient >= r, as old writers left them
+    path = tmp_path / "u.r1cs"
+    write_r1cs(path, r)
+    return path
+
+
+def test_a_warning_is_one_line_without_python_source(tmp_path):
+    """A setup of an .r1cs with a coefficient >= r printed Python's warning form: the module's path and line, the
+    category, and the source line `r1cs = read_r1cs(r1cs_path)` on the next line."""
+    r1cs = _unreduced_r1cs(tmp_path)
+    res = engine("setup", r1cs, tmp_path / "u.zkey", "--backend", "cpu")
+    assert res.returncode == 0, res.stderr
+    warned = [line for line in res.stderr.splitlines() if "reduced mod r" in line]
+    assert warned == [f"warning: {r1cs}: 1 coefficients were >= r and were reduced mod r"], res.stderr
+    assert "read_r1cs(" not in res.stderr and "Warning:" not in res.stderr
+    res = engine("setup", r1cs, tmp_path / "v.zkey", "--backend", "cpu", "--json")
+    events = [json.loads(line) for line in res.stderr.splitlines() + res.stdout.splitlines() if line.startswith("{")]
+    assert {"event": "warning", "warning": "UnreducedCoefficientWarning",
+            "message": f"{r1cs}: 1 coefficients were >= r and were reduced mod r"} in events
