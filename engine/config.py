@@ -143,6 +143,9 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 raise ConfigError(f"{name}: need at least 1, got {getattr(self, name)}")
         if self.devices is not None and (not self.devices or min(self.devices) < 0):
             raise ConfigError(f"devices: {self.devices} is not a list of device indices")
+        if self.devices is not None and len(set(self.devices)) != len(self.devices):  # was two workers on one GPU
+            twice = next(d for d in self.devices if self.devices.count(d) > 1)
+            raise ConfigError(f"devices: {self.devices} names device {twice} more than once")
         if self.idle_trim_s is not None and self.idle_trim_s <= 0:
             raise ConfigError(f"idle_trim_s: must be positive (or absent to never trim), got {self.idle_trim_s}")
 

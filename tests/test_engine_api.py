@@ -186,6 +186,7 @@ def test_config_loads_from_toml_and_flags_override(tmp_path):
     ('vram_budget = "lots"', "not a size"),
     ("bogus = 1", "unknown field `bogus`"),
     ("compute_slots = ", "not valid TOML"),
+    ("devices = [1, 0, 1]", "devices: [1, 0, 1] names device 1 more than once"),  # was accepted
 ])
 def test_bad_config_is_a_one_line_error_naming_the_file(tmp_path, text, message):
     path = tmp_path / "bad.toml"
