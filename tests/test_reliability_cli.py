@@ -305,3 +305,48 @@ def test_ctrl_c_exits_130_within_a_second_without_traceback_or_files(tmp_path, b
         assert "Traceback" not in stderr and _lines(stderr) == ["interrupted"], stderr
         assert exit_s < 1.0, f"{exit_s:.2f} s to exit after SIGINT at {after_s:.2f} s"
         assert left == [], left
+
+
+@pytest.mark.parametrize("timeline", [False, True], ids=["direct", "engine"])
+def test_a_key_and_witness_given_as_pipes_prove(tmp_path, timeline):
+    """`prove <(cat k.zkey) <(cat w.wtns) ...` failed with "/dev/fd/63: is empty, not a .zkey file" (the reader
+    mapped the pipe by its size, 0); on the Engine's path a pool worker cannot open this process's pipe at all."""
+    extra = f"--timeline {tmp_path / 't.jsonl'}" if timeline else ""
+    line = (f'"{sys.executable}" -m engine prove <(cat "{SUDOKU / "sudoku.zkey"}") <(cat "{SUDOKU / "sudoku.wtns"}") '
+            f'"{tmp_path / "p.json"}" "{tmp_path / "pub.json"}" --backend cpu {extra}')
+    proc = subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    check = run_engine("verify", SUDOKU / "verification_key.json", tmp_path / "pub.json", tmp_path / "p.json")
+    assert check.returncode == 0 and check.stdout.strip() == "OK!"
+
+
+def test_pipes_and_devices_get_a_reader_each_can_serve(tmp_path):
+    """A pipe is read whole (and its key is never cached by its path); a device such as /dev/zero, which would
+    never end, is refused by name; `info`, which reads its file twice, says so for a pipe."""
+    import threading  # noqa: PLC0415
+
+    from engine.errors import FormatError, InputFileError  # noqa: PLC0415
+    from engine.formats import read_wtns, read_zkey  # noqa: PLC0415
+    from engine.formats.key_cache import identity_of  # noqa: PLC0415
+
+    made = []
+
+    def piped(src: Path) -> Path:
+        made.append(src)
+        fifo = tmp_path / f"{len(made)}-{src.name}.fifo"
+        os.mkfifo(fifo)
+        threading.Thread(target=lambda: fifo.write_bytes(src.read_bytes()), daemon=True).start()
+        return fifo
+
+    zkey = read_zkey(piped(SUDOKU / "sudoku.zkey"))
+    assert zkey.n_vars == read_zkey(SUDOKU / "sudoku.zkey").n_vars and zkey.file_size == 0
+    assert identity_of(zkey, "any") is None and identity_of(read_zkey(SUDOKU / "sudoku.zkey"), "any") is not None
+    assert (read_wtns(piped(SUDOKU / "sudoku.wtns")).values == read_wtns(SUDOKU / "sudoku.wtns").values).all()
+    with pytest.raises(FormatError, match="/dev/zero: is not a file or a pipe"):
+        read_wtns("/dev/zero")
+    fifo = tmp_path / "info.fifo"
+    os.mkfifo(fifo)  # no writer: info must refuse it without opening it
+    proc = run_engine("info", fifo)
+    assert proc.returncode == 2 and _lines(proc.stderr) == [
+        f"error: {fifo}: is a pipe, and info reads its file more than once: give the file's path"]
+    assert issubclass(FormatError, InputFileError)

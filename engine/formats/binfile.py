@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass
 
@@ -52,6 +53,7 @@ class InMemoryFile:
 class _MemoryStat:
     st_size: int
     st_mtime_ns: int = 0
+    regular: bool = False  # bytes from a file on disk that a later read of the path finds again
 
 
 def open_input(path) -> tuple[str, object, int]:
@@ -67,9 +69,15 @@ def _map(path) -> tuple[str, object, os.stat_result]:
     try:
         with open(name, "rb") as f:
             st = os.fstat(f.fileno())
+            if stat.S_ISFIFO(st.st_mode):  # a pipe (`prove <(curl ...) ...`): read whole, it cannot be mapped
+                data = f.read()
+                return name, data, _MemoryStat(len(data))
+            if not stat.S_ISREG(st.st_mode):  # a device (/dev/zero would never end), a socket
+                raise FormatError(name, "is not a file or a pipe (a device or a socket)")
             if st.st_size == 0:
-                return name, b"", st
-            return name, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), st
+                return name, b"", _MemoryStat(0, st.st_mtime_ns, True)
+            return name, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), _MemoryStat(st.st_size,
+                                                                                        st.st_mtime_ns, True)
     except OSError as exc:  # missing, a directory, EIO, ENXIO (a socket), unmappable ...
         raise file_error(name, exc) from None
 
@@ -78,8 +86,9 @@ class BinFile:
     """A scanned binfile: its records, and helpers that read them with clear errors."""
 
     def __init__(self, path: str, buf, size: int, magic: str, version: int,
-                 records: list[Section], names: dict[int, str], mtime_ns: int = 0):
+                 records: list[Section], names: dict[int, str], mtime_ns: int = 0, regular: bool = False):
         self.path, self.buf, self.size, self.mtime_ns = path, buf, size, mtime_ns
+        self.regular = regular  # a file on disk (not a pipe, not bytes in memory): what a cache may key by
         self.magic, self.version, self.records = magic, version, records
         self.names = names
 
@@ -205,7 +214,7 @@ def open_binfile(
             raise FormatError(name, "wtns version 1 (the pre-2020 layout without sections) is not supported; "
                                     "recompute the witness with a current circom/snarkjs")
         raise FormatError(name, f"{ext} version {version} is not valid (expected {min_version}..{max_version})")
-    bf = BinFile(name, buf, size, magic, version, [], names or {}, mtime_ns=st.st_mtime_ns)
+    bf = BinFile(name, buf, size, magic, version, [], names or {}, mtime_ns=st.st_mtime_ns, regular=st.regular)
     off = 12
     for i in range(n_sections):
         if off + 12 > size:

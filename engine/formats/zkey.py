@@ -143,7 +143,8 @@ def read_zkey(path) -> ZKey:
         alpha1, beta1, beta2, gamma2, delta1, delta2,
         ic, coeffs, a, b1, b2, c, h,
         sha=zkey_sha(bf), mpc=mpc, section_order=tuple(s.id for s in bf.records), version=bf.version,
-        sections={s.id: (s.offset, s.size) for s in bf.records}, file_size=bf.size, file_mtime_ns=bf.mtime_ns,
+        sections={s.id: (s.offset, s.size) for s in bf.records}, file_size=bf.size if bf.regular else 0,
+        file_mtime_ns=bf.mtime_ns,
         coeff_scan=scan,
     )
 
