@@ -214,8 +214,7 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
         MSM::combine(group_out, groups, shift, r0, r1, r2, batch, stride);                                          \
     }
 
-#define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                                  \
-    MSM_XYZZ_KERNELS(G, MSM)                                                                                        \
+#define MSM_AFFINE_KERNELS(G, AFF)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256) msm_affine_forward_##G(                                       \
         const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \
         uint32_t m, uint32_t* prefix, uint32_t* leaves, uint32_t* totals) {                                         \
@@ -230,7 +229,11 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
         uint32_t m, const uint32_t* prefix, const uint32_t* leaves, const uint32_t* totals, uint32_t* out) {        \
         extern __shared__ uint32_t shm[];                                                                           \
         AFF::backward(sorted, in, in_off, out_off, K, m, prefix, leaves, totals, out, shm);                         \
-    }                                                                                                               \
+    }
+
+#define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                              \
+    MSM_XYZZ_KERNELS(G, MSM)                                                                                        \
+    MSM_AFFINE_KERNELS(G, AFF)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256) msm_precompute_##G(uint32_t* bases, uint32_t n, uint32_t c,   \
                                                                          uint32_t fold) {                           \
         MSM::precompute(bases, n, c, fold);                                                                         \
@@ -260,6 +263,8 @@ MSM_XYZZ_KERNELS(g2s, MSM2S)
 typedef fp<split_inline<FQ_P>> fqsi_t;
 typedef msm_kernels<affine<fqsi_t>, xyzz<fqsi_t>> MSM1I;
 MSM_ACCUMULATE_KERNELS(g1i, MSM1I)
+typedef msm_affine_kernels<affine<fqsi_t>> AFF1I;  // batch-affine rounds over the same products (msm.py affine_rounds)
+MSM_AFFINE_KERNELS(g1i, AFF1I)
 // The fold tables' build with the even/odd product (e) and the split one (s: a doubling's squarings
 // split, G1's Y3 with one reduction, G2's Fq2 products with two): msm.precompute_kernel picks them over
 // the plain build's msm_precompute_<G>.

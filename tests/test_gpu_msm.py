@@ -85,6 +85,26 @@ def test_affine_cancellation_and_doubling(backend, curve):
     assert g1(backend, curve, [p], [curve.r - 1], accumulation="affine", rounds=3) == ec.g1_neg(curve, p)
 
 
+def test_affine_rounds_over_inlined_products_match_cpu(backend, curve, monkeypatch):
+    """The batch-affine rounds over G1's inlined split products (msm_affine_*_g1i, product ABI "split_inline"):
+    random scalars with infinity and a repeated point, n = 1 and r - 1, doublings and cancellations."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split_inline", "g2": "split_inline"})
+    rng = random.Random(40)
+    pts = points(curve, 5001, rng)
+    pts[5], pts[6] = None, pts[7]
+    scalars = rand_fr(curve, 5001, rng)
+    expect = cpu_msm_g1(curve, pts, scalars)
+    for fold, rounds in (("full", 3), (1, 5)):
+        assert g1(backend, curve, pts, scalars, fold=fold, accumulation="affine", rounds=rounds) == expect
+    p = pts[0]
+    assert g1(backend, curve, [p] * 64 + [ec.g1_neg(curve, p)] * 64, [1] * 128, accumulation="affine",
+              rounds=6) is None
+    assert g1(backend, curve, [p] * 64, [3] * 64, accumulation="affine", rounds=4) == ec.g1_mul(curve, p, 192)
+    assert g1(backend, curve, [p], [curve.r - 1], accumulation="affine", rounds=3) == ec.g1_neg(curve, p)
+
+
 @pytest.mark.parametrize("n,rounds", [(1, 2), (5, 3), (300, 2)])
 def test_affine_rounds_g2_match_cpu(backend, curve, n, rounds):
     rng = random.Random(n + 1)

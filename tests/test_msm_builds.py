@@ -153,6 +153,10 @@ def test_each_curve_takes_its_measured_build(monkeypatch):
             for k in ("accumulate", "accumulate_sets", "fix")] == 2 * [
         "msm_accumulate_g1i", "msm_accumulate_sets_g1i", "msm_fix_g1s",
         "msm_accumulate_g2s", "msm_accumulate_sets_g2s", "msm_fix_g2s"]
+    assert [gmsm.affine_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("forward", "backward")] == [
+        "msm_affine_forward_g1i", "msm_affine_backward_g1i", "msm_affine_forward_g2", "msm_affine_backward_g2"]
+    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})
+    assert gmsm.affine_kernel("invert", "g1", "bls12381") == "msm_affine_invert_g1"
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])

@@ -92,7 +92,8 @@ ACCUMULATIONS = ("affine", "xyzz")
 #   split_inline  G1's accumulation msm_accumulate*_g1i: the split form with every product inlined
 #             (field.cuh split_inline: no call, so none of the ~220 IMAD.MOV a mixed addition's calls
 #             cost on the multiplier pipe; 132 registers on BN254, 172 on BLS12-381); everything else
-#             as split.  Not measured on a device yet (perf/RESULTS.md, session 40: SASS counts only).
+#             as split; the batch-affine rounds (accumulation "affine") take the same products
+#             (msm_affine_*_g1i).  Not measured on a device yet (perf/RESULTS.md, session 40: SASS counts only).
 PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split", "split_inline")
 # The default build per curve (perf/RESULTS.md, the evening session's closing call, CUDA events, every
 # build's result equal): BN254's G1 and G2 with the even/odd product (G1 2^24 77.6 -> 60.2 ms, G2 2^24
@@ -480,19 +481,29 @@ def affine_rounds(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer | 
     threads, m = affine_shape()
     shared = 2 * threads * field_bytes
     src_sorted, src_pts, src_off = sort.sorted.ptr, _ptr(bases), sort.offsets.ptr
+    forward, invert, backward = (affine_kernel(k, group, getattr(mod, "curve", None))
+                                 for k in ("forward", "invert", "backward"))
     for r in range(plan.affine_rounds):
         out_pts, out_off = b.pts[r % 2].ptr, b.offs[r % 2].ptr
         # the halved counts go to the heavy list's space (unused until the XYZZ pass)
         launch(mod, "msm_halve", -(-K // 256), 256, stream, src_off, U32(K), b.heavy)
         scan(mod, b.heavy.ptr, K, out_off, b.heavy.ptr, sums, prefix, stream)
         blocks = -(-bounds[r + 1] // (threads * m))
-        launch(mod, f"msm_affine_forward_{group}", blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
+        launch(mod, forward, blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
                U32(K), U32(m), b.prefix, b.leaves, b.totals, shared=shared)
-        launch(mod, f"msm_affine_invert_{group}", -(-blocks // 128), 128, stream, b.totals, U32(blocks))
-        launch(mod, f"msm_affine_backward_{group}", blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
+        launch(mod, invert, -(-blocks // 128), 128, stream, b.totals, U32(blocks))
+        launch(mod, backward, blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
                U32(K), U32(m), b.prefix, b.leaves, b.totals, out_pts, shared=shared)
         src_sorted, src_pts, src_off = 0, out_pts, out_off
     return src_sorted, src_pts, src_off
+
+
+def affine_kernel(name: str, group: str, curve: str | None = None) -> str:
+    """The batch-affine round's kernel `name` (forward, invert, backward): over G1's inlined split products
+    where "split_inline" is G1's build, else over the base field's plain out-of-line product (msm_affine_*_<G>:
+    ~384 IMAD-pipe slots a product, its operands through the stack, against ~273 and none inlined)."""
+    inlined = group == "g1" and product_abi(group, curve) == "split_inline"
+    return f"msm_affine_{name}_{'g1i' if inlined else group}"
 
 
 def _ptr(buf: DeviceBuffer | int) -> int:
