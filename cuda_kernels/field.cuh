@@ -32,12 +32,12 @@ typedef int int32_t;
 // product gave a wrong c1 on the device; its 2N-word addition is now C++ and runs before c0's
 // reduction (perf/RESULTS.md, session 33).)
 // INLINE (with SPLIT): every product inlined where it is used, none called.  A call passes its
-// operands in the ABI's registers, and ptxas makes about half of those moves IMAD.MOV, on the pipe
-// the products saturate: BN254 G1's split accumulation has 334 IMAD.MOV beside 346 wide products
+// operands in the ABI's registers, and ptxas makes about two thirds of those moves IMAD.MOV, on the
+// pipe the products saturate: BN254 G1's split accumulation has 334 IMAD.MOV beside 346 wide products
 // (statically; its mixed addition's path ~220 IMAD.MOV against ~1080 wide products in its 11 calls);
 // inlined it has none, in 132 registers against 130 (BLS12-381: 172 against 184), at 2.3-2.7x the
-// code (perf/sass_mix.py; perf/RESULTS.md, session 40).  Built for G1's accumulation (msm.py
-// "split_inline").
+// code (perf/sass_mix.py; perf/RESULTS.md, session 40).  Built for G1's accumulation and its
+// batch-affine rounds (msm.py "split_inline").
 template <class P, bool VALUE, bool EVEN_ODD, bool SPLIT = false, bool INLINE = false>
 struct product_form : P {};
 template <class P>
