@@ -304,3 +304,27 @@ def test_cli_prove_on_a_local_ray_instance_that_it_starts_and_stops(tmp_path):
                      proof, public)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == \
         "error: --engines: 'none' is not a count >= 1 or per-gpu"
+
+
+@pytest.mark.slow
+def test_cli_prove_on_ray_takes_a_piped_witness_and_names_a_piped_key(tmp_path):
+    """`--ray local` with `<(cat w.wtns)` failed with "/dev/fd/63: no such file" (the actor opened the path in its
+    own process); the witness is now read here and sent.  A piped key cannot be: each engine reads the key by
+    its path, so that is one line before any Ray starts."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from conftest import REPO  # noqa: PLC0415
+
+    d = EXAMPLES / "bn128"
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    line = (f'"{sys.executable}" -m engine prove --ray local --backend cpu "{d / "sudoku.zkey"}" '
+            f'<(cat "{d / "sudoku.wtns"}") "{proof}" "{public}"')
+    res = subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert run_engine("verify", d / "verification_key.json", public, proof).stdout.strip() == "OK!"
+    line = (f'"{sys.executable}" -m engine prove --ray local --backend cpu <(cat "{d / "sudoku.zkey"}") '
+            f'"{d / "sudoku.wtns"}" "{proof}" "{public}"')
+    res = subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and res.stderr.strip().endswith(
+        "is a pipe; with --ray the cluster's engines read the key by its path: give the file"), res.stderr

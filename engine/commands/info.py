@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 
 from engine.config_flags import slots_arg
 from engine.errors import FormatError, InputFileError, file_error
@@ -35,7 +34,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if _is_pipe(args.file):  # detect() took the first bytes and the reader then missed them: "not a .zkey file"
+    from engine.formats.binfile import is_pipe  # noqa: PLC0415
+
+    if is_pipe(args.file):  # detect() took the first bytes and the reader then missed them: "not a .zkey file"
         raise InputFileError(args.file, "is a pipe, and info reads its file more than once: give the file's path")
     summary = describe(args.file)
     if summary.get("kind") == "zkey":
@@ -45,12 +46,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- detection
-
-def _is_pipe(path) -> bool:
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except OSError:  # missing or unreadable: detect() names the problem
-        return False
 
 
 def detect(path) -> str:

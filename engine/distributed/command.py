@@ -57,6 +57,15 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
             raise EngineError(f"{args.input}: not valid JSON: {exc}") from None
     else:
         witness = wtns_path
+    from engine.formats.binfile import is_pipe  # noqa: PLC0415
+
+    if is_pipe(args.zkey):  # each engine reads the key by its path, on its own node
+        raise EngineError(f"{args.zkey}: is a pipe; with --ray the cluster's engines read the key by its path: "
+                          "give the file")
+    if wtns_path is not None and is_pipe(wtns_path):  # an actor cannot open this process's pipe: its values go
+        from engine.formats import read_wtns  # noqa: PLC0415
+
+        witness = read_wtns(wtns_path)
 
     async def main():
         async with RayCluster(address, engines, config) as cluster:

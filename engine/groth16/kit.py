@@ -4,7 +4,6 @@ scheduler; they were part of that module)."""
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -14,6 +13,7 @@ from scheduler.pipeline import Partition
 from scheduler.synth_pool import FileSegment
 
 from engine.errors import MismatchError, UnreducedWitnessError
+from engine.formats.binfile import is_pipe
 
 def synthesise_wtns(path: str) -> tuple[dict, FileSegment]:
     """Synthesis task: a .wtns file's header checked, its values handed back as where they lie in the file,
@@ -34,13 +34,6 @@ def synthesise_wasm(wasm_path: str, inputs: Any, key_prime: int | None = None,
     if key_prime is not None:
         circuit.check_prime(key_prime, key_name)
     return {"prime": int(circuit.prime)}, np.asarray(circuit.calculate(inputs))
-
-
-def _is_pipe(path: str) -> bool:
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except OSError:  # missing or unreadable: the worker's read names the problem
-        return False
 
 
 class InputsFile(str):
@@ -89,7 +82,7 @@ class Groth16Kit:
             isinstance(item, (str, os.PathLike)) and os.fspath(item).lower().endswith(".json"))
         if isinstance(item, (str, os.PathLike)) and not inputs_file:
             path = os.fspath(item)
-            if _is_pipe(path):  # `<(...)`: a pool worker cannot open this process's pipe, so it is read here
+            if is_pipe(path):  # `<(...)`: a pool worker cannot open this process's pipe, so it is read here
                 from engine.formats import read_wtns  # noqa: PLC0415
 
                 w = read_wtns(path)
