@@ -200,6 +200,16 @@ def test_cli_client_proofs_pass_snarkjs_verify(tmp_path):
         out = run_snarkjs("groth16", "verify", SUDOKU.parent / "verification_key.json", public, proof)
         assert out.returncode == 0 and "OK" in out.stdout, out.stdout + out.stderr
         assert public.read_text() == (SUDOKU.parent / "public.json").read_text()  # same signals, same text
+        # pipes: a piped witness is uploaded; a piped key, which the server would open by its path, is one line
+        # naming it (it was "/dev/fd/63: no such file on the server (HTTP 422 bad_input)")
+        base = f'"{sys.executable}" -m engine prove --server {srv.url} --token-file "{srv.token_file}" '
+        r = subprocess.run(["bash", "-c", base + f'"{SUDOKU}.zkey" <(cat "{SUDOKU}.wtns") "{proof}" "{public}"'],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run(["bash", "-c", base + f'<(cat "{SUDOKU}.zkey") "{SUDOKU}.wtns" "{proof}" "{public}"'],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr.strip().endswith(
+            "is a pipe; with --server the server reads the key by its path: give the file"), r.stderr
         with srv.client() as c:
             assert sorted(k["id"] for k in c.keys()) == ["power_table", "sudoku", "sudoku-2", "sudoku-3", "tiny",
                                                         "tiny-2"]
