@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -350,3 +351,26 @@ def test_pipes_and_devices_get_a_reader_each_can_serve(tmp_path):
     assert proc.returncode == 2 and _lines(proc.stderr) == [
         f"error: {fifo}: is a pipe, and info reads its file more than once: give the file's path"]
     assert issubclass(FormatError, InputFileError)
+
+
+def test_piped_inputs_on_the_engines_path(tmp_path):
+    """With --timeline (the Engine: synthesis in pool workers) a piped input.json failed with "/dev/fd/63: no such
+    file": it is now read here and named as the pipe in errors.  A piped circuit.wasm, which every worker opens by
+    its path, is one line saying so."""
+    t = tmp_path / "t.jsonl"
+    out = f'"{tmp_path / "p.json"}" "{tmp_path / "pub.json"}" --backend cpu --timeline "{t}"'
+    head = f'"{sys.executable}" -m engine prove "{SUDOKU / "sudoku.zkey"}" '
+
+    def bash(line: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+    ok = bash(head + f'--wasm "{SUDOKU / "sudoku.wasm"}" --input <(cat "{SUDOKU / "input.json"}") {out}')
+    assert ok.returncode == 0, ok.stderr
+    assert run_engine("verify", SUDOKU / "verification_key.json", tmp_path / "pub.json",
+                      tmp_path / "p.json").stdout.strip() == "OK!"
+    bad = bash(head + f'--wasm "{SUDOKU / "sudoku.wasm"}" --input <(echo \'{{"nope": 1}}\') {out}')
+    assert bad.returncode == 2 and re.fullmatch(r"error: /dev/fd/\d+: unknown input signal 'nope' .*",
+                                                bad.stderr.strip()), bad.stderr
+    wasm = bash(head + f'--wasm <(cat "{SUDOKU / "sudoku.wasm"}") --input "{SUDOKU / "input.json"}" {out}')
+    assert wasm.returncode == 2 and wasm.stderr.strip().endswith(
+        "is a pipe; the synthesis workers open circuit.wasm by its path: give the file"), wasm.stderr

@@ -12,7 +12,7 @@ import numpy as np
 from scheduler.pipeline import Partition
 from scheduler.synth_pool import FileSegment
 
-from engine.errors import MismatchError, UnreducedWitnessError
+from engine.errors import InputFileError, MismatchError, UnreducedWitnessError
 from engine.formats.binfile import is_pipe
 
 def synthesise_wtns(path: str) -> tuple[dict, FileSegment]:
@@ -25,15 +25,16 @@ def synthesise_wtns(path: str) -> tuple[dict, FileSegment]:
 
 
 def synthesise_wasm(wasm_path: str, inputs: Any, key_prime: int | None = None,
-                    key_name: str = "the proving key") -> tuple[dict, np.ndarray]:
+                    key_name: str = "the proving key", source: str | None = None) -> tuple[dict, np.ndarray]:
     """Synthesis task: compute a witness from circuit.wasm and inputs (a dict or an input.json path;
-    runs in a worker process).  A wasm compiled for another field than the key's is refused first."""
+    runs in a worker process).  A wasm compiled for another field than the key's is refused first.
+    `source`: what errors call the inputs (the file a dict was read from)."""
     from engine.witness.calculator import WasmCircuit  # noqa: PLC0415
 
     circuit = WasmCircuit.load(wasm_path)
     if key_prime is not None:
         circuit.check_prime(key_prime, key_name)
-    return {"prime": int(circuit.prime)}, np.asarray(circuit.calculate(inputs))
+    return {"prime": int(circuit.prime)}, np.asarray(circuit.calculate(inputs, source=source))
 
 
 class InputsFile(str):
@@ -58,6 +59,9 @@ class Groth16Kit:
     def read_key(self, path: Any, wasm: Any = None) -> Groth16Key:
         from engine.formats import read_zkey  # noqa: PLC0415
 
+        if wasm is not None and is_pipe(wasm):  # each synthesis worker opens (and compiles) it by its path
+            raise InputFileError(os.fspath(wasm), "is a pipe; the synthesis workers open circuit.wasm by its "
+                                                  "path: give the file")
         return Groth16Key(read_zkey(path), None if wasm is None else os.fspath(wasm))
 
     def backend_key(self, key: Groth16Key) -> Any:
@@ -97,6 +101,11 @@ class Groth16Kit:
             prime_check = (int(key.zkey.curve.r), key.zkey.path or self.key_label(key))
             if inputs_file:  # read in the worker: its errors name the file, as the direct path's do
                 path = str(os.fspath(item))
+                if is_pipe(path):  # but a worker cannot open this process's pipe: read here, named as the file
+                    from engine.witness.inputs import parse_inputs  # noqa: PLC0415
+
+                    return Partition(index, path, task=(synthesise_wasm, (key.wasm, parse_inputs(path), *prime_check,
+                                                                          path)))
                 return Partition(index, path, task=(synthesise_wasm, (key.wasm, path, *prime_check)))
             return Partition(index, f"inputs for {os.path.basename(key.wasm)}",
                              task=(synthesise_wasm, (key.wasm, item, *prime_check)))
