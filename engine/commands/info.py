@@ -47,7 +47,6 @@ def run(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- detection
 
-
 def detect(path) -> str:
     """'r1cs' | 'wtns' | 'zkey' | 'ptau' | 'json' from the first bytes (errors name the file)."""
     name = os.fspath(path)
