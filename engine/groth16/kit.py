@@ -104,8 +104,8 @@ class Groth16Kit:
                 if is_pipe(path):  # but a worker cannot open this process's pipe: read here, named as the file
                     from engine.witness.inputs import parse_inputs  # noqa: PLC0415
 
-                    return Partition(index, path, task=(synthesise_wasm, (key.wasm, parse_inputs(path), *prime_check,
-                                                                          path)))
+                    args = (key.wasm, parse_inputs(path), *prime_check, path)
+                    return Partition(index, path, task=(synthesise_wasm, args))
                 return Partition(index, path, task=(synthesise_wasm, (key.wasm, path, *prime_check)))
             return Partition(index, f"inputs for {os.path.basename(key.wasm)}",
                              task=(synthesise_wasm, (key.wasm, item, *prime_check)))
