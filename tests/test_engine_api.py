@@ -267,6 +267,26 @@ async def test_cpu_backend_proves_values_given_as_ints_and_names_a_bad_shape():
         assert (await eng.prove(key, ints)).public == expected and eng.at_rest()
 
 
+async def test_load_key_refuses_a_wasm_that_cannot_compute_its_witnesses(tmp_path):
+    """A missing circuit.wasm, a file that is not wasm and another curve's wasm were accepted by load_key; then
+    every proof from inputs failed with the same error.  Now load_key raises it, naming the wasm."""
+    from engine.witness.errors import CircuitFileError, CircuitPrimeError  # noqa: PLC0415
+
+    examples = TINY.parents[2] / "examples"
+    zkey = examples / "bn128" / "sudoku.zkey"
+    async with Engine(EngineConfig(backend="cpu", synthesis_workers=1)) as eng:
+        with pytest.raises(CircuitFileError, match="none.wasm: no such file"):
+            await eng.load_key(zkey, wasm=tmp_path / "none.wasm")
+        with pytest.raises(CircuitFileError, match=r"sudoku.zkey: not a WebAssembly file"):
+            await eng.load_key(zkey, wasm=zkey)
+        with pytest.raises(CircuitPrimeError, match=r"bls12381/sudoku.wasm: compiled for bls12381, but .*sudoku.zkey is"
+                                                    r" for bn128"):
+            await eng.load_key(zkey, wasm=examples / "bls12381" / "sudoku.wasm")
+        key = await eng.load_key(zkey, wasm=examples / "bn128" / "sudoku.wasm")
+        proof = await eng.prove(key, json.loads((examples / "bn128" / "input.json").read_text()))
+        assert proof.public == [int(x) for x in json.loads((examples / "bn128" / "public.json").read_text())]
+
+
 async def test_stream_source_error_reaches_the_consumer_and_the_engine_lives_on():
     def items():
         yield {}

@@ -62,7 +62,13 @@ class Groth16Kit:
         if wasm is not None and is_pipe(wasm):  # each synthesis worker opens (and compiles) it by its path
             raise InputFileError(os.fspath(wasm), "is a pipe; the synthesis workers open circuit.wasm by its "
                                                   "path: give the file")
-        return Groth16Key(read_zkey(path), None if wasm is None else os.fspath(wasm))
+        zkey = read_zkey(path)
+        if wasm is not None:  # a missing file, not wasm, or another curve's: refused here, not by every proof
+            from engine.witness.calculator import WasmCircuit  # noqa: PLC0415
+
+            # the optimised build the workers load, so they map it from the disk cache instead of compiling
+            WasmCircuit.load(wasm).check_prime(int(zkey.curve.r), zkey.path or self.key_label(Groth16Key(zkey)))
+        return Groth16Key(zkey, None if wasm is None else os.fspath(wasm))
 
     def backend_key(self, key: Groth16Key) -> Any:
         return key.zkey
