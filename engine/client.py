@@ -460,16 +460,6 @@ class AsyncClient(_Base):
 
 # ------------------------------------------------------------------ the CLI: prove --server
 
-def _is_pipe(path) -> bool:
-    """engine.formats.binfile.is_pipe without its numpy import (the client's start imports little)."""
-    import stat  # noqa: PLC0415
-
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except (OSError, TypeError, ValueError):
-        return False
-
-
 def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str) -> int:
     """`python -m engine prove --server URL ...`: the local command's files, the server's engine."""
     import sys
@@ -479,9 +469,11 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
     if given:
         flag = "--" + given[0].replace("_", "-")
         raise EngineError(f"{flag} configures a local proof; with --server the server's configuration applies")
+    from engine.paths import is_pipe  # noqa: PLC0415
+
     t0 = time.perf_counter()
     for path, what in ((args.zkey, "key"), (args.wasm, "wasm")):  # the server opens these by their paths
-        if path is not None and _is_pipe(path):
+        if path is not None and is_pipe(path):
             raise InputFileError(path, f"is a pipe; with --server the server reads the {what} by its path: "
                                        "give the file")
     if wtns_path is None:

@@ -13,6 +13,7 @@ import os
 
 from engine.config_flags import slots_arg
 from engine.errors import FormatError, InputFileError, file_error
+from engine.paths import is_pipe
 
 
 def register(subparsers) -> None:
@@ -34,8 +35,6 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.formats.binfile import is_pipe  # noqa: PLC0415
-
     if is_pipe(args.file):  # detect() took the first bytes and the reader then missed them: "not a .zkey file"
         raise InputFileError(args.file, "is a pipe, and info reads its file more than once: give the file's path")
     summary = describe(args.file)

@@ -10,14 +10,7 @@ import os
 from typing import Iterable
 
 from engine.errors import EngineError
-
-
-def same_file(a, b) -> bool:
-    """Whether two paths name one file (the same inode where both exist, else the same resolved path)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist yet (or cannot be read): compare what they resolve to
-        return os.path.realpath(a) == os.path.realpath(b)
+from engine.paths import same_file
 
 
 def check_outputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[str, object]]) -> None:

@@ -57,7 +57,7 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
             raise EngineError(f"{args.input}: not valid JSON: {exc}") from None
     else:
         witness = wtns_path
-    from engine.formats.binfile import is_pipe  # noqa: PLC0415
+    from engine.paths import is_pipe  # noqa: PLC0415
 
     if is_pipe(args.zkey):  # each engine reads the key by its path, on its own node
         raise EngineError(f"{args.zkey}: is a pipe; with --ray the cluster's engines read the key by its path: "

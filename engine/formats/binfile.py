@@ -56,14 +56,6 @@ class _MemoryStat:
     regular: bool = False  # bytes from a file on disk that a later read of the path finds again
 
 
-def is_pipe(path) -> bool:
-    """Whether `path` names a pipe (`<(...)`): read once, whole, by the process that was given it."""
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except (OSError, TypeError, ValueError):  # missing or unreadable (its reader names that), not a path at all
-        return False
-
-
 def open_input(path) -> tuple[str, object, int]:
     """Map `path` read-only -> (name, buffer, size).  Missing/unreadable/directory: InputFileError."""
     name, buf, st = _map(path)

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from engine.errors import InputFileError, write_error
+from engine.paths import same_file
 
 
 def dumps(obj: Any) -> str:
@@ -65,10 +66,9 @@ def write_atomically(outputs: list[tuple[Any, str]]) -> None:
     Errors name the user's path, never the temporary one; no temporary file is left behind.
     """
     temps: list[tuple[str, str]] = []
-    resolved = [os.path.realpath(path) for path, _ in outputs]
-    for i, where in enumerate(resolved):  # two outputs of one name shared a temporary file: refused by name
-        if where in resolved[:i]:
-            raise InputFileError(os.fspath(outputs[i][0]), "named twice among the files to write")
+    for i, (path, _) in enumerate(outputs):  # two outputs of one name shared a temporary file: refused by name
+        if any(same_file(path, other) for other, _ in outputs[:i]):
+            raise InputFileError(os.fspath(path), "named twice among the files to write")
     try:
         for path, text in outputs:
             name = os.fspath(path)

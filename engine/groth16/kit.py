@@ -13,7 +13,7 @@ from scheduler.pipeline import Partition
 from scheduler.synth_pool import FileSegment
 
 from engine.errors import InputFileError, MismatchError, UnreducedWitnessError
-from engine.formats.binfile import is_pipe
+from engine.paths import is_pipe
 
 def synthesise_wtns(path: str) -> tuple[dict, FileSegment]:
     """Synthesis task: a .wtns file's header checked, its values handed back as where they lie in the file,
@@ -62,13 +62,17 @@ class Groth16Kit:
         if wasm is not None and is_pipe(wasm):  # each synthesis worker opens (and compiles) it by its path
             raise InputFileError(os.fspath(wasm), "is a pipe; the synthesis workers open circuit.wasm by its "
                                                   "path: give the file")
-        zkey = read_zkey(path)
-        if wasm is not None:  # a missing file, not wasm, or another curve's: refused here, not by every proof
+        key = Groth16Key(read_zkey(path), None if wasm is None else os.fspath(wasm))
+        if key.wasm is not None:  # a missing file, not wasm, or another curve's: refused here, not by every proof
             from engine.witness.calculator import WasmCircuit  # noqa: PLC0415
 
             # the optimised build the workers load, so they map it from the disk cache instead of compiling
-            WasmCircuit.load(wasm).check_prime(int(zkey.curve.r), zkey.path or self.key_label(Groth16Key(zkey)))
-        return Groth16Key(zkey, None if wasm is None else os.fspath(wasm))
+            WasmCircuit.load(key.wasm).check_prime(*self._prime_check(key))
+        return key
+
+    def _prime_check(self, key: Groth16Key) -> tuple[int, str]:
+        """(the key's r, the name a wasm of another field is told it does not match)."""
+        return int(key.zkey.curve.r), key.zkey.path or self.key_label(key)
 
     def backend_key(self, key: Groth16Key) -> Any:
         return key.zkey
@@ -104,7 +108,7 @@ class Groth16Kit:
                     f"{self.key_label(key)}: circuit inputs were given but the key was loaded without "
                     "wasm= (the circuit.wasm that computes the witness)"
                 )
-            prime_check = (int(key.zkey.curve.r), key.zkey.path or self.key_label(key))
+            prime_check = self._prime_check(key)
             if inputs_file:  # read in the worker: its errors name the file, as the direct path's do
                 path = str(os.fspath(item))
                 if is_pipe(path):  # but a worker cannot open this process's pipe: read here, named as the file
