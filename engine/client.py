@@ -42,6 +42,7 @@ from engine.client_wire import (
 )
 from engine.client_flags import LOCAL_ONLY
 from engine.errors import EngineError, InputFileError
+from engine.file_writes import write_files
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -77,31 +78,12 @@ class ProofResult:
 
     def write(self, proof_path: str | os.PathLike, public_path: str | os.PathLike) -> None:
         """Both files or neither, with the text `snarkjs groth16 prove` writes."""
-        _write_both([(os.fspath(proof_path), self.proof_json()), (os.fspath(public_path), self.public_json())])
+        write_files([(proof_path, self.proof_json()), (public_path, self.public_json())])
 
 
 def _snarkjs_text(obj: Any) -> str:
     # snarkjs: JSON.stringify(x, null, 1), and bfj lays an empty array out as "[\n]"
     return "[\n]" if obj == [] else json.dumps(obj, indent=1)
-
-
-def _write_both(outputs: list[tuple[str, str]]) -> None:
-    temps = []
-    try:
-        for path, text in outputs:
-            tmp = f"{path}.tmp-{os.getpid()}"
-            try:
-                with open(tmp, "w", encoding="utf-8", newline="") as f:
-                    f.write(text)
-            except OSError as exc:
-                raise InputFileError(path, f"cannot write: {exc.strerror or exc}") from None
-            temps.append((tmp, path))
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    finally:
-        for tmp, _ in temps:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
 
 def read_token(token: str | None, token_file: str | os.PathLike | None) -> str | None:

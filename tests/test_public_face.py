@@ -85,7 +85,7 @@ def test_proof_write_is_all_or_nothing_and_names_the_users_path(tmp_path):
     missing = tmp_path / "no-such-dir" / "pub.json"
     with pytest.raises(engine.InputFileError) as info:
         proof.write(tmp_path / "p.json", missing)
-    assert str(missing) in str(info.value) and ".tmp-" not in str(info.value)
+    assert str(missing) in str(info.value) and ".tmp" not in str(info.value)
     assert (tmp_path / "p.json").read_text() == "old"  # the first file was not replaced either
     assert sorted(os.listdir(tmp_path)) == ["p.json"]  # no temporary file left
 

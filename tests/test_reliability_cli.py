@@ -80,7 +80,7 @@ def test_output_in_a_missing_directory_names_the_users_path(tmp_path, timeline):
     proc = _prove(tmp_path, SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", proof, tmp_path / "public.json",
                   timeline=timeline)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert _lines(proc.stderr) == [f"error: {proof}: cannot write: No such file or directory"]
+    assert _lines(proc.stderr) == [f"error: {proof}: cannot write: the folder {proof.parent} does not exist"]
     assert not (tmp_path / "public.json").exists()
 
 
@@ -89,7 +89,7 @@ def test_timeline_in_a_missing_directory_is_one_line_naming_it(tmp_path):
     proc = run_engine("prove", SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", tmp_path / "p.json",
                       tmp_path / "pub.json", "--backend", "cpu", "--timeline", timeline, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert _lines(proc.stderr) == [f"error: {timeline}: cannot write: No such file or directory"]
+    assert _lines(proc.stderr) == [f"error: {timeline}: cannot write: the folder {timeline.parent} does not exist"]
     assert sorted(os.listdir(tmp_path)) == []
 
 
@@ -143,7 +143,7 @@ def test_an_output_over_an_input_or_another_output_is_refused_before_any_work(tm
     lines = _lines(proc.stderr)
     assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
     assert {role: path.read_bytes() for role, path in files.items()} == before
-    assert not any(tmp_path.glob("*.json.tmp-*")) and not (tmp_path / "o.json").exists()
+    assert not any(tmp_path.glob(".*.tmp")) and not (tmp_path / "o.json").exists()
 
 
 def test_writing_a_proof_to_one_path_twice_is_refused_by_name(tmp_path):

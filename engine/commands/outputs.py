@@ -2,14 +2,17 @@
 
 A typo in the argument order (`prove circuit.zkey w.wtns circuit.zkey public.json`) wrote the proof
 over the key, and the same path for proof.json and public.json failed only after the proof, with a
-message about a missing temporary file.  Both are refused here, before anything is read.
+message about a missing temporary file; an output in a folder that does not exist failed only after
+the proof (minutes at 2^24 on a CPU).  All of these are refused here, before anything is read.  A
+device such as /dev/null may take several outputs (engine/file_writes.py writes it in place).
 """
 from __future__ import annotations
 
 import os
 from typing import Iterable
 
-from engine.errors import EngineError
+from engine.errors import EngineError, InputFileError
+from engine.file_writes import written_in_place
 from engine.paths import same_file
 
 
@@ -24,8 +27,23 @@ def check_outputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[
             if same_file(path, in_path):
                 raise EngineError(f"{os.fspath(path)}: the {role} would overwrite the {in_role} read from the same "
                                   "file (check the order of the arguments)")
+        if written_in_place(path):
+            continue
+        _check_writable(path)
         for other_role, other in seen:
             if same_file(path, other):
                 raise EngineError(f"{os.fspath(path)}: given for both the {other_role} and the {role}; "
                                   "each output needs its own path")
         seen.append((role, path))
+
+
+def _check_writable(path) -> None:
+    """A file can be made at `path`: not a folder, in a folder that exists and that we may write in."""
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        raise InputFileError(name, "is a directory, cannot write a file there")
+    folder = os.path.dirname(os.path.realpath(name))
+    if not os.path.isdir(folder):
+        raise InputFileError(name, f"cannot write: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise InputFileError(name, f"cannot write: permission denied in {folder}")

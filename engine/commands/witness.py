@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 
 from engine.commands.outputs import check_outputs
@@ -76,14 +75,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_witness(path: str, prime: int, values) -> None:
-    """Write the .wtns; a write that fails half-way leaves no partial file behind."""
+    """Write the .wtns: whole or not at all (engine/file_writes.py). It used to delete the path after a
+    failed write, which took an older witness with it, or /dev/full itself."""
     from engine.formats import write_wtns
 
-    try:
-        write_wtns(path, prime, values)
-    except BaseException:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        raise
+    write_wtns(path, prime, values)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.errors import FormatError, file_error, write_error
+from engine.errors import FormatError, file_error
+from engine.file_writes import write_file
 from engine.formats.rows import over_rows
 
 # magic -> the extension a user knows the file by
@@ -283,19 +284,18 @@ def subtract_where(values: np.ndarray, mask: np.ndarray, modulus: int) -> None:
 def write_binfile(path, magic: str, version: int, sections: list[tuple[int, list]]) -> None:
     """Write a binfile; each section is (id, [chunks]) where a chunk is bytes or a numpy array.
 
-    Arrays are written through the buffer protocol (no extra copy for contiguous ones).
+    Arrays are written through the buffer protocol (no extra copy for contiguous ones); the file
+    appears whole or not at all (engine/file_writes.py).
     """
-    name = os.fspath(path)
-    try:
-        with open(name, "wb") as f:
-            f.write(magic.encode() + struct.pack("<II", version, len(sections)))
-            for sid, chunks in sections:
-                bufs = [_as_buffer(c) for c in chunks]
-                f.write(_RECORD.pack(sid, sum(b.nbytes for b in bufs)))
-                for b in bufs:
-                    f.write(b)
-    except OSError as exc:
-        raise write_error(name, exc) from None
+    def emit(f) -> None:
+        f.write(magic.encode() + struct.pack("<II", version, len(sections)))
+        for sid, chunks in sections:
+            bufs = [_as_buffer(c) for c in chunks]
+            f.write(_RECORD.pack(sid, sum(b.nbytes for b in bufs)))
+            for b in bufs:
+                f.write(b)
+
+    write_file(path, emit)
 
 
 def _as_buffer(chunk) -> memoryview:

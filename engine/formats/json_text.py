@@ -1,4 +1,4 @@
-"""The text snarkjs writes for proof.json and public.json, and all-or-nothing file writes.
+"""The text snarkjs writes for proof.json and public.json, written all or nothing.
 
 No types of ours are imported here, so the Proof itself (engine/groth16/proof.py)
 can turn into its files without an import circle; engine/formats/json.py adds
@@ -7,11 +7,9 @@ the verification key and every reader.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from engine.errors import InputFileError, write_error
-from engine.paths import same_file
+from engine.file_writes import write_file, write_files
 
 
 def dumps(obj: Any) -> str:
@@ -52,42 +50,9 @@ def public_to_json(values) -> str:
 
 
 def write_text(path, text: str) -> None:
-    name = os.fspath(path)
-    try:
-        with open(name, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-    except OSError as exc:
-        raise write_error(name, exc) from None
+    write_file(path, text)
 
 
 def write_atomically(outputs: list[tuple[Any, str]]) -> None:
-    """Write every (path, text) to a temporary name beside it, then rename each: all or nothing.
-
-    Errors name the user's path, never the temporary one; no temporary file is left behind.
-    """
-    temps: list[tuple[str, str]] = []
-    for i, (path, _) in enumerate(outputs):  # two outputs of one name shared a temporary file: refused by name
-        if any(same_file(path, other) for other, _ in outputs[:i]):
-            raise InputFileError(os.fspath(path), "named twice among the files to write")
-    try:
-        for path, text in outputs:
-            name = os.fspath(path)
-            tmp = f"{name}.tmp-{os.getpid()}"
-            try:
-                with open(tmp, "w", encoding="utf-8", newline="") as f:
-                    f.write(text)
-            except OSError as exc:
-                raise write_error(name, exc) from None
-            temps.append((tmp, name))
-        for tmp, name in temps:
-            try:
-                os.replace(tmp, name)
-            except OSError as exc:
-                raise InputFileError(name, f"cannot write: {exc.strerror or exc}") from None
-    finally:
-        for tmp, _ in temps:
-            if os.path.exists(tmp):
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+    """Every (path, text) or none of them (engine/file_writes.py: through symlinks, never over a device)."""
+    write_files(outputs)

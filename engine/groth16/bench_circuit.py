@@ -372,6 +372,9 @@ def write_bench_circuit(directory, curve_name: str, n_constraints: int, *, n_pub
     except KeyError as exc:
         raise ValueError(str(exc.args[0])) from None
     directory = os.fspath(directory)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise InputFileError(directory, f"is a file, not a directory: {name}.r1cs and {name}.wtns are written "
+                                        "into a directory")
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
