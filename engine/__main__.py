@@ -57,8 +57,28 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
+def _reader_gone() -> int:
+    """stdout's (or stderr's) reader left before we were done (`python -m engine info k.zkey | head -1`): what
+    was cut off cannot be said anywhere, so leave as a C tool would, quietly, with the shell's code for a
+    process ended by SIGPIPE.  A stream that cannot take its buffer any more is pointed at /dev/null, so
+    that the exit's own flush does not print Python's "Exception ignored" either."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            except (OSError, ValueError):
+                pass
+    return 128 + signal.SIGPIPE
+
+
 exit_handoff.process_ends = True
-code = main()
+try:
+    code = main()
+    sys.stdout.flush()  # here, where a reader that left can still be told apart from an error
+except BrokenPipeError:
+    code = _reader_gone()
 if code == 130 and sys.argv[1:2] != ["serve"]:
     # Ctrl-C, caught and reported.  A KeyboardInterrupt that passed through code run by exec() (every
     # dataclass and namedtuple made at import time) marks the interpreter to leave by SIGINT at its

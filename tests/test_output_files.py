@@ -206,3 +206,23 @@ def test_bench_circuit_into_a_file_says_it_needs_a_directory(tmp_path):
     assert _one_error_line(proc) == (f"error: {tmp_path / 'a.json'}: is a file, not a directory: bench.r1cs and "
                                      "bench.wtns are written into a directory")
     assert (tmp_path / "a.json").read_text() == "x"
+
+
+@pytest.mark.parametrize("argv", [
+    ["info", SUDOKU / "sudoku.zkey"],
+    ["verify", SUDOKU / "verification_key.json", SUDOKU / "public.json", SUDOKU / "proof.json"],
+    ["cache", "list"],
+    ["prove", SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns", "p.json", "pub.json", "--backend", "cpu", "--json"],
+], ids=["info", "verify", "cache", "prove --json"])
+def test_a_reader_that_left_ends_the_command_quietly(tmp_path, argv):
+    """`python -m engine verify ... | head -0` printed a BrokenPipeError traceback; now it leaves as a C tool
+    ended by SIGPIPE would (exit 141), with nothing on stderr but what the command said before."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes its first byte
+    try:
+        proc = subprocess.run([sys.executable, "-m", "engine", *map(str, argv)], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
