@@ -25,6 +25,7 @@ flag and the problem.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from typing import Any
@@ -56,6 +57,13 @@ _UNITS = {
     "g": 1 << 30, "gib": 1 << 30, "gb": 10**9,
     "t": 1 << 40, "tib": 1 << 40, "tb": 10**12,
 }
+
+
+def refuse_nan(value: Any, what: str) -> None:
+    """TOML and float() both read `nan`, which every range check (`< 0`, `<= 0`) lets by: then an asyncio sleep
+    or a deadline of nan failed later, inside the engine's or the service's task group."""
+    if isinstance(value, float) and math.isnan(value):
+        raise ConfigError(f"{what}: nan is not a number")
 
 
 def parse_size(value: int | str | None, what: str = "size") -> int | None:
@@ -96,6 +104,7 @@ class SimulationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
             raise ConfigError(f"simulation.devices: need at least 1, got {self.devices}")
         for name in ("synth_ms", "stage_host_ms", "upload_ms", "gpu_ms", "epilogue_ms", "verify_ms",
                      "concurrency_gain", "jitter"):
+            refuse_nan(getattr(self, name), f"simulation.{name}")
             if getattr(self, name) < 0:
                 raise ConfigError(f"simulation.{name}: {getattr(self, name)} is negative")
 
@@ -146,8 +155,12 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         if self.devices is not None and len(set(self.devices)) != len(self.devices):  # was two workers on one GPU
             twice = next(d for d in self.devices if self.devices.count(d) > 1)
             raise ConfigError(f"devices: {self.devices} names device {twice} more than once")
+        refuse_nan(self.idle_trim_s, "idle_trim_s")
+        refuse_nan(self.shutdown_timeout_s, "shutdown_timeout_s")
         if self.idle_trim_s is not None and self.idle_trim_s <= 0:
             raise ConfigError(f"idle_trim_s: must be positive (or absent to never trim), got {self.idle_trim_s}")
+        if self.shutdown_timeout_s is not None and self.shutdown_timeout_s < 0:
+            raise ConfigError(f"shutdown_timeout_s: {self.shutdown_timeout_s} is negative (absent: wait for every job)")
 
     def replace(self, **changes: Any) -> "EngineConfig":
         """A copy with some fields changed (validated like a fresh one)."""

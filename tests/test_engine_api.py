@@ -187,6 +187,11 @@ def test_config_loads_from_toml_and_flags_override(tmp_path):
     ("bogus = 1", "unknown field `bogus`"),
     ("compute_slots = ", "not valid TOML"),
     ("devices = [1, 0, 1]", "devices: [1, 0, 1] names device 1 more than once"),  # was accepted
+    # TOML reads nan, which `< 0` lets by: a nan idle trim or shutdown timeout failed later in the task group
+    ("idle_trim_s = nan", "idle_trim_s: nan is not a number"),
+    ("shutdown_timeout_s = nan", "shutdown_timeout_s: nan is not a number"),
+    ("shutdown_timeout_s = -1.0", "shutdown_timeout_s: -1.0 is negative"),  # was accepted
+    ("[simulation]\ngpu_ms = nan", "simulation.gpu_ms: nan is not a number"),
 ])
 def test_bad_config_is_a_one_line_error_naming_the_file(tmp_path, text, message):
     path = tmp_path / "bad.toml"

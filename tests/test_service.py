@@ -596,3 +596,9 @@ def test_serve_reads_the_service_table_and_names_bad_settings(tmp_path):
     assert r.returncode == 2 and "too easy to guess" in r.stderr
     r = cli("serve", "--backend", "cpu", "--port", "70000")
     assert r.returncode == 2 and "70000" in r.stderr
+    # nan passed every range check, and SIGTERM's drain then failed with an ExceptionGroup traceback
+    r = cli("serve", "--backend", "cpu", "--port", "0", "--drain-timeout", "nan")
+    assert r.returncode == 2 and "service.drain_timeout_s: nan is not a number" in r.stderr, r.stderr
+    bad.write_text('[service]\njob_ttl_s = nan\n')
+    r = cli("serve", "--config", bad)
+    assert r.returncode == 2 and "service.job_ttl_s: nan is not a number" in r.stderr, r.stderr

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from engine.config import ConfigError, EngineConfig, convert, parse_size
+from engine.config import ConfigError, EngineConfig, convert, parse_size, refuse_nan
 
 
 class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -50,6 +50,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             if getattr(self, name) < 1:
                 raise ConfigError(f"service.{name}: need at least 1, got {getattr(self, name)}")
         for name in ("running_jobs", "job_ttl_s", "default_deadline_s", "drain_timeout_s"):
+            refuse_nan(getattr(self, name), f"service.{name}")
             if getattr(self, name) < 0:
                 raise ConfigError(f"service.{name}: {getattr(self, name)} is negative")
         if self.max_body < 1:
