@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     import warnings  # noqa: PLC0415 - loaded with the interpreter
 
     warnings.showwarning = _warning_line(args)
+    log_lines = _route_log_warnings(args, named_command(argv))
     try:
         return int(args.func(args) or 0)
     except EngineError as exc:
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return report(args, "MemoryError", "out of host memory", 2)
     finally:
         left_clean = bool(getattr(args, "left_clean", False))
+        if log_lines is not None:
+            sys.modules["logging"].getLogger().removeHandler(log_lines)
 
 
 def _warning_line(args: "argparse.Namespace"):
@@ -125,14 +128,39 @@ def _warning_line(args: "argparse.Namespace"):
     file, line and source line of the code that warned (a setup of an .r1cs with coefficients >= r showed
     `r1cs = read_r1cs(r1cs_path)` on the terminal)."""
     def show(message, category, filename, lineno, file=None, line=None):
-        if getattr(args, "json", False):
-            import json  # noqa: PLC0415
-
-            text = json.dumps({"event": "warning", "warning": category.__name__, "message": str(message)})
-        else:
-            text = f"warning: {message}"
-        print(text, file=sys.stderr, flush=True)
+        warning_line(args, category.__name__, str(message))
     return show
+
+
+def warning_line(args: "argparse.Namespace", kind: str, message: str) -> None:
+    if getattr(args, "json", False):
+        import json  # noqa: PLC0415
+
+        text = json.dumps({"event": "warning", "warning": kind, "message": message})
+    else:
+        text = f"warning: {message}"
+    print(text, file=sys.stderr, flush=True)
+
+
+def _route_log_warnings(args: "argparse.Namespace", command: str | None):
+    """The engine's logged warnings (a key cache entry or a timeline that could not be written) as the same
+    one line as a Python warning (a JSON object with --json), not the logging module's bare message on
+    stderr.  Only where logging is already loaded (the fast paths never load it; what logs loads it with the
+    command's modules) and never for serve, which logs in its own format.  Returns the handler, or None."""
+    logging = sys.modules.get("logging")
+    if logging is None or command == "serve":
+        return None
+
+    class Lines(logging.Handler):
+        def emit(self, record) -> None:
+            try:
+                warning_line(args, record.name, record.getMessage())
+            except Exception:  # noqa: BLE001 - a log line must never be what fails the command
+                self.handleError(record)
+
+    handler = Lines(logging.WARNING)
+    logging.getLogger().addHandler(handler)
+    return handler
 
 
 def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code: int) -> int:

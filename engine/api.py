@@ -35,7 +35,7 @@ from scheduler.synth_pool import SynthPool
 from scheduler.timeline import Event, MemorySink, Stage, Timeline
 
 from engine.config import ConfigError, EngineConfig
-from engine.errors import BudgetError, EngineClosedError, EngineError, EngineStartError, write_error
+from engine.errors import BudgetError, EngineClosedError, EngineError, EngineStartError, InputFileError, write_error
 from engine.groth16.kit import Groth16Kit
 # the public handles live in engine/jobs.py (re-exported here: `from engine.api import KeyHandle, StreamResult`)
 from engine.jobs import (KeyHandle, StreamResult, _aiter, _default_host_budget, _JobHandle, _null,  # noqa: F401
@@ -80,6 +80,7 @@ class Engine:
         self._tg = None
         self._backends: list[Any] = []
         self._timeline_created = False
+        self._timeline_failure = None  # the timeline's file sink, if a write to it failed
         self._workers_started = False
 
     # ---- lifecycle
@@ -184,6 +185,9 @@ class Engine:
                 with anyio.CancelScope(shield=True):
                     await self._teardown()
                 self._state = "closed"
+        if self._timeline_failure is not None and exc is None:  # like a file's close: after a body that ended well
+            sink = self._timeline_failure
+            raise InputFileError(sink.path, f"cannot write the timeline: {sink.error.strerror or sink.error}")
         return None
 
     async def _teardown(self) -> None:
@@ -207,7 +211,8 @@ class Engine:
                     await anyio.to_thread.run_sync(close)
         if self.vram is not None:
             self.vram.close()
-        self.timeline.close()
+        for sink in self.timeline.close():  # reported once the engine is down (__aexit__), not raised here
+            self._timeline_failure = self._timeline_failure or sink
 
     def _make_backends(self) -> tuple[Any, list[Any], list[int]]:
         cfg = self.config

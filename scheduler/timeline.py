@@ -13,6 +13,7 @@ thread (a done event observed by a waiter thread) passes its own `t_ns`.
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from enum import StrEnum
@@ -76,10 +77,15 @@ class Event(msgspec.Struct):
 
 
 Sink = Callable[[Event], None]
+log = logging.getLogger("scheduler.timeline")
 
 
 class JsonlSink:
-    """Writes events to a file (replacing it), one JSON line each; `close()` flushes."""
+    """Writes events to a file (replacing it), one JSON line each; `close()` flushes.
+
+    A write that fails (a full disk, a reader that left) stops this sink, never the proof that emitted the
+    event: the error is logged once and kept in `error` for whoever closes the timeline to report.
+    """
 
     def __init__(self, path: str | os.PathLike, flush_every_s: float = 1.0):
         self.path = os.fspath(path)
@@ -87,16 +93,33 @@ class JsonlSink:
         self._encoder = msgspec.json.Encoder()
         self._flush_every_ns = int(flush_every_s * 1e9)
         self._last_flush = time.monotonic_ns()
+        self.error: OSError | None = None
 
     def __call__(self, event: Event) -> None:
-        self._file.write(self._encoder.encode(event) + b"\n")
-        if event.t_ns - self._last_flush > self._flush_every_ns:
-            self._file.flush()
-            self._last_flush = event.t_ns
+        if self.error is not None:
+            return
+        try:
+            self._file.write(self._encoder.encode(event) + b"\n")
+            if event.t_ns - self._last_flush > self._flush_every_ns:
+                self._file.flush()
+                self._last_flush = event.t_ns
+        except OSError as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.error = exc
+        log.warning("timeline %s: cannot write (%s); going on without it", self.path, exc.strerror or exc)
+        try:
+            self._file.close()
+        except OSError:  # the buffer that failed to go out fails again: nothing more to say
+            pass
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:
+                self._failed(exc)
 
 
 class MemorySink(list):
@@ -145,11 +168,16 @@ class Timeline:
         for sink in self._sinks:
             sink(event)
 
-    def close(self) -> None:
+    def close(self) -> list[JsonlSink]:
+        """Close the files this timeline owns; returns those that could not be written whole."""
+        failed = []
         for sink in self._owned:
             sink.close()
             self.remove_sink(sink)
+            if sink.error is not None:
+                failed.append(sink)
         self._owned = []
+        return failed
 
 
 # ---------------------------------------------------------------- analysis

@@ -226,3 +226,37 @@ def test_a_reader_that_left_ends_the_command_quietly(tmp_path, argv):
         os.close(write)
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full")
+def test_a_timeline_that_cannot_be_written_stops_itself_not_the_proofs():
+    """JsonlSink raised its OSError into whatever emitted the event (a proof's stage), and again at close."""
+    from scheduler.timeline import Event, JsonlSink, Timeline  # noqa: PLC0415
+
+    sink = JsonlSink("/dev/full", flush_every_s=0)
+    timeline = Timeline([sink])
+    for i in range(3):
+        timeline.emit("GPU_START", job=i, t_ns=10**12 * (i + 1))  # each flushes: the first fails, the rest skip
+    assert isinstance(sink.error, OSError) and sink.error.errno == 28
+    sink.close()
+    quiet = JsonlSink(os.devnull)
+    quiet(Event(t_ns=1, stage="DONE"))
+    quiet.close()
+    assert quiet.error is None
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_prove_with_a_timeline_that_cannot_be_written_is_one_error_naming_it(tmp_path, json_lines):
+    """It was a traceback from the Engine's teardown (exit 1)."""
+    proc = _prove(tmp_path / "p.json", tmp_path / "pub.json",
+                  extra=("--timeline", "/dev/full", *(["--json"] if json_lines else [])))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    if json_lines:
+        events = [json.loads(line) for line in lines]
+        assert events[-1]["message"] == "/dev/full: cannot write the timeline: No space left on device"
+    else:
+        assert lines[-1] == "error: /dev/full: cannot write the timeline: No space left on device"
+        assert all(line.startswith(("warning: ", "error: ")) for line in lines), lines
+    assert list(tmp_path.iterdir()) == []  # an output that failed: no proof files either
