@@ -373,3 +373,17 @@ def test_piped_inputs_on_the_engines_path(tmp_path):
     wasm = bash(head + f'--wasm <(cat "{SUDOKU / "sudoku.wasm"}") --input "{SUDOKU / "input.json"}" {out}')
     assert wasm.returncode == 2 and wasm.stderr.strip().endswith(
         "is a pipe; the synthesis workers open circuit.wasm by its path: give the file"), wasm.stderr
+
+
+def test_a_config_files_timeline_over_the_key_is_refused_before_any_work(tmp_path):
+    """Only --timeline was checked: `timeline = "k.zkey"` in the --config file emptied the key."""
+    files = _copies(tmp_path)
+    before = files["zkey"].read_bytes()
+    config = tmp_path / "engine.toml"
+    config.write_text(f'[engine]\nbackend = "cpu"\ntimeline = "{files["zkey"]}"\n')
+    proc = run_engine("prove", files["zkey"], files["wtns"], tmp_path / "p.json", tmp_path / "pub.json",
+                      "--config", config, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = _lines(proc.stderr)
+    assert f"the timeline of {config} would overwrite the key read from the same file" in line
+    assert files["zkey"].read_bytes() == before and not (tmp_path / "p.json").exists()

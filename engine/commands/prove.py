@@ -118,10 +118,14 @@ def preload(args: argparse.Namespace) -> list[str]:
 def _split_files(args) -> tuple[str | None, str, str]:
     """(witness.wtns or None, proof.json, public.json), with no output over an input or another output."""
     wtns, proof, public = _files(args)
-    check_outputs([("proof", proof), ("public signals", public), ("timeline", getattr(args, "timeline", None))],
+    _check_outputs(args, wtns, proof, public, getattr(args, "timeline", None))
+    return wtns, proof, public
+
+
+def _check_outputs(args, wtns, proof, public, timeline, timeline_role: str = "timeline") -> None:
+    check_outputs([("proof", proof), ("public signals", public), (timeline_role, timeline)],
                   [("key", args.zkey), ("witness", wtns), ("wasm", args.wasm), ("input signals", args.input),
                    ("r1cs", args.r1cs), ("configuration", getattr(args, "config", None))])
-    return wtns, proof, public
 
 
 def _files(args) -> tuple[str | None, str, str]:
@@ -169,6 +173,8 @@ def _run_local(args: argparse.Namespace) -> int:
     from engine.config import ConfigError, from_args
 
     config = from_args(args)
+    if config.timeline and config.timeline != getattr(args, "timeline", None):  # a --config file's timeline
+        _check_outputs(args, wtns_path, proof_path, public_path, config.timeline, f"timeline of {args.config}")
     if config.backend == "simulated":
         raise ConfigError(f"{args.config or 'configuration'}: backend 'simulated' makes no real proofs; "
                           "use auto, cpu or gpu to prove")
