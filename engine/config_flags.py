@@ -20,6 +20,23 @@ def slots_arg(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor auto") from None
 
 
+def positive_int(text: str) -> int:
+    """A count on the command line that must be at least 1 (0 and negatives were taken as 1 in silence)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: need at least 1")
+    return value
+
+
+def proofs_arg(text: str) -> int | str:
+    """A count of working sets (info --proofs): a number of at least 1, or auto."""
+    value = slots_arg(text)
+    return value if value == "auto" else positive_int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] = BACKENDS) -> None:
     """The engine's flags; every default is None so that only given flags override the file.
 

@@ -282,3 +282,17 @@ def test_a_warning_is_one_line_without_python_source(tmp_path):
     events = [json.loads(line) for line in res.stderr.splitlines() + res.stdout.splitlines() if line.startswith("{")]
     assert {"event": "warning", "warning": "UnreducedCoefficientWarning",
             "message": f"{r1cs}: 1 coefficients were >= r and were reduced mod r"} in events
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["setup", ROOT / "examples" / "bn128" / "sudoku.r1cs", "{tmp}/o.zkey", "--backend", "cpu", "--workers", "-1"], "--workers"),
+    (["setup", ROOT / "examples" / "bn128" / "sudoku.r1cs", "{tmp}/o.zkey", "--backend", "cpu", "--workers", "0"], "--workers"),
+    (["info", ROOT / "examples" / "bn128" / "sudoku.zkey", "--proofs", "0"], "--proofs"),
+    (["info", ROOT / "examples" / "bn128" / "sudoku.zkey", "--proofs", "-2"], "--proofs"),
+])
+def test_a_count_below_one_is_refused_not_taken_as_one(tmp_path, argv, flag):
+    """setup --workers -1 and info --proofs 0 ran as if 1 had been given (info then described one working set)."""
+    proc = engine(*(str(a).replace("{tmp}", str(tmp_path)) for a in argv))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"argument {flag}: '{argv[-1]}': need at least 1" in proc.stderr
+    assert not (tmp_path / "o.zkey").exists()

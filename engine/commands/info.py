@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 
-from engine.config_flags import slots_arg
+from engine.config_flags import proofs_arg
 from engine.errors import FormatError, InputFileError, file_error
 from engine.paths import is_pipe
 
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--vram-budget", default="16GiB", metavar="SIZE",
                    help="for a .zkey: the per-device VRAM budget to plan the key's GPU footprint for "
                    "(fold or host tier, device bytes, MSM cost; default 16GiB)")
-    p.add_argument("--proofs", type=slots_arg, default="auto", metavar="N",
+    p.add_argument("--proofs", type=proofs_arg, default="auto", metavar="N",
                    help="for a .zkey: proof working sets to leave room for beside the key (default auto: as the "
                         "engine plans by default, two, or three where two of its proofs compute at once)")
     p.set_defaults(func=run)
@@ -185,7 +185,7 @@ def _footprint(path, budget: str, proofs: str | int) -> dict:
             fp, take = plan_with_share(lambda n: plan_key(shape, budget_bytes, proofs=n, label=label), AUTO_SLOTS)
             computing = AUTO_SLOTS // take
         else:
-            fp, computing = plan_key(shape, budget_bytes, proofs=max(1, int(proofs)), label=label), None
+            fp, computing = plan_key(shape, budget_bytes, proofs=int(proofs), label=label), None
     except BudgetError as exc:
         return {"budget_bytes": budget_bytes, "error": str(exc)}
     out = {**fp.as_dict(), "summary": fp.describe()}

@@ -11,6 +11,7 @@ import json
 import sys
 
 from engine.commands.outputs import check_outputs
+from engine.config_flags import positive_int
 from engine.progress import add_output_flags
 
 HELP = "make a DEVELOPMENT Groth16 key (toxic waste known to whoever runs it) for an .r1cs"
@@ -38,7 +39,7 @@ def register(subparsers) -> None:
                    "by default the curve is the one of the .r1cs prime")
     p.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
                    help="where the group work runs (default auto: the GPU when a CUDA device exists)")
-    p.add_argument("--workers", type=int, default=None, help="CPU processes (default: all cores)")
+    p.add_argument("--workers", type=positive_int, default=None, help="CPU processes (default: all cores)")
     add_output_flags(p)
     p.set_defaults(func=run)
 
