@@ -284,9 +284,12 @@ def test_a_warning_is_one_line_without_python_source(tmp_path):
             "message": f"{r1cs}: 1 coefficients were >= r and were reduced mod r"} in events
 
 
+SETUP = ["setup", ROOT / "examples" / "bn128" / "sudoku.r1cs", "{tmp}/o.zkey", "--backend", "cpu"]
+
+
 @pytest.mark.parametrize("argv, flag", [
-    (["setup", ROOT / "examples" / "bn128" / "sudoku.r1cs", "{tmp}/o.zkey", "--backend", "cpu", "--workers", "-1"], "--workers"),
-    (["setup", ROOT / "examples" / "bn128" / "sudoku.r1cs", "{tmp}/o.zkey", "--backend", "cpu", "--workers", "0"], "--workers"),
+    ([*SETUP, "--workers", "-1"], "--workers"),
+    ([*SETUP, "--workers", "0"], "--workers"),
     (["info", ROOT / "examples" / "bn128" / "sudoku.zkey", "--proofs", "0"], "--proofs"),
     (["info", ROOT / "examples" / "bn128" / "sudoku.zkey", "--proofs", "-2"], "--proofs"),
 ])
