@@ -15,6 +15,7 @@ import pickle
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -603,3 +604,30 @@ def test_missing_and_unknown_inputs_are_named_from_circoms_sym(node_bin, tmp_pat
     with pytest.raises(WitnessInputError) as err:
         c.calculate({"m": [[0] * 3] * 2, "v": [0] * 3, "k": 1, "out": [1, 2]}, source="input.json")
     assert str(err.value) == f"input.json: unknown input signal 'out' (the inputs of {wasm} are 'v', 'm', 'k')"
+
+
+def _limit_address_space() -> None:  # in the child: 1.5 GiB of address space, as `ulimit -v` on a batch system
+    import resource  # noqa: PLC0415
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+
+
+@pytest.mark.parametrize("through_engine", [False, True], ids=["witness", "prove --wasm via the Engine"])
+def test_witnesses_are_computed_under_an_address_space_limit(tmp_path, through_engine):
+    """wasmtime reserved 4 GiB of address space per linear memory: under `ulimit -v` below that, every circuit
+    failed with "cannot be instantiated as a circom module (mmap failed to reserve 0x104000000 bytes)"."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "bn128"
+    if through_engine:
+        argv = ["prove", example / "sudoku.zkey", "--wasm", example / "sudoku.wasm", "--input", example / "input.json",
+                tmp_path / "p.json", tmp_path / "pub.json", "--backend", "cpu", "--timeline", tmp_path / "t.jsonl"]
+    else:
+        argv = ["witness", example / "sudoku.wasm", example / "input.json", tmp_path / "w.wtns"]
+    env = {**os.environ, "GROTH16_ENGINE_CACHE": str(tmp_path / "wasm-cache")}  # its own disk cache: compiled here
+    proc = subprocess.run([sys.executable, "-m", "engine", *map(str, argv)], capture_output=True, text=True,
+                          timeout=300, preexec_fn=_limit_address_space, env=env,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 0, proc.stderr
+    if through_engine:
+        assert json.loads((tmp_path / "pub.json").read_text()) == json.loads((example / "public.json").read_text())
+    else:
+        assert (tmp_path / "w.wtns").read_bytes() == (example / "sudoku.wtns").read_bytes()

@@ -37,9 +37,9 @@ from engine.witness.inputs import normalise_inputs, parse_inputs
 from engine.witness.runtime import (
     REQUIRED_EXPORTS,
     RUNTIME_IMPORTS,
-    SETTINGS,
     CircuitInstance,
     fnv1a64,
+    settings,
     wasm_engine,
 )
 
@@ -199,19 +199,19 @@ def compute_witness(wasm_path: str | os.PathLike, inputs: Any) -> np.ndarray:
 def _compiled(wasm: bytes, quick: bool) -> tuple[wasmtime.Module, str, bool]:
     """(module, compiler, from disk): a cached optimised build, else (quick) a baseline one, else compile."""
     engine, _ = wasm_engine("cranelift")
-    module = modcache.lookup(engine, wasm, SETTINGS["cranelift"])
+    module = modcache.lookup(engine, wasm, settings("cranelift"))
     if module is not None:
         return module, "cranelift", True
     if quick:
         try:
             fast_engine, _ = wasm_engine("winch")
-            module = modcache.lookup(fast_engine, wasm, SETTINGS["winch"])
+            module = modcache.lookup(fast_engine, wasm, settings("winch"))
             if module is not None:
                 return module, "winch", True
-            return modcache.compile_and_store(fast_engine, wasm, SETTINGS["winch"]), "winch", False
+            return modcache.compile_and_store(fast_engine, wasm, settings("winch")), "winch", False
         except (wasmtime.WasmtimeError, AttributeError):
             pass  # no baseline compiler in this wasmtime (or it refused the module): optimise
-    return modcache.compile_and_store(engine, wasm, SETTINGS["cranelift"]), "cranelift", False
+    return modcache.compile_and_store(engine, wasm, settings("cranelift")), "cranelift", False
 
 
 def _read_wasm(path: str) -> bytes:

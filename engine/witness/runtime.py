@@ -120,6 +120,37 @@ HELPER_WAT = r"""
 # string is part of the disk-cache key.
 SETTINGS = {"cranelift": "cranelift_opt_level=speed", "winch": "strategy=winch"}
 
+# By default wasmtime reserves 4 GiB of address space (and a guard region) for each linear memory, so
+# that compiled code needs no bounds checks.  Under an address-space limit (`ulimit -v`, RLIMIT_AS: common
+# on HPC batch systems) that reservation fails and no circuit could be instantiated ("mmap failed to
+# reserve 0x104000000 bytes").  There, memories are sized to what they hold and grown by moving, with
+# bounds-checked code (a separate disk-cache entry: `settings`).  BOUNDED_MEMORY_BELOW is the limit below
+# which that mode is taken: room for a few default reservations beside the interpreter's own mappings.
+BOUNDED_MEMORY_BELOW = 16 << 30
+GROWTH_RESERVE = 64 << 20  # address space a bounded memory may grow into before it has to move
+
+
+def address_space_limit() -> int | None:
+    """This process's RLIMIT_AS in bytes, None where there is none (or no way to ask)."""
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def bounded_memory() -> bool:
+    limit = address_space_limit()
+    return limit is not None and limit < BOUNDED_MEMORY_BELOW
+
+
+def settings(compiler: str) -> str:
+    """The compile settings of `compiler` in this process, as the module disk cache keys them."""
+    return SETTINGS[compiler] + (";bounded_memory" if bounded_memory() else "")
+
+
 _PROCESS_LOCK = threading.Lock()
 _PROCESS: dict[str, tuple[wasmtime.Engine, wasmtime.Module]] = {}
 
@@ -138,6 +169,10 @@ def wasm_engine(compiler: str = "cranelift") -> tuple[wasmtime.Engine, wasmtime.
                 _use_winch(config)
             else:
                 config.cranelift_opt_level = "speed"
+            if bounded_memory():
+                config.memory_reservation = 0
+                config.memory_guard_size = 0
+                config.memory_reservation_for_growth = GROWTH_RESERVE
             engine = wasmtime.Engine(config)
             _PROCESS[compiler] = (engine, wasmtime.Module(engine, HELPER_WAT))
         return _PROCESS[compiler]
@@ -199,7 +234,13 @@ class CircuitInstance:
             link = [ex[n] for n in ("memory", "getWitness", "readSharedRWMemory", "writeSharedRWMemory", "setInputSignal")]
             hx = wasmtime.Instance(store, helper, link).exports(store)
         except (wasmtime.WasmtimeError, wasmtime.Trap) as exc:
-            raise CircuitFileError(circuit.path, f"cannot be instantiated as a circom module ({_first_line(exc)})") from None
+            if "mmap failed" in str(exc):  # the OS's refusal, not the module's fault
+                limit = address_space_limit()
+                where = f"the address-space limit (ulimit -v) is {limit >> 20} MiB" if limit else "no limit is set"
+                raise WitnessGenerationError(f"{circuit.path}: cannot run: the OS refused wasmtime the memory for "
+                                             f"the circuit ({_first_line(exc)}; {where})") from None
+            raise CircuitFileError(circuit.path,
+                                   f"cannot be instantiated as a circom module ({_first_line(exc)})") from None
         self.buffer: wasmtime.Memory = hx["buffer"]
         self.done: wasmtime.Global = hx["done"]
         self.copy_witness, self.read_witness, self.set_signal = hx["copyWitness"], hx["readWitness"], hx["setSignal"]
