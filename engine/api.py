@@ -20,6 +20,7 @@ batch of witness files (see `python -m engine prove --timeline FILE`).
 from __future__ import annotations
 
 import asyncio
+import errno
 import itertools
 import logging
 import os
@@ -47,6 +48,17 @@ UNLIMITED = 1 << 62  # a budget that never binds (the CPU backend's device memor
 
 
 # ------------------------------------------------------------------ the engine
+
+def _start_problem(exc: Exception) -> str:
+    """What stopped the start, with the limit to raise where it was a process limit of this machine."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+        import resource  # noqa: PLC0415 - POSIX only, and only here
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        text += f" (this process may hold {soft} open files: raise the limit, ulimit -n, or use fewer workers)"
+    return text
+
 
 class Engine:
     """A proving engine on this event loop.  See the module docstring."""
@@ -94,7 +106,7 @@ class Engine:
             await self._abort_start()
             self._state = "closed"
             if isinstance(exc, Exception) and not isinstance(exc, EngineError):
-                raise EngineStartError(f"the engine could not start: {type(exc).__name__}: {exc}") from exc
+                raise EngineStartError(f"the engine could not start: {_start_problem(exc)}") from exc
             raise
         self._state = "open"
         return self

@@ -387,3 +387,21 @@ def test_a_config_files_timeline_over_the_key_is_refused_before_any_work(tmp_pat
     (line,) = _lines(proc.stderr)
     assert f"the timeline of {config} would overwrite the key read from the same file" in line
     assert files["zkey"].read_bytes() == before and not (tmp_path / "p.json").exists()
+
+
+def test_too_few_file_descriptors_to_start_the_engine_names_the_limit(tmp_path):
+    """It said only "OSError: [Errno 24] Too many open files"."""
+    def few_files() -> None:
+        import resource  # noqa: PLC0415
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+
+    proc = subprocess.run([sys.executable, "-m", "engine", "prove", SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns",
+                           tmp_path / "p.json", tmp_path / "pub.json", "--backend", "cpu", "--timeline",
+                           tmp_path / "t.jsonl"], capture_output=True, text=True, timeout=300, cwd=REPO,
+                          preexec_fn=few_files)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = _lines(proc.stderr)
+    assert line.startswith("error: the engine could not start: OSError: [Errno 24] Too many open files")
+    assert "may hold 16 open files: raise the limit, ulimit -n" in line
+    assert sorted(os.listdir(tmp_path)) == []
