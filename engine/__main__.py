@@ -16,7 +16,7 @@ _interrupted_while_loading.loading = True
 # in the engine's cache instead of compiling every module on every command: engine/bytecode_cache.py.
 from engine import bytecode_cache  # noqa: E402
 
-bytecode_cache.enable()
+PYCACHE = bytecode_cache.enable()
 
 # numpy's import starts OpenBLAS's thread pool, a thread a core: 30-95 ms of a cold command on the H200's
 # 16-core host (perf/RESULTS.md, sessions 31 and 34).  The engine runs no floating-point linear algebra, so its
@@ -24,9 +24,13 @@ bytecode_cache.enable()
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 signal.signal(signal.SIGINT, _interrupted_while_loading)  # cli.main restores Python's own once loaded
 
-import cli  # noqa: E402
-from cli import main, only_command  # noqa: E402
-from engine import exit_handoff  # noqa: E402
+try:
+    import cli
+    from cli import main, only_command
+    from engine import exit_handoff
+except (EOFError, ValueError) as exc:  # a damaged .pyc in the bytecode cache: cleared, and the command runs again
+    bytecode_cache.recover(exc, PYCACHE, sys.argv[1:])
+    raise
 
 
 def _leave(code: int) -> None:
@@ -79,6 +83,9 @@ try:
     sys.stdout.flush()  # here, where a reader that left can still be told apart from an error
 except BrokenPipeError:
     code = _reader_gone()
+except (EOFError, ValueError) as exc:  # a command's own import of a damaged .pyc, as above
+    bytecode_cache.recover(exc, PYCACHE, sys.argv[1:])
+    raise
 if code == 130 and sys.argv[1:2] != ["serve"]:
     # Ctrl-C, caught and reported.  A KeyboardInterrupt that passed through code run by exec() (every
     # dataclass and namedtuple made at import time) marks the interpreter to leave by SIGINT at its

@@ -52,3 +52,29 @@ def enable(environ=os.environ) -> str | None:
     sys.pycache_prefix = where
     sys.dont_write_bytecode = False
     return where
+
+
+RETRIED = "GROTH16_PYCACHE_CLEARED"  # set for the one re-run after a damaged cache was cleared
+
+
+def damaged(exc: BaseException) -> bool:
+    """Whether `exc` is an import that failed on a damaged .pyc: CPython writes bytecode with one unchecked
+    write(), so a disk that fills meanwhile leaves a truncated file that fails every later import of that
+    module ("marshal data too short", "bad marshal data") until the source changes."""
+    return isinstance(exc, (EOFError, ValueError)) and "marshal data" in str(exc)
+
+
+def recover(exc: BaseException, where: str | None, argv: list[str]) -> None:
+    """After a damaged .pyc in our cache `where` (None: not in use): clear the cache and run the command
+    again, once, in this process's place (nothing of it has run but imports).  Returns where that is not
+    the case, and the caller reports the error."""
+    if where is None or not damaged(exc) or os.environ.get(RETRIED):
+        return
+    import shutil  # noqa: PLC0415
+
+    shutil.rmtree(where, ignore_errors=True)
+    os.environ[RETRIED] = "1"
+    sys.stderr.write(f"warning: the bytecode cache {where} held a damaged file (a disk that filled?); "
+                     "cleared, running the command again\n")
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "engine", *argv])

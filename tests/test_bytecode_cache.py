@@ -91,3 +91,26 @@ def test_a_cache_that_cannot_be_written_leaves_the_command_as_it_was(tmp_path):
     assert wrote == []
     assert not [p for p in read if str(blocker) in p]
     assert blocker.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize("which", ["cli", "commands/info"])
+def test_a_damaged_file_in_the_cache_is_cleared_and_the_command_runs(tmp_path, which):
+    """CPython writes a .pyc with one unchecked write(): a disk that filled meanwhile left a truncated file,
+    and every later command failed with "EOFError: marshal data too short" until the cache was deleted."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "GROTH16_PYCACHE")}
+    env.update(PYTHONDONTWRITEBYTECODE="1", GROTH16_PYCACHE=str(tmp_path / "pycache"))
+
+    def info() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "engine", "info", str(WTNS)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    assert info().returncode == 0  # fills the cache
+    (pyc,) = (tmp_path / "pycache").rglob(f"{Path(which).name}.cpython-*.pyc")
+    assert ROOT.name in str(pyc) and Path(which).parent.name in str(pyc.parent)
+    pyc.write_bytes(pyc.read_bytes()[:40])  # the header whole, the code cut short
+    run = info()
+    assert run.returncode == 0 and "wtns" in run.stdout, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr
+    assert run.stderr.startswith("warning: the bytecode cache ") and "cleared, running the command again" in run.stderr
+    again = info()  # the cache refilled with whole files
+    assert again.returncode == 0 and again.stderr == ""
