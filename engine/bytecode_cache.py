@@ -74,7 +74,12 @@ def recover(exc: BaseException, where: str | None, argv: list[str]) -> None:
 
     shutil.rmtree(where, ignore_errors=True)
     os.environ[RETRIED] = "1"
-    sys.stderr.write(f"warning: the bytecode cache {where} held a damaged file (a disk that filled?); "
-                     "cleared, running the command again\n")
+    message = f"the bytecode cache {where} held a damaged file (a disk that filled?); cleared, running the command again"
+    if "--json" in argv:  # the CLI's warning line (cli.warning_line), which cannot be imported here
+        import json  # noqa: PLC0415
+
+        sys.stderr.write(json.dumps({"event": "warning", "warning": "bytecode cache", "message": message}) + "\n")
+    else:
+        sys.stderr.write(f"warning: {message}\n")
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, "-m", "engine", *argv])
