@@ -74,7 +74,8 @@ def recover(exc: BaseException, where: str | None, argv: list[str]) -> None:
 
     shutil.rmtree(where, ignore_errors=True)
     os.environ[RETRIED] = "1"
-    message = f"the bytecode cache {where} held a damaged file (a disk that filled?); cleared, running the command again"
+    message = (f"the bytecode cache {where} held a damaged file (a disk that filled?); cleared, running the command "
+               "again")
     if "--json" in argv:  # the CLI's warning line (cli.warning_line), which cannot be imported here
         import json  # noqa: PLC0415
 
