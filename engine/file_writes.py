@@ -49,7 +49,7 @@ def _temporary_beside(target: str) -> "tuple[str, BinaryIO]":
 
 def write_files(outputs: "Sequence[tuple[object, Content]]") -> None:
     """Write every (path, content): all regular files or none of them. Errors name the user's path."""
-    names = [os.fspath(path) for path, _ in outputs]
+    names = [os.fsdecode(path) for path, _ in outputs]  # bytes paths too
     in_place = [written_in_place(name) for name in names]
     for i, name in enumerate(names):  # one regular file named twice would be written twice, the last one winning
         if not in_place[i] and any(same_file(name, other) for other in names[:i]):

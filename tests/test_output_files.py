@@ -260,3 +260,11 @@ def test_prove_with_a_timeline_that_cannot_be_written_is_one_error_naming_it(tmp
         assert lines[-1] == "error: /dev/full: cannot write the timeline: No space left on device"
         assert all(line.startswith(("warning: ", "error: ")) for line in lines), lines
     assert list(tmp_path.iterdir()) == []  # an output that failed: no proof files either
+
+
+def test_a_path_given_as_bytes_is_written(tmp_path):
+    """The temporary name was made with an f-string: a bytes path became "b'...'" and failed."""
+    from engine.formats.json_text import write_atomically  # noqa: PLC0415
+
+    write_atomically([(os.fsencode(tmp_path / "p.json"), "{}")])
+    assert [p.name for p in tmp_path.iterdir()] == ["p.json"] and (tmp_path / "p.json").read_text() == "{}"
