@@ -42,7 +42,6 @@ from engine.client_wire import (
 )
 from engine.client_flags import LOCAL_ONLY
 from engine.errors import EngineError, InputFileError
-from engine.file_writes import write_files
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -78,6 +77,8 @@ class ProofResult:
 
     def write(self, proof_path: str | os.PathLike, public_path: str | os.PathLike) -> None:
         """Both files or neither, with the text `snarkjs groth16 prove` writes."""
+        from engine.file_writes import write_files  # noqa: PLC0415 - here: `import engine.client` stays small
+
         write_files([(proof_path, self.proof_json()), (public_path, self.public_json())])
 
 
