@@ -26,12 +26,15 @@ _serial = itertools.count()  # temporary names unique among the threads of one p
 
 
 def written_in_place(path) -> bool:
-    """Whether `path` is an existing file that is not a regular one (a device, a pipe, a socket)."""
+    """Whether `path` is written where it is: an existing file that is not a regular one (a device, a pipe, a
+    socket), or any existing path under /dev or /proc (/dev/stdout redirected to a file names that file; a
+    rename over it would leave the shell's descriptor on a file that no longer has a name)."""
+    name = os.path.abspath(os.fsdecode(path))
     try:
-        mode = os.stat(path).st_mode
+        mode = os.stat(name).st_mode
     except (OSError, ValueError):
         return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+    return name.startswith(("/dev/", "/proc/")) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _emit(f: "BinaryIO", content: "Content") -> None:

@@ -268,3 +268,17 @@ def test_a_path_given_as_bytes_is_written(tmp_path):
 
     write_atomically([(os.fsencode(tmp_path / "p.json"), "{}")])
     assert [p.name for p in tmp_path.iterdir()] == ["p.json"] and (tmp_path / "p.json").read_text() == "{}"
+
+
+def test_dev_stdout_redirected_to_a_file_writes_that_file_not_a_new_one(tmp_path):
+    """/dev/stdout resolved to the shell's file, which was replaced by a rename: the descriptor the shell
+    opened was left on a file without a name (a `tail -f` of it saw nothing)."""
+    out = tmp_path / "out.json"
+    with open(out, "wb") as sink:
+        inode = os.fstat(sink.fileno()).st_ino
+        proc = subprocess.run([sys.executable, "-m", "engine", "prove", SUDOKU / "sudoku.zkey", SUDOKU / "sudoku.wtns",
+                               "/dev/stdout", tmp_path / "pub.json", "--backend", "cpu", "--quiet"], stdout=sink,
+                              stderr=subprocess.PIPE, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert os.stat(out).st_ino == inode
+    assert json.loads(out.read_text())["protocol"] == "groth16"
