@@ -8,10 +8,19 @@ the pipe, so the main process never unpickles a large array.  The creator
 unlinks it; the memory goes back when the last mapping (the last numpy view)
 is gone.  Plain files rather than `multiprocessing.shared_memory` because the
 latter's resource tracker unlinks segments behind the owner's back on 3.11.
+
+A RAM file system can be small (Docker gives a container 64 MiB of /dev/shm unless
+told otherwise), and a write through a mapping of a sparse file it has no room for
+is a SIGBUS, which killed the synthesis worker (or the process) with no word of why.
+So a block that /dev/shm has no room for is made in the temp directory instead
+(`create`), and the writer reserves a block's pages before it writes (`reserve`):
+no room is then an OSError naming the place and the sizes.
 """
 from __future__ import annotations
 
+import errno
 import itertools
+import logging
 import mmap
 import os
 import tempfile
@@ -22,6 +31,38 @@ import numpy as np
 _DIR: str | None = None
 _NAMES = itertools.count()
 _TOKEN = os.urandom(6).hex()  # with the pid: no two processes' names meet (O_EXCL checks anyway)
+_SPILLED = False  # a block has gone to the temp directory: said once a process
+log = logging.getLogger("scheduler.shm")
+
+
+def free_bytes(directory: str) -> int | None:
+    """What an unprivileged writer may still put in `directory`'s file system; None where it cannot be asked."""
+    try:
+        st = os.statvfs(directory)
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def block_dir(size: int) -> str:
+    """Where a block of `size` bytes goes: shm_dir() where it has room for it, else the temp directory."""
+    global _SPILLED
+    d = shm_dir()
+    free = free_bytes(d)
+    if free is None or free >= size or d == tempfile.gettempdir():
+        return d
+    if not _SPILLED:
+        _SPILLED = True
+        log.warning("%s has %s free, too little for a witness of %s: witnesses go to %s instead (a container "
+                    "gets more shared memory with docker run --shm-size)", d, _size(free), _size(size),
+                    tempfile.gettempdir())
+    return tempfile.gettempdir()
+
+
+def _size(n: int) -> str:
+    from scheduler.budget import fmt_bytes  # noqa: PLC0415 - only where something is said
+
+    return fmt_bytes(n)
 
 
 def shm_dir() -> str:
@@ -48,7 +89,7 @@ class ShmBlock:
 
     @classmethod
     def create(cls, size: int, prefix: str = "g16w") -> "ShmBlock":
-        path = os.path.join(shm_dir(), f"{prefix}-{os.getpid()}-{_TOKEN}-{next(_NAMES)}")
+        path = os.path.join(block_dir(int(size)), f"{prefix}-{os.getpid()}-{_TOKEN}-{next(_NAMES)}")
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:
             length = max(int(size), 1)
@@ -71,6 +112,31 @@ class ShmBlock:
         finally:
             os.close(fd)
         return cls(path, length, mm)
+
+    def reserve(self, nbytes: int) -> None:
+        """Give the block's first `nbytes` their pages now, so that a file system without room for them is an
+        OSError here rather than a SIGBUS in the write through the mapping."""
+        fallocate = getattr(os, "posix_fallocate", None)
+        if fallocate is None or nbytes <= 0:  # macOS: no such call (and no /dev/shm)
+            return
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            fallocate(fd, 0, nbytes)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise self.no_room(nbytes) from None
+            if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):  # a file system without it
+                raise
+        finally:
+            os.close(fd)
+
+    def no_room(self, nbytes: int) -> OSError:
+        """The error for a witness of `nbytes` that this block's file system has no room for."""
+        where = os.path.dirname(self.path)
+        free = free_bytes(where)
+        return OSError(errno.ENOSPC, f"no room for a witness of {_size(nbytes)} in {where}"
+                       + (f" ({_size(free)} free)" if free is not None else "")
+                       + ": free memory there, or give a container more (docker run --shm-size)")
 
     def ndarray(self, shape: tuple[int, ...], dtype: str | np.dtype) -> np.ndarray:
         """A numpy view of the block's first bytes as `shape`/`dtype`."""

@@ -122,8 +122,12 @@ def _synthesise(task: tuple) -> bytes:
             block = ShmBlock.attach(block_name)
             try:
                 if isinstance(values, FileSegment):
-                    _copy_segment(values, block)
+                    try:
+                        _copy_segment(values, block)
+                    except OSError as exc:
+                        raise block.no_room(values.nbytes) if exc.errno == errno.ENOSPC else exc from None
                 else:
+                    block.reserve(values.nbytes)  # no room: an OSError saying so, not a SIGBUS in the copy
                     dst = block.ndarray(values.shape, values.dtype)
                     dst[...] = values
                     del dst
@@ -144,6 +148,7 @@ def _copy_segment(seg: FileSegment, block: ShmBlock) -> None:
         if _sendfile(src.fileno(), block.path, seg, ended):
             return
         src.seek(seg.offset)
+        block.reserve(seg.nbytes)
         view = block.ndarray((seg.nbytes,), np.uint8)
         try:
             if src.readinto(memoryview(view)) != seg.nbytes:
@@ -304,7 +309,7 @@ class SynthPool:
                 # it never received, goes to the next worker that is free.
                 if worker is not None and worker.process.is_alive():
                     try:
-                        worker.conn.send_bytes(pickle.dumps((*payload_args, block.name, int(capacity))))
+                        worker.conn.send_bytes(pickle.dumps((*payload_args, block.path, int(capacity))))
                         break
                     except (OSError, ValueError):  # died between the check and the send
                         pass

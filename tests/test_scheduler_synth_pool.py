@@ -230,3 +230,56 @@ def test_a_witness_file_cut_short_after_its_header_is_an_error_not_garbage(tmp_p
         assert reply[0] == "error" and "ends before" in str(reply)
     finally:
         block.release()
+
+
+@pytest.mark.parametrize("how", ["array", "file segment", "file segment by read"])
+def test_no_room_for_a_witness_in_shared_memory_is_an_error_naming_it(tmp_path, monkeypatch, how):
+    """A witness written through the mapping of a sparse file on a full RAM disk (Docker's 64 MiB /dev/shm) was a
+    SIGBUS that killed the worker; the block's pages are now reserved first, and no room is an error saying so."""
+    import errno
+
+    from scheduler import shm, synth_pool
+    from scheduler.synth_pool import FileSegment, _synthesise
+
+    path, values = _wtns_file(tmp_path, rows=1000)
+    seg = FileSegment(str(path), os.path.getsize(path) - values.nbytes, values.shape, "<u8")
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shm.os, "posix_fallocate", full, raising=False)
+    if how == "file segment":
+        monkeypatch.setattr(synth_pool.os, "sendfile", full)
+    elif how == "file segment by read":
+        monkeypatch.delattr(synth_pool.os, "sendfile")
+    block = ShmBlock.create(values.nbytes)
+    try:
+        produce = (lambda: ({}, values)) if how == "array" else (lambda: ({}, seg))
+        reply = pickle.loads(_synthesise((produce, (), block.path, block.size)))
+        assert reply[0] == "error", reply
+        assert f"no room for a witness of 31.2 KiB in {os.path.dirname(block.path)}" in str(reply)
+        assert "docker run --shm-size" in str(reply)
+    finally:
+        block.release()
+
+
+def test_a_block_that_shared_memory_has_no_room_for_goes_to_the_temp_directory(tmp_path, monkeypatch):
+    import tempfile
+
+    from scheduler import shm
+
+    ram = tmp_path / "shm"
+    ram.mkdir()
+    monkeypatch.setattr(shm, "_DIR", str(ram))
+    monkeypatch.setattr(shm, "free_bytes", lambda d: 1 << 20 if d == str(ram) else None)
+    small, large = ShmBlock.create(1 << 10), ShmBlock.create(4 << 20)
+    try:
+        assert os.path.dirname(small.path) == str(ram)
+        assert os.path.dirname(large.path) == tempfile.gettempdir()
+        attached = ShmBlock.attach(large.path)  # the worker is handed the path, not a name under shm_dir()
+        attached.ndarray((4,), "<u8")[:] = 7
+        attached.close()
+        assert list(large.ndarray((4,), "<u8")) == [7] * 4
+    finally:
+        small.release()
+        large.release()
