@@ -60,7 +60,7 @@ def _alive(pid: int) -> bool:
 
 
 class ServerProcess:
-    def __init__(self, tmp: Path, *flags: str, token: bool = True):
+    def __init__(self, tmp: Path, *flags: str, token: bool = True, env: dict | None = None, preexec_fn=None):
         self.log = tmp / "serve.log"
         args = [sys.executable, "-m", "engine", "serve", "--backend", "cpu", "--port", "0", *flags]
         if token:
@@ -68,7 +68,7 @@ class ServerProcess:
             args += ["--token-file", str(tmp / "token")]
         self.token_file = str(tmp / "token") if token else None
         self.proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=open(self.log, "w"),
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env=env, preexec_fn=preexec_fn)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             m = re.search(r"listening on (http://\S+)", self.log.read_text())
@@ -602,3 +602,53 @@ def test_serve_reads_the_service_table_and_names_bad_settings(tmp_path):
     bad.write_text('[service]\njob_ttl_s = nan\n')
     r = cli("serve", "--config", bad)
     assert r.returncode == 2 and "service.job_ttl_s: nan is not a number" in r.stderr, r.stderr
+
+
+def _one_mib_files() -> None:  # in the server: a regular file may not grow past 1 MiB (EFBIG beyond)
+    import resource  # noqa: PLC0415
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+
+def test_an_upload_with_no_room_to_wait_is_507_and_the_server_keeps_serving(tmp_path):
+    """A spooled upload that the disk (or a quota, or a size limit) had no room for answered 500 internal_error
+    with a traceback in the log."""
+    env = {**os.environ, "GROTH16_PYCACHE": "off", "PYTHONDONTWRITEBYTECODE": "1"}
+    srv = ServerProcess(tmp_path, "--memory-upload-max", "64KiB", env=env, preexec_fn=_one_mib_files)
+    try:
+        with srv.client() as c:
+            key = c.load_key(f"{SUDOKU}.zkey")["id"]
+            with pytest.raises(ServerError) as info:
+                c.prove(key, b"wtns" + bytes(2 << 20))
+            assert info.value.status == 507 and info.value.code == "insufficient_storage", info.value
+            assert "no room to hold this upload" in info.value.message and "File too large" in info.value.message
+            proof = c.prove(key, f"{SUDOKU}.wtns")  # a witness small enough to be held in memory
+            assert proof.public == json.loads(Path(f"{SUDOKU.parent}/public.json").read_text())
+            assert c.stats()["spooled_uploads"] == 0
+        srv.stop()
+    finally:
+        srv.kill()
+    assert "Traceback" not in srv.log.read_text()
+
+
+def test_uploads_wait_on_disk_where_the_ram_spool_has_no_room(monkeypatch, tmp_path):
+    """Docker gives a container 64 MiB of /dev/shm, and only uploads above memory_upload_max (64 MiB by
+    default) are spooled: every one of them failed there."""
+    from engine.service import core  # noqa: PLC0415
+
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    fake = type("S", (), {})()
+    fake.spool, fake._spill, fake._uploads = str(ram), None, iter(range(10))
+    fake.config = type("C", (), {"max_body": 1 << 30})()
+    fake._disk_spool = lambda: core.Service._disk_spool(fake)
+    monkeypatch.setattr(core, "free_bytes", lambda d: 64 << 20 if d == str(ram) else None)
+    try:
+        assert os.path.dirname(core.Service.spool_path(fake, 1 << 20)) == str(ram)
+        spilled = core.Service.spool_path(fake, 100 << 20)
+        assert os.path.dirname(spilled) == fake._spill and fake._spill != str(ram)
+        assert os.path.dirname(core.Service.spool_path(fake, None)) == fake._spill  # unknown size: max_body
+    finally:
+        if fake._spill:
+            os.rmdir(fake._spill)

@@ -29,6 +29,7 @@ from engine.service.metrics import Metrics
 from engine.service.problems import Problem, bad_request, from_engine_error, not_found
 from engine.service.settings import ServiceConfig
 from engine.service.uploads import UploadBuffers
+from scheduler.shm import free_bytes
 
 log = logging.getLogger("engine.service")
 
@@ -56,6 +57,7 @@ class Service:
         self.draining = False
         self.started = time.monotonic()
         self.spool = tempfile.mkdtemp(prefix="engine-serve-", dir=_spool_root())
+        self._spill: str | None = None  # the spool in the temp directory, made when the RAM one has no room
         metrics.watch(self.gauges)
 
     @staticmethod
@@ -97,8 +99,22 @@ class Service:
                                              f"(the limit is {self.queue.per_key_limit}); retry later",
                           {"Retry-After": "1"})
 
-    def spool_path(self) -> str:
-        return os.path.join(self.spool, f"upload-{next(self._uploads)}.wtns")
+    def spool_path(self, size: int | None) -> str:
+        """Where an upload of `size` bytes (None: not said) waits: the RAM spool where it has room for it,
+        else a spool in the temp directory.  (Docker gives a container 64 MiB of /dev/shm, and only uploads
+        above memory_upload_max, 64 MiB by default, are spooled: none of them fitted there.)"""
+        need = self.config.max_body if size is None else size
+        free = free_bytes(self.spool)
+        where = self.spool if free is None or free >= need else self._disk_spool()
+        return os.path.join(where, f"upload-{next(self._uploads)}.wtns")
+
+    def _disk_spool(self) -> str:
+        if self._spill is None:
+            self._spill = tempfile.mkdtemp(prefix="engine-serve-")
+            if os.path.dirname(self._spill) != os.path.dirname(self.spool):
+                log.warning("%s has too little room for large uploads: they wait in %s (a container gets more "
+                            "shared memory with docker run --shm-size)", os.path.dirname(self.spool), self._spill)
+        return self._spill
 
     def submit(self, key: ServedKey, witness: Any, *, label: str, priority: str = "normal",
                deadline_s: float | None = None, spool: str | None = None, detached: bool = False,
@@ -241,7 +257,9 @@ class Service:
         self.queue.paused = False
 
     def close(self) -> None:
-        shutil.rmtree(self.spool, ignore_errors=True)
+        for spool in (self.spool, self._spill):
+            if spool is not None:
+                shutil.rmtree(spool, ignore_errors=True)
 
     # ---- verification
     async def verify(self, body: Any) -> bool:
@@ -299,7 +317,8 @@ class Service:
             "jobs_active": self._active, "jobs_kept": len(self._kept), "draining": self.draining,
             "at_rest": self._active == 0 and self.engine.at_rest(), "engine": self.engine.stats(),
             "keys": len(self.keys.keys), "uptime_s": time.monotonic() - self.started,
-            "spooled_uploads": len(os.listdir(self.spool)), "uploads_in_memory_bytes": self.uploads.in_use,
+            "spooled_uploads": sum(len(os.listdir(d)) for d in (self.spool, self._spill) if d is not None),
+            "uploads_in_memory_bytes": self.uploads.in_use,
         }
 
 

@@ -8,10 +8,12 @@ everything the request held goes back.  Routes are listed in docs/service.md.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import json
 import logging
 import math
+import os
 import time
 from typing import Any
 
@@ -320,11 +322,17 @@ async def _admit(request: web.Request, detached: bool) -> Job:
             if not handed:  # refused, malformed, or the client left mid-upload: the buffer goes back
                 service.uploads.give(buf)
     # A large upload (or one of unknown length) goes to a file in RAM, read by a synthesis worker.
-    path = service.spool_path()
+    path = service.spool_path(request.content_length)
     handed = False
     try:
-        with open(path, "wb") as sink:
-            await _read_body(request, service.config.max_body, sink)
+        try:
+            with open(path, "wb") as sink:
+                await _read_body(request, service.config.max_body, sink)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a full disk, a quota, a size limit
+                raise
+            raise Problem(507, "insufficient_storage", f"{label}: the server has no room to hold this upload in "
+                          f"{os.path.dirname(path)} ({exc.strerror}); try again later") from None
         with open(path, "rb") as f:
             _check_magic(f.read(4), label)
         job = service.submit(key, path, label=label, priority=priority, deadline_s=deadline, spool=path,
