@@ -40,7 +40,7 @@ from engine.errors import BudgetError, EngineClosedError, EngineError, EngineSta
 from engine.groth16.kit import Groth16Kit
 # the public handles live in engine/jobs.py (re-exported here: `from engine.api import KeyHandle, StreamResult`)
 from engine.jobs import (KeyHandle, StreamResult, _aiter, _default_host_budget, _JobHandle, _null,  # noqa: F401
-                         _single, job_items)
+                         _single, job_items, witness_items)
 
 log = logging.getLogger("engine")
 
@@ -468,6 +468,7 @@ class Engine:
         """
         self._check_open()
         self._check_key(key)
+        witness_items(items, "prove_stream's items")
         limit = max_in_flight or self.config.max_in_flight
         send, receive = anyio.create_memory_object_stream(limit)  # never full: the slots bound it
         slots = anyio.Semaphore(limit)  # taken per item; back only once the reader has its result
@@ -638,10 +639,12 @@ async def aprove_files(
     on_event: Callable[[Event], None] | None = None,
 ) -> list[Any]:
     """Prove each witness (a .wtns path or an inputs dict) with one key, as one job; proofs in order."""
+    witnesses = list(witness_items(witnesses, "witnesses"))
+    if not witnesses:
+        return []
     config = config or EngineConfig()
     if timeline is not None:
         config = config.replace(timeline=os.fspath(timeline))
-    witnesses = list(witnesses)
     async with Engine(config, on_event=on_event) as eng:
         key = await eng.load_key(zkey, wasm=wasm, expected_proofs=len(witnesses))
         return await eng.prove(key, partitions=witnesses)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 import anyio
 
@@ -105,11 +105,22 @@ def _single(group: BaseExceptionGroup) -> BaseException:
     return leaves[0] if len(leaves) == 1 else group
 
 
+def witness_items(items: Any, what: str) -> Any:
+    """`items` (a job's partitions, a stream's or a batch's witnesses) as given, unless it is one witness, which
+    iterating takes apart: a path string was proved as one file a character ("a: no such file"), an inputs dict
+    as its keys, an (m, 4) array as its rows."""
+    one = isinstance(items, (str, bytes, os.PathLike, Mapping)) or getattr(items, "ndim", 3) <= 2
+    if one or not (hasattr(items, "__iter__") or hasattr(items, "__aiter__")):
+        raise TypeError(f"{what}: a list (or another iterable) of witnesses, one a proof; got a "
+                        f"{type(items).__name__}" + (" (for one proof, give [it])" if one else ""))
+    return items
+
+
 def job_items(witness: Any, partitions: Sequence[Any] | None) -> list[Any]:
     """The witnesses of a `prove(key, witness)` or `prove(key, partitions=[...])` call (Engine, RayCluster)."""
     if (witness is None) == (partitions is None):
         raise TypeError("prove(key, witness) or prove(key, partitions=[...]), not both or neither")
-    items = [witness] if partitions is None else list(partitions)
+    items = [witness] if partitions is None else list(witness_items(partitions, "partitions"))
     if not items:
         raise ValueError("partitions: an empty list")
     return items

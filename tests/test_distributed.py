@@ -121,6 +121,10 @@ async def test_proofs_through_the_cluster_are_accepted_by_snarkjs(local_ray, tmp
         assert verdict.returncode == 0 and "OK" in verdict.stdout, (curve, how, verdict.stdout, verdict.stderr)
 
 
+async def _drain(stream) -> list:
+    return [item async for item in stream]
+
+
 async def test_bad_inputs_raise_what_a_local_engine_raises(local_ray, tmp_path):
     d = EXAMPLES / "bn128"
     bad_wtns = tmp_path / "bad.wtns"
@@ -139,6 +143,11 @@ async def test_bad_inputs_raise_what_a_local_engine_raises(local_ray, tmp_path):
                 await prover.prove(key, witness)
             except EngineError as exc:
                 found.append(exc)
+        # one path where a list belongs: each of its characters was proved as a file name
+        for call in (lambda: prover.prove(key, partitions=str(d / "sudoku.wtns")),
+                     lambda: _drain(prover.prove_stream(key, str(d / "sudoku.wtns")))):
+            with pytest.raises(TypeError, match=r"a list \(or another iterable\) of witnesses.*got a str"):
+                await call()
         return found
 
     async with Engine(cpu_config()) as engine:

@@ -1,8 +1,10 @@
 """The public asyncio Engine: concurrency, failures, streams, shutdown, configuration, real proofs."""
 import asyncio
 import json
+from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 
 from engine import config as engine_config
@@ -12,7 +14,7 @@ from engine.errors import EngineClosedError, EngineError, MismatchError
 from scheduler.synth_pool import SynthesisCrashedError
 from scheduler.timeline import MemorySink, Stage, load_events
 
-from conftest import FIXTURES
+from conftest import EXAMPLES, FIXTURES
 
 TINY = FIXTURES / "tiny"
 
@@ -324,3 +326,24 @@ def test_groth16_kit_runs_only_device_made_steps_inline():
     unchecked = Proof(curve, None, None, None, [], {"msm_h": 0.001})
     assert kit.inline("verify", None, checked) and not kit.inline("verify", None, unchecked)
     assert not kit.inline("check", None, device)
+
+
+async def test_one_witness_where_a_list_belongs_is_a_type_error_not_a_proof_a_character(tmp_path):
+    """prove(partitions="w.wtns"), prove_stream(key, "w.wtns") and prove_files(zkey, "w.wtns") proved each
+    character of the path as a file name ("w: no such file", ...); a dict, its keys; an (m, 4) array, its rows."""
+    wtns = str(EXAMPLES / "bn128" / "sudoku.wtns")
+    async with Engine(EngineConfig(backend="cpu", synthesis_workers=1)) as eng:
+        key = await eng.load_key(EXAMPLES / "bn128" / "sudoku.zkey")
+        for one in (wtns, Path(wtns), {"a": 1}, np.zeros((4, 4), np.uint64)):
+            with pytest.raises(TypeError, match=f"got a {type(one).__name__} \\(for one proof, give \\[it\\]\\)"):
+                await eng.prove(key, partitions=one)
+            with pytest.raises(TypeError, match=f"prove_stream's items: .* got a {type(one).__name__}"):
+                [item async for item in eng.prove_stream(key, one)]
+        assert [item.ok async for item in eng.prove_stream(key, iter([wtns]))] == [True]
+
+
+def test_prove_files_takes_a_list_and_an_empty_one_is_no_proofs():
+    wtns = str(EXAMPLES / "bn128" / "sudoku.wtns")
+    with pytest.raises(TypeError, match="witnesses: a list"):
+        prove_files(EXAMPLES / "bn128" / "sudoku.zkey", wtns, config=EngineConfig(backend="cpu"))
+    assert prove_files(EXAMPLES / "bn128" / "sudoku.zkey", [], config=EngineConfig(backend="cpu")) == []

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 
-from engine.jobs import KeyInfo, StreamResult, _aiter, job_items
+from engine.jobs import KeyInfo, StreamResult, _aiter, job_items, witness_items
 from engine.config import EngineConfig
 from scheduler.compute_share import AUTO_SLOTS
 from engine.distributed.actor import EngineActor, KeySpec
@@ -301,6 +301,7 @@ class RayCluster:
 
         A failure is a StreamResult with `error`; the stream goes on.  Leaving early cancels the rest."""
         self._check_open()
+        witness_items(items, "prove_stream's items")
         limit = max_in_flight or self.config.max_in_flight * max(1, len(self._placement.alive()))
         results: asyncio.Queue = asyncio.Queue()
         slots = asyncio.Semaphore(limit)
