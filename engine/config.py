@@ -59,6 +59,22 @@ _UNITS = {
 }
 
 
+def check_field_types(struct: msgspec.Struct, prefix: str = "", paths: tuple[str, ...] = ()) -> None:
+    """Each field of `struct` against its annotation.  msgspec checks types when it decodes (a TOML file, the
+    flags) but not when Python code builds the struct: `EngineConfig(devices="0,1")` was a TypeError from a
+    comparison, `devices=[0.5]` and `timeline=5` were accepted, `simulation={...}` stayed a dict.  Each field
+    takes its value as msgspec converts it; fields named in `paths` take any os.PathLike."""
+    for name in paths:
+        value = getattr(struct, name)
+        if isinstance(value, os.PathLike):
+            setattr(struct, name, os.fspath(value))
+    for f in msgspec.structs.fields(struct):
+        try:
+            setattr(struct, f.name, msgspec.convert(getattr(struct, f.name), f.type))
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"{prefix}{f.name}: {getattr(struct, f.name)!r}: {exc}") from None
+
+
 def refuse_nan(value: Any, what: str) -> None:
     """TOML and float() both read `nan`, which every range check (`< 0`, `<= 0`) lets by: then an asyncio sleep
     or a deadline of nan failed later, inside the engine's or the service's task group."""
@@ -97,9 +113,10 @@ class SimulationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     seed: int = 0
 
     def __post_init__(self) -> None:
-        self.vram = parse_size(self.vram, "simulation.vram")
+        self.vram = parse_size(self.vram, "simulation.vram")  # sizes first: a float (16e9) is a size too
         self.working_set = parse_size(self.working_set, "simulation.working_set")
         self.key_resident = parse_size(self.key_resident, "simulation.key_resident")
+        check_field_types(self, "simulation.")
         if self.devices < 1:
             raise ConfigError(f"simulation.devices: need at least 1, got {self.devices}")
         for name in ("synth_ms", "stage_host_ms", "upload_ms", "gpu_ms", "epilogue_ms", "verify_ms",
@@ -139,8 +156,9 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     simulation: SimulationConfig = msgspec.field(default_factory=SimulationConfig)
 
     def __post_init__(self) -> None:
-        self.vram_budget = parse_size(self.vram_budget, "vram_budget")
+        self.vram_budget = parse_size(self.vram_budget, "vram_budget")  # sizes first: a float (16e9) is a size too
         self.host_budget = parse_size(self.host_budget, "host_budget")
+        check_field_types(self, paths=("timeline", "key_cache_dir"))
         _choice("backend", self.backend, BACKENDS)
         _choice("lock_mode", self.lock_mode, LOCK_MODES)
         _choice("synthesis_start_method", self.synthesis_start_method, START_METHODS,

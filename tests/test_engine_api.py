@@ -347,3 +347,28 @@ def test_prove_files_takes_a_list_and_an_empty_one_is_no_proofs():
     with pytest.raises(TypeError, match="witnesses: a list"):
         prove_files(EXAMPLES / "bn128" / "sudoku.zkey", wtns, config=EngineConfig(backend="cpu"))
     assert prove_files(EXAMPLES / "bn128" / "sudoku.zkey", [], config=EngineConfig(backend="cpu")) == []
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"devices": "0,1"}, "devices: '0,1': Expected `array | null`, got `str`"),  # was a TypeError from a comparison
+    ({"devices": [0.5]}, "devices: [0.5]: Expected `int`, got `float`"),  # was accepted
+    ({"devices": [True]}, "devices: [True]: Expected `int`, got `bool`"),  # was accepted
+    ({"synthesis_workers": "2"}, "synthesis_workers: '2': Expected `int`, got `str`"),
+    ({"idle_trim_s": "5"}, "idle_trim_s: '5': Expected `float | null`, got `str`"),
+    ({"timeline": 5}, "timeline: 5: Expected `str | null`, got `int`"),  # was accepted
+    ({"verify": 1}, "verify: 1: Expected `bool`, got `int`"),
+    ({"simulation": {"gpu_ms": "fast"}}, "simulation: {'gpu_ms': 'fast'}: Expected `float`, got `str`"),
+])
+def test_a_config_built_in_python_is_checked_like_one_read_from_a_file(fields, words):
+    """msgspec checks types when it decodes TOML or flags, not when Python code builds the struct."""
+    with pytest.raises(ConfigError) as info:
+        EngineConfig(**fields)
+    assert words in str(info.value)
+
+
+def test_a_config_built_in_python_takes_paths_and_float_sizes(tmp_path):
+    cfg = EngineConfig(timeline=tmp_path / "t.jsonl", key_cache_dir=tmp_path, vram_budget=16e9, idle_trim_s=5)
+    assert cfg.timeline == str(tmp_path / "t.jsonl") and cfg.key_cache_dir == str(tmp_path)
+    assert cfg.vram_budget == 16_000_000_000 and cfg.idle_trim_s == 5
+    assert EngineConfig(simulation=SimulationConfig(gpu_ms=1.0)).simulation.gpu_ms == 1.0
+    assert EngineConfig(simulation={"gpu_ms": 2.0}).simulation == SimulationConfig(gpu_ms=2.0)  # was left a dict

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from engine.config import ConfigError, EngineConfig, convert, parse_size, refuse_nan
+from engine.config import ConfigError, EngineConfig, check_field_types, convert, parse_size, refuse_nan
 
 
 class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -44,6 +44,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         self.max_body = parse_size(self.max_body, "service.max_body")
         self.memory_upload_max = parse_size(self.memory_upload_max, "service.memory_upload_max")
+        check_field_types(self, "service.", paths=("token_file",))
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"service.port: {self.port} is not a TCP port")
         for name in ("max_queued_per_key", "max_jobs_kept"):
