@@ -73,6 +73,11 @@ class Engine:
         on_event: Callable[[Event], None] | None = None,
     ):
         """`backends` (one per device) and `kit` override what `config.backend` selects (tests, embedding)."""
+        if config is not None and not isinstance(config, EngineConfig):  # was an AttributeError about 'timeline'
+            hint = ("engine.load_config(path) reads a TOML file" if isinstance(config, (str, os.PathLike)) else
+                    "EngineConfig(**settings) takes a dict's settings" if isinstance(config, dict) else "")
+            raise TypeError(f"Engine(config): an EngineConfig, not a {type(config).__name__}"
+                            + (f" ({hint})" if hint else ""))
         self.config = config or EngineConfig()
         self._given_backends = list(backends) if backends is not None else None
         self._kit = kit

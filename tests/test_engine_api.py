@@ -372,3 +372,15 @@ def test_a_config_built_in_python_takes_paths_and_float_sizes(tmp_path):
     assert cfg.vram_budget == 16_000_000_000 and cfg.idle_trim_s == 5
     assert EngineConfig(simulation=SimulationConfig(gpu_ms=1.0)).simulation.gpu_ms == 1.0
     assert EngineConfig(simulation={"gpu_ms": 2.0}).simulation == SimulationConfig(gpu_ms=2.0)  # was left a dict
+
+
+@pytest.mark.parametrize("config, words", [
+    ("engine.toml", "an EngineConfig, not a str (engine.load_config(path) reads a TOML file)"),
+    ({"backend": "cpu"}, "an EngineConfig, not a dict (EngineConfig(**settings) takes a dict's settings)"),
+    (5, "an EngineConfig, not a int"),
+])
+def test_an_engine_given_something_else_than_a_config_says_what_it_takes(config, words):
+    """It was "AttributeError: 'str' object has no attribute 'timeline'" at the start."""
+    with pytest.raises(TypeError) as info:
+        Engine(config)
+    assert words in str(info.value)
