@@ -40,7 +40,7 @@ from engine.errors import BudgetError, EngineClosedError, EngineError, EngineSta
 from engine.groth16.kit import Groth16Kit
 # the public handles live in engine/jobs.py (re-exported here: `from engine.api import KeyHandle, StreamResult`)
 from engine.jobs import (KeyHandle, StreamResult, _aiter, _default_host_budget, _JobHandle, _null,  # noqa: F401
-                         _single, job_items, witness_items)
+                         _single, checked_config, job_items, witness_items)
 
 log = logging.getLogger("engine")
 
@@ -73,12 +73,7 @@ class Engine:
         on_event: Callable[[Event], None] | None = None,
     ):
         """`backends` (one per device) and `kit` override what `config.backend` selects (tests, embedding)."""
-        if config is not None and not isinstance(config, EngineConfig):  # was an AttributeError about 'timeline'
-            hint = ("engine.load_config(path) reads a TOML file" if isinstance(config, (str, os.PathLike)) else
-                    "EngineConfig(**settings) takes a dict's settings" if isinstance(config, dict) else "")
-            raise TypeError(f"Engine(config): an EngineConfig, not a {type(config).__name__}"
-                            + (f" ({hint})" if hint else ""))
-        self.config = config or EngineConfig()
+        self.config = checked_config(config, "Engine")
         self._given_backends = list(backends) if backends is not None else None
         self._kit = kit
         self.timeline = timeline or Timeline()

@@ -12,6 +12,7 @@ import anyio
 
 from scheduler.pipeline import KeyRecord
 
+from engine.config import EngineConfig
 from engine.errors import EngineClosedError
 
 
@@ -103,6 +104,19 @@ def _single(group: BaseExceptionGroup) -> BaseException:
 
     walk(group)
     return leaves[0] if len(leaves) == 1 else group
+
+
+def checked_config(config: Any, who: str) -> EngineConfig:
+    """`config` if it is an EngineConfig (a new default one for None); anything else was an AttributeError about
+    'timeline' once the engine started."""
+    if config is None:
+        return EngineConfig()
+    if not isinstance(config, EngineConfig):
+        hint = ("engine.load_config(path) reads a TOML file" if isinstance(config, (str, os.PathLike)) else
+                "EngineConfig(**settings) takes a dict's settings" if isinstance(config, dict) else "")
+        raise TypeError(f"{who}(config): an EngineConfig, not a {type(config).__name__}"
+                        + (f" ({hint})" if hint else ""))
+    return config
 
 
 def witness_items(items: Any, what: str) -> Any:

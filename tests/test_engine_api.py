@@ -381,6 +381,9 @@ def test_a_config_built_in_python_takes_paths_and_float_sizes(tmp_path):
 ])
 def test_an_engine_given_something_else_than_a_config_says_what_it_takes(config, words):
     """It was "AttributeError: 'str' object has no attribute 'timeline'" at the start."""
-    with pytest.raises(TypeError) as info:
-        Engine(config)
-    assert words in str(info.value)
+    from engine.distributed.cluster import RayCluster  # noqa: PLC0415 - the same check; no Ray is started
+
+    for make, who in ((Engine, "Engine"), (lambda c: RayCluster(None, 1, c), "RayCluster")):
+        with pytest.raises(TypeError) as info:
+            make(config)
+        assert f"{who}(config): {words}" in str(info.value)

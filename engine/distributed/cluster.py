@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 
-from engine.jobs import KeyInfo, StreamResult, _aiter, job_items, witness_items
+from engine.jobs import KeyInfo, StreamResult, _aiter, checked_config, job_items, witness_items
 from engine.config import EngineConfig
 from scheduler.compute_share import AUTO_SLOTS
 from engine.distributed.actor import EngineActor, KeySpec
@@ -102,7 +102,7 @@ class RayCluster:
         if not (engines == "per-gpu" or (isinstance(engines, int) and engines >= 1)):
             raise EngineError(f"engines: {engines!r} is not a count >= 1 or 'per-gpu'")
         self.address = address
-        self.config = config or EngineConfig()
+        self.config = checked_config(config, "RayCluster")
         self._engines_wanted = engines
         self._window = window
         self._cpus = cpus_per_engine
