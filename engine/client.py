@@ -116,6 +116,9 @@ def _witness_body(witness: Any) -> tuple[bytes, str, str | None]:
         return json.dumps(witness).encode(), "application/json", None
     if isinstance(witness, (bytes, bytearray, memoryview)):
         return bytes(witness), "application/octet-stream", None
+    if not isinstance(witness, (str, os.PathLike)):  # was os.fspath's "expected str, bytes or os.PathLike"
+        raise TypeError(f"witness: a .wtns path, a .wtns file's bytes or a dict of circuit inputs, not a "
+                        f"{type(witness).__name__} (values are sent as a .wtns: engine.formats.write_wtns)")
     path = os.fspath(witness)
     try:
         with open(path, "rb") as f:

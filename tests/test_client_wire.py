@@ -177,3 +177,13 @@ def test_async_client_reconnects_once_after_an_idle_close():
         assert asyncio.run(calls()) == [{"n": 0}] * 3
     finally:
         srv.close()
+
+
+@pytest.mark.parametrize("witness", [123, None, [1, 2, 3]])
+def test_a_witness_of_another_type_says_what_the_client_takes(witness):
+    """It was os.fspath's "expected str, bytes or os.PathLike object, not list" (bytes are taken, as a .wtns)."""
+    from engine.client import Client  # noqa: PLC0415
+
+    with pytest.raises(TypeError, match=f"witness: a .wtns path, a .wtns file's bytes or a dict of circuit "
+                                        f"inputs, not a {type(witness).__name__}"):
+        Client("http://127.0.0.1:9").prove("k", witness)  # refused before any connection
