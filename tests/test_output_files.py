@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -235,8 +236,9 @@ def test_a_timeline_that_cannot_be_written_stops_itself_not_the_proofs():
 
     sink = JsonlSink("/dev/full", flush_every_s=0)
     timeline = Timeline([sink])
+    t0 = time.monotonic_ns()
     for i in range(3):
-        timeline.emit("GPU_START", job=i, t_ns=10**12 * (i + 1))  # each flushes: the first fails, the rest skip
+        timeline.emit("GPU_START", job=i, t_ns=t0 + 10**9 * (i + 1))  # each flushes: the first fails, the rest skip
     assert isinstance(sink.error, OSError) and sink.error.errno == 28
     sink.close()
     quiet = JsonlSink(os.devnull)
