@@ -80,8 +80,40 @@ def test_wrong_or_malformed_public_signals_are_rejected(curve):
     assert not verify(vk, [public[0] + curve.r] + public[1:], proof)  # same residue, but not < r
     assert not verify(vk, public[:-1], proof)  # wrong count: False, not an exception
     assert not verify(vk, public + [0], proof)
-    assert not verify(vk, [str(public[0])] + public[1:], proof)
+    assert not verify(vk, [hex(public[0])] + public[1:], proof)  # public.json's form is decimal
+    assert not verify(vk, [" " + str(public[0])] + public[1:], proof)
     assert not verify(vk, [-1] + public[1:], proof)
+
+
+@CURVES
+def test_public_signals_as_public_json_holds_them_and_files_by_path_verify(curve):
+    """json.load of public.json gives decimal strings, which verify() answered False: a valid proof reported
+    invalid.  The files themselves may be given by path, as the CLI reads them."""
+    d = FIXTURES / curve.name
+    vk = load_vk(curve)
+    public, proof = load_proof(curve)
+    assert verify(vk, json.loads((d / "public.json").read_text()), proof)
+    assert verify(d / "verification_key.json", d / "public.json", d / "proof.json")
+    assert verify(str(d / "verification_key.json"), tuple(public), proof)
+    assert not verify(vk, [str(public[0] + 1)] + public[1:], proof)
+
+
+@pytest.mark.parametrize("args, words", [
+    ((None, "public", "proof"),
+     "verify: vk is a VerificationKey (engine.read_vkey) or its file's path, not a NoneType"),
+    (("vk", None, "proof"), "verify: public is a list of the public signals (engine.read_public) or its file's path, "
+                            "not a NoneType"),
+    (("vk", "proof", "public"), "verify: proof is a Proof (engine.read_proof) or its file's path, not a list"),
+])
+def test_an_argument_of_another_kind_says_what_verify_takes(args, words):
+    """They were AttributeErrors and TypeErrors from inside ("object of type 'NoneType' has no len()")."""
+    curve = BN254
+    vk = load_vk(curve)
+    public, proof = load_proof(curve)
+    given = {"vk": vk, "public": public, "proof": proof, None: None}
+    with pytest.raises(TypeError) as info:
+        verify(*(given[a] for a in args))
+    assert words in str(info.value)
 
 
 @CURVES

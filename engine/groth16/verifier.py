@@ -13,6 +13,7 @@ cached; a proof then costs three Miller loops and one final exponentiation
 """
 from __future__ import annotations
 
+import re
 import secrets
 from collections import OrderedDict
 from threading import Lock
@@ -144,7 +145,12 @@ def _cpub(vk: VerificationKey, public: Sequence[int]):
 
 
 def verify(vk: VerificationKey, public: Sequence[int], proof: Proof) -> bool:
-    """True iff the proof verifies for these public signals; malformed input gives False, not an error."""
+    """True iff the proof verifies for these public signals; malformed values give False, not an error.
+
+    Each argument may also be a path (read as `python -m engine verify` reads it), and the public signals the
+    decimal strings public.json holds (`json.load` of it: those were False, a valid proof reported invalid).
+    An argument of another kind altogether is a TypeError saying what it takes."""
+    vk, public, proof = _given(vk, public, proof)
     curve = vk.curve
     if not (_public_ok(curve, vk, public) and _proof_ok(vk, proof)):
         return False
@@ -155,6 +161,28 @@ def verify(vk: VerificationKey, public: Sequence[int], proof: Proof) -> bool:
     ]
     f = pr.final_exponentiation(curve, pr.miller_loop(curve, pairs))
     return f == pr.fq12_conj(curve, alphabeta(vk))  # · e(α1, β2) == 1
+
+
+_DECIMAL = re.compile(r"(0|[1-9][0-9]*)")
+
+
+def _given(vk, public, proof) -> tuple[VerificationKey, list, Proof]:
+    import os  # noqa: PLC0415
+
+    from engine.formats.json import read_proof, read_public, read_vkey  # noqa: PLC0415 - json.py builds Proofs
+
+    paths = (str, os.PathLike)
+    vk = read_vkey(vk) if isinstance(vk, paths) else vk
+    public = read_public(public) if isinstance(public, paths) else public
+    proof = read_proof(proof) if isinstance(proof, paths) else proof
+    sequence = hasattr(public, "__len__") and hasattr(public, "__iter__") and not isinstance(public, (bytes, dict))
+    for name, ok, what, reader, value in (("vk", isinstance(vk, VerificationKey), "a VerificationKey", "read_vkey", vk),
+                                          ("proof", isinstance(proof, Proof), "a Proof", "read_proof", proof),
+                                          ("public", sequence, "a list of the public signals", "read_public", public)):
+        if not ok:
+            raise TypeError(f"verify: {name} is {what} (engine.{reader}) or its file's path, "
+                            f"not a {type(value).__name__}")
+    return vk, [int(v) if isinstance(v, str) and _DECIMAL.fullmatch(v) else v for v in public], proof
 
 
 def verify_batch(vk: VerificationKey, items: Sequence[tuple[Sequence[int], Proof]]) -> bool:
