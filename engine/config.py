@@ -202,18 +202,31 @@ def convert(data: dict, source: str) -> EngineConfig:
         raise ConfigError(f"{source}: {exc}") from None
 
 
-def load(path: str | os.PathLike) -> EngineConfig:
-    """Read a TOML file (keys at the top level or under [engine])."""
+def read_toml(path: str | os.PathLike) -> dict:
+    """A configuration file's tables; every way it cannot be read is a one-line ConfigError naming it (a folder
+    and a file that is not UTF-8 were tracebacks)."""
     import tomllib  # noqa: PLC0415 - only a --config run reads TOML
 
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            return tomllib.load(f)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such configuration file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the configuration file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: is not a TOML text file (not UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load(path: str | os.PathLike) -> EngineConfig:
+    """Read a TOML file (keys at the top level or under [engine])."""
+    path = os.fspath(path)
+    data = read_toml(path)
     if "engine" in data and isinstance(data["engine"], dict):
         data = data["engine"]
     return convert(data, path)

@@ -1,6 +1,7 @@
 """The public asyncio Engine: concurrency, failures, streams, shutdown, configuration, real proofs."""
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -180,6 +181,20 @@ def test_config_loads_from_toml_and_flags_override(tmp_path):
     cfg = engine_config.from_args(args)
     assert (cfg.compute_slots, cfg.lock_mode, cfg.host_budget, cfg.verify) == (1, "split", 512 << 20, False)
     assert cfg.devices == [0, 1] and cfg.vram_budget == 6 << 30  # untouched by flags
+
+
+def test_a_config_file_that_cannot_be_read_is_a_config_error_naming_it(tmp_path):
+    """A folder and a file that is not UTF-8 were an IsADirectoryError and a UnicodeDecodeError: tracebacks from
+    `prove --config` and `serve --config`."""
+    from engine.service.settings import load_files  # noqa: PLC0415
+
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe")
+    for path, words in ((tmp_path, "is a directory, not a configuration file"),
+                        (binary, "is not a TOML text file (not UTF-8)")):
+        for load in (engine_config.load, load_files):
+            with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: {re.escape(words)}$"):
+                load(path)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -20,12 +20,12 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-import tomllib
 from typing import Any
 
 import msgspec
 
-from engine.config import ConfigError, EngineConfig, check_field_types, convert, parse_size, refuse_nan
+from engine.config import (ConfigError, EngineConfig, check_field_types, convert, parse_size, read_toml,
+                           refuse_nan)
 
 
 class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -63,13 +63,7 @@ def load_files(path: str | os.PathLike | None) -> tuple[EngineConfig, ServiceCon
     if path is None:
         return EngineConfig(), ServiceConfig()
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such configuration file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path)
     service = data.pop("service", {})
     engine = data["engine"] if isinstance(data.get("engine"), dict) else data
     try:
