@@ -90,15 +90,24 @@ def _snarkjs_text(obj: Any) -> str:
 def read_token(token: str | None, token_file: str | os.PathLike | None) -> str | None:
     if token is not None or token_file is None:
         return token
+    return token_file_tokens(token_file)[0]
+
+
+def token_file_tokens(path: str | os.PathLike) -> list[str]:
+    """The bearer tokens of a token file, one a line (blank lines and #comments skipped), for the client and
+    the server alike; an InputFileError naming the file where it cannot give one (a file that is not UTF-8 was
+    a UnicodeDecodeError traceback)."""
     try:
-        with open(token_file, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             lines = [s.strip() for s in f.read().splitlines()]
     except OSError as exc:
-        raise InputFileError(token_file, f"cannot read the token file: {exc.strerror or exc}") from None
+        raise InputFileError(path, f"cannot read the token file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputFileError(path, "the token file is not UTF-8 text") from None
     tokens = [s for s in lines if s and not s.startswith("#")]
     if not tokens:
-        raise InputFileError(token_file, "the token file holds no token")
-    return tokens[0]
+        raise InputFileError(path, "the token file holds no token")
+    return tokens
 
 
 # ------------------------------------------------------------------ one request, transport-free

@@ -596,6 +596,13 @@ def test_serve_reads_the_service_table_and_names_bad_settings(tmp_path):
     assert r.returncode == 2 and "too easy to guess" in r.stderr
     r = cli("serve", "--backend", "cpu", "--port", "70000")
     assert r.returncode == 2 and "70000" in r.stderr
+    # a token file that is not UTF-8 was a UnicodeDecodeError traceback, from the server and from the client
+    (tmp_path / "binary").write_bytes(b"\xff\xfe" * 10)
+    r = cli("serve", "--backend", "cpu", "--token-file", tmp_path / "binary")
+    assert r.returncode == 2 and r.stderr.strip() == f"error: {tmp_path / 'binary'}: the token file is not UTF-8 text"
+    r = cli("prove", "--server", "http://127.0.0.1:9", "--token-file", tmp_path / "binary", f"{SUDOKU}.zkey",
+            f"{SUDOKU}.wtns", tmp_path / "a", tmp_path / "b")
+    assert r.returncode == 2 and r.stderr.strip() == f"error: {tmp_path / 'binary'}: the token file is not UTF-8 text"
     # nan passed every range check, and SIGTERM's drain then failed with an ExceptionGroup traceback
     r = cli("serve", "--backend", "cpu", "--port", "0", "--drain-timeout", "nan")
     assert r.returncode == 2 and "service.drain_timeout_s: nan is not a number" in r.stderr, r.stderr

@@ -26,6 +26,7 @@ import msgspec
 
 from engine.config import (ConfigError, EngineConfig, check_field_types, convert, parse_size, read_toml,
                            refuse_nan)
+from engine.errors import InputFileError
 
 
 class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -88,16 +89,14 @@ def with_flags(config: ServiceConfig, **flags: Any) -> ServiceConfig:
 
 def read_tokens(path: str | None) -> list[str]:
     """The bearer tokens of a token file (one a line, blank lines and #comments skipped)."""
+    from engine.client import token_file_tokens  # noqa: PLC0415 - the client reads the same file the same way
+
     if path is None:
         return []
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the token file: {exc.strerror or exc}") from None
-    tokens = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    if not tokens:
-        raise ConfigError(f"{path}: the token file holds no token")
+        tokens = token_file_tokens(path)
+    except InputFileError as exc:
+        raise ConfigError(str(exc)) from None
     short = [t for t in tokens if len(t) < 16]
     if short:
         raise ConfigError(f"{path}: a token of {len(short[0])} characters is too easy to guess (use 16 or more)")
