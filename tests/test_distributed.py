@@ -337,3 +337,24 @@ def test_cli_prove_on_ray_takes_a_piped_witness_and_names_a_piped_key(tmp_path):
     res = subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and res.stderr.strip().endswith(
         "is a pipe; with --ray the cluster's engines read the key by its path: give the file"), res.stderr
+
+
+@pytest.mark.slow
+def test_cli_prove_on_ray_reads_input_json_as_the_local_path_does(tmp_path):
+    """`--ray` read input.json with json.load: a file that is not UTF-8 was a UnicodeDecodeError traceback, and a
+    JSON number above 2^53 (which snarkjs rounds) was taken where the local path names it. Both are now the local
+    path's one line, before any Ray starts; good inputs still prove on the cluster."""
+    d = EXAMPLES / "bn128"
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    binary, rounded = tmp_path / "binary.json", tmp_path / "rounded.json"
+    binary.write_bytes(b"\xff\xfe{}")
+    rounded.write_text('{"puzzle": [' + ", ".join(["18446744073709551000"] * 16) + '], "solution": []}')
+    for bad, words in ((binary, "not UTF-8 text"), (rounded, "which snarkjs would silently round")):
+        res = run_engine("prove", "--ray", "local", "--backend", "cpu", d / "sudoku.zkey", "--wasm", d / "sudoku.wasm",
+                         "--input", bad, proof, public)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert words in res.stderr.strip().splitlines()[-1] and str(bad) in res.stderr
+    res = run_engine("prove", "--ray", "local", "--backend", "cpu", d / "sudoku.zkey", "--wasm", d / "sudoku.wasm",
+                     "--input", d / "input.json", proof, public)
+    assert res.returncode == 0, res.stderr
+    assert run_engine("verify", d / "verification_key.json", public, proof).stdout.strip() == "OK!"

@@ -10,7 +10,6 @@ the local `prove` does.
 from __future__ import annotations
 
 import argparse
-import json
 
 from engine.errors import EngineError
 from engine.progress import make_progress, report_proof
@@ -45,16 +44,11 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
             raise EngineError(f"{flag} is not supported with --ray (it needs the witness or the timeline here)")
     engines = _engines(args.engines)
     address = None if args.ray == "local" else args.ray
-    if wtns_path is None:
-        try:
-            with open(args.input, encoding="utf-8") as f:
-                witness = json.load(f)
-        except OSError as exc:
-            from engine.errors import file_error  # noqa: PLC0415
+    if wtns_path is None:  # read here as the local path reads it (a file that is not UTF-8, a number that
+        # JavaScript would round: each named, where json.load took the second and raised the first)
+        from engine.witness.inputs import parse_inputs  # noqa: PLC0415
 
-            raise file_error(args.input, exc, "an input.json") from None
-        except json.JSONDecodeError as exc:
-            raise EngineError(f"{args.input}: not valid JSON: {exc}") from None
+        witness = parse_inputs(args.input)
     else:
         witness = wtns_path
     from engine.paths import is_pipe  # noqa: PLC0415
