@@ -105,7 +105,7 @@ def _plonk(tmp_path):
         (lambda t: _truncated(t, "tiny.wtns", 0), ["is empty"]),
         (_plonk, ["PLONK zkey, only Groth16"]),
         (lambda t: (t / "notes.txt").write_text("hello") and t / "notes.txt", ["is not a .r1cs, .wtns, .zkey"]),
-        (lambda t: (t / "x.json").write_text('{"a": 1}') and t / "x.json", ["not a proof, public signals"]),
+        (lambda t: (t / "x.json").write_text('{"a": "five"}') and t / "x.json", ["not a proof, public signals"]),
         (lambda t: (t / "p.json").write_text("[1, 2") and t / "p.json", ["not valid JSON"]),
     ],
 )
@@ -299,3 +299,24 @@ def test_a_count_below_one_is_refused_not_taken_as_one(tmp_path, argv, flag):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"argument {flag}: '{argv[-1]}': need at least 1" in proc.stderr
     assert not (tmp_path / "o.zkey").exists()
+
+
+def test_info_describes_a_circuit_wasm_and_its_input_json(tmp_path):
+    """Both are files `prove --wasm --input` takes; info answered "is not a .r1cs, .wtns, .zkey, .ptau or snarkjs
+    JSON file" and "is JSON but not a proof, public signals or verification key"."""
+    d = ROOT / "examples" / "bn128"
+    r = engine("info", "--json", d / "sudoku.wasm")
+    assert r.returncode == 0, r.stderr
+    wasm = json.loads(r.stdout)
+    assert (wasm["kind"], wasm["curve"], wasm["witness_values"], wasm["input_values"]) == ("wasm", "bn128", 225, 32)
+    assert wasm["circom_runtime"].startswith("2.")
+    r = engine("info", d / "input.json")
+    assert r.returncode == 0, r.stderr
+    assert "kind:         inputs" in r.stdout and "names:        puzzle[16], solution[16]" in r.stdout
+    (tmp_path / "odd.json").write_text('{"a": "five"}')
+    r = engine("info", tmp_path / "odd.json")
+    assert r.returncode == 2
+    assert "is JSON but not a proof, public signals, verification key or circuit inputs" in r.stderr
+    (tmp_path / "bad.wasm").write_bytes(b"\0asm" + b"\1\0\0\0" + b"garbage")
+    r = engine("info", tmp_path / "bad.wasm")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "bad.wasm" in r.stderr, r.stderr

@@ -1,7 +1,8 @@
 """`python -m engine info <file> [--json]`: what a circom/snarkjs file holds.
 
-Recognises .r1cs, .wtns, .zkey (and .ptau) by their magic, and proof.json,
-public.json and verification_key.json by their shape, whatever their names.
+Recognises .r1cs, .wtns, .zkey (and .ptau) and circom's circuit.wasm by their magic, and
+proof.json, public.json, verification_key.json and input.json by their shape, whatever their
+names.
 Reads only what it shows: the r1cs header, not its constraints; the zkey's
 header and coeffs, not its points.
 """
@@ -19,7 +20,8 @@ from engine.paths import is_pipe
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "info",
-        help="summarise a .r1cs, .wtns, .zkey, proof.json, public.json or verification_key.json",
+        help="summarise a .r1cs, .wtns, .zkey, circuit.wasm, input.json, proof.json, public.json or "
+             "verification_key.json",
         description="Print what a circom/snarkjs file holds: curve, constraints, wires, public signals, "
         "domain size, coefficient count, section sizes.",
     )
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- detection
 
 def detect(path) -> str:
-    """'r1cs' | 'wtns' | 'zkey' | 'ptau' | 'json' from the first bytes (errors name the file)."""
+    """'r1cs' | 'wtns' | 'zkey' | 'ptau' | 'wasm' | 'json' from the first bytes (errors name the file)."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
@@ -56,18 +58,20 @@ def detect(path) -> str:
         raise file_error(name, exc) from None
     if head in (b"r1cs", b"wtns", b"zkey", b"ptau"):
         return head.decode()
+    if head == b"\0asm":
+        return "wasm"
     if head.lstrip()[:1] in (b"{", b"[") or (head and head.isspace()):
         return "json"
     if not head:
         raise FormatError(name, "is empty")
-    raise FormatError(name, "is not a .r1cs, .wtns, .zkey, .ptau or snarkjs JSON file")
+    raise FormatError(name, "is not a .r1cs, .wtns, .zkey, .ptau, circuit.wasm or snarkjs JSON file")
 
 
 def describe(path) -> dict:
     kind = detect(path)
     if kind == "json":
         return _describe_json(path)
-    return {"r1cs": _r1cs, "wtns": _wtns, "zkey": _zkey, "ptau": _ptau}[kind](path)
+    return {"r1cs": _r1cs, "wtns": _wtns, "zkey": _zkey, "ptau": _ptau, "wasm": _wasm}[kind](path)
 
 
 def _sections(bf) -> list[dict]:
@@ -114,6 +118,22 @@ def _wtns(path) -> dict:
         "witness_values": int(w.values.shape[0]),
         "w0": str(to_ints(w.values[:1])[0]),
         "sections": _sections(bf),
+    }
+
+
+def _wasm(path) -> dict:
+    """circom's circuit.wasm: its field, witness size and inputs, as the witness calculator loads it."""
+    from engine.witness.calculator import WasmCircuit
+
+    c = WasmCircuit.load(path, quick=True)  # compiled by the baseline compiler, or served from the disk cache
+    return {
+        "file": os.fspath(path),
+        "kind": "wasm",
+        "circom_runtime": ".".join(map(str, c.version)),
+        "curve": c.curve.name if c.curve else None,
+        "prime": str(c.prime),
+        "witness_values": c.n_witness,
+        "input_values": c.n_inputs,
     }
 
 
@@ -229,7 +249,19 @@ def _describe_json(path) -> dict:
             "ic_points": len(vk.ic),
             "has_alphabeta": "vk_alphabeta_12" in data,
         }
-    raise FormatError(name, "is JSON but not a proof, public signals or verification key")
+    if isinstance(data, dict):  # input.json, if it reads as the witness calculator reads one
+        from engine.witness.inputs import normalise_inputs
+        from engine.witness.errors import WitnessInputError
+
+        try:
+            inputs = normalise_inputs(data, name)
+        except WitnessInputError:
+            inputs = None
+        if inputs:
+            return {"file": name, "kind": "inputs", "signals": len(inputs),
+                    "input_values": sum(len(v) for v in inputs.values()),
+                    "names": [f"{k}[{len(v)}]" if len(v) > 1 else k for k, v in inputs.items()]}
+    raise FormatError(name, "is JSON but not a proof, public signals, verification key or circuit inputs")
 
 
 # ---------------------------------------------------------------- text
@@ -239,7 +271,8 @@ _LABELS = {
     "private_inputs": "private inputs", "private_vars": "private wires", "domain_size": "domain size",
     "log_domain": "log2(domain)", "coefficients_a": "coefficients (A)", "coefficients_b": "coefficients (B)",
     "prime_name": "prime name", "circuit_hash": "circuit hash", "ic_points": "IC points", "w0": "w[0]",
-    "curve_named_in_file": "curve named in file", "witness_values": "values", "has_alphabeta": "has vk_alphabeta_12",
+    "curve_named_in_file": "curve named in file", "witness_values": "values", "input_values": "input values",
+    "circom_runtime": "circom runtime", "has_alphabeta": "has vk_alphabeta_12",
     "pi_a_infinity": "pi_a at infinity", "pi_b_infinity": "pi_b at infinity", "pi_c_infinity": "pi_c at infinity",
 }
 
@@ -247,10 +280,13 @@ _LABELS = {
 def render(summary: dict) -> str:
     """Human text: `label: value` lines, then the section table for binary files."""
     lines = []
-    rows = [(k, v) for k, v in summary.items() if k not in ("sections", "values", "footprint")]
+    rows = [(k, v) for k, v in summary.items() if k not in ("sections", "values", "footprint", "names")]
     width = max(len(_LABELS.get(k, k)) for k, _ in rows)
     for k, v in rows:
         lines.append(f"{_LABELS.get(k, k) + ':':<{width + 1}} {_text(v)}")
+    if "names" in summary:
+        names = summary["names"]
+        lines.append(f"{'names:':<{width + 1}} {', '.join(names[:20]) + (', ...' if len(names) > 20 else '')}")
     if "values" in summary:
         vals = summary["values"]
         shown = vals[:10] + (["..."] if len(vals) > 10 else [])
