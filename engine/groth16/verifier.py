@@ -13,6 +13,7 @@ cached; a proof then costs three Miller loops and one final exponentiation
 """
 from __future__ import annotations
 
+import os
 import re
 import secrets
 from collections import OrderedDict
@@ -167,14 +168,14 @@ _DECIMAL = re.compile(r"(0|[1-9][0-9]*)")
 
 
 def _given(vk, public, proof) -> tuple[VerificationKey, list, Proof]:
-    import os  # noqa: PLC0415
-
-    from engine.formats.json import read_proof, read_public, read_vkey  # noqa: PLC0415 - json.py builds Proofs
-
     paths = (str, os.PathLike)
-    vk = read_vkey(vk) if isinstance(vk, paths) else vk
-    public = read_public(public) if isinstance(public, paths) else public
-    proof = read_proof(proof) if isinstance(proof, paths) else proof
+    if isinstance(vk, paths) or isinstance(public, paths) or isinstance(proof, paths):
+        # only then: a proof made in this process is checked with no import after Ctrl-C became an interrupt
+        from engine.formats.json import read_proof, read_public, read_vkey  # noqa: PLC0415 - json.py builds Proofs
+
+        vk = read_vkey(vk) if isinstance(vk, paths) else vk
+        public = read_public(public) if isinstance(public, paths) else public
+        proof = read_proof(proof) if isinstance(proof, paths) else proof
     sequence = hasattr(public, "__len__") and hasattr(public, "__iter__") and not isinstance(public, (bytes, dict))
     for name, ok, what, reader, value in (("vk", isinstance(vk, VerificationKey), "a VerificationKey", "read_vkey", vk),
                                           ("proof", isinstance(proof, Proof), "a Proof", "read_proof", proof),
