@@ -93,7 +93,7 @@ ACCUMULATIONS = ("affine", "xyzz")
 #             (field.cuh split_inline: no call, so none of the ~220 IMAD.MOV a mixed addition's calls
 #             cost on the multiplier pipe; 132 registers on BN254, 172 on BLS12-381); everything else
 #             as split; the batch-affine rounds (accumulation "affine") take the same products
-#             (msm_affine_*_g1i).  Not measured on a device yet (perf/RESULTS.md, session 40: SASS counts only).
+#             (msm_affine_*_g1i).  BN254's G1 default since session 41.
 PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split", "split_inline")
 # The default build per curve (perf/RESULTS.md, the evening session's closing call, CUDA events, every
 # build's result equal): BN254's G1 and G2 with the even/odd product (G1 2^24 77.6 -> 60.2 ms, G2 2^24
@@ -106,7 +106,11 @@ PRODUCT_ABIS = ("ref", "value", "mixed", "eo", "mixed_eo", "split", "split_inlin
 # 0.958/0.951/0.953x the even/odd build; BLS12-381 0.913/0.958/0.966x mixed_eo).  Session 33, G2 split
 # against eo: BLS12-381 0.935/0.952/0.961x (taken), BN254 0.961/1.035/1.052x (G2 stays eo: the Fq2
 # split product holds 2 blocks of 128 an SM there, eo 3).
-PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "split", "g2": "eo"}, "bls12381": {"g1": "split", "g2": "split"}}
+# Session 41 (perf/RESULTS.md; perf/s41a_h200.sh, two rounds over the same points and scalars, every result equal):
+# G1 "split_inline" against "split": BN254 2^16/2^20/2^24 0.955/0.942-0.949/0.931x (2^24 50.6 -> 47.1 ms; its 2^20
+# proof 28.5 -> 28.2 ms), taken; BLS12-381 0.983-0.993/1.125-1.134/1.126x (its 12-limb inlined accumulation is
+# 7376 instructions), so it keeps "split".
+PRODUCT_ABI_BY_CURVE = {"bn128": {"g1": "split_inline", "g2": "eo"}, "bls12381": {"g1": "split", "g2": "split"}}
 FALLBACK_ABI = {"g1": "mixed", "g2": "value"}
 PRODUCT_ABI: dict[str, str] | None = None  # one choice for every curve (tests, perf/msm.py --product)
 
