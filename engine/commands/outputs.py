@@ -8,10 +8,11 @@ device such as /dev/null may take several outputs (engine/file_writes.py writes 
 """
 from __future__ import annotations
 
+import errno
 import os
 from typing import Iterable
 
-from engine.errors import EngineError, InputFileError
+from engine.errors import EngineError, InputFileError, write_error
 from engine.file_writes import written_in_place
 from engine.paths import same_file
 
@@ -41,7 +42,7 @@ def _check_writable(path) -> None:
     """A file can be made at `path`: not a folder, in a folder that exists and that we may write in."""
     name = os.fspath(path)
     if os.path.isdir(name):
-        raise InputFileError(name, "is a directory, cannot write a file there")
+        raise write_error(name, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
     folder = os.path.dirname(os.path.realpath(name))
     if not os.path.isdir(folder):
         raise InputFileError(name, f"cannot write: the folder {folder} does not exist")

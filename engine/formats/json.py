@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
 from engine.algebra.curves import CURVES, Curve, curve_by_name
@@ -22,6 +21,7 @@ from engine.algebra.ec import g1_is_on_curve, g2_is_on_curve
 from engine.algebra.subgroup import subgroup_problem
 from engine.errors import CurveMismatchError, FormatError, file_error, write_error
 from engine.formats.json_text import (  # noqa: F401  (re-exported: the writers' public names)
+    DECIMAL,
     dumps,
     g1_to_json,
     g2_to_json,
@@ -32,8 +32,6 @@ from engine.formats.json_text import (  # noqa: F401  (re-exported: the writers'
     write_text,
 )
 from engine.groth16.proof import Proof, VerificationKey
-
-_DECIMAL = re.compile(r"[0-9]+")
 
 
 # ---------------------------------------------------------------- writing
@@ -108,7 +106,7 @@ class _Reader:
         return FormatError(self.path, problem)
 
     def dec(self, v: Any, where: str, bound: int | None = None, bound_name: str = "") -> int:
-        if not isinstance(v, str) or not _DECIMAL.fullmatch(v):
+        if not isinstance(v, str) or not DECIMAL.fullmatch(v):
             raise self.fail(f"{where}: expected a decimal string, got {_short(v)}")
         n = int(v)
         if bound is not None and n >= bound:
@@ -216,7 +214,7 @@ def _check_protocol(rd: _Reader, d: dict, what: str) -> None:
 
 def _guess_curve(rd: _Reader, pi_a: Any) -> Curve:
     """The curve on which pi_a lies (rapidsnark's proof.json names none)."""
-    decimal = lambda v: isinstance(v, str) and _DECIMAL.fullmatch(v)  # noqa: E731
+    decimal = lambda v: isinstance(v, str) and DECIMAL.fullmatch(v)  # noqa: E731
     if isinstance(pi_a, list) and len(pi_a) in (2, 3) and all(decimal(v) for v in pi_a):
         x, y = int(pi_a[0]), int(pi_a[1])
         z = int(pi_a[2]) if len(pi_a) == 3 else 1

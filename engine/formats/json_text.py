@@ -7,9 +7,12 @@ the verification key and every reader.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from engine.file_writes import write_file, write_files
+
+DECIMAL = re.compile(r"[0-9]+")  # a field element as snarkjs writes it in proof.json and public.json
 
 
 def dumps(obj: Any) -> str:

@@ -14,7 +14,6 @@ cached; a proof then costs three Miller loops and one final exponentiation
 from __future__ import annotations
 
 import os
-import re
 import secrets
 from collections import OrderedDict
 from threading import Lock
@@ -29,6 +28,7 @@ from engine.algebra.limbs import g1_from_mont, g2_from_mont
 from engine.algebra.msm import msm_g1
 from engine.algebra.subgroup import point_problem
 from engine.errors import FormatError
+from engine.formats.json_text import DECIMAL
 from engine.groth16.proof import Proof, VerificationKey
 
 _alphabeta: OrderedDict = OrderedDict()
@@ -164,9 +164,6 @@ def verify(vk: VerificationKey, public: Sequence[int], proof: Proof) -> bool:
     return f == pr.fq12_conj(curve, alphabeta(vk))  # · e(α1, β2) == 1
 
 
-_DECIMAL = re.compile(r"(0|[1-9][0-9]*)")
-
-
 def _given(vk, public, proof) -> tuple[VerificationKey, list, Proof]:
     paths = (str, os.PathLike)
     if isinstance(vk, paths) or isinstance(public, paths) or isinstance(proof, paths):
@@ -176,14 +173,17 @@ def _given(vk, public, proof) -> tuple[VerificationKey, list, Proof]:
         vk = read_vkey(vk) if isinstance(vk, paths) else vk
         public = read_public(public) if isinstance(public, paths) else public
         proof = read_proof(proof) if isinstance(proof, paths) else proof
-    sequence = hasattr(public, "__len__") and hasattr(public, "__iter__") and not isinstance(public, (bytes, dict))
-    for name, ok, what, reader, value in (("vk", isinstance(vk, VerificationKey), "a VerificationKey", "read_vkey", vk),
-                                          ("proof", isinstance(proof, Proof), "a Proof", "read_proof", proof),
-                                          ("public", sequence, "a list of the public signals", "read_public", public)):
-        if not ok:
-            raise TypeError(f"verify: {name} is {what} (engine.{reader}) or its file's path, "
-                            f"not a {type(value).__name__}")
-    return vk, [int(v) if isinstance(v, str) and _DECIMAL.fullmatch(v) else v for v in public], proof
+    if not isinstance(vk, VerificationKey):
+        raise _not_a("vk", "a VerificationKey", "read_vkey", vk)
+    if not isinstance(proof, Proof):
+        raise _not_a("proof", "a Proof", "read_proof", proof)
+    if isinstance(public, (bytes, dict)) or not (hasattr(public, "__len__") and hasattr(public, "__iter__")):
+        raise _not_a("public", "a list of the public signals", "read_public", public)
+    return vk, [int(v) if isinstance(v, str) and DECIMAL.fullmatch(v) else v for v in public], proof
+
+
+def _not_a(name: str, what: str, reader: str, value) -> TypeError:
+    return TypeError(f"verify: {name} is {what} (engine.{reader}) or its file's path, not a {type(value).__name__}")
 
 
 def verify_batch(vk: VerificationKey, items: Sequence[tuple[Sequence[int], Proof]]) -> bool:
