@@ -106,7 +106,7 @@ def test_a_damaged_file_in_the_cache_is_cleared_and_the_command_runs(tmp_path, w
 
     assert info().returncode == 0  # fills the cache
     (pyc,) = (tmp_path / "pycache").rglob(f"{Path(which).name}.cpython-*.pyc")
-    assert ROOT.name in str(pyc) and Path(which).parent.name in str(pyc.parent)
+    assert pyc.parent.name == (Path(which).parent.name or ROOT.name)  # the checkout's own module, not a namesake
     pyc.write_bytes(pyc.read_bytes()[:40])  # the header whole, the code cut short
     run = info()
     assert run.returncode == 0 and "wtns" in run.stdout, run.stderr[-2000:]
