@@ -305,6 +305,51 @@ def test_bad_requests_get_4xx_json_and_server_keeps_serving(server, tmp_path):
     server.stop()
 
 
+def test_unknown_or_repeated_query_parameters_and_odd_key_paths_are_4xx(server, tmp_path):
+    """A misspelt parameter (`priorty=high`) ran the job at normal priority without a word, where an unknown field of
+    a JSON body is refused; `wait=-0.5` was taken; a key path with a NUL answered 500 with a traceback in the log, a
+    device "no such file", an empty path "got str"."""
+    from engine.client import _json_request, _Request
+
+    wtns = Path(f"{SUDOKU}.wtns").read_bytes()
+    with server.client() as c:
+        key = c.load_key(f"{SUDOKU}.zkey")["id"]
+
+        def refused(status: int, code: str, request: _Request) -> str:
+            with pytest.raises(ServerError) as info:
+                c._call(request)
+            assert (info.value.status, info.value.code) == (status, code), str(info.value)
+            return info.value.message
+
+        for route in ("prove", "jobs"):
+            message = refused(400, "bad_request", _Request("POST", f"/v1/keys/{key}/{route}?priorty=high", wtns))
+            assert "priorty" in message and "priority, deadline, name" in message, message
+            message = refused(400, "bad_request", _Request("POST", f"/v1/keys/{key}/{route}?priority=high&priority=low",
+                                                           wtns))
+            assert "priority" in message and "more than once" in message, message
+        assert "wait" in refused(400, "bad_request", _Request("POST", f"/v1/keys/{key}/jobs?wait=5", wtns))
+        assert "takes none" in refused(400, "bad_request", _Request("GET", "/v1/stats?verbose=1"))
+        assert "takes none" in refused(400, "bad_request", _json_request("POST", "/v1/keys?force=1",
+                                                                         {"path": f"{SUDOKU}.zkey"}))
+        job = c.submit(key, f"{SUDOKU}.wtns")
+        assert "(it takes wait)" in refused(400, "bad_request", _Request("GET", f"/v1/jobs/{job['id']}?wiat=5"))
+        assert "at least 0" in refused(400, "bad_request", _Request("GET", f"/v1/jobs/{job['id']}?wait=-0.5"))
+        assert c.job(job["id"], wait=30)["state"] == "done"
+        assert c.healthz() == {"status": "ok"}
+        assert c._call(_Request("GET", "/healthz?probe=1")) == {"status": "ok"}  # a monitor's own parameters pass
+        # odd key paths
+        assert "NUL" in refused(400, "bad_request", _json_request("POST", "/v1/keys", {"path": "/tmp/a\0b.zkey"}))
+        assert "empty" in refused(400, "bad_request", _json_request("POST", "/v1/keys", {"path": ""}))
+        assert "not a regular file" in refused(422, "bad_input", _json_request("POST", "/v1/keys",
+                                                                              {"path": "/dev/null"}))
+        assert "not a regular file" in refused(422, "bad_input", _json_request(
+            "POST", "/v1/keys", {"path": f"{SUDOKU}.zkey", "wasm": "/dev/null", "name": "w"}))
+        assert c.prove(key, f"{SUDOKU}.wtns").proof["curve"] == "bn128"  # and it still serves
+        wait_at_rest(c)
+    assert "Traceback" not in server.log.read_text()
+    server.stop()
+
+
 def test_serve_start_errors_are_one_line():
     r = cli("serve", "--backend", "cpu", "--host", "0.0.0.0", "--port", "0")
     assert r.returncode == 2 and "--token-file" in r.stderr and "Traceback" not in r.stderr

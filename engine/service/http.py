@@ -36,7 +36,7 @@ _JSON_LIMIT = 16 << 20  # key and verify requests are small; input JSON for a pr
 
 
 def build_app(service: Service, tokens: list[str]) -> web.Application:
-    app = web.Application(middlewares=[_errors, _auth(tokens)], client_max_size=service.config.max_body)
+    app = web.Application(middlewares=[_errors, _auth(tokens), _query_names], client_max_size=service.config.max_body)
     app[SERVICE] = service
     app.add_routes([
         web.get("/healthz", healthz),
@@ -103,6 +103,33 @@ def _auth(tokens: list[str]):
     return auth
 
 
+# The query parameters a route takes (by handler name; docs/service.md): any other is refused, as an unknown field of a
+# JSON body is, since a misspelt `priorty=high` would otherwise run the job at normal priority without a word; a
+# parameter given twice is refused too (which one would count?).  The probes' routes take any (a monitor may add
+# its own, a cache-buster say): None.
+_PROVE_QUERY = ("priority", "deadline", "name")
+_QUERY_NAMES = {"prove": _PROVE_QUERY, "submit_job": _PROVE_QUERY, "get_job": ("wait",), "healthz": None,
+                "metrics": None}
+
+
+@web.middleware
+async def _query_names(request: web.Request, handler) -> web.StreamResponse:
+    info = request.match_info
+    if info.http_exception is None and request.query:
+        takes = _QUERY_NAMES.get(getattr(info.handler, "__name__", ""), ())
+        if takes is None:
+            return await handler(request)
+        route = f"{request.method} {info.route.resource.canonical if info.route.resource else request.path}"
+        unknown = sorted(set(request.query) - set(takes))
+        if unknown:
+            offer = f"it takes {', '.join(takes)}" if takes else "it takes none"
+            raise bad_request(f"unknown query parameter(s) {', '.join(unknown)} for {route} ({offer})")
+        twice = sorted(name for name in set(request.query) if len(request.query.getall(name)) > 1)
+        if twice:
+            raise bad_request(f"query parameter(s) {', '.join(twice)} given more than once")
+    return await handler(request)
+
+
 # ------------------------------------------------------------------ request parts
 
 def _check_length(request: web.Request, limit: int) -> None:
@@ -166,7 +193,8 @@ async def _read_json(request: web.Request, limit: int = _JSON_LIMIT) -> Any:
         raise bad_request("the request body is not valid JSON: nested too deeply") from None
 
 
-def _number(request: web.Request, name: str, low: float, high: float = math.inf) -> float | None:
+def _number(request: web.Request, name: str, low: float, high: float = math.inf, *,
+            low_included: bool = False) -> float | None:
     raw = request.query.get(name)
     if raw is None or raw == "":
         return None
@@ -174,8 +202,9 @@ def _number(request: web.Request, name: str, low: float, high: float = math.inf)
         value = float(raw)
     except ValueError:
         raise bad_request(f"{name}: {raw!r} is not a number") from None
-    if not (low < value <= high) or math.isnan(value):
-        raise bad_request(f"{name}: {raw} is out of range (more than {low:g}" +
+    above_low = low <= value if low_included else low < value
+    if not (above_low and value <= high) or math.isnan(value):
+        raise bad_request(f"{name}: {raw} is out of range ({'at least' if low_included else 'more than'} {low:g}" +
                           (f", at most {high:g})" if high != math.inf else ")"))
     return value
 
@@ -383,7 +412,7 @@ async def submit_job(request: web.Request) -> web.Response:
 
 async def get_job(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
-    wait = _number(request, "wait", -1.0, MAX_POLL_WAIT_S)
+    wait = _number(request, "wait", 0.0, MAX_POLL_WAIT_S, low_included=True)
     job = service.job(request.match_info["job"])
     if wait and not job.final:
         with anyio.move_on_after(wait):

@@ -147,12 +147,21 @@ def _stem(path: str) -> str:
 
 
 def _server_path(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str):
         raise bad_request(f"{what}: expected a path on the server (a string), got {type(value).__name__}")
+    if not value:
+        raise bad_request(f"{what}: the path is empty; give an absolute path on the server")
+    if "\0" in value:
+        raise bad_request(f"{what}: {value!r} has a NUL character, which no path on the server has")
     if not os.path.isabs(value):
         raise bad_request(f"{what}: {value!r} is relative; give an absolute path on the server")
     real = os.path.realpath(value)
     if not os.path.isfile(real):
-        what_is = "a directory" if os.path.isdir(real) else "no such file"
+        if os.path.isdir(real):
+            what_is = "a directory"
+        elif os.path.exists(real):  # a device, FIFO or socket: nothing a key or a circuit is read from
+            what_is = "not a regular file"
+        else:
+            what_is = "no such file"
         raise Problem(422, "bad_input", f"{value}: {what_is} on the server")
     return real
