@@ -6,7 +6,7 @@
 #   g2     BLS12-381 G2 at 2^20 over the builds (COMBOS_G2) and G2's reduction blocks
 #   window the window c around the planner's (G1 2^20/2^21/2^24, G2 2^20) for two builds each
 #   prove  perf/prove.py --log-constraints 20 --curves bls12381: the defaults, then each of PROVE_AS
-#          (ABI;BOUNDS pairs forced through msm.PRODUCT_ABI / msm.ACCUMULATE_BOUNDS) on the same key
+#          (ABI;BOUNDS pairs forced through msm_builds.PRODUCT_ABI / msm_builds.ACCUMULATE_BOUNDS) on the same key
 # Logs under $OUT (tar: $OUT/r.tgz); cwd = the tree's root, PYTHONPATH and GROTH16_KERNEL_CACHE set.
 #   OUT=/tmp/out STEPS="tests g1 g2 window prove" bash perf/b13bls_device.sh
 set -u
@@ -46,7 +46,7 @@ if has prove; then
     echo "prove as PRODUCT_ABI=$abi ACCUMULATE_BOUNDS=$bounds"
     timeout 60 python3 - "$abi" "$bounds" "$W" "$R/prove_$i.json" <<'PY' 2>&1 | tail -2
 import json, runpy, sys
-import engine.backends.gpu.msm as m
+import engine.backends.gpu.msm_builds as m
 m.PRODUCT_ABI = json.loads(sys.argv[1])
 m.ACCUMULATE_BOUNDS = json.loads(sys.argv[2]) or None
 w = sys.argv[3] + "/bls12381_2^20"

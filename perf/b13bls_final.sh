@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # b13bls's headline figures for the closing device call (about 45 s; both curves' kernels carried, the
 # environment of scripts/final_h200.sh: cwd = the repo root, PYTHONPATH and GROTH16_KERNEL_CACHE set):
-# BLS12-381's 2^20 proof with the defaults (msm.PRODUCT_ABI_BY_CURVE: G1 mixed_eo, G2 eo, the 12-limb
+# BLS12-381's 2^20 proof with the defaults (msm_builds.PRODUCT_ABI_BY_CURVE: G1 mixed_eo, G2 eo, the 12-limb
 # even/odd product), each proof checked by the device's pairing check (perf/prove.py raises on a failed
 # one); the same key with the previous builds forced (G1 mixed, G2 value: BEFORE=0 skips it) and with G1's
 # even/odd build by value bounded to 3 blocks (not yet run in a proof; its MSMs are 1-2% faster); and
@@ -15,10 +15,10 @@ mkdir -p "$out" "$W"
 timeout ${T_FINAL:-58} bash -c "
 python3 perf/prove.py --log-constraints 20 --curves bls12381 --backend gpu --repeats 5 --workdir $W \
   --json $out/b13bls_prove.json 2>&1 | tail -3
-forced() {  # a proof of the same key under msm.PRODUCT_ABI = \$1, msm.ACCUMULATE_BOUNDS = \$2, rows to \$3
+forced() {  # the same key's proof under msm_builds.PRODUCT_ABI = \$1, msm_builds.ACCUMULATE_BOUNDS = \$2, rows to \$3
   python3 - \"\$1\" \"\$2\" \"\$3\" <<'PY' 2>&1 | tail -1
 import json, runpy, sys
-import engine.backends.gpu.msm as m
+import engine.backends.gpu.msm_builds as m
 m.PRODUCT_ABI = json.loads(sys.argv[1])
 m.ACCUMULATE_BOUNDS = json.loads(sys.argv[2]) or None
 w = '$W/bls12381_2^20'

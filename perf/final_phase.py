@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # the proofs take the small path with the mid phase's products as scalar products (op 4 and the join of op 5),
-# so that the phases run again alone rewrite exactly what the proof wrote (footprint.products_beside)
+# so that the phases run again alone rewrite exactly what the proof wrote (proof_streams.products_beside)
 os.environ["GROTH16_PRODUCTS_BESIDE"] = "0"
 
 import engine.backends.gpu.epilogue as gepi  # noqa: E402

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # For the lead's closing call (at most 60 s, kernels of the merged tree already built): the MSM's
-# default builds (msm.PRODUCT_ABI: G1 "mixed", G2 "value"; G2's segments in blocks of 128) beside
+# default builds (msm_builds.PRODUCT_ABI: G1 "mixed", G2 "value"; G2's segments in blocks of 128) beside
 # the by-reference build main had ("ref") and the even/odd product's builds ("eo", "mixed_eo": not
 # yet measured in the MSM), every combination over the same data with its result compared
 # ("result": same / DIFFERS), at 2^16, 2^20 and 2^24, G1 on both curves and BN254 G2.

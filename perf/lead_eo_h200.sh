@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The lead's check of the per-curve MSM product builds (msm.PRODUCT_ABI_BY_CURVE) in whole proofs, one call
+# The lead's check of the per-curve MSM product builds (msm_builds.PRODUCT_ABI_BY_CURVE) in whole proofs, one call
 # with kernels carried (.kcache): the MSM's engine-level GPU tests, then warm proofs (each checked by the
 # device's own pairing check; perf/prove.py raises on a failed one) at BN254 2^13..2^22 and BLS12-381 2^20
 # with the defaults, and BN254 2^16/2^20 with the previous builds forced (G1 mixed, G2 value) beside them.
@@ -17,7 +17,7 @@ timeout 60 python3 perf/prove.py --log-constraints 20 --curves bls12381 --backen
   --workdir "$W" --json "$R/bls.json" 2>&1 | tail -4
 timeout 60 python3 -c "
 import runpy, sys
-import engine.backends.gpu.msm as m
+import engine.backends.gpu.msm_builds as m
 m.PRODUCT_ABI = {'g1': 'mixed', 'g2': 'value'}
 sys.argv = ['perf/prove.py', '--log-constraints', '16,20', '--curves', 'bn128', '--backend', 'gpu', '--repeats', '5',
             '--workdir', '$W', '--json', '$R/bn_old.json']

@@ -28,12 +28,12 @@ planner's (`base`: the plan made without the curve's planner terms, msm_costs.DE
 what every curve took before them); `--fix 16:16:4,8:256:4` sweeps the fix-up's classes (msm.FIX_SERIAL,
 FIX_WARP_MAX, FIX_PER_LANE) and `--min-segment 4,8` the reduction's shortest segment.
 `--product ref,value,mixed` times the XYZZ pass's builds of the base field's product
-(msm.PRODUCT_ABI: operands through the stack frame, in registers, or the accumulation by
+(msm_builds.PRODUCT_ABI: operands through the stack frame, in registers, or the accumulation by
 reference and the rest by value; eo, mixed_eo: the same with the even/odd product) and `--sort direct,binned` the bucket sort's placement
 (msm.SORT), each combination over the same data, its result compared with the first's
 (column `result`); `--combos ref:direct,mixed:binned` lists ABI:SORT pairs instead of the
 cross product ("default": the module's own, per group; ABI:SORT:B also bounds the accumulation's
-registers to B blocks of 128 an SM, msm.ACCUMULATE_BOUNDS: BLS12-381's build only, column
+registers to B blocks of 128 an SM, msm_builds.ACCUMULATE_BOUNDS: BLS12-381's build only, column
 `kernel`; B = 0 the unbounded kernel; `--g2-curves bls12381` times that curve's G2).  Rows carry `abi`, `sort`, `T` (entries
 an accumulating thread), `resident` (accumulation blocks an SM holds, the driver's occupancy)
 and `x first` (time over the first combination's).  `--reduce-threads 128,256` sweeps
@@ -53,6 +53,7 @@ from gpu_common import (Device, Event, imads_per_mul, measure_rates, random_poin
 
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import msm_builds
 from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import GpuBackend
 
@@ -185,16 +186,16 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
     ops = products * (3 if g2 else 1) * imads_per_mul(limbs)
     nbytes = plan.max_entries * (4 + pts_host.nbytes // n) + batch * n * 32
     floor_ms = max(ops / rates["imad"], nbytes / rates["bw"]) * 1000
-    own_abi, own_sort, own_bounds = gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS
+    own_abi, own_sort, own_bounds = msm_builds.PRODUCT_ABI, gsort.SORT, msm_builds.ACCUMULATE_BOUNDS
     rows, first = [], None
     for abi, sort_kind, *bound in kernels or [(None, None)]:
-        gmsm.PRODUCT_ABI = own_abi if not abi else {g: abi for g in ("g1", "g2")}  # else the curve's default
+        msm_builds.PRODUCT_ABI = own_abi if not abi else {g: abi for g in ("g1", "g2")}  # else the curve's default
         gsort.SORT = sort_kind or own_sort
-        # a third field: the accumulation's register bound (msm.ACCUMULATE_BOUNDS), "0" for none
-        gmsm.ACCUMULATE_BOUNDS = own_bounds if not bound or bound[0] is None else (
+        # a third field: the accumulation's register bound (msm_builds.ACCUMULATE_BOUNDS), "0" for none
+        msm_builds.ACCUMULATE_BOUNDS = own_bounds if not bound or bound[0] is None else (
             {} if int(bound[0]) == 0 else {g: int(bound[0]) for g in ("g1", "g2")})
         try:
-            gmsm.xyzz_kernel("accumulate", group, curve.name)
+            msm_builds.xyzz_kernel("accumulate", group, curve.name)
         except ValueError as exc:  # a bound this group's build lacks: skipped, the sweep goes on
             print(f"{curve.name} {group} 2^{log_n}: {exc}", flush=True)
             continue
@@ -209,7 +210,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
         if check != "same":
             print(f"{curve.name} {group} 2^{log_n}: product {abi}, sort {sort_kind}: the result "
                   "differs from the first combination's", flush=True)
-        kernel = gmsm.xyzz_kernel("accumulate", group, curve.name)
+        kernel = msm_builds.xyzz_kernel("accumulate", group, curve.name)
         extra = {}
         if phases is not None:
             split = breakdown(stream, run, repeats)
@@ -237,13 +238,13 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             "ratio": round(ms / floor_ms, 2), "launches": counted.count,
             "depth": gmsm.critical_depth(plan, dev.sm_count),
             "fix": f"{gmsm.FIX_SERIAL}:{gmsm.FIX_WARP_MAX}:{gmsm.FIX_PER_LANE}", "L": layout.seg_len,
-            "RT": gmsm.REDUCE_THREADS[group], "abi": gmsm.product_abi(group, curve.name), "T": layout.chunk,
+            "RT": gmsm.REDUCE_THREADS[group], "abi": msm_builds.product_abi(group, curve.name), "T": layout.chunk,
             "kernel": kernel.removeprefix("msm_accumulate_"),
             "sort": "binned" if gsort.binned_sort(plan) else "direct",
             "resident": mod.resident_blocks(kernel, gmsm.ACCUMULATE_THREADS), "x first": round(ms / first[1], 3),
             "result": check,
             **extra})
-    gmsm.PRODUCT_ABI, gsort.SORT, gmsm.ACCUMULATE_BOUNDS = own_abi, own_sort, own_bounds
+    msm_builds.PRODUCT_ABI, gsort.SORT, msm_builds.ACCUMULATE_BOUNDS = own_abi, own_sort, own_bounds
     sort.free(stream)
     bs.free(stream)
     for b in (pts, sc, res):
@@ -291,7 +292,7 @@ def main() -> None:
                     help="comma list of window bits to time beside the planner's (base: the curve-blind plan)")
     ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
     ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
-    ap.add_argument("--product", default="", help="comma list of value, ref (msm.PRODUCT_ABI, both groups)")
+    ap.add_argument("--product", default="", help="comma list of value, ref (msm_builds.PRODUCT_ABI, both groups)")
     ap.add_argument("--reduce-threads", default="", help="comma list of msm_reduce_segments block sizes")
     ap.add_argument("--combos", default="", help="comma list of ABI:SORT[:BOUND], e.g. ref:direct,eo:direct:3")
     ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")

@@ -2,7 +2,7 @@
 # The lead's closing figures of session 27 (a FINALS entry of scripts/final_h200.sh, after its "prove" step made
 # the bench keys under ${W:-/tmp/fin}/pp): the host's cost of a launch before and after the packed arguments
 # (perf/launch_overhead.py); a 2^13-constraint proof (domain 2^14) with the mid phase's products as MSMs beside
-# (footprint.products_beside, the default for a proof alone in flight) and without (GROTH16_PRODUCTS_BESIDE=0),
+# (proof_streams.products_beside, the default for a proof alone in flight) and without (GROTH16_PRODUCTS_BESIDE=0),
 # alternating, twice (perf/prove.py --files, medians of 9); its time line; throughput at that domain (perf/sweep.py,
 # 480 proofs, 32 in flight, 1 slot) with the default (products only for a proof alone) and with them never.
 set -u

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 27's first measuring call (checkout root, carry [".whl", ".kcache"] built by scripts/carry_kernels.py):
-# the GPU tests of what the products beside touch (footprint.products_beside: s·A and r·B1 as MSMs of s·w over
+# the GPU tests of what the products beside touch (proof_streams.products_beside: s·A and r·B1 as MSMs of s·w over
 # A and r·w over B1 beside the others, the front and H on a stream of their own), then the small proofs with the
 # products beside and without (GROTH16_PRODUCTS_BESIDE=1 / 0), same keys, alternating, twice (perf/prove.py
 # --files, medians of 9, BN254 2^13 and 2^16 constraints), and the 2^13 proof on one time line with them.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 27's last measuring call (checkout root, carry [".whl", ".kcache"]): a proof counts as alone for the
-# products beside when no other proof of its backend is staged or in flight (footprint.products_now,
+# products beside when no other proof of its backend is staged or in flight (proof_streams.products_now,
 # waiting.Flight.idle; the closing call's default counted in-flight proofs only, and its sweep made 499 proofs/s
 # against 673 without the products).  Throughput at the 2^14 domain (perf/sweep.py, 480
 # proofs, 32 in flight, 1 and 2 slots) with the default and without the products; a lone proof, both ways; first the

@@ -1,5 +1,5 @@
 """A key's fold tables (msm.precompute: c doublings a table a point, one inversion per 16 tables),
-built by each build of the base field's product (msm.TABLE_ABI: the plain build, msm_precompute_<G>, the
+built by each build of the base field's product (msm_builds.TABLE_ABI: the plain build, msm_precompute_<G>, the
 even/odd one, _<G>e, and the split one, _<G>s), both curves, G1 and
 G2: CUDA events, medians, and each build's tables compared byte for byte with the first's.
 
@@ -15,6 +15,7 @@ from gpu_common import Device, random_points, time_ms
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import GpuBackend
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import msm_builds
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
             bases = dev.alloc(plan.fold * host.nbytes, stream)
             first = None
             for build in args.builds.split(","):
-                gmsm.TABLE_ABI = build
+                msm_builds.TABLE_ABI = build
 
                 def run():
                     Device.upload(bases, host, stream)
@@ -51,7 +52,7 @@ def main() -> None:
                 first = out if first is None else first
                 rows.append(f"{curve.name} | {group} | 2^{args.log_n} | c {plan.c} fold {plan.fold} | {build} | "
                             f"{ms:.2f} ms | {same}")
-            gmsm.TABLE_ABI = None
+            msm_builds.TABLE_ABI = None
             Device.free(bases, stream)
     print("curve | group | n | plan | build | tables ms (events, less the upload) | tables against the first build")
     for r in rows:

@@ -407,7 +407,7 @@ def test_a_load_loads_its_kernels_before_it_queues_the_tables(monkeypatch):
     launches = [i for i, (what, name) in enumerate(events) if what == "launch" and name.startswith("msm_precompute")]
     loads = {name: i for i, (what, name) in enumerate(events) if what == "load"}
     assert launches, "the key built no tables"
-    tables = {events[i][1] for i in launches}  # the curve's table builds (msm.precompute_kernel)
+    tables = {events[i][1] for i in launches}  # the curve's table builds (msm_builds.precompute_kernel)
     assert {name[:len("msm_precompute_g1")] for name in tables} == {"msm_precompute_g1", "msm_precompute_g2"}
     for name in (*sorted(tables), *device_csr.KERNELS):
         assert name in loads and loads[name] < launches[0], name

@@ -103,9 +103,9 @@ def test_corrupted_msm_result_on_device_gives_verification_error(backend, loaded
 
 @pytest.mark.parametrize("pi_b,products", [("1", "1"), ("0", "1"), ("1", "0"), ("0", "0")])
 def test_small_proofs_with_pi_b_beside_or_not_verify_and_catch_a_fault(backend, loaded, pi_b, products, monkeypatch):
-    """The tiny keys' proofs take the small path (footprint.b2_beside); with pi_b made on B2's stream after B2
+    """The tiny keys' proofs take the small path (proof_streams.b2_beside); with pi_b made on B2's stream after B2
     (the default) and in the final phase (GROTH16_PI_B_BESIDE=0), and with the mid phase's products as MSMs
-    beside (footprint.products_beside, the default for these domains) or as scalar products of the sums
+    beside (proof_streams.products_beside, the default for these domains) or as scalar products of the sums
     (GROTH16_PRODUCTS_BESIDE=0), they make proofs the CPU accepts, and a corrupted MSM sum of any of the five
     (with the products beside, B1's slot holds r B1) or of s A in the scratch is caught by the device check."""
     from cuda_kernels.driver import Device

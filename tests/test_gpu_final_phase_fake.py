@@ -1,5 +1,5 @@
 """A small proof's final phase on the fake driver (tests/fake_cuda.py): where its parts run and in which
-order (tests/stream_order.py), with pi_b made beside after B2 (footprint.pi_b_beside, the default) and in
+order (tests/stream_order.py), with pi_b made beside after B2 (proof_streams.pi_b_beside, the default) and in
 the final phase; the switch's default, as measured (perf/RESULTS.md, "Session 26")."""
 from __future__ import annotations
 
@@ -49,9 +49,9 @@ def test_a_small_proofs_pi_b_goes_beside_and_the_final_phase_after_everything(pi
 
 
 def test_pi_b_goes_beside_unless_switched_off(monkeypatch):
-    from engine.backends.gpu import footprint  # noqa: PLC0415
+    from engine.backends.gpu import proof_streams  # noqa: PLC0415
 
     monkeypatch.delenv("GROTH16_PI_B_BESIDE", raising=False)
-    assert footprint.pi_b_beside()
+    assert proof_streams.pi_b_beside()
     monkeypatch.setenv("GROTH16_PI_B_BESIDE", "0")
-    assert not footprint.pi_b_beside()
+    assert not proof_streams.pi_b_beside()

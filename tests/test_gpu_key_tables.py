@@ -82,12 +82,12 @@ def _proof_sorts(plan_w, plan_h, domain: int | None = None, granted: bool = Fals
     """The sorts one proof runs, in order: H's then the witness's; a small full-fold proof, or a larger one
     whose footprint was `granted` B2's own stream (its B2 MSM beside the rest, on a sort of its own:
     launch._launch_small) sorts the witness twice, then H; with the products beside (a key of `domain`,
-    footprint.products_beside: launch._launch_products) B2's, H's, r w's, s w's, then the witness's for A and C."""
-    from engine.backends.gpu import footprint
+    proof_streams.products_beside: launch._launch_products) B2's, H's, r w's, s w's, then the witness's for A and C."""
+    from engine.backends.gpu import proof_streams
 
-    if not footprint.b2_beside(plan_w, granted):
+    if not proof_streams.b2_beside(plan_w, granted):
         return [plan_h, plan_w]
-    if domain is not None and footprint.products_beside(plan_w, domain):
+    if domain is not None and proof_streams.products_beside(plan_w, domain):
         return [plan_w, plan_h, plan_w, plan_w, plan_w]
     return [plan_w, plan_w, plan_h]
 

@@ -88,9 +88,9 @@ def test_affine_cancellation_and_doubling(backend, curve):
 def test_affine_rounds_over_inlined_products_match_cpu(backend, curve, monkeypatch):
     """The batch-affine rounds over G1's inlined split products (msm_affine_*_g1i, product ABI "split_inline"):
     random scalars with infinity and a repeated point, n = 1 and r - 1, doublings and cancellations."""
-    from engine.backends.gpu import msm as gmsm
+    from engine.backends.gpu import msm_builds
 
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split_inline", "g2": "split_inline"})
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "split_inline", "g2": "split_inline"})
     rng = random.Random(40)
     pts = points(curve, 5001, rng)
     pts[5], pts[6] = None, pts[7]
@@ -333,15 +333,16 @@ def _abi_case(curve):
 
 @pytest.mark.parametrize("abi", ["ref", "value", "mixed", "eo", "mixed_eo", "split", "split_inline"])
 def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
-    """Each build of the XYZZ pass's base-field product (msm.PRODUCT_ABI), G1 and G2 (with both
+    """Each build of the XYZZ pass's base-field product (msm_builds.PRODUCT_ABI), G1 and G2 (with both
     groups' segments in blocks of 128 and of 256), the full fold and fold 1, three MSMs of one sorted
     vector in one launch set, n not a power of two, infinity, a repeated point, P and -P, zero,
     one, r-1."""
     from cuda_kernels.driver import Device
     from engine.backends.gpu import msm as gmsm
+    from engine.backends.gpu import msm_builds
     from engine.backends.gpu.points import decode_xyzz_g1
 
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": abi, "g2": abi})
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": abi, "g2": abi})
     pts, scalars, expect, q, sq, expect_g2 = _abi_case(curve)
     n, bits = len(pts), curve.r.bit_length()
     for c, fold in ((5, "full"), (9, 1), (13, "full")):
@@ -387,11 +388,11 @@ def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
 @pytest.mark.parametrize("abi,bounds", [("eo", {"g1": 3, "g2": 3}), ("mixed_eo", {"g1": 5, "g2": 3}),
                                          ("mixed", {"g1": 5})], ids=["eo-b3", "mixed_eo-b5-b3", "mixed-b5"])
 def test_bls12381_bounded_accumulations_match_cpu(backend, abi, bounds, monkeypatch):
-    """BLS12-381's register-bounded accumulations (msm.ACCUMULATE_BOUNDS) and G2's by-reference
+    """BLS12-381's register-bounded accumulations (msm_builds.ACCUMULATE_BOUNDS) and G2's by-reference
     even/odd one (mixed_eo), on test_product_builds_match_cpu's cases."""
-    from engine.backends.gpu import msm as gmsm
+    from engine.backends.gpu import msm_builds
 
-    monkeypatch.setattr(gmsm, "ACCUMULATE_BOUNDS", bounds)
+    monkeypatch.setattr(msm_builds, "ACCUMULATE_BOUNDS", bounds)
     test_product_builds_match_cpu(backend, BLS12_381, abi, monkeypatch)
 
 
@@ -458,12 +459,13 @@ def test_bls12381_curve_plans_match_cpu(backend, log_n):
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_fold_table_builds_agree_with_each_other_and_the_cpu(backend, curve, group, monkeypatch):
-    """The key's fold tables (msm.precompute) built by each table build (msm.TABLE_ABI: the plain
+    """The key's fold tables (msm.precompute) built by each table build (msm_builds.TABLE_ABI: the plain
     product, the even/odd one, the split one) byte for byte the same, and table t holding
     2^(c t) P as the CPU computes it: 300 points with infinity, a repeated point and P, -P,
     c = 9 and a full fold (29 tables on BN254)."""
     from cuda_kernels.driver import Device
     from engine.backends.gpu import msm as gmsm
+    from engine.backends.gpu import msm_builds
 
     g2 = group == "g2"
     rng = random.Random(77)
@@ -480,8 +482,8 @@ def test_fold_table_builds_agree_with_each_other_and_the_cpu(backend, curve, gro
     bases = dev.alloc(plan.fold * host.nbytes, stream)
     built = {}
     try:
-        for abi in gmsm.TABLE_ABIS:
-            monkeypatch.setattr(gmsm, "TABLE_ABI", abi)
+        for abi in msm_builds.TABLE_ABIS:
+            monkeypatch.setattr(msm_builds, "TABLE_ABI", abi)
             Device.upload(bases, host, stream)
             gmsm.precompute(mod, group, plan, bases, stream)
             out = np.empty(plan.fold * host.nbytes, dtype=np.uint8)

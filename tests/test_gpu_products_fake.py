@@ -1,4 +1,4 @@
-"""A small proof with the mid phase's products beside (footprint.products_beside) on the fake driver
+"""A small proof with the mid phase's products beside (proof_streams.products_beside) on the fake driver
 (tests/fake_cuda.py): s·A and r·B1 as MSMs of s·w over A and r·w over B1, each on a stream of its own from the
 upload on, the front and H on a fifth; which launches wait for which (tests/stream_order.py), where the sums
 land, what the B1 sum reads back as, and the paths that keep the products as scalar products."""
@@ -172,25 +172,25 @@ def test_a_b1_slot_holding_r_b1_reads_back_as_the_b1_sum(curve):
 
 
 def test_the_products_go_beside_up_to_their_domain_and_can_be_forced(monkeypatch):
-    from engine.backends.gpu import footprint  # noqa: PLC0415
+    from engine.backends.gpu import proof_streams  # noqa: PLC0415
     from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
 
     small = gmsm.plan_msm(1 << 13, 254)
-    assert footprint.b2_beside(small)
+    assert proof_streams.b2_beside(small)
     monkeypatch.delenv("GROTH16_PRODUCTS_BESIDE", raising=False)
-    assert footprint.products_beside(small, footprint.PRODUCTS_MAX_DOMAIN)
-    assert not footprint.products_beside(small, 2 * footprint.PRODUCTS_MAX_DOMAIN)
+    assert proof_streams.products_beside(small, proof_streams.PRODUCTS_MAX_DOMAIN)
+    assert not proof_streams.products_beside(small, 2 * proof_streams.PRODUCTS_MAX_DOMAIN)
     monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", "0")
-    assert not footprint.products_beside(small, 1 << 14)
+    assert not proof_streams.products_beside(small, 1 << 14)
     monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", "1")
-    assert footprint.products_beside(small, 1 << 20)
+    assert proof_streams.products_beside(small, 1 << 20)
     monkeypatch.setenv("GROTH16_B2_BESIDE", "0")  # not a small path: never
-    assert not footprint.products_beside(small, 1 << 14)
+    assert not proof_streams.products_beside(small, 1 << 14)
 
 
 @pytest.mark.parametrize("forced", [None, "1"])
 def test_a_proof_beside_others_staged_or_in_flight_keeps_the_scalar_products_unless_forced(forced, monkeypatch):
-    """The products beside run for a proof alone on its backend (footprint.products_now: no other proof staged or
+    """The products beside run for a proof alone on its backend (proof_streams.products_now: no other proof staged or
     in flight, waiting.Flight.idle): beside others the device is busy already and their MSMs and launches cost
     throughput; GROTH16_PRODUCTS_BESIDE=1 runs them always."""
     if forced is None:

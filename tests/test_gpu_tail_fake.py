@@ -61,7 +61,7 @@ def tail_launches(monkeypatch):
 
     counts = _Counts(early=0, mid=0, final=0)
     # a small proof's mid phase is two launches, its products then its join: counted once, as mid; with the
-    # products beside (footprint.products_beside) only its join (op 6) runs, counted as mid
+    # products beside (proof_streams.products_beside) only its join (op 6) runs, counted as mid
     for name, phase in (("early", "early"), ("mid", "mid"), ("mid_products", "mid"), ("join", "mid"),
                         ("final", "final")):
         real = getattr(gepi, f"launch_{name}")
@@ -90,7 +90,7 @@ class _Counts(dict):
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 def test_the_footprint_counts_the_allocations_on_a_fake_driver(curve, options):
     from engine.backends.gpu import epilogue as gepi  # noqa: PLC0415
-    from engine.backends.gpu import footprint, pipeline  # noqa: PLC0415
+    from engine.backends.gpu import footprint, pipeline, proof_streams  # noqa: PLC0415
 
     zkey, witness = _tiny(curve)
     with fake_driver() as fake:
@@ -106,11 +106,11 @@ def test_the_footprint_counts_the_allocations_on_a_fake_driver(curve, options):
         staged = backend.stage(key, witness)
         taken = sum(fake.live_device.values()) - before
         st = staged.state
-        rounding = footprint.alloc_slack(footprint.PRODUCT_SCRATCH_COPIES if st.products is not None else 0)
+        rounding = footprint.alloc_slack(proof_streams.PRODUCT_SCRATCH_COPIES if st.products is not None else 0)
         assert fp.working_set_bytes - rounding <= taken <= fp.working_set_bytes
         # the products beside (the tiny keys' small plans, by default) carve s w, r w and three more scratch copies
         assert (st.products is not None) == (tail_expected := key.epilogue is not None and
-                                              footprint.products_beside(key.plan_w, key.domain))
+                                              proof_streams.products_beside(key.plan_w, key.domain))
         if tail_expected:  # one reserved region, carved when the products run (proof_state.ProductsRegion)
             region = st.products.buffer
             carved = st.products.scratch()
@@ -365,16 +365,16 @@ def test_a_resident_core_copies_with_dataclasses_replace(curve):
 def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, front, monkeypatch):
     """A small plan's B2 (G2) MSM goes on the slot's second side stream, on a sort and buckets of its
     own (counted in the working set), queued before the front; the final phase's stream waits for it.
-    The front goes on the tail's side stream (footprint.front_beside; GROTH16_FRONT_BESIDE=0: on the
-    compute stream between the G1 MSMs and H).  Without footprint.b2_beside B2 stays on the compute
+    The front goes on the tail's side stream (proof_streams.front_beside; GROTH16_FRONT_BESIDE=0: on the
+    compute stream between the G1 MSMs and H).  Without proof_streams.b2_beside B2 stays on the compute
     stream after the G1 MSMs, on the shared scratch, and the front before them."""
     import inspect
 
-    from engine.backends.gpu import footprint, launch  # noqa: PLC0415
+    from engine.backends.gpu import launch, proof_streams  # noqa: PLC0415
     from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
 
     if not beside:
-        monkeypatch.setattr(footprint, "b2_beside", lambda plan_w, granted=False: False)
+        monkeypatch.setattr(proof_streams, "b2_beside", lambda plan_w, granted=False: False)
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1" if front else "0")  # (the tiny key's domain is below the bound)
     monkeypatch.setenv("GROTH16_PRODUCTS_BESIDE", "0")  # the mid phase's products (test_products_beside_*: with)
     order = []
@@ -401,7 +401,7 @@ def test_a_small_proofs_b2_msm_runs_beside_the_rest_on_its_own_scratch(beside, f
     with fake_driver() as fake:
         backend = _backend()
         key = backend.load_key(zkey)
-        assert footprint.b2_beside(key.plan_w) == beside
+        assert proof_streams.b2_beside(key.plan_w) == beside
         staged = backend.stage(key, witness)
         st = staged.state
         assert (st.b2_scratch is not None) == beside
@@ -542,26 +542,27 @@ def test_a_small_proofs_streams_order_the_front_before_h_and_the_final_after_eve
 
 
 def test_the_front_goes_beside_from_its_measured_domain_and_can_be_forced(monkeypatch):
-    from engine.backends.gpu import footprint  # noqa: PLC0415
+    from engine.backends.gpu import proof_streams  # noqa: PLC0415
 
     monkeypatch.delenv("GROTH16_FRONT_BESIDE", raising=False)
-    bound = footprint.FRONT_BESIDE_MIN_DOMAIN
+    bound = proof_streams.FRONT_BESIDE_MIN_DOMAIN
     assert 1 << 14 < bound <= 1 << 17  # between the domains measured: no gain at 2^14, a gain at 2^17
-    assert footprint.front_beside(bound) and footprint.front_beside(1 << 17) and not footprint.front_beside(bound // 2)
+    assert proof_streams.front_beside(bound) and proof_streams.front_beside(1 << 17)
+    assert not proof_streams.front_beside(bound // 2)
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "0")
-    assert not footprint.front_beside(1 << 20)
+    assert not proof_streams.front_beside(1 << 20)
     monkeypatch.setenv("GROTH16_FRONT_BESIDE", "1")
-    assert footprint.front_beside(1 << 10)
+    assert proof_streams.front_beside(1 << 10)
 
 
 def test_b2_beside_can_be_switched_off_for_experiments(monkeypatch):
-    from engine.backends.gpu import footprint  # noqa: PLC0415
+    from engine.backends.gpu import proof_streams  # noqa: PLC0415
     from engine.backends.gpu import msm as gmsm  # noqa: PLC0415
 
     small = gmsm.plan_msm(1000, 254)
-    assert gmsm.fused_sets(small) > 1 and footprint.b2_beside(small)
+    assert gmsm.fused_sets(small) > 1 and proof_streams.b2_beside(small)
     monkeypatch.setenv("GROTH16_B2_BESIDE", "0")
-    assert not footprint.b2_beside(small)
+    assert not proof_streams.b2_beside(small)
 
 
 def test_a_key_granted_the_binned_sort_bins_h_and_the_witness_as_told(monkeypatch):

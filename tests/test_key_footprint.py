@@ -19,6 +19,7 @@ from conftest import FIXTURES, REPO
 from engine.algebra.curves import BLS12_381, BN254
 from engine.api import Engine
 from engine.backends.gpu import footprint as fpm
+from engine.backends.gpu import proof_streams
 from engine.backends.gpu.footprint import KeyShape, plan_key
 from engine.config import EngineConfig
 from engine.errors import BudgetError
@@ -247,7 +248,7 @@ def test_the_binned_sort_is_granted_only_where_it_costs_no_fold(curve, monkeypat
 
 @pytest.mark.parametrize("curve", [BN254, BLS12_381], ids=lambda c: c.name)
 def test_a_large_plans_b2_stream_is_granted_only_where_its_scratch_costs_nothing(curve):
-    """Larger plans get B2 on a stream of its own with a second sort and bucket scratch (footprint.b2_beside:
+    """Larger plans get B2 on a stream of its own with a second sort and bucket scratch (proof_streams.b2_beside:
     a lone proof measured faster) where that scratch fits beside the proofs in flight with the same tier,
     fold, bins and proofs; small plans run that path anyway, the host tier never."""
     shape = bench_shape(curve, 22)
@@ -257,7 +258,7 @@ def test_a_large_plans_b2_stream_is_granted_only_where_its_scratch_costs_nothing
                                       fpm.DEFAULT_SM_COUNT, early=early, bins=whole.sort_bins, b2_stream=b2)
                 for b2 in (False, True))
     assert whole.b2_stream and whole.working_set_bytes == two > one and total(whole) <= 139 * GiB
-    assert fpm.b2_beside(whole.plan_w, whole.b2_stream) and not fpm.b2_beside(whole.plan_w)
+    assert proof_streams.b2_beside(whole.plan_w, whole.b2_stream) and not proof_streams.b2_beside(whole.plan_w)
     assert whole.as_dict()["b2_stream"] and "B2 on its own stream" in whole.describe()
     tight = whole.device_bytes + whole.proofs_in_flight * one + (two - one) // 2
     fp = plan_key(shape, tight, proofs=2)
@@ -265,7 +266,7 @@ def test_a_large_plans_b2_stream_is_granted_only_where_its_scratch_costs_nothing
     assert (fp.tier, fp.fold, fp.proofs_in_flight, fp.sort_bins, fp.working_set_bytes) == (
         "resident", whole.fold, 2, whole.sort_bins, one)
     small = plan_key(bench_shape(curve, 14), 139 * GiB, proofs=2)
-    assert not small.b2_stream and fpm.b2_beside(small.plan_w)  # the small path by its plan, counted already
+    assert not small.b2_stream and proof_streams.b2_beside(small.plan_w)  # the small path by its plan, counted already
     assert not plan_key(bench_shape(curve, 24), 16 * GiB, proofs=2).b2_stream  # the host tier
 
 

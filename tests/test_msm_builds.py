@@ -1,4 +1,4 @@
-"""CPU checks of the MSM's kernel picks (engine/backends/gpu/msm.py): the builds of the base field's
+"""CPU checks of the MSM's kernel picks (engine/backends/gpu/msm_builds.py, msm.py): the builds of the base field's
 product each group's XYZZ pass uses, the reduction's block size a group and the scratch sized for
 both, and the sort's choice of placement and its scratch."""
 from __future__ import annotations
@@ -6,27 +6,28 @@ from __future__ import annotations
 import pytest
 
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import msm_builds
 from engine.backends.gpu import msm_sort as gsort
 
 
 def test_kernel_names_of_the_product_builds(monkeypatch):
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "mixed", "g2": "value"})
-    assert [gmsm.xyzz_kernel(k, "g1") for k in ("accumulate", "accumulate_sets", "fix", "reduce_segments")] == [
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "mixed", "g2": "value"})
+    assert [msm_builds.xyzz_kernel(k, "g1") for k in ("accumulate", "accumulate_sets", "fix", "reduce_segments")] == [
         "msm_accumulate_g1", "msm_accumulate_sets_g1", "msm_fix_g1v", "msm_reduce_segments_g1v"]
-    assert [gmsm.xyzz_kernel(k, "g2") for k in ("accumulate", "tree_sum", "combine")] == [
+    assert [msm_builds.xyzz_kernel(k, "g2") for k in ("accumulate", "tree_sum", "combine")] == [
         "msm_accumulate_g2v", "msm_tree_sum_g2v", "msm_combine_g2v"]
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "ref", "g2": "mixed"})
-    assert (gmsm.xyzz_kernel("fix_heavy", "g1"), gmsm.xyzz_kernel("accumulate", "g2"),
-            gmsm.xyzz_kernel("fix", "g2")) == ("msm_fix_heavy_g1", "msm_accumulate_g2", "msm_fix_g2v")
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "mixed_eo", "g2": "mixed_eo"})
-    assert [gmsm.xyzz_kernel(k, g) for g in ("g1", "g2") for k in ("accumulate_sets", "fix")] == [
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "ref", "g2": "mixed"})
+    assert (msm_builds.xyzz_kernel("fix_heavy", "g1"), msm_builds.xyzz_kernel("accumulate", "g2"),
+            msm_builds.xyzz_kernel("fix", "g2")) == ("msm_fix_heavy_g1", "msm_accumulate_g2", "msm_fix_g2v")
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "mixed_eo", "g2": "mixed_eo"})
+    assert [msm_builds.xyzz_kernel(k, g) for g in ("g1", "g2") for k in ("accumulate_sets", "fix")] == [
         "msm_accumulate_sets_g1r", "msm_fix_g1e", "msm_accumulate_sets_g2e", "msm_fix_g2e"]
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
-    assert (gmsm.xyzz_kernel("accumulate", "g1"), gmsm.xyzz_kernel("combine", "g2")) == (
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
+    assert (msm_builds.xyzz_kernel("accumulate", "g1"), msm_builds.xyzz_kernel("combine", "g2")) == (
         "msm_accumulate_g1e", "msm_combine_g2e")
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "stack", "g2": "ref"})
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "stack", "g2": "ref"})
     with pytest.raises(ValueError, match="'stack' for g1"):
-        gmsm.xyzz_kernel("accumulate", "g1")
+        msm_builds.xyzz_kernel("accumulate", "g1")
 
 
 @pytest.mark.parametrize("log_n", [12, 16, 20, 24])
@@ -126,40 +127,42 @@ def test_each_curve_takes_its_measured_build(monkeypatch):
     BLS12-381, its other kernels split on both, G2 the split one on BLS12-381 and the even/odd one on BN254
     (sessions 32-33's measurements), a curve without an entry the fallback; the fold tables
     take each curve's table build (the same choices); an override names one build for both groups."""
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", None)
-    monkeypatch.setattr(gmsm, "TABLE_ABI", None)
-    assert [gmsm.xyzz_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", None)
+    monkeypatch.setattr(msm_builds, "TABLE_ABI", None)
+    assert [msm_builds.xyzz_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
         "msm_accumulate_g1i", "msm_fix_g1s", "msm_accumulate_g2e", "msm_fix_g2e"]
-    assert gmsm.affine_kernel("forward", "g1", "bn128") == "msm_affine_forward_g1i"
-    assert gmsm.affine_kernel("forward", "g1", "bls12381") == "msm_affine_forward_g1"
-    assert [gmsm.xyzz_kernel(k, g, "bls12381") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
+    assert msm_builds.affine_kernel("forward", "g1", "bn128") == "msm_affine_forward_g1i"
+    assert msm_builds.affine_kernel("forward", "g1", "bls12381") == "msm_affine_forward_g1"
+    assert [msm_builds.xyzz_kernel(k, g, "bls12381") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
         "msm_accumulate_g1s", "msm_fix_g1s", "msm_accumulate_g2s", "msm_fix_g2s"]
-    assert [gmsm.precompute_kernel(g, c) for c in ("bn128", "bls12381", None) for g in ("g1", "g2")] == [
+    assert [msm_builds.precompute_kernel(g, c) for c in ("bn128", "bls12381", None) for g in ("g1", "g2")] == [
         "msm_precompute_g1s", "msm_precompute_g2e", "msm_precompute_g1s", "msm_precompute_g2s",
         "msm_precompute_g1", "msm_precompute_g2"]
-    monkeypatch.setattr(gmsm, "TABLE_ABI", "eo")
-    assert gmsm.precompute_kernel("g1", "bn128") == "msm_precompute_g1e"
-    monkeypatch.setattr(gmsm, "TABLE_ABI", "plain")
-    assert gmsm.precompute_kernel("g2", "bls12381") == "msm_precompute_g2"
-    monkeypatch.setattr(gmsm, "TABLE_ABI", "split")
-    assert [gmsm.precompute_kernel(g, "bn128") for g in ("g1", "g2")] == ["msm_precompute_g1s", "msm_precompute_g2s"]
-    monkeypatch.setattr(gmsm, "TABLE_ABI", "fast")
+    monkeypatch.setattr(msm_builds, "TABLE_ABI", "eo")
+    assert msm_builds.precompute_kernel("g1", "bn128") == "msm_precompute_g1e"
+    monkeypatch.setattr(msm_builds, "TABLE_ABI", "plain")
+    assert msm_builds.precompute_kernel("g2", "bls12381") == "msm_precompute_g2"
+    monkeypatch.setattr(msm_builds, "TABLE_ABI", "split")
+    assert [msm_builds.precompute_kernel(g, "bn128") for g in ("g1", "g2")] == [
+        "msm_precompute_g1s", "msm_precompute_g2s"]
+    monkeypatch.setattr(msm_builds, "TABLE_ABI", "fast")
     with pytest.raises(ValueError, match="'fast'"):
-        gmsm.precompute_kernel("g1", "bn128")
-    assert gmsm.xyzz_kernel("accumulate", "g1", None) == "msm_accumulate_g1"
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "ref", "g2": "ref"})  # an override wins for every curve
-    assert gmsm.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1"
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})  # G2's Fq2 over the split form
-    assert gmsm.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2s"
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split_inline", "g2": "split_inline"})  # G1's accumulation only
-    assert [gmsm.xyzz_kernel(k, g, c) for c in ("bn128", "bls12381") for g in ("g1", "g2")
+        msm_builds.precompute_kernel("g1", "bn128")
+    assert msm_builds.xyzz_kernel("accumulate", "g1", None) == "msm_accumulate_g1"
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "ref", "g2": "ref"})  # an override wins for every curve
+    assert msm_builds.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1"
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "split", "g2": "split"})  # G2's Fq2 over the split form
+    assert msm_builds.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2s"
+    # G1's accumulation only
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "split_inline", "g2": "split_inline"})
+    assert [msm_builds.xyzz_kernel(k, g, c) for c in ("bn128", "bls12381") for g in ("g1", "g2")
             for k in ("accumulate", "accumulate_sets", "fix")] == 2 * [
         "msm_accumulate_g1i", "msm_accumulate_sets_g1i", "msm_fix_g1s",
         "msm_accumulate_g2s", "msm_accumulate_sets_g2s", "msm_fix_g2s"]
-    assert [gmsm.affine_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("forward", "backward")] == [
+    assert [msm_builds.affine_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("forward", "backward")] == [
         "msm_affine_forward_g1i", "msm_affine_backward_g1i", "msm_affine_forward_g2", "msm_affine_backward_g2"]
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})
-    assert gmsm.affine_kernel("invert", "g1", "bls12381") == "msm_affine_invert_g1"
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "split", "g2": "split"})
+    assert msm_builds.affine_kernel("invert", "g1", "bls12381") == "msm_affine_invert_g1"
 
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
@@ -183,27 +186,27 @@ def test_a_proof_runs_its_curves_build(curve):
         backend.unload_key(key)
         backend.close()
     fixes = [f for f in fake.functions if f.startswith("msm_fix_g")]
-    assert fixes and all(f == gmsm.xyzz_kernel("fix", f[8:10], curve) for f in fixes), fixes
+    assert fixes and all(f == msm_builds.xyzz_kernel("fix", f[8:10], curve) for f in fixes), fixes
 
 
 def test_bls12381_extra_accumulations(monkeypatch):
     """BLS12-381's build has G2's accumulation by reference with the even/odd product (mixed_eo
-    there) and register-bounded accumulations (msm.ACCUMULATE_BOUNDS); BN254's has neither, and
+    there) and register-bounded accumulations (msm_builds.ACCUMULATE_BOUNDS); BN254's has neither, and
     a bound without its kernel is refused rather than launched."""
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "mixed_eo", "g2": "mixed_eo"})
-    assert [gmsm.xyzz_kernel("accumulate", g, "bls12381") for g in ("g1", "g2")] == [
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "mixed_eo", "g2": "mixed_eo"})
+    assert [msm_builds.xyzz_kernel("accumulate", g, "bls12381") for g in ("g1", "g2")] == [
         "msm_accumulate_g1r", "msm_accumulate_g2r"]
-    assert gmsm.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2e"
-    assert gmsm.xyzz_kernel("fix", "g2", "bls12381") == "msm_fix_g2e"
-    monkeypatch.setattr(gmsm, "ACCUMULATE_BOUNDS", {"g1": 5, "g2": 3})
-    assert [gmsm.xyzz_kernel(k, "g1", "bls12381") for k in ("accumulate", "accumulate_sets", "fix")] == [
+    assert msm_builds.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2e"
+    assert msm_builds.xyzz_kernel("fix", "g2", "bls12381") == "msm_fix_g2e"
+    monkeypatch.setattr(msm_builds, "ACCUMULATE_BOUNDS", {"g1": 5, "g2": 3})
+    assert [msm_builds.xyzz_kernel(k, "g1", "bls12381") for k in ("accumulate", "accumulate_sets", "fix")] == [
         "msm_accumulate_g1r_b5", "msm_accumulate_sets_g1r_b5", "msm_fix_g1e"]
-    assert gmsm.xyzz_kernel("accumulate_sets", "g2", "bls12381") == "msm_accumulate_sets_g2r_b3"
+    assert msm_builds.xyzz_kernel("accumulate_sets", "g2", "bls12381") == "msm_accumulate_sets_g2r_b3"
     with pytest.raises(ValueError, match="bounded to 5 blocks for bn128"):
-        gmsm.xyzz_kernel("accumulate", "g1", "bn128")
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
+        msm_builds.xyzz_kernel("accumulate", "g1", "bn128")
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
     with pytest.raises(ValueError, match="g1e bounded to 5"):
-        gmsm.xyzz_kernel("accumulate", "g1", "bls12381")
+        msm_builds.xyzz_kernel("accumulate", "g1", "bls12381")
 
 
 def test_bounded_kernels_are_the_ones_kernels_cu_defines():
@@ -215,7 +218,7 @@ def test_bounded_kernels_are_the_ones_kernels_cu_defines():
     found: dict = {}
     for build, _, blocks in re.findall(r"^MSM_ACCUMULATE_BOUNDED\((\w+), (\w+), (\d+)\)", src, re.M):
         found.setdefault(build, []).append(int(blocks))
-    assert {k: tuple(v) for k, v in found.items()} == gmsm.BOUNDED_KERNELS
+    assert {k: tuple(v) for k, v in found.items()} == msm_builds.BOUNDED_KERNELS
 
 
 def test_only_twelve_limb_base_fields_build_the_extra_accumulations():
@@ -226,20 +229,20 @@ def test_only_twelve_limb_base_fields_build_the_extra_accumulations():
 
     assert "MSM_BOUNDED_VARIANTS" not in params_header(BN254)
     assert "#define MSM_BOUNDED_VARIANTS 1\n" in params_header(BLS12_381)
-    assert gmsm.EXTRA_ACCUMULATIONS == {"bls12381"}
+    assert msm_builds.EXTRA_ACCUMULATIONS == {"bls12381"}
 
 
 def test_an_environment_choice_of_builds_for_ab_runs(monkeypatch):
     """GROTH16_MSM_PRODUCTS picks the builds for every curve (a whole proof's A/B); PRODUCT_ABI still
     wins; a malformed value is refused with the setting named."""
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", None)
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", None)
     monkeypatch.setenv("GROTH16_MSM_PRODUCTS", "g1=eo,g2=eo")
-    assert [gmsm.xyzz_kernel("accumulate", g, "bls12381") for g in ("g1", "g2")] == [
+    assert [msm_builds.xyzz_kernel("accumulate", g, "bls12381") for g in ("g1", "g2")] == [
         "msm_accumulate_g1e", "msm_accumulate_g2e"]
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", {"g1": "split", "g2": "split"})
-    assert gmsm.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1s"
-    monkeypatch.setattr(gmsm, "PRODUCT_ABI", None)
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "split", "g2": "split"})
+    assert msm_builds.xyzz_kernel("fix", "g1", "bn128") == "msm_fix_g1s"
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", None)
     for bad in ("g1=fast", "g3=eo", "eo"):
         monkeypatch.setenv("GROTH16_MSM_PRODUCTS", bad)
         with pytest.raises(ValueError, match="GROTH16_MSM_PRODUCTS"):
-            gmsm.product_abi("g1", "bn128")
+            msm_builds.product_abi("g1", "bn128")

@@ -137,7 +137,7 @@ class GpuBackend(Backend):
 
     def stage(self, key: ResidentKey, witness: np.ndarray) -> Staged:
         staged = pipeline.stage(self, key, witness)
-        self.flight.staged(staged)  # others staged: the next compute phase is not alone (footprint.products_now)
+        self.flight.staged(staged)  # others staged: the next compute phase is not alone (proof_streams.products_now)
         return staged
 
     def compute(self, staged: Staged, slot: int = 0) -> Pending:

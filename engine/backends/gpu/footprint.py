@@ -29,6 +29,7 @@ from engine.backends.gpu import device_csr
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_sort as gsort
+from engine.backends.gpu import proof_streams
 from engine.backends.gpu.ntt import shoup_twiddles, twiddle_bytes
 from engine.errors import BudgetError
 from engine.formats.coeffs_scan import scan_of
@@ -51,7 +52,7 @@ T_SERIAL_DOUBLING = {"bn128": 6.3e-6, "bls12381": 13.3e-6}
 PCIE_BYTES_PER_S = 55e9  # pinned host -> device, measured on the H200 (the host tier's floor)
 # Building a resident key's fold tables at load (msm.precompute: c doublings a table a point, one
 # inversion per 16 tables): seconds per G1-equivalent doubling on an H200, with each curve's table
-# build (msm.TABLE_ABI_BY_CURVE: G1 split; G2 even/odd on BN254, split on BLS12-381 since session 33).
+# build (msm_builds.TABLE_ABI_BY_CURVE: G1 split; G2 even/odd on BN254, split on BLS12-381 since session 33).
 # perf/tables.py at 2^20 (random multiples of the generator; G2 counted 3x): BN254 fold 13 of 20-bit
 # windows, 2.5e8 G1 doublings in 45.4 ms (G2 138.3 ms): 0.18 ns; BLS12-381 fold 16 of 16-bit windows,
 # 2.5e8 in 106.8 ms (G2 327.6, split 306.2): 0.42 ns (the plain build's: 0.30 and 0.78 ns; perf/RESULTS.md
@@ -158,8 +159,8 @@ class KeyFootprint:
     # plans while the tables build (key.py plans_now), or the build was paid for nothing
     tables_awaited: bool = False
     # a large proof's B2 MSM on a stream of its own from the start, over a second sort and bucket scratch (and
-    # the front beside the G1 MSMs): the small plans' path (b2_beside), granted by plan_key for larger plans
-    # only where the second scratch fits beside the proofs in flight without changing the choice
+    # the front beside the G1 MSMs): the small plans' path (proof_streams.b2_beside), granted by plan_key for
+    # larger plans only where the second scratch fits beside the proofs in flight without changing the choice
     b2_stream: bool = False
     # host tier: how many of a proof's two staging buffers lie over its a and b (staging_over_front), costing nothing
     staging_over_front: int = 0
@@ -321,7 +322,8 @@ def scratch_shapes(pairs: list[tuple[gmsm.MsmPlan, gmsm.MsmPlan]], sm_count: int
 RANGE_CHECK_BYTES = 16  # the device's answer to a witness's range check (a u32, padded): one a proof
 ALLOC_ALIGN = 256  # a proof's buffers are carved from one allocation at this alignment (pipeline._Arena)
 ALLOC_SLACK = ALLOC_ALIGN * 32  # their rounding: at most 26 carved buffers (and the 16-byte minimum of the rest)
-COPY_BUFFERS = 24  # carved buffers of one more sort and bucket scratch (up to 23) and s w, r w (products_beside)
+# carved buffers of one more sort and bucket scratch (up to 23) and s w, r w (proof_streams.products_beside)
+COPY_BUFFERS = 24
 
 
 def alloc_slack(extra_copies: int = 0) -> int:
@@ -329,89 +331,20 @@ def alloc_slack(extra_copies: int = 0) -> int:
     return ALLOC_SLACK + extra_copies * ALLOC_ALIGN * COPY_BUFFERS
 
 
-def b2_beside(plan_w: gmsm.MsmPlan, granted: bool = False) -> bool:
-    """Whether a resident proof under `plan_w` runs its B2 (G2) MSM on a stream of its own, beside the
-    front and the G1 MSMs, with a sort and bucket scratch of its own: the small full-fold plans whose
-    A, B1, C share one launch set.  Their MSMs are chains of dependent point operations on a few SMs
-    (perf/RESULTS.md, "GPU MSM at proof sizes"), so the device has room for both.  Larger plans fill more
-    of the device, but a lone proof still gained on this path (session 38: BN254 2^20 25.0-25.3 -> 24.0-24.2 ms,
-    2^22 67.7-67.9 -> 64.9-66.0, BLS12-381 2^20 43.3-43.4 -> 38.3-38.6), so they take it where their footprint was
-    `granted` the second scratch (KeyFootprint.b2_stream: it costs real memory there).  GROTH16_B2_BESIDE=0
-    keeps every proof on the one path, =1 puts every resident proof on the small path (A/B measurements)."""
-    forced = os.environ.get("GROTH16_B2_BESIDE")
-    if forced in ("0", "1"):
-        return forced == "1"
-    return granted or gmsm.fused_sets(plan_w) > 1
-
-
-# The front goes beside the G1 MSMs from this domain up: measured on the H200 (perf/RESULTS.md, "Session
-# 25") 0.2-0.4 ms faster at the 2^17 domain and no faster at 2^14 (the G1 MSMs slow beside it, the tail's
-# side stream reaches its join later); the bound lies between the two measured domains.
-FRONT_BESIDE_MIN_DOMAIN = 1 << 16
-
-
-def front_beside(domain: int) -> bool:
-    """Whether a small proof (b2_beside) of a key with this domain runs its front (evaluate, the NTTs, h) on
-    the tail's side stream after the early phase, beside the A, B1, C MSMs, instead of on the compute stream
-    between them and H: both need only the witness.  It needs no memory of its own (the front's buffers are
-    its own already).  GROTH16_FRONT_BESIDE=1 / 0 forces it either way (A/B measurements)."""
-    forced = os.environ.get("GROTH16_FRONT_BESIDE")
-    if forced in ("0", "1"):
-        return forced == "1"
-    return domain >= FRONT_BESIDE_MIN_DOMAIN
-
-
-def pi_b_beside() -> bool:
-    """Whether a small proof (b2_beside) makes pi_b (beta2 + B2 + s delta2, affine: one thread's G2 additions
-    and inversion) on B2's stream right after B2, beside the H MSM and the mid phase, instead of at the start
-    of its final phase, where the Miller loop's line maker waits for it.  GROTH16_PI_B_BESIDE=0 keeps it in
-    the final phase (A/B measurements)."""
-    return os.environ.get("GROTH16_PI_B_BESIDE") != "0"
-
-
-# A small proof's s·A and r·B1 come from MSMs beside the others up to this domain (products_beside).
-PRODUCTS_MAX_DOMAIN = 1 << 15
-PRODUCT_SCRATCH_COPIES = 3  # the s w and r w MSMs' and the front and H lane's sort and bucket scratch
-
-
-def products_beside(plan_w: gmsm.MsmPlan, domain: int) -> bool:
-    """Whether a small proof (b2_beside) makes the mid phase's s·A and r·B1 as two MSMs of their own, s·w over
-    A and r·w over B1 (w the witness, each on a stream of its own from the upload on), with its front and H
-    MSM on a fifth stream, instead of as scalar products of the A and B1 sums (a chain of ~1.2 ms after
-    them).  Each of the three MSMs needs a sort and bucket scratch of its own, and s·w, r·w 2 n_wires scalars.
-    GROTH16_PRODUCTS_BESIDE=1 / 0 forces it either way (A/B measurements)."""
-    if not b2_beside(plan_w):
-        return False
-    forced = os.environ.get("GROTH16_PRODUCTS_BESIDE")
-    if forced in ("0", "1"):
-        return forced == "1"
-    return domain <= PRODUCTS_MAX_DOMAIN
-
-
-def products_now(idle: bool) -> bool:
-    """Whether a proof whose memory phase reserved the products' scratch (products_beside) runs them now: when
-    it is alone on its backend, no other proof staged or in flight (`idle`: waiting.Flight.idle).  Beside other
-    proofs the device is busy anyway, and the products' three MSMs and ~20 launches cost throughput: perf/sweep.py
-    at the 2^14 domain made 595 proofs/s with them for every proof against 780 without, and 497 with this rule
-    against 507 without (perf/RESULTS.md, "Session 27").  GROTH16_PRODUCTS_BESIDE=1 runs them always (A/B
-    measurements)."""
-    return idle or os.environ.get("GROTH16_PRODUCTS_BESIDE") == "1"
-
-
 def proof_working_set(curve: Curve, n_wires: int, domain: int, plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan,
                       sm_count: int, tail: bool = True,
                       early: tuple[gmsm.MsmPlan, gmsm.MsmPlan] | None = None, bins: bool = False,
                       b2_stream: bool = False) -> int:
     """Device bytes one resident-key proof allocates (pipeline.stage): witness, a/b/c, sort and buckets
-    (twice when B2 runs beside the rest: b2_beside; three more and s w, r w with products_beside), and with `tail` the device tail's r, s, rs, proof
-    area and scratch (inside the witness and results allocations).  `early`: the fold-1 (witness, H)
-    plans a proof may take instead while the key's tables build: the sort and bucket scratch is sized
-    for either.  `bins`: the sort's coarse bins too (KeyFootprint.sort_bins); `b2_stream`: a larger plan's
-    second scratch (KeyFootprint.b2_stream)."""
+    (twice when B2 runs beside the rest: proof_streams.b2_beside; three more and s w, r w with
+    proof_streams.products_beside), and with `tail` the device tail's r, s, rs, proof area and scratch (inside
+    the witness and results allocations).  `early`: the fold-1 (witness, H) plans a proof may take instead
+    while the key's tables build: the sort and bucket scratch is sized for either.  `bins`: the sort's coarse
+    bins too (KeyFootprint.sort_bins); `b2_stream`: a larger plan's second scratch (KeyFootprint.b2_stream)."""
     total = n_wires * FR + 3 * domain * FR + (gepi.proof_device_bytes(curve) if tail else 0)
     plans, shapes = scratch_shapes([(plan_w, plan_h)] + ([early] if early is not None else []), sm_count)
-    copies = 2 if tail and b2_beside(plan_w, b2_stream) else 1
-    extra = PRODUCT_SCRATCH_COPIES if tail and products_beside(plan_w, domain) else 0
+    copies = 2 if tail and proof_streams.b2_beside(plan_w, b2_stream) else 1
+    extra = proof_streams.PRODUCT_SCRATCH_COPIES if tail and proof_streams.products_beside(plan_w, domain) else 0
     copies += extra
     total += 2 * n_wires * FR if extra else 0  # s w, r w
     total += copies * gmsm.SortScratch.nbytes(plans, bins)
@@ -484,8 +417,8 @@ def resident_footprint(shape: KeyShape, fold: str | int, budget: int, proofs: in
     seconds, ops, serial = estimate(curve, _proof_msms(pw, ph))
     early = early_plans(shape, pw, ph)
     return KeyFootprint(
-        tier="resident", plan_w=pw, plan_h=ph, device_bytes=shape.fixed_device_bytes() + points + shape.epilogue_device_bytes(),
-        host_bytes=0,
+        tier="resident", plan_w=pw, plan_h=ph,
+        device_bytes=shape.fixed_device_bytes() + points + shape.epilogue_device_bytes(), host_bytes=0,
         working_set_bytes=proof_working_set(curve, shape.n_wires, shape.domain, pw, ph, sm_count, early=early),
         proofs_in_flight=proofs, budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape),
         msm_ops=ops, serial_doublings=serial, table_seconds=table_seconds(shape, pw, ph),
@@ -540,9 +473,10 @@ def _grant_sort_bins(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: i
 
 
 def _grant_b2_stream(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: int) -> KeyFootprint:
-    """`fp` with a larger plan's B2 MSM on a stream of its own (b2_beside) where the second sort and bucket
-    scratch fits beside the key with the same tier, fold, bins and proofs in flight: it never costs a fold."""
-    if fp.tier != "resident" or b2_beside(fp.plan_w) or not b2_beside(fp.plan_w, True):
+    """`fp` with a larger plan's B2 MSM on a stream of its own (proof_streams.b2_beside) where the second sort
+    and bucket scratch fits beside the key with the same tier, fold, bins and proofs in flight: it never costs a
+    fold."""
+    if fp.tier != "resident" or proof_streams.b2_beside(fp.plan_w) or not proof_streams.b2_beside(fp.plan_w, True):
         return fp  # the host tier has no tail; small plans have it already; GROTH16_B2_BESIDE=0 refuses it
     return _grant(fp, shape, budget, sm_count, b2_stream=True)
 

@@ -20,6 +20,7 @@ from engine.errors import DeviceError
 from engine.backends.base import ResidentKey
 from engine.backends.gpu import device_csr
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import msm_builds
 from engine.backends.gpu import staging
 from engine.backends.gpu.epilogue import KeyEpilogue
 from engine.backends.gpu.footprint import KeyFootprint
@@ -171,7 +172,7 @@ class GpuKey(ResidentKey):
         kernels = list(device_csr.KERNELS)
         tables = self.footprint.tier != "host" and not self._tables_built
         if tables:
-            kernels += [gmsm.precompute_kernel(g, curve.name) for g in ("g1", "g2")]
+            kernels += [msm_builds.precompute_kernel(g, curve.name) for g in ("g1", "g2")]
         self.module.preload(kernels)
         if tables:
             self.module.preload()

@@ -15,6 +15,7 @@ from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import ntt as gntt
+from engine.backends.gpu import proof_streams
 from engine.backends.gpu.footprint import FR, acc_bytes
 from engine.backends.gpu.key import GpuKey, ProofPlans
 from engine.backends.gpu.proof_state import ProofState
@@ -37,9 +38,9 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
     """evaluate -> 3 iNTT + 3 coset NTT -> h -> H MSM -> the witness MSMs, into st.results, and for
     a resident key the proof's tail: its early phase on `side` from the start, its mid phase on
     `side` once the G1 sums exist (beside the B2 MSM), its final phase on `stream` after both.  With
-    `side2` and a small plan, or a larger one granted it (footprint.b2_beside): _launch_small, which records
+    `side2` and a small plan, or a larger one granted it (proof_streams.b2_beside): _launch_small, which records
     the start and end of what it runs beside the compute stream into `beside` (by name: "b2", "front"); with
-    `lanes` too (three more side streams, st.products: footprint.products_beside) _launch_products.  Returns
+    `lanes` too (three more side streams, st.products: proof_streams.products_beside) _launch_products.  Returns
     the timed stages' names in the order of the marks."""
     ctx = backend.ctx
     sm = ctx.device.sm_count
@@ -72,7 +73,7 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
         gepi.launch_early(mod, tail, side)
         side_mark()
 
-    small_path = st.b2_scratch is not None and footprint.b2_beside(plan_w, key.footprint.b2_stream)
+    small_path = st.b2_scratch is not None and proof_streams.b2_beside(plan_w, key.footprint.b2_stream)
     if side2 is not None and lanes is not None and small_path:  # B2 first, then early
         return _launch_products(backend, key, st, plans, ((plan_h, lay_h), (plan_w, lay_w)), stream, side, side2,
                                 lanes, tail, mark, side_mark, beside if beside is not None else {}, side_events,
@@ -105,7 +106,7 @@ def _launch_proof(backend, key: GpuKey, st: ProofState, plans: ProofPlans, strea
 
 
 # A small proof's stages in the order its compute stream runs them (_launch_small); with the front
-# beside (footprint.front_beside), "front" is what waiting for it added to the compute stream
+# beside (proof_streams.front_beside), "front" is what waiting for it added to the compute stream
 SMALL_STAGES = ("msm_a_b1_c", "evaluate", "ntt", "msm_h", "msm_b2", "check")
 SMALL_STAGES_FRONT_BESIDE = ("msm_a_b1_c", "front", "msm_h", "msm_b2", "check")
 
@@ -113,13 +114,13 @@ SMALL_STAGES_FRONT_BESIDE = ("msm_a_b1_c", "front", "msm_h", "msm_b2", "check")
 def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layouts: tuple, stream, side, side2,
                   tail: tuple, mark, side_mark, beside: dict[str, list[Event]], side_events: list[Event],
                   timing: bool) -> tuple:
-    """A small plan's proof (footprint.b2_beside), whose MSMs are latency chains on a few SMs, on three
+    """A small plan's proof (proof_streams.b2_beside), whose MSMs are latency chains on a few SMs, on three
     streams: `side2` sorts the witness into the B2 scratch and runs the B2 MSM from the start; `stream`
     runs the A, B1, C MSMs first (they need only the witness), then the H MSM; `side`, after the early
-    phase, runs the front (evaluate, the NTTs, h: footprint.front_beside; else the compute stream runs
+    phase, runs the front (evaluate, the NTTs, h: proof_streams.front_beside; else the compute stream runs
     it before H), the mid phase's s·A + r·B1 as soon as A and B1 exist, and its join (pi_a, pi_c) once
     H does too.  The final phase waits for B2 and the join.  So the G2 MSM, the front and the tail's
-    products leave the compute stream's chain (A, B1, C, then H).  With footprint.pi_b_beside (the
+    products leave the compute stream's chain (A, B1, C, then H).  With proof_streams.pi_b_beside (the
     default), `side2` makes pi_b right after B2 and the final phase reads it."""
     pool = backend.ctx.events
     mod = key.module
@@ -132,7 +133,7 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
             backend.fault_hook(st.results, g2_acc, stream, after)
 
     beside_mark = _beside_marker(pool, beside, timing)
-    pi_b = footprint.pi_b_beside()
+    pi_b = proof_streams.pi_b_beside()
     early_done = _track(side_events, pool.take()).record(side) if pi_b else None  # side: the early phase
     side2.wait_event(st.uploaded)
     key.wait(plans, side2)
@@ -141,7 +142,7 @@ def _launch_small(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layou
         _pi_b_after_b2(backend, key, st, side2, tail, beside_mark, early_done)
     b2_done = _track(side_events, pool.take()).record(side2)
 
-    front_beside = footprint.front_beside(key.domain)
+    front_beside = proof_streams.front_beside(key.domain)
     front_done = None
     if front_beside:  # side already waits for the upload and the key (_launch_proof)
         beside_mark("front", side)
@@ -186,8 +187,8 @@ PRODUCTS_STAGES = ("msm_a_b1_c", "msm_h", "msm_b2", "check")
 def _launch_products(backend, key: GpuKey, st: ProofState, plans: ProofPlans, layouts: tuple, stream, side, side2,
                      lanes: tuple, tail: tuple, mark, side_mark, beside: dict[str, list[Event]],
                      side_events: list[Event], timing: bool, early) -> tuple:
-    """A small plan's proof (footprint.b2_beside) with the mid phase's products as MSMs of their own
-    (footprint.products_beside), on six streams from the upload on, so that no chain waits for another:
+    """A small plan's proof (proof_streams.b2_beside) with the mid phase's products as MSMs of their own
+    (proof_streams.products_beside), on six streams from the upload on, so that no chain waits for another:
     `side2` the B2 MSM then pi_b (as _launch_small); `stream` the A and C MSMs over the sorted witness; lane 0
     scales the witness by s and r (fr_scale_pair) and runs the MSM of s w over A into the tail's scratch; lane 1
     that of r w over B1 into B1's slot (so st.b1_times_r: ResidentCore divides by r when the B1 sum is read);
@@ -212,7 +213,7 @@ def _launch_products(backend, key: GpuKey, st: ProofState, plans: ProofPlans, la
         return _track(side_events, pool.take()).record(on)
 
     beside_mark = _beside_marker(pool, beside, timing)
-    pi_b = footprint.pi_b_beside()
+    pi_b = proof_streams.pi_b_beside()
     for lane in (side2, lane_s, lane_r, lane_h):
         lane.wait_event(st.uploaded)
         key.wait(plans, lane)
@@ -284,7 +285,7 @@ def _beside_marker(pool, beside: dict[str, list[Event]], timing: bool):
 
 
 def _b2_msm(key: GpuKey, st: ProofState, plan_w, lay_w, side2, beside_mark) -> None:
-    """A small proof's B2 MSM on `side2`, over its own sort and buckets (footprint.b2_beside)."""
+    """A small proof's B2 MSM on `side2`, over its own sort and buckets (proof_streams.b2_beside)."""
     mod, g2_acc = key.module, acc_bytes(key.curve, True)
     sort2, buckets2 = st.b2_scratch
     beside_mark("b2", side2)
@@ -295,7 +296,7 @@ def _b2_msm(key: GpuKey, st: ProofState, plan_w, lay_w, side2, beside_mark) -> N
 
 
 def _pi_b_after_b2(backend, key: GpuKey, st: ProofState, side2, tail: tuple, beside_mark, early_done) -> None:
-    """pi_b on `side2` right after B2 (footprint.pi_b_beside) once the early phase is done too; the fault hook
+    """pi_b on `side2` right after B2 (proof_streams.pi_b_beside) once the early phase is done too; the fault hook
     "b2" before it."""
     if backend.fault_hook is not None:  # tests: corrupt a result on the device
         backend.fault_hook(st.results, acc_bytes(key.curve, True), side2, "b2")

@@ -7,7 +7,8 @@ it, record an event.  Compute phase (`compute`, a compute stream): wait on that
 event, run evaluate -> 3 iNTT (coset factor fused) -> 3 NTT -> h -> H MSM ->
 one sort of the witness shared by the A, B1, C (G1) and B2 (G2) MSMs (a small plan's B2
 runs from the start on a second side stream, on a sort and buckets of its own, beside the
-front and the G1 MSMs: footprint.b2_beside), then, for a resident key, the proof's tail (epilogue and pairing check, engine/backends/gpu/epilogue.py:
+front and the G1 MSMs: proof_streams.b2_beside), then, for a resident key, the proof's tail
+(epilogue and pairing check, engine/backends/gpu/epilogue.py:
 two of its three phases on the slot's side stream, beside the stages they do not
 need); copy what comes back (the affine proof and the check's verdict, with the MSM
 sums) to pinned memory, free everything asynchronously, record the done event.
@@ -44,6 +45,7 @@ from engine.formats.rows import copy_rows
 from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import footprint
 from engine.backends.gpu import msm as gmsm
+from engine.backends.gpu import proof_streams
 from engine.backends.gpu.footprint import acc_bytes
 from engine.backends.gpu.launch import STAGES, _launch_proof, _track
 from engine.backends.gpu.key import GpuKey, ProofPlans
@@ -119,7 +121,7 @@ class _ProofLayout:
     bucket_sizes: tuple
     arena_bytes: int
     b2_beside: bool = False  # a second sort and bucket scratch for the B2 MSM on its own stream
-    products: bool = False  # s w, r w and three more scratch copies (footprint.products_beside)
+    products: bool = False  # s w, r w and three more scratch copies (proof_streams.products_beside)
     products_bytes: int = 0  # their region (ProductsRegion), carved when the products run
 
 
@@ -159,8 +161,8 @@ def _layout(key: GpuKey, sm_count: int, up_bytes: int) -> _ProofLayout:
     if got is None:
         sort_plans, shapes = _scratch_shapes(key, sm_count)
         got = _ProofLayout(sort_plans, shapes, gmsm.BucketScratch.sizes(shapes), 0,
-                           b2_beside=has_tail(key) and footprint.b2_beside(key.plan_w, key.footprint.b2_stream),
-                           products=has_tail(key) and footprint.products_beside(key.plan_w, key.domain))
+                           b2_beside=has_tail(key) and proof_streams.b2_beside(key.plan_w, key.footprint.b2_stream),
+                           products=has_tail(key) and proof_streams.products_beside(key.plan_w, key.domain))
         if got.products:
             region = _Sizer()
             _carve_products(region, key, got)
@@ -408,12 +410,12 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     stream = ctx.compute_stream(slot)
     side = backend.side_streams.get(slot) if tail else None
     side2 = backend.side_streams.get(slot, 1) if tail and st.b2_scratch is not None else None  # B2 beside
-    # the products beside (footprint.products_beside) on lanes 2-4: the s w and r w MSMs, the front and H, when
-    # this proof is alone on its backend, none other staged or in flight (footprint.products_now); not for r = 0
+    # the products beside (proof_streams.products_beside) on lanes 2-4: the s w and r w MSMs, the front and H, when
+    # this proof is alone on its backend, none other staged or in flight (proof_streams.products_now); not for r = 0
     # (B1's slot then could not give back the B1 sum that ResidentCore reports)
     lanes = (tuple(backend.side_streams.get(slot, i) for i in (2, 3, 4))
              if side2 is not None and st.products is not None and st.blinding_r != 0
-             and footprint.products_now(backend.flight.idle()) else None)
+             and proof_streams.products_now(backend.flight.idle()) else None)
     marks: list[Event] = []
     side_marks: list[Event] = []  # early start, early end, mid start, mid end
     beside: dict[str, list[Event]] = {}  # a small proof's phases beside the compute stream: "b2", "front"

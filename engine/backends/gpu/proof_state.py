@@ -57,8 +57,8 @@ class ProofState:
     upload_start: Event | None = None  # timing events around the witness upload
     streaming: Any = None  # host-tier key: the proof's staging buffers and events (host_tier.HostProof)
     range_offset: int | None = None  # where the device's range check answers in `host` (None: checked here)
-    b2_scratch: tuple | None = None  # (sort, buckets) of a B2 MSM beside the rest (footprint.b2_beside)
-    # s w, r w and the (sort, buckets) of their MSMs and of the H lane's (footprint.products_beside): ProductsRegion
+    b2_scratch: tuple | None = None  # (sort, buckets) of a B2 MSM beside the rest (proof_streams.b2_beside)
+    # s w, r w and the (sort, buckets) of their MSMs and of the H lane's (proof_streams.products_beside): ProductsRegion
     products: Any = None
     blinding_r: int = 0  # the tail's r: with b1_times_r, B1's result slot holds r B1 (ResidentCore undoes it)
     b1_times_r: bool = False  # set by launch.py when the products ran beside (B1's slot: r B1)
