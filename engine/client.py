@@ -41,7 +41,7 @@ from engine.client_wire import (
     with_query,
 )
 from engine.client_flags import LOCAL_ONLY
-from engine.errors import EngineError, InputFileError
+from engine.errors import EngineError, InputFileError, file_error
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -132,9 +132,8 @@ def _witness_body(witness: Any) -> tuple[bytes, str, str | None]:
     try:
         with open(path, "rb") as f:
             return f.read(), "application/octet-stream", path
-    except OSError as exc:
-        problem = "no such file" if isinstance(exc, FileNotFoundError) else f"cannot read: {exc.strerror or exc}"
-        raise InputFileError(path, problem) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise file_error(path, exc, "a .wtns file") from None
 
 
 def _prove_request(kind: str, key: str, witness: Any, priority: str, deadline: float | None,

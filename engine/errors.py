@@ -20,15 +20,18 @@ class InputFileError(EngineError):
     """A file that is missing, unreadable, truncated or malformed."""
 
     def __init__(self, path: str | os.PathLike | None, problem: str):
-        self.path = None if path is None else os.fspath(path)
+        self.path = None if path is None else os.fsdecode(path)  # a bytes path reads as text in messages
         self.problem = problem
         super().__init__(f"{self.path}: {problem}" if self.path else problem)
 
 
-def file_error(path, exc: OSError, what: str = "a file", kind: type | None = None) -> "InputFileError":
+def file_error(path, exc: OSError | ValueError, what: str = "a file", kind: type | None = None) -> Exception:
     """The one-line error for an input file the OS would not give us (missing, a directory, ...),
-    as `kind` (an InputFileError subclass; InputFileError itself by default)."""
+    as `kind` (an InputFileError subclass; InputFileError itself by default).  A ValueError is Python's
+    refusal of a path with a NUL character (no file has one); any other ValueError is returned as it is."""
     kind = kind or InputFileError
+    if isinstance(exc, ValueError):
+        return kind(path, "is not a path: it holds a NUL character") if "\0" in os.fsdecode(path) else exc
     if isinstance(exc, FileNotFoundError):
         return kind(path, "no such file")
     if isinstance(exc, IsADirectoryError):

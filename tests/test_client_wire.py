@@ -187,3 +187,15 @@ def test_a_witness_of_another_type_says_what_the_client_takes(witness):
     with pytest.raises(TypeError, match=f"witness: a .wtns path, a .wtns file's bytes or a dict of circuit "
                                         f"inputs, not a {type(witness).__name__}"):
         Client("http://127.0.0.1:9").prove("k", witness)  # refused before any connection
+
+
+def test_a_witness_path_the_client_cannot_read_is_one_input_error(tmp_path):
+    """A path with a NUL character was Python's bare ValueError ("embedded null byte"); a folder "cannot read"."""
+    from engine.client import Client  # noqa: PLC0415
+    from engine.errors import InputFileError  # noqa: PLC0415
+
+    for path, words in ((str(tmp_path / "a\0b.wtns"), "is not a path: it holds a NUL character"),
+                        (str(tmp_path / "none.wtns"), "no such file"), (str(tmp_path), "is a directory")):
+        with pytest.raises(InputFileError) as info:
+            Client("http://127.0.0.1:9").prove("k", path)  # refused before any connection
+        assert str(info.value).startswith(f"{path}: {words}")

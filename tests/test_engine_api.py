@@ -309,6 +309,21 @@ async def test_load_key_refuses_a_wasm_that_cannot_compute_its_witnesses(tmp_pat
         assert proof.public == [int(x) for x in json.loads((examples / "bn128" / "public.json").read_text())]
 
 
+async def test_a_path_with_a_nul_is_an_input_error_and_the_engine_keeps_serving(tmp_path):
+    """load_key and prove of a path with a NUL character raised Python's bare ValueError ("embedded null byte")."""
+    from engine.errors import InputFileError  # noqa: PLC0415
+
+    examples = TINY.parents[2] / "examples" / "bn128"
+    async with Engine(EngineConfig(backend="cpu", synthesis_workers=1)) as eng:
+        with pytest.raises(InputFileError, match="a.zkey: is not a path: it holds a NUL character"):
+            await eng.load_key(str(tmp_path / "\0a.zkey"))
+        key = await eng.load_key(examples / "sudoku.zkey")
+        with pytest.raises(InputFileError, match="b.wtns: is not a path: it holds a NUL character"):
+            await eng.prove(key, str(tmp_path / "\0b.wtns"))
+        proof = await eng.prove(key, examples / "sudoku.wtns")
+        assert proof.public == [int(x) for x in json.loads((examples / "public.json").read_text())]
+
+
 async def test_stream_source_error_reaches_the_consumer_and_the_engine_lives_on():
     def items():
         yield {}

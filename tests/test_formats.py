@@ -622,6 +622,26 @@ def test_missing_file_or_directory_is_input_error(tmp_path, reader):
         assert msg.startswith(f"{path}: ") and words in msg and "\n" not in msg
 
 
+def test_a_path_with_a_nul_is_an_input_error_naming_it(tmp_path):
+    """Python refuses a path with a NUL character with a bare ValueError ("embedded null byte"): every reader of an
+    input, and the API over them, let it out as it was instead of an InputFileError naming the path."""
+    from engine.commands.info import detect  # noqa: PLC0415
+    from engine.formats.json import load_json  # noqa: PLC0415
+    from engine.witness.calculator import WasmCircuit  # noqa: PLC0415
+    from engine.witness.errors import CircuitFileError, WitnessInputError  # noqa: PLC0415
+    from engine.witness.inputs import parse_inputs  # noqa: PLC0415
+
+    bad = str(tmp_path / "a\0b")
+    cases = [(read_r1cs, InputFileError), (read_wtns, InputFileError), (read_zkey, InputFileError),
+             (load_json, InputFileError), (detect, InputFileError), (parse_inputs, WitnessInputError),
+             (WasmCircuit.load, CircuitFileError)]
+    for reader, kind in cases:
+        for path in (bad, os.fsencode(bad)):
+            with pytest.raises(kind) as e:
+                reader(path)
+            assert str(e.value) == f"{bad}: is not a path: it holds a NUL character", reader
+
+
 def test_json_given_as_zkey_is_named(tmp_path):
     p = tmp_path / "vk.zkey"
     p.write_bytes(fixture("bn128", "verification_key.json").read_bytes())

@@ -54,7 +54,7 @@ def detect(path) -> str:
     try:
         with open(name, "rb") as f:
             head = f.read(4)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise file_error(name, exc) from None
     if head in (b"r1cs", b"wtns", b"zkey", b"ptau"):
         return head.decode()

@@ -79,7 +79,7 @@ def _map(path) -> tuple[str, object, os.stat_result]:
                 return name, b"", _MemoryStat(0, st.st_mtime_ns, True)
             return name, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), _MemoryStat(st.st_size,
                                                                                         st.st_mtime_ns, True)
-    except OSError as exc:  # missing, a directory, EIO, ENXIO (a socket), unmappable ...
+    except (OSError, ValueError) as exc:  # missing, a directory, EIO, ENXIO (a socket), unmappable ...
         raise file_error(name, exc) from None
 
 

@@ -84,7 +84,7 @@ def load_json(path) -> Any:
     try:
         with open(name, "rb") as f:
             raw = f.read()
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise file_error(name, exc) from None
     try:
         return json.loads(raw.decode("utf-8"))

@@ -87,10 +87,10 @@ class WasmCircuit:
         build is cached, compile with the baseline compiler, which is about 4x
         quicker to compile and about 2x slower to run.
         """
-        label = os.fspath(path)
+        label = os.fsdecode(path)  # bytes paths too, named as text
         try:
             st = os.stat(label)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise file_error(label, exc, "circuit.wasm", CircuitFileError) from None
         key, stamp = os.path.realpath(label), (st.st_mtime_ns, st.st_size)
         with cls._cache_lock:
@@ -217,7 +217,7 @@ def _compiled(wasm: bytes, quick: bool) -> tuple[wasmtime.Module, str, bool]:
 def _read_wasm(path: str) -> bytes:
     try:
         data = Path(path).read_bytes()
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise file_error(path, exc, "circuit.wasm", CircuitFileError) from None
     if data[:4] != b"\0asm":
         raise CircuitFileError(

@@ -19,7 +19,6 @@ import math
 import numbers
 import os
 import re
-from pathlib import Path
 from typing import Any, Mapping
 
 from engine.errors import file_error
@@ -35,12 +34,13 @@ _JS_SAFE = 2**53  # JSON numbers above this are not exact in JavaScript
 
 def parse_inputs(path: str | os.PathLike) -> Inputs:
     """Read input.json into {signal: [int, ...]}; every problem names the file and the signal."""
-    label = os.fspath(path)
+    label = os.fsdecode(path)  # bytes paths too, named as text
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     except UnicodeDecodeError as exc:
         raise WitnessInputError(label, f"not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise file_error(label, exc, "an input file", WitnessInputError) from None
     try:
         raw = json.loads(text, parse_int=_json_int)
