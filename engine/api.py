@@ -33,7 +33,7 @@ from scheduler.compute_share import auto_slot_count, plan_with_share
 from scheduler.device_worker import DeviceWorker
 from scheduler.pipeline import KeyRecord, Pipeline
 from scheduler.synth_pool import SynthPool
-from scheduler.timeline import Event, MemorySink, Stage, Timeline
+from scheduler.timeline import Event, Stage, Timeline
 
 from engine.config import ConfigError, EngineConfig
 from engine.errors import BudgetError, EngineClosedError, EngineError, EngineStartError, InputFileError, write_error
@@ -660,9 +660,3 @@ def prove_files(
 ) -> list[Any]:
     """The CLI's entry: `prove_files(zkey, [wtns...], config=from_args(args), timeline=args.timeline)`."""
     return run(lambda: aprove_files(zkey, witnesses, config=config, timeline=timeline, wasm=wasm))
-
-
-def record_events() -> tuple[MemorySink, Callable[[Event], None]]:
-    """An in-memory timeline sink for `Engine(on_event=...)` (tests, notebooks)."""
-    sink = MemorySink()
-    return sink, sink
