@@ -305,6 +305,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_sets_g1r(
 // even/odd product by reference.  By value G1 takes 181 registers (2 blocks of 128 an SM), by
 // reference 114 (4 blocks) and G2 210 (2 blocks): msm.py's ABI suffix _bN (e.g. "eo_b3") picks
 // msm_accumulate*_<G>_bN, launched in blocks of ACCUMULATE_THREADS = 128.  perf/msm.py measures them.
+#define MSM_ACCUMULATE_BOUNDED(G, MSM, BLOCKS)                                                                    \
+    extern "C" __global__ void __launch_bounds__(128, BLOCKS) msm_accumulate_##G##_b##BLOCKS(                      \
+        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
+        uint32_t* buckets, uint32_t* partials) {                                                                    \
+        MSM::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);                        \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(128, BLOCKS) msm_accumulate_sets_##G##_b##BLOCKS(                 \
+        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,        \
+        const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {            \
+        MSM::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,  \
+                                       partial_words);                                                              \
+    }
 #ifdef MSM_BOUNDED_VARIANTS
 typedef msm_kernels<affine<fp2<fqr_t>>, xyzz<fp2<fqr_t>>> MSM2R;
 extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g2r(
@@ -318,23 +330,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_sets_g2r(
     MSM2R::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,
                                      partial_words);
 }
-#define MSM_ACCUMULATE_BOUNDED(G, MSM, BLOCKS)                                                                    \
-    extern "C" __global__ void __launch_bounds__(128, BLOCKS) msm_accumulate_##G##_b##BLOCKS(                      \
-        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* bases, uint32_t T,             \
-        uint32_t* buckets, uint32_t* partials) {                                                                    \
-        MSM::template accumulate<false>(sorted, offsets, K, bases, T, buckets, partials, 0);                        \
-    }                                                                                                               \
-    extern "C" __global__ void __launch_bounds__(128, BLOCKS) msm_accumulate_sets_##G##_b##BLOCKS(                 \
-        const uint32_t* sorted, const uint32_t* offsets, uint32_t K, const uint32_t* b0, const uint32_t* b1,        \
-        const uint32_t* b2, uint32_t T, uint32_t* buckets, uint32_t* partials, uint32_t partial_words) {            \
-        MSM::template accumulate<true>(sorted, offsets, K, msm_pick(blockIdx.y, b0, b1, b2), T, buckets, partials,  \
-                                       partial_words);                                                              \
-    }
 MSM_ACCUMULATE_BOUNDED(g1e, MSM1E, 3)
 MSM_ACCUMULATE_BOUNDED(g1r, MSM1R, 5)
 MSM_ACCUMULATE_BOUNDED(g1, MSM1, 5)
 MSM_ACCUMULATE_BOUNDED(g2e, MSM2E, 3)
 MSM_ACCUMULATE_BOUNDED(g2r, MSM2R, 3)
+#else
+// BN254's inlined G1 accumulation (msm.py "split_inline", 132 registers: 3 blocks of 128 an SM) bounded to 128
+// registers, 4 blocks: more warps to hide its products' dependent chains (msm_builds ACCUMULATE_BOUNDS {"g1": 4}).
+MSM_ACCUMULATE_BOUNDED(g1i, MSM1I, 4)
 #endif
 
 // ---- development setup: k_i * G for a table of the generator's byte multiples

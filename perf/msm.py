@@ -298,6 +298,8 @@ def main() -> None:
     ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")
     ap.add_argument("--min-chunk", default="", help="comma list of msm.MIN_CHUNK (a sparse vector's least chunk)")
     ap.add_argument("--heavy-slices", default="", help="comma list of msm.HEAVY_SLICES (blocks a block-list bucket)")
+    ap.add_argument("--threads-per-sm", default="",
+                    help="comma list of msm.ACCUMULATE_THREADS_PER_SM (the layout's accumulating threads an SM)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
     args = ap.parse_args()
@@ -321,8 +323,9 @@ def main() -> None:
         dict(gmsm.REDUCE_THREADS)]
     least = [int(v) for v in args.min_chunk.split(",") if v] or [gmsm.MIN_CHUNK]
     slices = [int(v) for v in args.heavy_slices.split(",") if v] or [gmsm.HEAVY_SLICES]
-    variants = [(w, f, m, t, q, h) for w in windows for f in fixes for m in segs for t in reduce_threads for q in least
-                for h in slices]
+    per_sm = [int(v) for v in args.threads_per_sm.split(",") if v] or [gmsm.ACCUMULATE_THREADS_PER_SM]
+    variants = [(w, f, m, t, q, h, a) for w in windows for f in fixes for m in segs for t in reduce_threads
+                for q in least for h in slices for a in per_sm]
     abis = [a for a in args.product.split(",") if a] or [None]
     sorts = [v for v in args.sort.split(",") if v] or [None]
     kernels = [(a, v) for a in abis for v in sorts]
@@ -337,16 +340,17 @@ def main() -> None:
                     base = None
                     for kind in scalar_kinds:
                         for batch in sorted({1, args.batch}):
-                            for window, fix, seg, threads_r, min_chunk, heavy in variants:
+                            for window, fix, seg, threads_r, min_chunk, heavy, tps in variants:
                                 gmsm.FIX_SERIAL, gmsm.FIX_WARP_MAX, gmsm.FIX_PER_LANE = fix
                                 gmsm.MIN_CHUNK, gmsm.HEAVY_SLICES = min_chunk, heavy
+                                gmsm.ACCUMULATE_THREADS_PER_SM = tps
                                 gmsm.MIN_SEGMENT = seg
                                 gmsm.REDUCE_THREADS = threads_r
                                 phases = [] if args.breakdown else None
                                 got = bench(backend, curve, int(s), g2, fold, args.repeats, rates, accumulation,
                                             kind, batch, window, phases, args.sets, kernels)
                                 for j, row in enumerate(got):
-                                    row["min chunk"], row["heavy slices"] = min_chunk, heavy
+                                    row["min chunk"], row["heavy slices"], row["TPS"] = min_chunk, heavy, tps
                                     if kind == "random" and batch == 1 and window is None and j == 0:
                                         base = row["ms"]
                                     if base:
@@ -354,13 +358,13 @@ def main() -> None:
                                     rows.append(row)
                                     print(row, flush=True)
                                     if phases is not None:
-                                        keys = ("curve", "group", "log2 n", "c", "L", "RT", "abi", "T", "sort",
+                                        keys = ("curve", "group", "log2 n", "c", "L", "RT", "abi", "T", "TPS", "sort",
                                                 "min chunk", "heavy slices", "ms")
                                         split.append({k: row[k] for k in keys} | phases[j])
                                         print(split[-1], flush=True)
     cols = ["curve", "group", "log2 n", "batch", "scalars", "acc", "aff", "c", "fold", "rounds", "Mprod", "ms",
             "wall ms", "floor ms", "ratio", "x random", "x first", "launches", "depth", "fix", "L", "abi", "kernel",
-            "T", "min chunk", "heavy slices", "resident", "sort", "RT", "result"]
+            "T", "TPS", "min chunk", "heavy slices", "resident", "sort", "RT", "result"]
     if args.sets > 1:
         cols += [f"{args.sets} fused ms", f"{args.sets} apart ms"]
     for r in rows:

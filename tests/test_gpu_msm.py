@@ -396,6 +396,15 @@ def test_bls12381_bounded_accumulations_match_cpu(backend, abi, bounds, monkeypa
     test_product_builds_match_cpu(backend, BLS12_381, abi, monkeypatch)
 
 
+def test_bn254_bounded_inlined_accumulation_matches_cpu(backend, monkeypatch):
+    """BN254's inlined G1 accumulation under 4 blocks of 128 an SM (msm_accumulate*_g1i_b4), on
+    test_product_builds_match_cpu's cases."""
+    from engine.backends.gpu import msm_builds
+
+    monkeypatch.setattr(msm_builds, "ACCUMULATE_BOUNDS", {"g1": 4})
+    test_product_builds_match_cpu(backend, BN254, "split_inline", monkeypatch)
+
+
 @pytest.mark.parametrize("sort", ["direct", "binned"])
 def test_binned_sort_matches_cpu(backend, curve, sort, monkeypatch):
     """The two-pass placement through coarse bins (msm.SORT = "binned") against the CPU reference:

@@ -123,14 +123,15 @@ def test_bins_cover_every_key(keys, shift):
 
 
 def test_each_curve_takes_its_measured_build(monkeypatch):
-    """No override: G1's accumulation runs the inlined split build on BN254 (session 41) and the split one on
-    BLS12-381, its other kernels split on both, G2 the split one on BLS12-381 and the even/odd one on BN254
+    """No override: G1's accumulation runs the inlined split build on BN254 (session 41) under 4 blocks of 128 an SM
+    (session 42) and the split one on BLS12-381, its other kernels split on both, G2 the split one on BLS12-381 and the even/odd one on BN254
     (sessions 32-33's measurements), a curve without an entry the fallback; the fold tables
     take each curve's table build (the same choices); an override names one build for both groups."""
     monkeypatch.setattr(msm_builds, "PRODUCT_ABI", None)
     monkeypatch.setattr(msm_builds, "TABLE_ABI", None)
+    monkeypatch.setattr(msm_builds, "ACCUMULATE_BOUNDS", None)
     assert [msm_builds.xyzz_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
-        "msm_accumulate_g1i", "msm_fix_g1s", "msm_accumulate_g2e", "msm_fix_g2e"]
+        "msm_accumulate_g1i_b4", "msm_fix_g1s", "msm_accumulate_g2e", "msm_fix_g2e"]
     assert msm_builds.affine_kernel("forward", "g1", "bn128") == "msm_affine_forward_g1i"
     assert msm_builds.affine_kernel("forward", "g1", "bls12381") == "msm_affine_forward_g1"
     assert [msm_builds.xyzz_kernel(k, g, "bls12381") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
@@ -155,10 +156,13 @@ def test_each_curve_takes_its_measured_build(monkeypatch):
     assert msm_builds.xyzz_kernel("accumulate", "g2", "bn128") == "msm_accumulate_g2s"
     # G1's accumulation only
     monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "split_inline", "g2": "split_inline"})
+    g2s = ["msm_accumulate_g2s", "msm_accumulate_sets_g2s", "msm_fix_g2s"]  # the bound is BN254's inlined build's
     assert [msm_builds.xyzz_kernel(k, g, c) for c in ("bn128", "bls12381") for g in ("g1", "g2")
-            for k in ("accumulate", "accumulate_sets", "fix")] == 2 * [
-        "msm_accumulate_g1i", "msm_accumulate_sets_g1i", "msm_fix_g1s",
-        "msm_accumulate_g2s", "msm_accumulate_sets_g2s", "msm_fix_g2s"]
+            for k in ("accumulate", "accumulate_sets", "fix")] == [
+        "msm_accumulate_g1i_b4", "msm_accumulate_sets_g1i_b4", "msm_fix_g1s", *g2s,
+        "msm_accumulate_g1i", "msm_accumulate_sets_g1i", "msm_fix_g1s", *g2s]
+    monkeypatch.setattr(msm_builds, "ACCUMULATE_BOUNDS", {})  # none for any build (perf/msm.py --combos ...:0)
+    assert msm_builds.xyzz_kernel("accumulate", "g1", "bn128") == "msm_accumulate_g1i"
     assert [msm_builds.affine_kernel(k, g, "bn128") for g in ("g1", "g2") for k in ("forward", "backward")] == [
         "msm_affine_forward_g1i", "msm_affine_backward_g1i", "msm_affine_forward_g2", "msm_affine_backward_g2"]
     monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "split", "g2": "split"})
@@ -204,6 +208,13 @@ def test_bls12381_extra_accumulations(monkeypatch):
     assert msm_builds.xyzz_kernel("accumulate_sets", "g2", "bls12381") == "msm_accumulate_sets_g2r_b3"
     with pytest.raises(ValueError, match="bounded to 5 blocks for bn128"):
         msm_builds.xyzz_kernel("accumulate", "g1", "bn128")
+    monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "split_inline", "g2": "eo"})
+    monkeypatch.setattr(msm_builds, "ACCUMULATE_BOUNDS", {"g1": 4})  # BN254's inlined G1 under 4 blocks
+    assert [msm_builds.xyzz_kernel(k, "g1", "bn128") for k in ("accumulate", "accumulate_sets", "fix")] == [
+        "msm_accumulate_g1i_b4", "msm_accumulate_sets_g1i_b4", "msm_fix_g1s"]
+    with pytest.raises(ValueError, match="g1i bounded to 4 blocks for bls12381"):
+        msm_builds.xyzz_kernel("accumulate", "g1", "bls12381")
+    monkeypatch.setattr(msm_builds, "ACCUMULATE_BOUNDS", {"g1": 5, "g2": 3})
     monkeypatch.setattr(msm_builds, "PRODUCT_ABI", {"g1": "eo", "g2": "eo"})
     with pytest.raises(ValueError, match="g1e bounded to 5"):
         msm_builds.xyzz_kernel("accumulate", "g1", "bls12381")
@@ -215,10 +226,15 @@ def test_bounded_kernels_are_the_ones_kernels_cu_defines():
     from pathlib import Path
 
     src = (Path(__file__).resolve().parent.parent / "cuda_kernels" / "kernels.cu").read_text()
+    variants = src.index("#ifdef MSM_BOUNDED_VARIANTS")
+    other = src.index("#else", variants)
+    end = src.index("#endif", other)
     found: dict = {}
-    for build, _, blocks in re.findall(r"^MSM_ACCUMULATE_BOUNDED\((\w+), (\w+), (\d+)\)", src, re.M):
-        found.setdefault(build, []).append(int(blocks))
-    assert {k: tuple(v) for k, v in found.items()} == msm_builds.BOUNDED_KERNELS
+    for curve, part in (("bls12381", src[variants:other]), ("bn128", src[other:end])):
+        for build, _, blocks in re.findall(r"^MSM_ACCUMULATE_BOUNDED\((\w+), (\w+), (\d+)\)", part, re.M):
+            found.setdefault(curve, {}).setdefault(build, []).append(int(blocks))
+    assert len(re.findall(r"^MSM_ACCUMULATE_BOUNDED\(", src, re.M)) == sum(map(len, found.values()))
+    assert {c: {k: tuple(v) for k, v in b.items()} for c, b in found.items()} == msm_builds.BOUNDED_KERNELS
 
 
 def test_only_twelve_limb_base_fields_build_the_extra_accumulations():

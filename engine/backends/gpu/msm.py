@@ -272,6 +272,11 @@ def max_batch(plan: MsmPlan) -> int:
                       ((1 << 32) - 1) // max(plan.n * plan.windows, 1)))
 
 
+# Accumulating threads the layout aims at per SM (the entries cut into that many chunks); a module attribute that
+# perf/msm.py --threads-per-sm sweeps (with 3 resident blocks of 128 an SM, 1024 makes 2.67 waves).
+ACCUMULATE_THREADS_PER_SM = 1024
+
+
 @dataclass
 class AccumulateLayout:
     """Chunking of the XYZZ pass's entries and segmenting of the buckets for one device."""
@@ -285,7 +290,7 @@ class AccumulateLayout:
     def for_plan(plan: MsmPlan, sm_count: int, seg_len: int | None = None) -> "AccumulateLayout":
         """`seg_len` replaces the computed segment length (tests)."""
         entries = plan.xyzz_entries
-        target_threads = max(sm_count * 1024, 1)
+        target_threads = max(sm_count * ACCUMULATE_THREADS_PER_SM, 1)
         chunk = max(1, -(-entries // target_threads))
         chunks = max(1, -(-entries // chunk))
         B = plan.buckets_per_group

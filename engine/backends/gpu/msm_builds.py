@@ -83,19 +83,26 @@ def product_abi(group: str, curve: str | None) -> str:
 # accumulation kernels: G2's with the even/odd product by reference (msm_accumulate*_g2r, what
 # "mixed_eo" runs for G2 on these curves; elsewhere G2's mixed_eo is its eo build), and the
 # accumulation under a register bound of B blocks of 128 an SM (msm_accumulate*_<build>_bB, for
-# the builds and B kernels.cu lists: BOUNDED_KERNELS).  ACCUMULATE_BOUNDS_BY_CURVE: the bound a
-# group's accumulation takes per curve (none: the unbounded kernel); ACCUMULATE_BOUNDS overrides
-# it for every curve (tests, perf/msm.py --combos ABI:SORT:BOUND).
+# the builds and B kernels.cu lists: BOUNDED_KERNELS).  ACCUMULATE_BOUNDS_BY_CURVE: the bound an
+# accumulation build takes per curve (none: the unbounded kernel); ACCUMULATE_BOUNDS, by group, overrides
+# it for every curve and build (tests, perf/msm.py --combos ABI:SORT:BOUND, 0 for none).
 EXTRA_ACCUMULATIONS = frozenset({"bls12381"})
-BOUNDED_KERNELS = {"g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,), "g2r": (3,)}
-ACCUMULATE_BOUNDS_BY_CURVE: dict[str, dict[str, int]] = {}
+# The bounded accumulations each curve's build has, by build: BLS12-381's within MSM_BOUNDED_VARIANTS, BN254's
+# (its inlined G1 accumulation under 4 blocks) in the #else branch of kernels.cu.
+BOUNDED_KERNELS = {"bls12381": {"g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,), "g2r": (3,)},
+                   "bn128": {"g1i": (4,)}}
+# Session 42 (perf/RESULTS.md; perf/s42c_h200.sh, the same points and scalars, every result equal): BN254's inlined
+# G1 accumulation (132 registers, 3 blocks of 128 an SM, latency-bound under Nsight: 65% of cycles without an
+# eligible warp) bounded to 4 blocks (126 registers, no spill): 2^20 / 2^24 / 2^26 0.938 / 0.948 / 0.965x.
+ACCUMULATE_BOUNDS_BY_CURVE: dict[str, dict[str, int]] = {"bn128": {"g1i": 4}}
 ACCUMULATE_BOUNDS: dict[str, int] | None = None
 
 
-def accumulate_bound(group: str, curve: str | None) -> int | None:
-    """The register bound (blocks of 128 an SM) of `group`'s accumulation for `curve`, or None."""
-    table = ACCUMULATE_BOUNDS if ACCUMULATE_BOUNDS is not None else ACCUMULATE_BOUNDS_BY_CURVE.get(curve or "", {})
-    return table.get(group)
+def accumulate_bound(group: str, curve: str | None, build: str) -> int | None:
+    """The register bound (blocks of 128 an SM) of `group`'s accumulation in `build` for `curve`, or None."""
+    if ACCUMULATE_BOUNDS is not None:
+        return ACCUMULATE_BOUNDS.get(group)
+    return ACCUMULATE_BOUNDS_BY_CURVE.get(curve or "", {}).get(build)
 
 
 def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
@@ -115,10 +122,10 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
     else:
         by_reference = abi == "ref" or (abi == "mixed" and accumulation)
         build = f"{group}{'' if by_reference else 'v'}"
-    bound = accumulate_bound(group, curve) if accumulation else None
+    bound = accumulate_bound(group, curve, build) if accumulation else None
     if bound is None:
         return f"msm_{name}_{build}"
-    if bound not in BOUNDED_KERNELS.get(build, ()) or curve not in EXTRA_ACCUMULATIONS:
+    if bound not in BOUNDED_KERNELS.get(curve or "", {}).get(build, ()):
         raise ValueError(f"no accumulation kernel of build {build} bounded to {bound} blocks for {curve}")
     return f"msm_{name}_{build}_b{bound}"
 
