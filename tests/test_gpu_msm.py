@@ -386,7 +386,8 @@ def test_product_builds_match_cpu(backend, curve, abi, monkeypatch):
 
 
 @pytest.mark.parametrize("abi,bounds", [("eo", {"g1": 3, "g2": 3}), ("mixed_eo", {"g1": 5, "g2": 3}),
-                                         ("mixed", {"g1": 5})], ids=["eo-b3", "mixed_eo-b5-b3", "mixed-b5"])
+                                         ("mixed", {"g1": 5}), ("split", {"g1": 3})],
+                         ids=["eo-b3", "mixed_eo-b5-b3", "mixed-b5", "split-b3"])
 def test_bls12381_bounded_accumulations_match_cpu(backend, abi, bounds, monkeypatch):
     """BLS12-381's register-bounded accumulations (msm_builds.ACCUMULATE_BOUNDS) and G2's by-reference
     even/odd one (mixed_eo), on test_product_builds_match_cpu's cases."""
