@@ -485,7 +485,8 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
     with Client(args.server, token_file=args.token_file) as client:
         requested = time.monotonic()
         key = client.load_key(os.path.abspath(args.zkey), os.path.abspath(args.wasm) if args.wasm else None)
-        result = client.prove(key["id"], witness, priority=args.priority, deadline=args.deadline, name=name)
+        result = client.prove(key["id"], witness, priority=args.priority or "normal", deadline=args.deadline,
+                               name=name)
         answered = time.monotonic()
     result.write(proof_path, public_path)
     elapsed = time.perf_counter() - t0

@@ -44,7 +44,7 @@ class ServerArgs:
 def read_prove_server(argv: list[str]) -> ServerArgs | None:
     if argv[:1] != ["prove"]:
         return None
-    found: dict = {"server": None, "token_file": None, "priority": "normal", "deadline": None, "wasm": None,
+    found: dict = {"server": None, "token_file": None, "priority": None, "deadline": None, "wasm": None,
                    "input": None, "json": False, "quiet": False, "verbose": False}
     positional: list[str] = []
     run_ended = False  # the files are one run: a flag between two of them is argparse's to read
@@ -85,5 +85,5 @@ def read_prove_server(argv: list[str]) -> ServerArgs | None:
         return None
     if len(positional) != (3 if with_wasm else 4):
         return None
-    return ServerArgs(command="prove", zkey=positional[0], files=positional[1:], engines="1",
+    return ServerArgs(command="prove", zkey=positional[0], files=positional[1:], engines=None,
                       **dict.fromkeys(UNSET), **found)

@@ -361,3 +361,23 @@ def test_unreadable_file_is_clear_error(tmp_path, target):
         assert_clear_error(proc, inp, path, r"permission|cannot read|unreadable|denied")
     finally:
         path.chmod(0o644)
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--deadline", "5"], "--deadline acts only with --server"),
+    (["--priority", "high"], "--priority acts only with --server"),
+    (["--priority", "normal"], "--priority acts only with --server"),
+    (["--token-file", "token"], "--token-file acts only with --server"),
+    (["--engines", "2"], "--engines acts only with --ray"),
+    (["--server", "http://127.0.0.1:9", "--engines", "2"], "--engines acts only with --ray"),
+    (["--server", "http://127.0.0.1:9", "--ray", "local"], "--server and --ray are two places to prove"),
+], ids=["deadline", "priority", "priority-normal", "token-file", "engines", "engines-server", "server-and-ray"])
+def test_a_flag_for_a_server_or_a_cluster_is_refused_where_it_would_do_nothing(tmp_path, flags, words):
+    """`prove --deadline 5` on this machine proved with no deadline at all, without a word (likewise --priority,
+    --token-file, and --engines without --ray); --server with --ray went to the server and ignored --ray."""
+    key = EXAMPLES / "bn128" / "sudoku"
+    r = run_engine("prove", *flags, "--backend", "cpu", "--quiet", f"{key}.zkey", f"{key}.wtns",
+                   tmp_path / "proof.json", tmp_path / "public.json")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {words}"), r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "proof.json").exists()

@@ -148,7 +148,19 @@ def _witness_from_wasm(zkey, wasm: str, inputs: str):
     return circuit.prime, circuit.calculate(parse_inputs(inputs), source=inputs)
 
 
+def _check_where(args: argparse.Namespace) -> None:
+    """--server and --ray are two places to prove; the flags that act in only one of them need it."""
+    from engine.client_flags import REMOTE_ONLY
+
+    if args.server and getattr(args, "ray", None):
+        raise EngineError("--server and --ray are two places to prove: give one")
+    for name, flag, needs in REMOTE_ONLY:
+        if getattr(args, name, None) is not None and not getattr(args, needs[2:], None):
+            raise EngineError(f"{flag} acts only with {needs}, which is not given (this proof would ignore it)")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_where(args)
     if args.server:  # prove on a `python -m engine serve` (before any import that would load numpy or CUDA)
         from engine.client import prove_command
 

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Ray cluster (pip install '.[ray]')")
     g.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="prove on a Ray cluster: local (start one here), auto, or ray://host:port")
-    g.add_argument("--engines", metavar="N", default="1",
+    g.add_argument("--engines", metavar="N", default=None,
                    help="engine actors to start: a count or per-gpu (default 1)")
 
 
@@ -42,7 +42,7 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
     for flag, value in (("--r1cs", args.r1cs), ("--timeline", args.timeline)):
         if value:
             raise EngineError(f"{flag} is not supported with --ray (it needs the witness or the timeline here)")
-    engines = _engines(args.engines)
+    engines = _engines(args.engines or "1")
     address = None if args.ray == "local" else args.ray
     if wtns_path is None:  # read here as the local path reads it (a file that is not UTF-8, a number that
         # JavaScript would round: each named, where json.load took the second and raised the first)
