@@ -114,6 +114,16 @@ def test_info_on_bad_input_is_one_line_error(tmp_path, make, words):
     assert_clean_failure(engine("info", path), path, *words, code=2)
 
 
+@pytest.mark.parametrize("flags,name", [(["--proofs", "3"], "tiny.wtns"), (["--vram-budget", "8GiB"], "tiny.r1cs"),
+                                        (["--proofs", "auto", "--vram-budget", "8GiB"], "verification_key.json")])
+def test_info_refuses_a_keys_footprint_flags_on_another_file(flags, name):
+    """They plan a .zkey's footprint: on another file they were ignored without a word."""
+    res = engine("info", *flags, fx("bn128", name))
+    assert_clean_failure(res, fx("bn128", name), "GPU footprint", "not a .zkey", code=2)
+    res = engine("info", *flags, fx("bn128", "tiny.zkey"))  # on a key they plan its footprint
+    assert res.returncode == 0 and "footprint" in res.stdout, res.stderr
+
+
 # ---------------------------------------------------------------- export-vkey
 
 @pytest.mark.parametrize("curve", CURVES)

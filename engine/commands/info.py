@@ -13,7 +13,7 @@ import json
 import os
 
 from engine.config_flags import proofs_arg
-from engine.errors import FormatError, InputFileError, file_error
+from engine.errors import EngineError, FormatError, InputFileError, file_error
 from engine.paths import is_pipe
 
 
@@ -27,10 +27,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("file", help="the file to describe (its kind is detected from its content)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
-    p.add_argument("--vram-budget", default="16GiB", metavar="SIZE",
+    p.add_argument("--vram-budget", default=None, metavar="SIZE",
                    help="for a .zkey: the per-device VRAM budget to plan the key's GPU footprint for "
                    "(fold or host tier, device bytes, MSM cost; default 16GiB)")
-    p.add_argument("--proofs", type=proofs_arg, default="auto", metavar="N",
+    p.add_argument("--proofs", type=proofs_arg, default=None, metavar="N",
                    help="for a .zkey: proof working sets to leave room for beside the key (default auto: as the "
                         "engine plans by default, two, or three where two of its proofs compute at once)")
     p.set_defaults(func=run)
@@ -41,7 +41,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputFileError(args.file, "is a pipe, and info reads its file more than once: give the file's path")
     summary = describe(args.file)
     if summary.get("kind") == "zkey":
-        summary["footprint"] = _footprint(args.file, args.vram_budget, args.proofs)
+        summary["footprint"] = _footprint(args.file, args.vram_budget or "16GiB",
+                                          "auto" if args.proofs is None else args.proofs)
+    else:  # they plan a key's footprint: on another file they would be ignored without a word
+        given = [flag for flag, value in (("--vram-budget", args.vram_budget), ("--proofs", args.proofs)) if value]
+        if given:
+            raise EngineError(f"{' and '.join(given)} {'plan' if len(given) > 1 else 'plans'} a key's GPU footprint, "
+                              f"but {args.file} is a {summary.get('kind')} file, not a .zkey")
     print(json.dumps(summary, indent=1) if args.json else render(summary))
     return 0
 
