@@ -108,11 +108,21 @@ def test_cli_writes_files_and_reports_json(tmp_path):
     (["--constraints", "0"], "at least 1"),
     (["--constraints", "10", "--curve", "pallas"], "unknown curve"),
     (["--constraints", "1", "--public", "4"], "public outputs"),
+    # each of these was taken: a name that is a path wrote beside the directory or failed after the work, a
+    # negative seed said numpy's "expected non-negative integer", a size beyond the curve's domain was killed for
+    # memory on the way
+    (["--constraints", "8", "--name", "../escape"], "'../escape' is not a file name stem"),
+    (["--constraints", "8", "--name", "a/b"], "'a/b' is not a file name stem"),
+    (["--constraints", "8", "--name", ""], "'' is not a file name stem"),
+    (["--constraints", "8", "--seed", "-1"], "--seed must not be negative"),
+    (["--constraints", "99999999999"], "need a domain of 2^37, but bn128 keys hold at most 2^28"),
+    (["--constraints", str(1 << 31), "--curve", "bls12381"], "bls12381 keys hold at most 2^31"),
 ])
 def test_cli_bad_arguments_are_one_line_errors(tmp_path, args, words):
     proc = run_engine("bench-circuit", *args, tmp_path / "o")
     assert proc.returncode == 2
     assert words in proc.stderr and proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists() and not list(tmp_path.glob("escape*"))  # refused before any work
 
 
 @pytest.mark.snarkjs

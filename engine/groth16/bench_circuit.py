@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.algebra.curves import Curve, curve_by_name
-from engine.errors import InputFileError
+from engine.errors import CurveMismatchError, InputFileError
 from engine.formats import R1CS, write_r1cs, write_wtns
 from engine.formats.r1cs import LinearCombinations
 from engine.algebra.limbs import fr_from_ints, to_ints
@@ -363,6 +363,24 @@ def _witness(bld: _Builder) -> np.ndarray:
     return w
 
 
+def check_request(curve, n_constraints: int, n_public: int, seed: int, name: str) -> None:
+    """Everything about the request that can be wrong, before any work: a --name that is a path (it wrote outside the
+    directory, or failed after the circuit was made), a negative --seed (numpy's "expected non-negative integer"), and
+    a circuit whose key's domain no NTT over the curve's Fr has (2^28 on BN254: killed for memory on the way)."""
+    plan(n_constraints, n_public)
+    if seed < 0:
+        raise ValueError(f"--seed must not be negative (got {seed})")
+    if not name or name in (".", "..") or "/" in name or (os.sep != "/" and os.sep in name) or "\0" in name:
+        raise ValueError(f"--name {name!r} is not a file name stem: the files go into the directory as "
+                         "<name>.r1cs and <name>.wtns")
+    from engine.groth16.setup_scalars import log_domain  # noqa: PLC0415 - the key's domain, as setup will pick it
+
+    try:
+        log_domain(curve, n_constraints, n_public, f"--constraints {n_constraints}")
+    except CurveMismatchError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def write_bench_circuit(directory, curve_name: str, n_constraints: int, *, n_public: int = 2, seed: int = 0,
                         name: str = "bench", progress: Progress | None = None) -> tuple[str, str, BenchCircuit]:
     """Make a bench circuit and write <directory>/<name>.r1cs and .wtns; returns both paths and the circuit."""
@@ -371,6 +389,7 @@ def write_bench_circuit(directory, curve_name: str, n_constraints: int, *, n_pub
         curve = curve_by_name(curve_name)
     except KeyError as exc:
         raise ValueError(str(exc.args[0])) from None
+    check_request(curve, n_constraints, n_public, seed, name)
     directory = os.fspath(directory)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise InputFileError(directory, f"is a file, not a directory: {name}.r1cs and {name}.wtns are written "
