@@ -281,6 +281,25 @@ def test_backend_gpu_without_device_is_clear_error(monkeypatch):
     assert isinstance(select_setup_ops("cpu", workers=1), CpuSetupOps)
 
 
+def test_workers_where_the_gpu_does_the_setup_are_refused_or_noted(monkeypatch):
+    """--workers sets the CPU setup's processes: with the GPU doing the group work it was ignored without a word."""
+    import io
+
+    import engine.backends.select
+    from engine.errors import EngineError
+
+    monkeypatch.setattr(engine.backends.select, "cuda_device_count", lambda: 1)
+    with pytest.raises(EngineError, match="--workers sets the CPU setup's processes; with --backend gpu"):
+        select_setup_ops("gpu", workers=4)
+    notes = io.StringIO()
+    ops = select_setup_ops("auto", workers=4, notes=notes)  # the GPU's ops (nothing runs on a device here)
+    assert not isinstance(ops, CpuSetupOps) and "--workers is not used" in notes.getvalue()
+    notes = io.StringIO()
+    select_setup_ops("auto", notes=notes)
+    assert notes.getvalue() == ""
+    assert isinstance(select_setup_ops("cpu", workers=4), CpuSetupOps)
+
+
 def test_setup_help_says_development_key():
     proc = run_engine("setup", "--help")
     assert proc.returncode == 0

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from engine.algebra.curves import Curve, curve_by_name
-from engine.errors import BackendUnavailableError, CurveMismatchError, InputFileError
+from engine.errors import BackendUnavailableError, CurveMismatchError, EngineError, InputFileError
 from engine.formats import R1CS, ZKey, read_r1cs, write_zkey
 from engine.algebra.limbs import fr_from_ints, g2_to_mont
 from engine.progress import Progress
@@ -133,6 +133,9 @@ def select_setup_ops(backend: str = "auto", *, workers: int | None = None, notes
     if backend == "gpu" and cuda_device_count() == 0:
         raise BackendUnavailableError("--backend gpu: no CUDA device found on this machine")
     if backend == "gpu" or (backend == "auto" and cuda_device_count() > 0):
+        if workers is not None and backend == "gpu":  # it was ignored without a word
+            raise EngineError("--workers sets the CPU setup's processes; with --backend gpu the GPU does the group "
+                              "work (give --backend cpu to use them)")
         try:
             from engine.backends.gpu import GpuSetupOps  # noqa: PLC0415
         except ImportError as exc:
@@ -141,5 +144,8 @@ def select_setup_ops(backend: str = "auto", *, workers: int | None = None, notes
             if notes is not None:
                 print(f"note: GPU setup is not available ({exc}); using the CPU", file=notes)
         else:
+            if workers is not None and notes is not None:
+                print("note: the GPU does this setup's group work, so --workers is not used (--backend cpu uses "
+                      "it)", file=notes)
             return GpuSetupOps()
     return CpuSetupOps(workers=workers)
