@@ -178,6 +178,25 @@ def test_cache_command_lists_and_clears(zkey_file, tmp_path, capsys):
 
 
 
+def test_cache_list_stale_shows_what_clear_stale_removes_and_path_refuses_it(zkey_file, tmp_path, capsys):
+    """`cache list --stale` listed every entry and `cache path --stale` ignored the flag, without a word."""
+    from cli import main
+
+    d = tmp_path / "cache"
+    cache = kc.KeyCache(d)
+    cache.store(kc.identity_of(read_zkey(zkey_file), cache_layout()), _arrays())
+    cache.store(kc.Identity(str(tmp_path / "gone.zkey"), 1, 1, "00", "bn128", cache_layout()), _arrays())
+    assert main(["cache", "list", "--dir", str(d)]) == 0
+    assert "2 entries" in capsys.readouterr().out
+    assert main(["cache", "list", "--stale", "--dir", str(d)]) == 0
+    out = capsys.readouterr().out
+    assert "1 entry" in out and "stale" in out and "gone.zkey" in out and str(zkey_file.resolve()) not in out
+    assert main(["cache", "path", "--stale", "--dir", str(d)]) == 2
+    assert "--stale picks entries to clear or list" in capsys.readouterr().err
+    assert main(["cache", "clear", "--stale", "--dir", str(d)]) == 0
+    assert "removed 1 file" in capsys.readouterr().out and len(cache.entries()) == 1
+
+
 @pytest.mark.parametrize("action", ["list", "clear", "path"])
 def test_cache_command_on_a_file_is_one_line_error(tmp_path, capsys, action):
     """--dir naming a file answered "0 entries" or "removed 0 file(s)" with exit 0."""

@@ -1,8 +1,8 @@
 """`python -m engine cache [list|clear|path]`: the GPU backend's key cache (engine/formats/key_cache.py).
 
 `list` shows each entry with its zkey and whether it can still be served;
-`clear` removes every entry (`--stale`: only those whose zkey is gone or has
-changed); `path` prints the directory.  The directory is --dir, else
+`clear` removes every entry (`--stale`, for both: only those whose zkey is gone
+or has changed); `path` prints the directory.  The directory is --dir, else
 $GROTH16_KEY_CACHE, else the default, the same rule the prover follows.
 """
 from __future__ import annotations
@@ -23,7 +23,8 @@ def register(subparsers) -> None:
     p.add_argument("action", nargs="?", choices=("list", "clear", "path"), default="list")
     p.add_argument("--dir", metavar="DIR", help="the cache directory (default: $GROTH16_KEY_CACHE, else "
                    "~/.cache/groth16-engine/keys)")
-    p.add_argument("--stale", action="store_true", help="clear: only entries whose zkey is gone or changed")
+    p.add_argument("--stale", action="store_true",
+                   help="clear or list: only entries whose zkey is gone or changed")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -39,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputFileError(where, "is not a directory (--dir names the key cache's directory)")
     cache = KeyCache(where)
     if args.action == "path":
+        if args.stale:  # was ignored without a word
+            raise EngineError("--stale picks entries to clear or list; `cache path` names the directory only")
         print(json.dumps({"dir": str(where)}) if args.json else where)
         return 0
     if args.action == "clear":
@@ -51,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for info in cache.entries():
         ident = info.identity
+        stale = cache.is_stale(info)
+        if args.stale and not stale:  # `list --stale`: what `clear --stale` would remove (it listed everything)
+            continue
         rows.append({"entry": info.path, "bytes": info.nbytes, "zkey": ident.zkey_path if ident else None,
-                     "layout": ident.layout if ident else None, "stale": cache.is_stale(info),
-                     "created": info.created})
+                     "layout": ident.layout if ident else None, "stale": stale, "created": info.created})
     if args.json:
         print(json.dumps({"dir": str(where), "entries": rows}))
         return 0
