@@ -335,12 +335,12 @@ MSM_ACCUMULATE_BOUNDED(g1r, MSM1R, 5)
 MSM_ACCUMULATE_BOUNDED(g1, MSM1, 5)
 MSM_ACCUMULATE_BOUNDED(g2e, MSM2E, 3)
 MSM_ACCUMULATE_BOUNDED(g2r, MSM2R, 3)
-// The split G1 accumulation (184 registers: 2 blocks) under 3 blocks: 168 registers and 104 bytes of stack (msm_builds
-// ACCUMULATE_BOUNDS_BY_CURVE, session 42).
+// The split G1 accumulation (184 registers: 2 blocks) under 3 blocks: 168 registers and 104 bytes of stack (session 42;
+// not a default until the GPU tests have run it: msm_builds ACCUMULATE_BOUNDS {"g1": 3} selects it).
 MSM_ACCUMULATE_BOUNDED(g1s, MSM1S, 3)
 #else
 // BN254's inlined G1 accumulation (msm.py "split_inline", 132 registers: 3 blocks of 128 an SM) bounded to 128
-// registers, 4 blocks: more warps to hide its products' dependent chains (msm_builds ACCUMULATE_BOUNDS {"g1": 4}).
+// registers, 4 blocks: more warps to hide its products' dependent chains (msm_builds ACCUMULATE_BOUNDS_BY_CURVE).
 MSM_ACCUMULATE_BOUNDED(g1i, MSM1I, 4)
 #endif
 
