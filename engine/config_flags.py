@@ -73,6 +73,38 @@ def engine_flags_given(args: argparse.Namespace) -> list[str]:
     return ["--" + name.replace("_", "-") for name in ENGINE_ONLY_FLAGS if getattr(args, name, None) is not None]
 
 
+# The flags that act only where a GPU proves (a --config file's values are left alone: one file may serve machines
+# with and without a GPU).  On the CPU backend each was ignored without a word.
+GPU_ONLY_FLAGS = ("devices", "vram_budget", "key_cache_dir")
+
+
+def gpu_flags_given(args: argparse.Namespace) -> list[str]:
+    """The GPU-only flags given on the command line, as their --names (--no-key-cache stores "off")."""
+    given = []
+    for name in GPU_ONLY_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            given.append("--no-key-cache" if name == "key_cache_dir" and value == "off"
+                         else "--" + name.replace("_", "-"))
+    return given
+
+
+def gpu_flags_problem(args: argparse.Namespace, backend: str, gpus: int | None) -> tuple[str, str] | None:
+    """("error" | "note", text) where GPU-only flags were given but the proof runs on the CPU: refused with
+    --backend cpu, noted with auto on a machine with no CUDA device (`gpus`: its device count, None when not
+    known, which says nothing); None where the flags act."""
+    given = gpu_flags_given(args)
+    if not given or backend not in ("cpu", "auto"):
+        return None
+    names, one = " and ".join(given), len(given) == 1
+    if backend == "cpu":
+        return "error", (f"{names} {'acts' if one else 'act'} only where a GPU proves; on the cpu backend this "
+                         f"proof would ignore {'it' if one else 'them'}")
+    if gpus == 0:
+        return "note", f"no CUDA device here, so the CPU proves and {names} {'has' if one else 'have'} no effect"
+    return None
+
+
 class DirectSettings:
     """What `prove`'s direct path (one proof in this process: no --config, --timeline, --ray or Engine-only flag)
     reads of the flags, without the configuration's msgspec types (msgspec with typing_extensions: 42 ms of a cold

@@ -381,3 +381,48 @@ def test_a_flag_for_a_server_or_a_cluster_is_refused_where_it_would_do_nothing(t
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {words}"), r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "proof.json").exists()
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--devices", "0"], "--devices acts only where a GPU proves"),
+    (["--vram-budget", "8GiB"], "--vram-budget acts only where a GPU proves"),
+    (["--key-cache-dir", "cache"], "--key-cache-dir acts only where a GPU proves"),
+    (["--no-key-cache"], "--no-key-cache acts only where a GPU proves"),
+    (["--devices", "1", "--no-key-cache"], "--devices and --no-key-cache act only where a GPU proves"),
+], ids=["devices", "vram-budget", "key-cache-dir", "no-key-cache", "two"])
+def test_a_gpu_flag_with_the_cpu_backend_is_refused(tmp_path, flags, words):
+    """`prove --backend cpu --devices 1` (or --vram-budget, --key-cache-dir, --no-key-cache) proved on the CPU
+    and dropped the flag without a word, on the direct path and the Engine's alike."""
+    key = EXAMPLES / "bn128" / "sudoku"
+    r = run_engine("prove", *flags, "--backend", "cpu", "--quiet", f"{key}.zkey", f"{key}.wtns",
+                   tmp_path / "proof.json", tmp_path / "public.json")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {words}"), r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "proof.json").exists()
+
+
+@pytest.mark.parametrize("flags,named", [
+    (["--key-cache-dir", "cache"], "--key-cache-dir"),  # the direct path
+    (["--devices", "0", "--vram-budget", "1GiB"], "--devices and --vram-budget"),  # the Engine's
+], ids=["direct", "engine"])
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_gpu_flag_where_auto_finds_no_device_is_a_warning_and_the_proof_is_made(tmp_path, flags, named, as_json):
+    """With the auto backend on a machine without a CUDA device (hidden here, so that a GPU machine runs it
+    too) the flags were dropped without a word; now one warning line says so, and the proof is made."""
+    key = EXAMPLES / "bn128" / "sudoku"
+    cmd = [sys.executable, "-m", "engine", "prove", *flags, "--json" if as_json else "--quiet", f"{key}.zkey",
+           f"{key}.wtns", tmp_path / "proof.json", tmp_path / "public.json"]
+    r = subprocess.run(list(map(str, cmd)), cwd=REPO, capture_output=True, text=True, timeout=300,
+                       stdin=subprocess.DEVNULL, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert r.returncode == 0, r.stderr
+    text = f"no CUDA device here, so the CPU proves and {named} ha"
+    if as_json:
+        import json
+
+        events = [json.loads(line) for line in r.stderr.splitlines()]
+        warned = [e for e in events if e["event"] == "warning"]
+        assert len(warned) == 1 and warned[0]["message"].startswith(text), r.stderr
+    else:
+        assert r.stderr.strip().splitlines() == [r.stderr.strip()] and r.stderr.startswith(f"warning: {text}"), \
+            r.stderr
+    assert (tmp_path / "proof.json").exists() and (tmp_path / "public.json").exists()

@@ -181,10 +181,14 @@ def _run_local(args: argparse.Namespace) -> int:
 
     wtns_path, proof_path, public_path = _split_files(args)
     if direct_path(args):  # one proof here: its few settings read without engine.config (msgspec)
-        return _run_direct(args, direct_settings(args), wtns_path, proof_path, public_path, started)
+        settings = direct_settings(args)
+        _refuse_gpu_flags_on_cpu(args, settings.backend)
+        return _run_direct(args, settings, wtns_path, proof_path, public_path, started)
     from engine.config import ConfigError, from_args
 
     config = from_args(args)
+    if not args.ray:  # a cluster's engines run elsewhere, on their machines' devices
+        _refuse_gpu_flags_on_cpu(args, config.backend)
     if config.timeline and config.timeline != getattr(args, "timeline", None):  # a --config file's timeline
         _check_outputs(args, wtns_path, proof_path, public_path, config.timeline, f"timeline of {args.config}")
     if config.backend == "simulated":
@@ -195,6 +199,29 @@ def _run_local(args: argparse.Namespace) -> int:
 
         return prove_on_ray(args, config, wtns_path, proof_path, public_path)
     return _run_engine(args, config, wtns_path, proof_path, public_path)
+
+
+def _refuse_gpu_flags_on_cpu(args, backend: str) -> None:
+    from engine.config_flags import gpu_flags_problem
+
+    problem = gpu_flags_problem(args, backend, None)
+    if problem is not None:
+        raise EngineError(problem[1])
+
+
+def _warn_gpu_flags_unused(args, backend: str, gpus: int, progress=None) -> None:
+    """A GPU-only flag on a line whose auto backend found no device: one warning line (JSON with --json), even
+    with --quiet, not silently dropped."""
+    from engine.config_flags import gpu_flags_problem
+
+    problem = gpu_flags_problem(args, backend, gpus)
+    if problem is not None:
+        import warnings
+
+        if progress is not None:
+            progress.done()  # a bar's line cleared first (the next stage draws it again)
+
+        warnings.warn(problem[1], stacklevel=2)
 
 
 def _prepare_witness(args, zkey, wtns_path, progress):
@@ -243,7 +270,9 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
         with progress.timed("read key", 0.0):
             zkey = read_zkey(args.zkey)
         prime, values, witness_name = _prepare_witness(args, zkey, wtns_path, progress)
-        backend, candidates = _start_backend(config, zkey, progress, getattr(args, "device_start", None))
+        backend, candidates = _start_backend(config, zkey, progress, getattr(args, "device_start", None),
+                                             on_cpu=lambda gpus: _warn_gpu_flags_unused(args, config.backend, gpus,
+                                                                                        progress))
         if config.vram_budget is not None and hasattr(backend, "key_budget_bytes"):
             backend.key_budget_bytes = config.vram_budget  # the key's footprint is planned against it
         if hasattr(backend, "proofs_per_load"):
@@ -286,7 +315,7 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
     return 0
 
 
-def _start_backend(config, zkey, progress, device_start=None):
+def _start_backend(config, zkey, progress, device_start=None, on_cpu=None):
     """The backend and the key's footprint candidates (None: planned at the load), its cold start timed stage
     by stage for --verbose: cuInit and the device's context (begun on a thread by start(), else here) with
     the key's candidates and kernels made beside the context (_beside_the_context), the GPU backend's import,
@@ -301,6 +330,8 @@ def _start_backend(config, zkey, progress, device_start=None):
         progress.add_timings(device_start.timings, prefix="  device (beside the imports): ")
     if name == "auto":
         name = "gpu" if count else "cpu"
+        if not count and on_cpu is not None:  # `on_cpu(0)`: what the line's GPU flags say to that
+            on_cpu(0)
     if name != "gpu" or not count:  # the CPU, or no device: select_backend names the problem
         with progress.timed("backend", 0.3):
             return select_backend(name), None
@@ -382,9 +413,14 @@ class _CheckedWitness:
 def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
     from engine.api import prove_files
+    from engine.config_flags import gpu_flags_given
     from engine.groth16.kit import InputsFile
 
     timeline_existed = bool(args.timeline) and os.path.exists(args.timeline)
+    if config.backend == "auto" and gpu_flags_given(args):
+        from engine.backends.select import cuda_device_count
+
+        _warn_gpu_flags_unused(args, "auto", cuda_device_count())
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     try:
         with progress.timed("engine", 0.0):
