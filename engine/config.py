@@ -90,8 +90,20 @@ def parse_size(value: int | str | None, what: str = "size") -> int | None:
         return value
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
     if not m or m.group(2).lower() not in _UNITS:
-        raise ConfigError(f"{what}: {value!r} is not a size (examples: 8GiB, 512MiB, 1.5G, 1000000)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+        raise ConfigError(f"{what}: {_shown(value)} is not a size (examples: 8GiB, 512MiB, 1.5G, 1000000)")
+    size = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if size >= _MAX_SIZE:  # float() of 309 digits and more is inf, and int(inf) an OverflowError
+        raise ConfigError(f"{what}: {_shown(value)} is larger than any memory (at most 2^63 bytes)")
+    return int(size)
+
+
+_MAX_SIZE = float(1 << 63)
+
+
+def _shown(value: Any) -> str:
+    """A value for an error line, cut where it is long (a size of 5000 digits filled the terminal)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class SimulationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -221,6 +233,8 @@ def read_toml(path: str | os.PathLike) -> dict:
         raise ConfigError(f"{path}: is not a TOML text file (not UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except ValueError:  # an integer of more than Python's 4300 digits (TOMLDecodeError is a ValueError too)
+        raise ConfigError(f"{path}: holds a number too long to read (over 4300 digits)") from None
 
 
 def load(path: str | os.PathLike) -> EngineConfig:

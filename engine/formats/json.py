@@ -94,6 +94,12 @@ def load_json(path) -> Any:
         raise FormatError(name, f"is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
         raise FormatError(name, "is not valid JSON: nested too deeply") from None
+    except ValueError:  # an integer of more than Python's 4300 digits: no field of these files has one
+        raise FormatError(name, f"holds a number too long to read (over {_MAX_DIGITS} digits)") from None
+
+
+# Python reads at most this many digits into an int (sys.get_int_max_str_digits); a field element has at most 116
+_MAX_DIGITS = 4300
 
 
 class _Reader:
@@ -108,7 +114,11 @@ class _Reader:
     def dec(self, v: Any, where: str, bound: int | None = None, bound_name: str = "") -> int:
         if not isinstance(v, str) or not DECIMAL.fullmatch(v):
             raise self.fail(f"{where}: expected a decimal string, got {_short(v)}")
-        n = int(v)
+        digits = v.lstrip("0") or "0"  # leading zeros are read as snarkjs's BigInt reads them
+        if len(digits) > (len(str(bound)) if bound is not None else _MAX_DIGITS):  # int() would refuse or crawl
+            raise self.fail(f"{where}: {_short(v)} ({len(digits)} digits) is not "
+                            + (f"below {bound_name}" if bound is not None else "a field element"))
+        n = int(digits)
         if bound is not None and n >= bound:
             raise self.fail(f"{where}: {_short(v)} is not below {bound_name}")
         return n
