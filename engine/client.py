@@ -113,10 +113,14 @@ def token_file_tokens(path: str | os.PathLike) -> list[str]:
 # ------------------------------------------------------------------ one request, transport-free
 
 class _Request:
-    __slots__ = ("method", "path", "body", "content_type")
+    """`fields`: what a success answer must hold (a JSON object with these), None: text (/metrics)."""
 
-    def __init__(self, method: str, path: str, body: bytes = b"", content_type: str | None = None):
+    __slots__ = ("method", "path", "body", "content_type", "fields")
+
+    def __init__(self, method: str, path: str, body: bytes = b"", content_type: str | None = None,
+                 fields: tuple[str, ...] | None = ()):
         self.method, self.path, self.body, self.content_type = method, path, body, content_type
+        self.fields = fields
 
 
 def _witness_body(witness: Any) -> tuple[bytes, str, str | None]:
@@ -141,39 +145,76 @@ def _prove_request(kind: str, key: str, witness: Any, priority: str, deadline: f
     body, ctype, default_name = _witness_body(witness)
     path = with_query(f"/v1/keys/{quote(key)}/{kind}", priority=priority, deadline=deadline,
                   name=name or default_name)
-    return _Request("POST", path, body, ctype)
+    return _Request("POST", path, body, ctype, _PROOF if kind == "prove" else _JOB)
 
 
-def _json_request(method: str, path: str, obj: Any = None) -> _Request:
+_JOB = ("id", "key", "state")
+_PROOF = (*_JOB, "proof", "public")
+
+
+def _json_request(method: str, path: str, obj: Any = None, fields: tuple[str, ...] = ()) -> _Request:
     return _Request(method, path, b"" if obj is None else json.dumps(obj).encode(),
-                    None if obj is None else "application/json")
+                    None if obj is None else "application/json", fields)
 
 
-def _answer(url: str, status: int, ctype: str, raw: bytes) -> Any:
+def _answer(url: str, status: int, ctype: str, raw: bytes, fields: tuple[str, ...] | None = ()) -> Any:
+    """The answer's JSON (text where `fields` is None); ServerError for an error answer, and for one that is not
+    the prover's (a proxy's HTML page, JSON of another shape), in one line."""
+    if fields is None and status < 400:
+        return raw.decode(errors="replace")
+    data: Any = None
     if "json" in ctype:
         try:
-            data = json.loads(raw) if raw else {}
-        except ValueError:
-            data = {"error": "bad_response", "message": raw[:200].decode(errors="replace")}
-    else:
-        data = raw.decode(errors="replace")
-    if status >= 400:
-        if isinstance(data, dict):
-            raise ServerError(status, str(data.get("error", "error")), str(data.get("message", data)))
-        raise ServerError(status, "error", f"{url}: {data[:200]}")
+            data = json.loads(raw)
+        except ValueError:  # not JSON, not UTF-8, a number of 4300 digits
+            raise _not_ours(url, status, f"JSON that does not parse: {_gist(raw)}") from None
+    if status >= 400 and isinstance(data, dict) and isinstance(data.get("error"), str):
+        raise ServerError(status, data["error"], " ".join(str(data.get("message", data["error"])).split()))
+    if data is None:
+        raise _not_ours(url, status, f"{ctype.split(';')[0] or 'no content type'}, not the prover's JSON: "
+                                     f"{_gist(raw)}")
+    if status >= 400 or not isinstance(data, dict) or any(name not in data for name in fields):
+        missing = [name for name in fields if name not in data] if isinstance(data, dict) else []
+        what = f"no {missing[0]!r} in it" if missing else f"a {type(data).__name__}"
+        raise _not_ours(url, status, f"JSON that is not the prover's answer ({what}): {_gist(raw)}")
     return data
 
 
+def _not_ours(url: str, status: int, what: str) -> ServerError:
+    return ServerError(status, "bad_response", f"the prover server at {url} answered HTTP {status} with {what}")
+
+
+def _gist(raw: bytes, limit: int = 120) -> str:
+    """A body as a short line: an HTML page's title, else its text without tags, whitespace collapsed."""
+    text = raw[:4096].decode(errors="replace")
+    if "<" in text:
+        import re  # noqa: PLC0415 - an error's path only
+
+        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+        text = title.group(1) if title else re.sub(r"<[^>]*>", " ", text)
+    text = " ".join(text.split()) or "(empty)"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _proof_result(view: dict) -> ProofResult:
+    if "proof" not in view or "public" not in view:
+        raise ServerError(200, "bad_response", f"job {view.get('id')}: the server said {view.get('state')!r} "
+                                                "and sent no proof")
     return ProofResult(view["proof"], view["public"], view["id"], view["key"], view.get("timings", {}))
+
+
+def _timed_out(url: str, timeout: float | None) -> ServerError:
+    return ServerError(0, "timeout", f"the prover server at {url} timed out: no answer within {timeout:g} s")
 
 
 def _unreachable(url: str, exc: BaseException) -> ServerError:
     if isinstance(exc, BadResponse):
         return ServerError(0, "bad_response", f"the prover server at {url} answered with something that is not "
                                               f"HTTP/1.1: {exc}")
-    return ServerError(0, "unreachable", f"cannot reach the prover server at {url}: {exc.strerror or exc}"
-                       if isinstance(exc, OSError) else f"the prover server at {url} closed the connection: {exc}")
+    if isinstance(exc, OSError):
+        why = exc.strerror or str(exc) or ("timed out" if isinstance(exc, TimeoutError) else type(exc).__name__)
+        return ServerError(0, "unreachable", f"cannot reach the prover server at {url}: {why}")
+    return ServerError(0, "unreachable", f"the prover server at {url} closed the connection: {exc}")
 
 
 class _Base:
@@ -248,7 +289,7 @@ class Client(_Base):
             reused = self._sock is not None
             try:
                 if self._sock is None:
-                    self._open()
+                    self._open()  # a timeout here: the server cannot be reached
                 try:
                     send_all(self._sock, head, req.body)
                 except (BrokenPipeError, ConnectionResetError):
@@ -260,7 +301,11 @@ class Client(_Base):
                 if reused and attempt == 0:
                     continue  # an idle keep-alive connection the server had closed: once more, afresh
                 raise _unreachable(self.url, exc) from None
-            except (OSError, BadResponse) as exc:  # refused, unreachable, timed out, not HTTP
+            except TimeoutError as exc:  # connecting, or (connected) waiting for the answer
+                connected = self._sock is not None
+                self.close()
+                raise (_timed_out(self.url, self.timeout) if connected else _unreachable(self.url, exc)) from None
+            except (OSError, BadResponse) as exc:  # refused, unreachable, not HTTP
                 self.close()
                 raise _unreachable(self.url, exc) from None
             except BaseException:  # interrupted (Ctrl-C) mid-request: the connection is half-used, and
@@ -268,7 +313,7 @@ class Client(_Base):
                 raise
             if not keep:
                 self.close()
-            return _answer(self.url, status, ctype, raw)
+            return _answer(self.url, status, ctype, raw, req.fields)
 
     def healthz(self) -> dict:
         return self._call(_Request("GET", "/healthz"))
@@ -277,21 +322,21 @@ class Client(_Base):
         return self._call(_Request("GET", "/v1/stats"))
 
     def metrics(self) -> str:
-        return self._call(_Request("GET", "/metrics"))
+        return self._call(_Request("GET", "/metrics", fields=None))
 
     def keys(self) -> list[dict]:
-        return self._call(_Request("GET", "/v1/keys"))["keys"]
+        return self._call(_Request("GET", "/v1/keys", fields=("keys",)))["keys"]
 
     def load_key(self, path: str | os.PathLike, wasm: str | os.PathLike | None = None,
                  name: str | None = None) -> dict:
         """Load a key by its path on the server (absolute); an already resident one is returned as it is."""
-        key = self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name)))
+        key = self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name), ("id",)))
         if isinstance(key.get("prove_s_p50"), (int, float)):  # when its proofs' answers are due
             self.answers.expect(f"POST /v1/keys/{quote(key['id'])}/prove", key["prove_s_p50"])
         return key
 
     def unload_key(self, key: str) -> dict:
-        return self._call(_Request("DELETE", f"/v1/keys/{quote(key)}"))
+        return self._call(_Request("DELETE", f"/v1/keys/{quote(key)}", fields=("id",)))
 
     def prove(self, key: str, witness: Any, *, priority: str = "normal", deadline: float | None = None,
               name: str | None = None) -> ProofResult:
@@ -304,20 +349,22 @@ class Client(_Base):
         return self._call(_prove_request("jobs", key, witness, priority, deadline, name))
 
     def job(self, job_id: str, wait: float | None = None) -> dict:
-        return self._call(_Request("GET", with_query(f"/v1/jobs/{job_id}", wait=wait)))
+        return self._call(_Request("GET", with_query(f"/v1/jobs/{job_id}", wait=wait), fields=_JOB))
 
     def cancel(self, job_id: str) -> dict:
-        return self._call(_Request("DELETE", f"/v1/jobs/{job_id}"))
+        return self._call(_Request("DELETE", f"/v1/jobs/{job_id}", fields=_JOB))
 
     def wait(self, job_id: str) -> ProofResult:
-        """Poll (long-polling, 30 s a request) until the job ends; its proof, or its error as ServerError."""
+        """Poll (long-polling, 30 s a request, or half the client's timeout) until the job ends; its proof, or
+        its error as ServerError."""
         while True:
-            view = self.job(job_id, wait=30)
+            view = self.job(job_id, wait=_poll_s(self.timeout))
             if view["state"] not in ("queued", "running"):
                 return _job_outcome(view)
 
     def verify(self, proof: dict, public: list, *, key: str | None = None, vkey: dict | None = None) -> bool:
-        return self._call(_json_request("POST", "/v1/verify", _verify_body(proof, public, key, vkey)))["valid"]
+        body = _verify_body(proof, public, key, vkey)
+        return self._call(_json_request("POST", "/v1/verify", body, ("valid",)))["valid"]
 
 
 def _load_body(path, wasm, name) -> dict:
@@ -338,11 +385,22 @@ def _verify_body(proof, public, key, vkey) -> dict:
     return body
 
 
+# a polled job's error code -> the status its waiting request would have answered with (docs/service.md)
+_STATUS = {"deadline_exceeded": 504, "cancelled": 409, "shutting_down": 503, "too_large_for_budget": 507,
+           "insufficient_storage": 507, "engine_error": 500, "internal_error": 500}
+
+
+def _poll_s(timeout: float | None) -> float:
+    """A long poll's wait: answered within the client's timeout, which bounds one request, not the job."""
+    return 30.0 if timeout is None else round(min(30.0, timeout / 2), 3)
+
+
 def _job_outcome(view: dict) -> ProofResult:
     if view["state"] == "done":
         return _proof_result(view)
-    status = {"expired": 504, "cancelled": 409}.get(view["state"], 422)
-    raise ServerError(status, view.get("error", view["state"]), view.get("message", view["state"]))
+    code = str(view.get("error", view["state"]))
+    status = _STATUS.get(code, {"expired": 504, "cancelled": 409}.get(view["state"], 422))
+    raise ServerError(status, code, str(view.get("message", view["state"])))
 
 
 # ------------------------------------------------------------------ asyncio
@@ -379,10 +437,14 @@ class AsyncClient(_Base):
 
         head = self._head(req)
         for attempt in (0, 1):
-            reused = bool(self._idle)
+            reused = attempt == 0 and bool(self._idle)  # a retry goes on a fresh connection: others may be stale too
             try:
-                reader, writer = self._idle.pop() if reused else await self._connect()
-            except OSError as exc:
+                if reused:
+                    reader, writer = self._idle.pop()
+                else:
+                    connect = self._connect()
+                    reader, writer = await (asyncio.wait_for(connect, self.timeout) if self.timeout else connect)
+            except OSError as exc:  # refused, unreachable, timed out connecting
                 raise _unreachable(self.url, exc) from None
             done = False
             try:
@@ -393,13 +455,16 @@ class AsyncClient(_Base):
                 if reused and attempt == 0:
                     continue
                 raise _unreachable(self.url, exc) from None
+            except TimeoutError:  # asyncio.wait_for's
+                raise _timed_out(self.url, self.timeout) from None
             except (OSError, BadResponse) as exc:
                 raise _unreachable(self.url, exc) from None
             finally:
                 if not (done and keep):
-                    writer.close()  # cancelled or broken: closing it is what cancels the server's job
-            self._idle.append((reader, writer))
-            return _answer(self.url, status, ctype, raw)
+                    writer.close()  # cancelled, broken, or the server's to close: closing it cancels the job
+            if keep:  # only a connection the server keeps goes back to the pool
+                self._idle.append((reader, writer))
+            return _answer(self.url, status, ctype, raw, req.fields)
 
     @staticmethod
     async def _exchange(reader, writer, head: bytes, body: bytes) -> tuple[int, str, bytes, bool]:
@@ -417,16 +482,16 @@ class AsyncClient(_Base):
         return await self._call(_Request("GET", "/v1/stats"))
 
     async def metrics(self) -> str:
-        return await self._call(_Request("GET", "/metrics"))
+        return await self._call(_Request("GET", "/metrics", fields=None))
 
     async def keys(self) -> list[dict]:
-        return (await self._call(_Request("GET", "/v1/keys")))["keys"]
+        return (await self._call(_Request("GET", "/v1/keys", fields=("keys",))))["keys"]
 
     async def load_key(self, path, wasm=None, name: str | None = None) -> dict:
-        return await self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name)))
+        return await self._call(_json_request("POST", "/v1/keys", _load_body(path, wasm, name), ("id",)))
 
     async def unload_key(self, key: str) -> dict:
-        return await self._call(_Request("DELETE", f"/v1/keys/{quote(key)}"))
+        return await self._call(_Request("DELETE", f"/v1/keys/{quote(key)}", fields=("id",)))
 
     async def prove(self, key: str, witness: Any, *, priority: str = "normal", deadline: float | None = None,
                     name: str | None = None) -> ProofResult:
@@ -437,19 +502,20 @@ class AsyncClient(_Base):
         return await self._call(_prove_request("jobs", key, witness, priority, deadline, name))
 
     async def job(self, job_id: str, wait: float | None = None) -> dict:
-        return await self._call(_Request("GET", with_query(f"/v1/jobs/{job_id}", wait=wait)))
+        return await self._call(_Request("GET", with_query(f"/v1/jobs/{job_id}", wait=wait), fields=_JOB))
 
     async def cancel(self, job_id: str) -> dict:
-        return await self._call(_Request("DELETE", f"/v1/jobs/{job_id}"))
+        return await self._call(_Request("DELETE", f"/v1/jobs/{job_id}", fields=_JOB))
 
     async def wait(self, job_id: str) -> ProofResult:
         while True:
-            view = await self.job(job_id, wait=30)
+            view = await self.job(job_id, wait=_poll_s(self.timeout))
             if view["state"] not in ("queued", "running"):
                 return _job_outcome(view)
 
     async def verify(self, proof: dict, public: list, *, key: str | None = None, vkey: dict | None = None) -> bool:
-        return (await self._call(_json_request("POST", "/v1/verify", _verify_body(proof, public, key, vkey))))["valid"]
+        body = _verify_body(proof, public, key, vkey)
+        return (await self._call(_json_request("POST", "/v1/verify", body, ("valid",))))["valid"]
 
 
 # ------------------------------------------------------------------ the CLI: prove --server

@@ -104,7 +104,8 @@ class AnswerWait:
                 ready = self._spin(sock, deadline)
             if not ready:
                 _check(deadline)
-                _peek(sock, None if deadline is None else deadline - time.perf_counter())  # as the reader would
+                if not _peek(sock, None if deadline is None else deadline - time.perf_counter()):  # as the reader would
+                    raise TimeoutError("timed out")  # the timeout is spent: the reader must not wait it out again
         finally:
             _count(-1)
             sock.settimeout(timeout)

@@ -101,15 +101,21 @@ def read_response():
                 size = int(size_line.split(b";")[0], 16)
             except ValueError:
                 raise BadResponse(f"a malformed chunk size: {size_line[:80]!r}") from None
+            if size < 0:
+                raise BadResponse(f"a malformed chunk size: {size_line[:80]!r}")
             if size == 0:
                 break
             chunks.append((yield EXACT, size))
-            yield EXACT, 2
+            if (yield EXACT, 2) != b"\r\n":
+                raise BadResponse("a chunk longer than its size")
         while (yield LINE, None) not in (b"\r\n", b"\n", b""):
             pass  # trailers
         body = b"".join(chunks)
     elif "content-length" in headers:
-        body = yield EXACT, int(headers["content-length"])
+        length = headers["content-length"]
+        if not length.isdigit() or not length.isascii():
+            raise BadResponse(f"a malformed Content-Length: {length[:80]!r}")
+        body = yield EXACT, int(length)
     else:
         body = yield REST, None
         headers["connection"] = "close"

@@ -95,9 +95,15 @@ class Service:
         if key.unloading:
             raise not_found(f"key {key.id!r} is being unloaded")
         if not self.queue.has_room(key):
-            raise Problem(429, "queue_full", f"key {key.id!r} already has {key.queued} jobs queued "
-                                             f"(the limit is {self.queue.per_key_limit}); retry later",
-                          {"Retry-After": "1"})
+            raise Problem(429, "queue_full", f"key {key.id!r} already has {key.queued} jobs queued and "
+                                             f"{key.uploading} uploading (the limit is {self.queue.per_key_limit}); "
+                                             "retry later", {"Retry-After": "1"})
+
+    def hold_place(self, key: ServedKey) -> "Place":
+        """Admission for a request about to read its body: its place in the queue is held while the body
+        arrives, so that uploads started at once cannot each pass the check and be refused only once read."""
+        self.check_admission(key)
+        return Place(key)
 
     def spool_path(self, size: int | None) -> str:
         """Where an upload of `size` bytes (None: not said) waits: the RAM spool where it has room for it,
@@ -118,11 +124,14 @@ class Service:
 
     def submit(self, key: ServedKey, witness: Any, *, label: str, priority: str = "normal",
                deadline_s: float | None = None, spool: str | None = None, detached: bool = False,
-               upload: bytearray | None = None, received: float | None = None) -> Job:
+               upload: bytearray | None = None, received: float | None = None, place: "Place | None" = None) -> Job:
         """Queue a job; the caller's spool file becomes the job's (deleted when it ends, or here if refused).
 
         `upload`: the buffer of an upload kept in memory (the witness is a view over it); it goes back
-        to `uploads` when the job ends, and the caller's to give back if this refuses the job."""
+        to `uploads` when the job ends, and the caller's to give back if this refuses the job.
+        `place`: the one `hold_place` gave the request: the job takes it."""
+        if place is not None:
+            place.release()
         try:
             self.check_admission(key)
             if priority not in PRIORITIES:
@@ -246,14 +255,17 @@ class Service:
         with anyio.move_on_after(timeout):
             await self._idle.wait()
         if self._active:
-            self.cancel_all(f"the server shut down before it ran (drain timeout {timeout:g} s)")
+            self.cancel_all(f"the server shut down {{where}} it ran (drain timeout {timeout:g} s)")
             await self._idle.wait()
 
     def cancel_all(self, reason: str) -> None:
+        """Every job, by the server (`reason`'s {where}: before or while it ran): a 503, not the client's doing."""
         self.draining = True
         self.queue.paused = True  # cancel the queued ones without starting them first
         for job in list(self.jobs.values()):
-            self.cancel(job, reason)
+            if not (job.final or job.cancel_as):
+                job.by_server = True
+                self.cancel(job, reason.format(where="before" if job.state == "queued" else "while"))
         self.queue.paused = False
 
     def close(self) -> None:
@@ -271,6 +283,11 @@ class Service:
             raise bad_request('expected {"key": id or "vkey": {...}, "proof": {...}, "public": [...]}')
         if ("key" in body) == ("vkey" in body):
             raise bad_request('give either "key" (a loaded key\'s id) or "vkey" (a verification_key.json object)')
+        unknown = set(body) - {"proof", "public", "key", "vkey"}
+        if unknown:  # as POST /v1/keys: a misspelt field is not ignored without a word
+            raise bad_request(f"unknown field(s): {', '.join(sorted(unknown))}")
+        if "key" in body and not isinstance(body["key"], str):
+            raise bad_request(f"key: expected a loaded key's id (a string), got {type(body['key']).__name__}")
         with tempfile.TemporaryDirectory(dir=self.spool) as tmp:
             def parse(reader, name: str, *args):
                 path = os.path.join(tmp, name)
@@ -282,7 +299,7 @@ class Service:
                     raise from_engine_error(exc, {path: f"request.{name}"}) from None
 
             if "key" in body:
-                key = self.keys.get(str(body["key"]))
+                key = self.keys.get(body["key"])
                 if key.vk is None:
                     key.vk = await anyio.to_thread.run_sync(lambda: vk_from_zkey(_read_zkey(key.path)))
                 vk, against = key.vk, f"key {key.id!r}"
@@ -319,7 +336,21 @@ class Service:
             "keys": len(self.keys.keys), "uptime_s": time.monotonic() - self.started,
             "spooled_uploads": sum(len(os.listdir(d)) for d in (self.spool, self._spill) if d is not None),
             "uploads_in_memory_bytes": self.uploads.in_use,
+            "uploads_in_progress": sum(k.uploading for k in self.keys.keys.values()),
         }
+
+
+class Place:
+    """A request's place in its key's queue while its body arrives (`ServedKey.uploading`)."""
+
+    def __init__(self, key: ServedKey):
+        self.key = key
+        key.uploading += 1
+
+    def release(self) -> None:
+        if self.key is not None:
+            self.key.uploading -= 1
+            self.key = None
 
 
 def _read_zkey(path: str) -> Any:
@@ -331,6 +362,8 @@ def _read_zkey(path: str) -> Any:
 def _cancel_problem(job: Job) -> Problem:
     if job.cancel_as == "expired":
         return Problem(504, "deadline_exceeded", f"job {job.id}: {job.reason}")
+    if job.by_server or job.reason is None:  # the server going down: worth a retry, on this server or another
+        return Problem(503, "shutting_down", f"job {job.id} was cancelled: {job.reason or 'the server shut down'}")
     return Problem(409, "cancelled", f"job {job.id} was cancelled: {job.reason or 'the server shut down'}")
 
 

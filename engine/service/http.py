@@ -191,6 +191,10 @@ async def _read_json(request: web.Request, limit: int = _JSON_LIMIT) -> Any:
                           ) from None
     except RecursionError:
         raise bad_request("the request body is not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # a number of more than 4300 digits (Python's int limit): no field or signal has one
+        detail = str(exc).split(";")[0]
+        raise bad_request(f"the request body has a number too long to read: {detail[:1].lower()}{detail[1:]}"
+                          ) from None
 
 
 def _number(request: web.Request, name: str, low: float, high: float = math.inf, *,
@@ -323,7 +327,17 @@ async def _admit(request: web.Request, detached: bool) -> Job:
     priority = _priority(request)
     deadline = _number(request, "deadline", 0.0)
     label = request.query.get("name") or "the uploaded witness"
-    service.check_admission(key)  # before the upload: a full queue costs the client no transfer
+    place = service.hold_place(key)  # before the upload: a full queue costs the client no transfer
+    try:
+        return await _upload(request, service, key, place, label, detached, received,
+                             priority=priority, deadline_s=deadline)
+    finally:
+        place.release()  # the job took it, or the request failed or its client left
+
+
+async def _upload(request: web.Request, service: Service, key: Any, place: Any, label: str, detached: bool,
+                  received: float, **job: Any) -> Job:
+    """The request's body into a job, which takes the request's place in the queue."""
     if request.content_type == "application/json":
         if key.wasm is None:
             raise Problem(422, "mismatch", f"key {key.id!r} was loaded without a circuit.wasm, so it cannot compute "
@@ -331,8 +345,7 @@ async def _admit(request: web.Request, detached: bool) -> Job:
         inputs = await _read_json(request, service.config.max_body)
         if not isinstance(inputs, dict):
             raise bad_request("circuit inputs must be a JSON object of signal names")
-        return service.submit(key, inputs, label=label, priority=priority, deadline_s=deadline, detached=detached,
-                              received=received)
+        return service.submit(key, inputs, label=label, detached=detached, received=received, place=place, **job)
     length = request.content_length
     if length is not None and length <= service.config.memory_upload_max:
         # Kept in memory and parsed in place: no file, and no synthesis worker to read one.
@@ -343,10 +356,10 @@ async def _admit(request: web.Request, detached: bool) -> Job:
             view = memoryview(buf)[_ALIGN_PAD:_ALIGN_PAD + length]
             await _read_into(request, view)
             _check_magic(bytes(view[:4]), label)
-            job = service.submit(key, parse_upload(view, label), label=label, priority=priority,
-                                 deadline_s=deadline, detached=detached, upload=buf, received=received)
+            queued = service.submit(key, parse_upload(view, label), label=label, detached=detached, upload=buf,
+                                    received=received, place=place, **job)
             handed = True
-            return job
+            return queued
         finally:
             if not handed:  # refused, malformed, or the client left mid-upload: the buffer goes back
                 service.uploads.give(buf)
@@ -364,10 +377,10 @@ async def _admit(request: web.Request, detached: bool) -> Job:
                           f"{os.path.dirname(path)} ({exc.strerror}); try again later") from None
         with open(path, "rb") as f:
             _check_magic(f.read(4), label)
-        job = service.submit(key, path, label=label, priority=priority, deadline_s=deadline, spool=path,
-                             detached=detached, received=received)
+        queued = service.submit(key, path, label=label, spool=path, detached=detached, received=received,
+                                place=place, **job)
         handed = True
-        return job
+        return queued
     finally:
         if not handed:  # refused, too large, or the client left mid-upload: the partial file goes
             remove_file(path)

@@ -46,6 +46,7 @@ class Job:
     scope: Any = None  # the anyio CancelScope around the engine call while running
     timer: asyncio.TimerHandle | None = None
     cancel_as: str | None = None  # the final state a cancel of a running job ends in
+    by_server: bool = False  # cancelled by the server shutting down (503), not by a client (409)
     detached: bool = False  # a polled job (POST .../jobs), kept after it ends; else its request waits
 
     @property
@@ -67,7 +68,7 @@ class JobQueue:
         self.paused = False
 
     def has_room(self, key: Any) -> bool:
-        return key.queued < self.per_key_limit
+        return key.queued + key.uploading < self.per_key_limit  # an upload under way has its place
 
     def admit(self, job: Job) -> None:
         """Queue a job (the caller checked has_room) and start what may start."""

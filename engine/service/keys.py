@@ -33,6 +33,7 @@ class ServedKey:
     stamp: tuple[int, int, int]
     handle: Any = None  # engine.api.KeyHandle
     queued: int = 0  # jobs waiting in the service's queue
+    uploading: int = 0  # requests whose body is still arriving: each holds its place in the queue
     active: int = 0  # jobs queued or running (unload waits for zero)
     unloading: bool = False
     vk: Any = None  # the verification key, made on the first /verify
@@ -57,7 +58,7 @@ class ServedKey:
             "id": self.id, "path": self.path, "wasm": self.wasm, "curve": h.curve, "n_vars": h.n_vars,
             "n_public": h.n_public, "domain_size": h.domain_size, "vram_bytes": resident_bytes(h),
             "working_set_bytes": h.working_set_bytes, "witness_bytes": h.witness_bytes,
-            "devices": list(h.devices), "queued": self.queued, "active": self.active,
+            "devices": list(h.devices), "queued": self.queued, "uploading": self.uploading, "active": self.active,
             "prove_s_p50": self.prove_s_p50(),
         }
 
@@ -72,6 +73,7 @@ class KeyRegistry:
         self.engine = engine
         self.keys: dict[str, ServedKey] = {}
         self._loading: dict[tuple[str, str | None], asyncio.Future] = {}
+        self._naming: set[str] = set()  # names asked for by loads under way: no other load may take them
 
     def get(self, key_id: str) -> ServedKey:
         key = self.keys.get(key_id)
@@ -103,17 +105,22 @@ class KeyRegistry:
             await asyncio.shield(pending)  # another request is loading it: use its result
         if name is not None and name in self.keys:
             raise Problem(409, "conflict", f"key name {name!r} is taken by {self.keys[name].path}")
+        if name is not None and name in self._naming:  # another file's load asked for it first
+            raise Problem(409, "conflict", f"key name {name!r} is taken by a key being loaded now")
         done = asyncio.get_running_loop().create_future()
         self._loading[(path, wasm)] = done
+        if name is not None:
+            self._naming.add(name)
         try:
             stamp = _stamp(path)
             handle = await self.engine.load_key(path, wasm=wasm)
-            key = ServedKey(self._free_id(name or _stem(path)), path, wasm, stamp, handle)
+            key = ServedKey(name or self._free_id(_stem(path)), path, wasm, stamp, handle)
             key.idle.set()
             self.keys[key.id] = key
             return key, True
         finally:
             del self._loading[(path, wasm)]
+            self._naming.discard(name)
             done.set_result(None)
 
     async def unload(self, key: ServedKey) -> None:
@@ -133,10 +140,12 @@ class KeyRegistry:
                                               f"DELETE /v1/keys/{key.id} and load it again")
 
     def _free_id(self, base: str) -> str:
-        if base not in self.keys:
+        """`base`, else `base-2`, ...: neither a resident key's id nor a name a load under way asked for."""
+        taken = self.keys.keys() | self._naming
+        if base not in taken:
             return base
         n = 2
-        while f"{base}-{n}" in self.keys:
+        while f"{base}-{n}" in taken:
             n += 1
         return f"{base}-{n}"
 

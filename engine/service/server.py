@@ -53,7 +53,7 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
             announce("engine serve: second SIGINT: cancelling every job and exiting")
             state["forced"] = True
             if service is not None:
-                service.cancel_all("the server was interrupted")
+                service.cancel_all("the server was interrupted {where} it ran")
         elif state["signals"] >= 3:
             os._exit(130)
 
