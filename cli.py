@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except EngineError as exc:
-        return report(args, type(exc).__name__, str(exc), exc.exit_code)
+        return report(args, type(exc).__name__, str(exc), exc.exit_code, _answer_fields(exc))
     except KeyboardInterrupt:
         return report(args, "Interrupted", "interrupted", 130)
     except MemoryError:
@@ -163,12 +163,23 @@ def _route_log_warnings(args: "argparse.Namespace", command: str | None):
     return handler
 
 
-def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code: int) -> int:
-    """The one line a failed command prints on stderr (a JSON object with --json); returns the exit code."""
+def _answer_fields(exc: Exception) -> dict:
+    """A prover server's answer (engine.client.ServerError): its HTTP status and error code, so that a script
+    reading --json can tell a full queue (429 queue_full: retry) from its own mistake without parsing the
+    message.  Nothing for other errors."""
+    status, code = getattr(exc, "status", None), getattr(exc, "code", None)
+    return {"status": status, "code": code} if isinstance(status, int) and isinstance(code, str) else {}
+
+
+def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code: int,
+           fields: dict | None = None) -> int:
+    """The one line a failed command prints on stderr (a JSON object with --json, with `fields` added);
+    returns the exit code."""
     if getattr(args, "json", False):
         import json  # noqa: PLC0415
 
-        line = json.dumps({"event": "error", "error": kind, "message": message, "exit_code": exit_code})
+        line = json.dumps({"event": "error", "error": kind, "message": message, "exit_code": exit_code,
+                           **(fields or {})})
     else:
         line = message if exit_code == 130 else f"error: {message}"
     print(line, file=sys.stderr, flush=True)

@@ -244,3 +244,21 @@ def test_the_async_client_retries_a_stale_connection_on_a_fresh_one():
         assert asyncio.run(calls()) == [{"n": 1}] * 4
     finally:
         srv.close()
+
+
+def test_the_json_error_line_carries_the_servers_status_and_code(tmp_path):
+    """`prove --server URL --json`'s error object had only the message: a script had to parse "(HTTP 429
+    queue_full)" out of it to know that a retry would do."""
+    import json
+
+    body = b'{"error": "queue_full", "message": "key \'sudoku\' already has 2 jobs queued; retry later"}'
+    srv = Canned("429 Too Many Requests", "application/json", body, head="Retry-After: 1\r\n")
+    try:
+        r = subprocess.run([sys.executable, "-m", "engine", "prove", "--server", srv.url, "--json", f"{SUDOKU}.zkey",
+                            f"{SUDOKU}.wtns", tmp_path / "proof.json", tmp_path / "public.json"],
+                           cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    finally:
+        srv.close()
+    error = json.loads(r.stderr.strip().splitlines()[-1])
+    assert r.returncode == 2 and error["event"] == "error", r.stderr
+    assert (error["status"], error["code"]) == (429, "queue_full") and "retry later" in error["message"]
