@@ -178,3 +178,26 @@ def test_verify_refuses_unknown_fields_and_a_key_that_is_not_a_name(server):
             assert words in info.value.message, info.value
         assert c.verify(result.proof, result.public, key=key) is True
     server.stop()
+
+
+def test_the_gpus_flags_on_a_server_that_proves_on_the_cpu(tmp_path):
+    """`serve --backend cpu --devices 0` (or --vram-budget, --key-cache-dir) served on the CPU and dropped the
+    flag without a word; now it is refused, and with auto on a machine without a CUDA device (hidden here, so
+    that a GPU machine runs it too) the log says the flag has no effect."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    r = subprocess.run([sys.executable, "-m", "engine", "serve", "--backend", "cpu", "--port", "0", "--vram-budget",
+                        "8GiB"], cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "error: --vram-budget acts only where a GPU proves; on the cpu backend this server would ignore it"], r.stderr
+    srv = ServerProcess(tmp_path, "--backend", "auto", "--devices", "0",
+                        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    try:
+        assert "WARNING engine: no CUDA device here, so the CPU proves and --devices has no effect" in \
+            srv.log.read_text()
+    finally:
+        srv.stop()

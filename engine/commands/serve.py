@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     flags = copy.copy(args)
     flags.config = None  # the file was read above, [service] table and all
     engine_config = from_args(flags, base=engine_config)
+    _check_gpu_flags(args, engine_config.backend)
     service_config = with_flags(
         service_config, host=args.host, port=args.port, token_file=args.token_file, max_body=args.max_body,
         memory_upload_max=args.memory_upload_max,
@@ -72,3 +73,25 @@ def run(args: argparse.Namespace) -> int:
     tokens = read_tokens(service_config.token_file)
     check_exposure(service_config, tokens)
     return run_loop(lambda: serve(engine_config, service_config, tokens))
+
+
+def _check_gpu_flags(args: argparse.Namespace, backend: str) -> None:
+    """The GPU's own flags on a server that proves on the CPU: refused with --backend cpu, a warning in the log
+    where auto finds no CUDA device (they were dropped without a word)."""
+    import logging
+
+    from engine.config_flags import gpu_flags_given, gpu_flags_problem
+    from engine.errors import EngineError
+
+    if not gpu_flags_given(args) or backend not in ("cpu", "auto"):
+        return
+    gpus = None
+    if backend == "auto":
+        from engine.backends.select import cuda_device_count
+
+        gpus = cuda_device_count()
+    problem = gpu_flags_problem(args, backend, gpus)
+    if problem is not None and problem[0] == "error":
+        raise EngineError(problem[1].replace("this proof", "this server"))
+    if problem is not None:
+        logging.getLogger("engine").warning("%s", problem[1])
