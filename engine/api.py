@@ -20,7 +20,6 @@ batch of witness files (see `python -m engine prove --timeline FILE`).
 from __future__ import annotations
 
 import asyncio
-import errno
 import itertools
 import logging
 import os
@@ -36,11 +35,12 @@ from scheduler.synth_pool import SynthPool
 from scheduler.timeline import Event, Stage, Timeline
 
 from engine.config import ConfigError, EngineConfig
-from engine.errors import BudgetError, EngineClosedError, EngineError, EngineStartError, InputFileError, write_error
+from engine.errors import (BudgetError, EngineClosedError, EngineError, EngineStartError, InputFileError, start_problem,
+                           write_error)
 from engine.groth16.kit import Groth16Kit
 # the public handles live in engine/jobs.py (re-exported here: `from engine.api import KeyHandle, StreamResult`)
 from engine.jobs import (KeyHandle, StreamResult, _aiter, _default_host_budget, _JobHandle, _null,  # noqa: F401
-                         _single, checked_config, job_items, witness_items)
+                         _single, check_loop, checked_config, job_items, stream_limit, witness_items)
 
 log = logging.getLogger("engine")
 
@@ -48,17 +48,6 @@ UNLIMITED = 1 << 62  # a budget that never binds (the CPU backend's device memor
 
 
 # ------------------------------------------------------------------ the engine
-
-def _start_problem(exc: Exception) -> str:
-    """What stopped the start, with the limit to raise where it was a process limit of this machine."""
-    text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
-        import resource  # noqa: PLC0415 - POSIX only, and only here
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-        text += f" (this process may hold {soft} open files: raise the limit, ulimit -n, or use fewer workers)"
-    return text
-
 
 class Engine:
     """A proving engine on this event loop.  See the module docstring."""
@@ -83,6 +72,8 @@ class Engine:
         self._job_ids = itertools.count(1)
         self._jobs: set[_JobHandle] = set()
         self._idle = anyio.Event()
+        self._down = anyio.Event()  # set once a close has finished (a second close waits for it)
+        self._loop = None  # the event loop that entered it: the only one it serves
         self._keys: list[KeyHandle] = []
         self.devices: list[DeviceWorker] = []
         self.synth: SynthPool | None = None
@@ -99,14 +90,14 @@ class Engine:
     async def __aenter__(self) -> "Engine":
         if self._state != "new":
             raise EngineClosedError("an Engine can be entered once")
-        self._state = "starting"
+        self._state, self._loop = "starting", asyncio.get_running_loop()
         try:
             await self._start()
         except BaseException as exc:
             await self._abort_start()
             self._state = "closed"
             if isinstance(exc, Exception) and not isinstance(exc, EngineError):
-                raise EngineStartError(f"the engine could not start: {_start_problem(exc)}") from exc
+                raise EngineStartError(f"the engine could not start: {start_problem(exc)}") from exc
             raise
         self._state = "open"
         return self
@@ -175,6 +166,8 @@ class Engine:
                 pass
 
     async def __aexit__(self, exc_type, exc, tb) -> bool | None:
+        if self._state in ("new", "closing", "closed"):  # never entered, or closed already (it hung on the threads)
+            return await self._down.wait() if self._state == "closing" else None
         self._state = "closing"
         try:
             if exc_type is None or issubclass(exc_type, Exception):
@@ -197,6 +190,7 @@ class Engine:
                 with anyio.CancelScope(shield=True):
                     await self._teardown()
                 self._state = "closed"
+                self._down.set()
         if self._timeline_failure is not None and exc is None:  # like a file's close: after a body that ended well
             sink = self._timeline_failure
             raise InputFileError(sink.path, f"cannot write the timeline: {sink.error.strerror or sink.error}")
@@ -406,8 +400,7 @@ class Engine:
 
     async def unload_key(self, key: KeyHandle) -> None:
         """Wait for the key's jobs, then release it on every device."""
-        while key._jobs:
-            await self.drain()
+        await key._wait_no_jobs()
         await self._unload(key)
         # its proofs' pinned buffers (pinned after its load) are unwanted now: unpinned while the device is
         # idle, as the load pinned them, so the host budget is whole again without an idle loop
@@ -469,7 +462,7 @@ class Engine:
         self._check_open()
         self._check_key(key)
         witness_items(items, "prove_stream's items")
-        limit = max_in_flight or self.config.max_in_flight
+        limit = stream_limit(max_in_flight, self.config.max_in_flight)
         send, receive = anyio.create_memory_object_stream(limit)  # never full: the slots bound it
         slots = anyio.Semaphore(limit)  # taken per item; back only once the reader has its result
         state = {"outstanding": 0, "feeding": True}
@@ -560,7 +553,7 @@ class Engine:
             finally:
                 handle.cancelled = handle.scope.cancel_called and handle.error is None and handle.value is None
                 self._jobs.discard(handle)
-                key._jobs -= 1
+                key._job_ended()
                 if not self._jobs:
                     self._idle.set()
                 handle.done.set()
@@ -611,6 +604,7 @@ class Engine:
                 "the engine is not running (use `async with Engine(...) as eng`)"
                 if self._state == "new" else "the engine has shut down; no new jobs are accepted"
             )
+        check_loop(self._loop)
 
 
 # ------------------------------------------------------------------ for the CLI

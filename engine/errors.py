@@ -7,6 +7,7 @@ exceptions (those are bugs, and the CLI reports them as such).
 """
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -46,6 +47,17 @@ def write_error(path, exc: OSError) -> "InputFileError":
     if isinstance(exc, IsADirectoryError):
         return InputFileError(path, "is a directory, cannot write a file there")
     return InputFileError(path, f"cannot write: {exc.strerror or exc}")
+
+
+def start_problem(exc: Exception) -> str:
+    """What stopped an engine's start, with the limit to raise where it was a process limit of this machine."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+        import resource  # noqa: PLC0415 - POSIX only, and only here
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        text += f" (this process may hold {soft} open files: raise the limit, ulimit -n, or use fewer workers)"
+    return text
 
 
 class FormatError(InputFileError):

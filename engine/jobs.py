@@ -3,7 +3,9 @@ handle, and the small helpers the Engine and the RayCluster share (a call's witn
 ExceptionGroup).  engine/api.py re-exports the public ones."""
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import operator
 import os
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -53,6 +55,20 @@ class KeyHandle(KeyInfo):
     _record: KeyRecord = field(repr=False, default=None)
     _engine: Any = field(repr=False, default=None)  # the Engine that loaded it
     _jobs: int = field(repr=False, default=0)
+    _no_jobs: Any = field(repr=False, default=None)  # an anyio.Event an unload waits on, set when _jobs is 0
+
+    def _job_ended(self) -> None:
+        self._jobs -= 1
+        if not self._jobs and self._no_jobs is not None:
+            self._no_jobs.set()
+            self._no_jobs = None
+
+    async def _wait_no_jobs(self) -> None:
+        """Until none of this key's jobs is in flight (draining the engine waited for every key's: an unload
+        never ended while other keys were busy)."""
+        while self._jobs:
+            self._no_jobs = self._no_jobs or anyio.Event()
+            await self._no_jobs.wait()
     _resident_bytes: dict = field(repr=False, default_factory=dict)
     _host_bytes: dict = field(repr=False, default_factory=dict)
 
@@ -155,6 +171,35 @@ async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any
     else:
         for item in items:
             yield item
+
+
+def check_loop(loop: Any, who: str = "this engine") -> None:
+    """Refuse a call from another event loop than `loop` (None: not bound yet): the engine's task group,
+    budgets and events live on one loop, and jobs submitted from two loops at once hung both."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if loop is not None and running is not loop:
+        raise RuntimeError(f"{who} belongs to the event loop that entered it; from another thread or loop, "
+                           "submit with asyncio.run_coroutine_threadsafe(eng.prove(...), that_loop)")
+
+
+def stream_limit(max_in_flight: Any, default: int) -> int:
+    """prove_stream's `max_in_flight` (None or 0: the config's); anything but a positive count was anyio's
+    error about "max_buffer_size", or (True) a limit of one."""
+    if max_in_flight is None:
+        return default
+    try:
+        limit = operator.index(max_in_flight)  # ints, numpy's too; not floats, strings or bools
+        if isinstance(max_in_flight, bool):
+            raise TypeError
+    except TypeError:
+        raise TypeError(f"prove_stream: max_in_flight is a count of items, not {type(max_in_flight).__name__} "
+                        f"{max_in_flight!r:.40}") from None
+    if limit < 0:
+        raise ValueError(f"prove_stream: max_in_flight {limit} is negative (None: the config's)")
+    return limit or default
 
 
 def _default_host_budget() -> int:

@@ -18,7 +18,9 @@ no room is then an OSError naming the place and the sizes.
 """
 from __future__ import annotations
 
+import atexit
 import errno
+import fcntl
 import itertools
 import logging
 import mmap
@@ -89,7 +91,9 @@ class ShmBlock:
 
     @classmethod
     def create(cls, size: int, prefix: str = "g16w") -> "ShmBlock":
-        path = os.path.join(block_dir(int(size)), f"{prefix}-{os.getpid()}-{_TOKEN}-{next(_NAMES)}")
+        directory = block_dir(int(size))
+        own_blocks(directory, prefix)
+        path = os.path.join(directory, f"{prefix}-{os.getpid()}-{_TOKEN}-{next(_NAMES)}")
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
         try:
             length = max(int(size), 1)
@@ -166,3 +170,90 @@ class ShmBlock:
     def release(self) -> None:
         self.unlink()
         self.close()
+
+
+# ------------------------------------------------------------------ blocks whose process ended without removing them
+#
+# A process killed by SIGKILL (the OOM killer, a Ray actor shut down, a service killed after its stop timeout)
+# cannot remove its blocks: up to the synthesis pool's cached ones (48 of 8 MiB) stayed in /dev/shm, which is RAM,
+# until a reboot.  Each process that makes blocks in a directory holds an flock on an owner mark there for its
+# life (the kernel lets go of it however the process ends, whatever its PID namespace); the first block a process
+# makes there removes the blocks of every mark nobody holds.  A process that exits removes its own.
+
+_OWNED: dict[tuple[int, str, str], tuple[int, str]] = {}  # (pid, directory, prefix) -> (locked fd, mark path)
+
+
+def own_blocks(directory: str, prefix: str) -> None:
+    """Hold this process's owner mark for `prefix` blocks in `directory`; the first time, remove orphans."""
+    key = (os.getpid(), directory, prefix)
+    if key in _OWNED:
+        return
+    mark = os.path.join(directory, f"{prefix}.owner-{os.getpid()}-{_TOKEN}")
+    try:
+        fd = os.open(mark + ".new", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held before the mark has its name: no sweep can take it for dead
+        os.rename(mark + ".new", mark)
+    except OSError:  # no marks here (a read-only place, no flock): blocks are still removed by their owner
+        _OWNED[key] = (-1, mark)
+        return
+    if not _OWNED:
+        atexit.register(_remove_own)
+    _OWNED[key] = (fd, mark)
+    remove_orphans(directory, prefix)
+
+
+def remove_orphans(directory: str, prefix: str) -> int:
+    """Remove the blocks (and marks) of `prefix` owners in `directory` whose process has ended; how many marks."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    removed = 0
+    for name in names:
+        if not name.startswith(f"{prefix}.owner-") or name.endswith(".new"):
+            continue
+        mark = os.path.join(directory, name)
+        try:
+            fd = os.open(mark, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # its process lives (or another sweep has it)
+            os.close(fd)
+            continue
+        try:
+            _remove_blocks(directory, prefix + "-" + name[len(prefix) + len(".owner-"):], names)
+            _unlink(mark)
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _remove_blocks(directory: str, stem: str, names: list[str]) -> None:
+    for name in names:
+        if name.startswith(stem + "-"):
+            _unlink(os.path.join(directory, name))
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _remove_own() -> None:
+    """At exit: this process's blocks are nobody's now (its workers end with it), nor is its mark."""
+    for (pid, directory, prefix), (fd, mark) in list(_OWNED.items()):
+        if pid != os.getpid():  # a forked child's copy of the parent's table
+            continue
+        try:
+            _remove_blocks(directory, f"{prefix}-{pid}-{_TOKEN}", os.listdir(directory))
+        except OSError:
+            pass
+        if fd >= 0:
+            _unlink(mark)
+            os.close(fd)
+        del _OWNED[(pid, directory, prefix)]

@@ -6,7 +6,9 @@ Each worker serves one task at a time over its own pipe, so a worker that
 dies (a crash, an os._exit, a kill) fails only the task it was running; it
 is restarted in the background and the pool keeps serving.  One that died
 while idle is found before a task is sent to it, replaced, and the task goes
-to the next free worker (nothing fails).
+to the next free worker (nothing fails).  A worker that dies before it is ready is started again (twice, after
+a pause); a slot still without a worker is started again by the next task that gets it, which fails with the
+start's error only if that fails too: the pool heals once the machine lets it, and no task waits for ever.
 
 A task is a picklable `fn(*args) -> (meta, ndarray)` (module-level function;
 the engine supplies them, so this module knows nothing of circuits).  The
@@ -23,6 +25,7 @@ import multiprocessing as mp
 import os
 import pickle
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -39,10 +42,17 @@ from scheduler.task_errors import describe_error, rebuild_error
 
 START_METHODS = ("forkserver", "spawn")
 _READY_TIMEOUT_S = 120.0
+# A worker that dies before it is ready (killed by the OOM killer or an operator, a fork refused for a moment) is
+# started again after these pauses; only then is its start a failure.
+_START_RETRY_PAUSES_S = (0.05, 0.25)
 
 
 class SynthesisCrashedError(WitnessGenerationError):
     """A synthesis worker process died while working on a task."""
+
+
+class _ExitedWhileStarting(WitnessGenerationError):
+    """A worker process that ended before it said ready (started again, a few times, before this is reported)."""
 
 
 class OutputTooLargeError(MismatchError):
@@ -210,7 +220,7 @@ class SynthPool:
         self._closing = False
         self._starting: dict[int, Any] = {}  # slot -> a worker process started but not yet ready
         self._started = False
-        self._broken: BaseException | None = None  # a worker that could not be started
+        self._dead: dict[int, BaseException] = {}  # slot -> why its worker could not be started (slot free)
         self.crashes = 0  # workers that died on a task (that task failed)
         self.idle_deaths = 0  # workers found dead when a task came (replaced; the task went elsewhere)
         self.restarts = 0
@@ -229,15 +239,16 @@ class SynthPool:
         for idx in held:
             self._spawn_in_thread(idx, loop_token, count_restart=False)
         await self.wait_ready()
+        if self._dead:  # a pool that cannot start its workers is an engine that cannot start
+            raise next(iter(self._dead.values()))
 
     async def wait_ready(self) -> None:
-        """Wait until no worker is starting or restarting."""
+        """Wait until no worker is starting or restarting (a slot whose start failed is tried again by the
+        next task that gets it: see `run`)."""
         while self._restarts:
             threads = list(self._restarts)
             await anyio.to_thread.run_sync(lambda: [t.join() for t in threads])
             await anyio.sleep(0.001)  # let the threads' call_soon_threadsafe callbacks run
-        if self._broken is not None:
-            raise self._broken
 
     def pids(self) -> list[int]:
         """The worker processes' ids (perf/cpu_share.py reads their CPU time)."""
@@ -294,11 +305,10 @@ class SynthPool:
         """fn(*args) in a worker; its array comes back in a block of `capacity` bytes."""
         if not self._started or self._closing:
             raise RuntimeError("synthesis pool is not running")
-        if self._broken is not None:
-            raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {self._broken}")
         payload_args = (fn, args)
         block = None
         idx = None
+        failed_starts = 0  # slots this task found without a worker because its start had failed
         try:
             while True:
                 idx = await self._idle.acquire(label)
@@ -313,11 +323,18 @@ class SynthPool:
                         break
                     except (OSError, ValueError):  # died between the check and the send
                         pass
-                self.idle_deaths += 1
+                # A slot whose worker could not be started is started again for this task (a fork refused
+                # for a moment must not break the pool for good); the task gives up once it has found more
+                # such slots than the pool has, rather than wait for ever.
+                start_error = self._dead.pop(idx, None)
+                if start_error is None:
+                    self.idle_deaths += 1
+                else:
+                    failed_starts += 1
                 self._replace(idx)
                 idx = None
-                if self._broken is not None:
-                    raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {self._broken}")
+                if failed_starts > self.size:
+                    raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {start_error}")
             if on_start is not None:
                 on_start(idx)
             reply = await self._receive(worker, label)
@@ -398,7 +415,8 @@ class SynthPool:
         thread.start()
 
     def _spawn(self, idx: int, token: "_LoopToken", count_restart: bool) -> None:
-        """Thread body: reap the old process, start a new one, wait for its hello, free the slot."""
+        """Thread body: reap the old process, start a new one (again, after a pause, if it died before it was
+        ready), wait for its hello, free the slot."""
         error: BaseException | None = None
         try:
             old = self._workers[idx]
@@ -406,27 +424,16 @@ class SynthPool:
                 old.process.join(10.0)
                 old.conn.close()
                 self._workers[idx] = None
-            if self._closing:
-                return
-            parent, child = self._ctx.Pipe(duplex=True)
-            process = self._ctx.Process(target=_worker_main, args=(child, idx), daemon=True, name=f"synth-{idx}")
-            self._starting[idx] = process
-            start_process(process)
-            child.close()
-            if self._closing:  # close() came while it started: it may have missed this one
-                process.kill()
-            if not parent.poll(_READY_TIMEOUT_S):
-                process.kill()
-                raise WitnessGenerationError(f"synthesis worker {idx} did not start within {_READY_TIMEOUT_S:.0f} s")
-            try:
-                hello = pickle.loads(parent.recv_bytes())
-            except (EOFError, OSError):
-                process.join(5.0)
-                raise WitnessGenerationError(
-                    f"synthesis worker {idx} exited while starting (exit code {process.exitcode})"
-                ) from None
-            assert hello[0] == "ready", hello
-            self._workers[idx] = _Worker(idx, process, parent)
+            for pause in (*_START_RETRY_PAUSES_S, None):
+                if self._closing:
+                    return
+                try:
+                    self._workers[idx] = self._start_worker(idx)
+                    break
+                except (_ExitedWhileStarting, OSError):
+                    if pause is None or self._closing:
+                        raise
+                    time.sleep(pause)
             if count_restart:
                 self.restarts += 1
         except BaseException as exc:
@@ -435,11 +442,43 @@ class SynthPool:
             self._starting.pop(idx, None)
             token.call(self._spawned, idx, threading.current_thread(), error)
 
+    def _start_worker(self, idx: int) -> _Worker:
+        """One worker process for slot idx, ready to serve; on failure no process or pipe is left."""
+        parent, child = self._ctx.Pipe(duplex=True)
+        try:
+            process = self._ctx.Process(target=_worker_main, args=(child, idx), daemon=True, name=f"synth-{idx}")
+            self._starting[idx] = process
+            try:
+                start_process(process)
+            finally:
+                child.close()
+            if self._closing:  # close() came while it started: it may have missed this one
+                process.kill()
+            if not parent.poll(_READY_TIMEOUT_S):
+                process.kill()
+                process.join(5.0)
+                raise WitnessGenerationError(f"synthesis worker {idx} did not start within {_READY_TIMEOUT_S:.0f} s")
+            try:
+                hello = pickle.loads(parent.recv_bytes())
+            except (EOFError, OSError):
+                process.join(5.0)
+                raise _ExitedWhileStarting(
+                    f"synthesis worker {idx} exited while starting (exit code {process.exitcode})"
+                ) from None
+            assert hello[0] == "ready", hello
+        except BaseException:
+            parent.close()
+            raise
+        return _Worker(idx, process, parent)
+
     def _spawned(self, idx: int, thread: threading.Thread, error: BaseException | None) -> None:
         if thread in self._restarts:
             self._restarts.remove(thread)
         if error is not None:
-            self._broken = error  # the slot stays held: no task may go to a missing worker
+            # the slot is freed without a worker: a task waiting for it (held, it waited for ever) starts
+            # one again or fails with this error (run)
+            self._dead[idx] = error
+            self._idle.release(idx)
         elif self._workers[idx] is not None:
             self._idle.release(idx)
 

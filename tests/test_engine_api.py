@@ -111,6 +111,18 @@ async def test_leaving_a_stream_early_cancels_what_is_in_flight():
         assert eng.at_rest()
 
 
+@pytest.mark.parametrize("limit, error", [(-1, ValueError), (1.5, TypeError), ("3", TypeError), (True, TypeError)])
+async def test_a_stream_limit_that_is_not_a_count_names_max_in_flight(limit, error):
+    async with Engine(sim_config()) as eng:
+        key = await eng.load_key("k")
+        with pytest.raises(error, match="max_in_flight"):  # was anyio's "max_buffer_size ..." (or a stream of 2)
+            async for _ in eng.prove_stream(key, [{}, {}], max_in_flight=limit):
+                pass
+        assert [r.ok async for r in eng.prove_stream(key, [{}, {}], max_in_flight=1)] == [True, True]
+        await eng.drain()
+        assert eng.at_rest()
+
+
 async def test_shutdown_drains_jobs_in_flight():
     sink = MemorySink()
     tasks = []

@@ -334,7 +334,7 @@ class CircuitInstance:
         except (wasmtime.WasmtimeError, wasmtime.Trap) as exc:
             raise WitnessGenerationError(
                 f"{self.circuit.path}: the circuit's code trapped while computing the witness for {source}: "
-                f"{_first_line(exc)}"
+                f"{_trap_reason(exc)}"
             ) from None
 
     def _plan(self, inputs: Inputs, source: str) -> list[tuple[str, int, int, list[int]]]:
@@ -456,3 +456,17 @@ def _quoted(names: list[str]) -> str:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _trap_reason(exc: BaseException) -> str:
+    """Why and where the wasm trapped, on one line: wasmtime's first line is only "error while executing at wasm
+    backtrace:"; the reason is the last of its "Caused by:" lines, the place the first circuit function (not one of
+    the field's Fr_ helpers) on its backtrace."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if "Caused by:" not in lines:
+        return _first_line(exc)
+    causes = lines[lines.index("Caused by:") + 1:] or ["a trap"]
+    reason = re.sub(r"^\d+:\s*", "", causes[-1]).removeprefix("wasm trap: ")
+    names = [getattr(frame, "func_name", None) for frame in getattr(exc, "frames", None) or ()]
+    where = next((name for name in names if name and not name.startswith("Fr_")), None)
+    return f"{reason} (in {where})" if where else reason
