@@ -77,3 +77,18 @@ def test_prove_with_a_number_too_long_in_its_settings_is_one_line(tmp_path, flag
                    tmp_path / "public.json")
     _one_line_error(r)
     assert len(r.stderr) < 200 and not (tmp_path / "proof.json").exists()
+
+
+def test_an_input_json_with_an_integer_too_long_is_the_above_2_53_error(tmp_path):
+    """A bare JSON integer of 5000 digits in input.json was int()'s ValueError traceback from `witness` and
+    `prove --wasm --input`; it is now what any integer above 2^53 gets: write it as a string."""
+    from conftest import FIXTURES
+
+    tiny = FIXTURES / "tiny" / "bn128" / "tiny"
+    inputs = tmp_path / "input.json"
+    inputs.write_text(f'{{"x": {LONG}, "a": "11", "b": "5"}}')
+    for r in (run_engine("witness", f"{tiny}.wasm", inputs, tmp_path / "w.wtns"),
+              run_engine("prove", "--quiet", f"{tiny}.zkey", "--wasm", f"{tiny}.wasm", "--input", inputs,
+                         tmp_path / "proof.json", tmp_path / "public.json")):
+        _one_line_error(r, str(inputs), "is above 2^53", "write it as a string")
+        assert len(r.stderr) < 300

@@ -54,6 +54,8 @@ class _UnsafeJsonInt(str):
 
 
 def _json_int(text: str) -> int | _UnsafeJsonInt:
+    if len(text.lstrip("-")) > 16:  # above 2^53 (JSON has no leading zeros); int() refuses 4300 digits and more
+        return _UnsafeJsonInt(text)
     value = int(text)
     return value if abs(value) <= _JS_SAFE else _UnsafeJsonInt(text)
 
