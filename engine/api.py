@@ -35,8 +35,8 @@ from scheduler.synth_pool import SynthPool
 from scheduler.timeline import Event, Stage, Timeline
 
 from engine.config import ConfigError, EngineConfig
-from engine.errors import (BudgetError, EngineClosedError, EngineError, EngineStartError, InputFileError, start_problem,
-                           write_error)
+from engine.errors import (BudgetError, EngineClosedError, EngineError, EngineStartError, TimelineWriteError,
+                           start_problem, write_error)
 from engine.groth16.kit import Groth16Kit
 # the public handles live in engine/jobs.py (re-exported here: `from engine.api import KeyHandle, StreamResult`)
 from engine.jobs import (KeyHandle, StreamResult, _aiter, _default_host_budget, _JobHandle, _null,  # noqa: F401
@@ -193,7 +193,7 @@ class Engine:
                 self._down.set()
         if self._timeline_failure is not None and exc is None:  # like a file's close: after a body that ended well
             sink = self._timeline_failure
-            raise InputFileError(sink.path, f"cannot write the timeline: {sink.error.strerror or sink.error}")
+            raise TimelineWriteError(sink.path, f"cannot write the timeline: {sink.error.strerror or sink.error}")
         return None
 
     async def _teardown(self) -> None:
@@ -639,9 +639,15 @@ async def aprove_files(
     config = config or EngineConfig()
     if timeline is not None:
         config = config.replace(timeline=os.fspath(timeline))
-    async with Engine(config, on_event=on_event) as eng:
-        key = await eng.load_key(zkey, wasm=wasm, expected_proofs=len(witnesses))
-        return await eng.prove(key, partitions=witnesses)
+    proofs = None
+    try:
+        async with Engine(config, on_event=on_event) as eng:
+            key = await eng.load_key(zkey, wasm=wasm, expected_proofs=len(witnesses))
+            proofs = await eng.prove(key, partitions=witnesses)
+    except TimelineWriteError as exc:  # the proofs are made: the caller may still want them (the CLI writes them)
+        exc.results = proofs
+        raise
+    return proofs
 
 
 def prove_files(

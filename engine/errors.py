@@ -26,6 +26,13 @@ class InputFileError(EngineError):
         super().__init__(f"{self.path}: {problem}" if self.path else problem)
 
 
+class TimelineWriteError(InputFileError):
+    """The timeline file could not be written (a full disk): raised as the Engine closes, after its jobs ended
+    well.  `results`: what `prove_files` made by then (the proofs, which the CLI still writes), or None."""
+
+    results: list | None = None
+
+
 def file_error(path, exc: OSError | ValueError, what: str = "a file", kind: type | None = None) -> Exception:
     """The one-line error for an input file the OS would not give us (missing, a directory, ...),
     as `kind` (an InputFileError subclass; InputFileError itself by default).  A ValueError is Python's

@@ -245,19 +245,27 @@ def test_a_timeline_that_cannot_be_written_stops_itself_not_the_proofs():
 
 
 @pytest.mark.parametrize("json_lines", [False, True])
-def test_prove_with_a_timeline_that_cannot_be_written_is_one_error_naming_it(tmp_path, json_lines):
-    """It was a traceback from the Engine's teardown (exit 1)."""
+def test_prove_with_a_timeline_that_cannot_be_written_is_one_error_naming_it_and_keeps_the_proof(tmp_path,
+                                                                                              json_lines):
+    """It was a traceback from the Engine's teardown (exit 1); then one error line, but the proof, made and
+    verified while the warning said the run went on without the timeline, was thrown away.  Now the proof is
+    written and the exit (2) and the line say what failed."""
     proc = _prove(tmp_path / "p.json", tmp_path / "pub.json",
                   extra=("--timeline", "/dev/full", *(["--json"] if json_lines else [])))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    said = (f"/dev/full: cannot write the timeline: No space left on device (the proof was written to "
+            f"{tmp_path / 'p.json'} and {tmp_path / 'pub.json'})")
     if json_lines:
         events = [json.loads(line) for line in lines]
-        assert events[-1]["message"] == "/dev/full: cannot write the timeline: No space left on device"
+        assert events[-1]["message"] == said
     else:
-        assert lines[-1] == "error: /dev/full: cannot write the timeline: No space left on device"
+        assert lines[-1] == f"error: {said}"
         assert all(line.startswith(("warning: ", "error: ")) for line in lines), lines
-    assert list(tmp_path.iterdir()) == []  # an output that failed: no proof files either
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json", "pub.json"]
+    public = json.loads((tmp_path / "pub.json").read_text())
+    assert run_engine("verify", SUDOKU / "verification_key.json", tmp_path / "pub.json",
+                      tmp_path / "p.json").returncode == 0 and len(public) == 16
 
 
 def test_a_path_given_as_bytes_is_written(tmp_path):

@@ -5,6 +5,8 @@ The argument order of `snarkjs groth16 prove` and rapidsnark.  With
 and only <proof.json> <public.json> follow the key.  The proof is verified
 before anything is written (unless --no-verify), and both files are written
 only once everything has succeeded, so a failed run leaves no proof behind.
+One exception: a --timeline that could not be written (a full disk) fails the
+command (exit 2) once the verified proof is written, not instead of it.
 
 One proof runs directly in this process.  `--timeline FILE`, `--config FILE`
 or any of the Engine's own flags (budgets, pools, locks, devices) run it
@@ -414,6 +416,7 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
     from engine.api import prove_files
     from engine.config_flags import gpu_flags_given
+    from engine.errors import TimelineWriteError
     from engine.groth16.kit import InputsFile
 
     timeline_existed = bool(args.timeline) and os.path.exists(args.timeline)
@@ -431,11 +434,20 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
                 item = _CheckedWitness(values, prime, name)
             else:  # an input.json path is read in the Engine's synthesis worker; its errors name the file
                 item = InputsFile(args.input) if wtns_path is None else wtns_path
-            proofs = prove_files(args.zkey, [item], config=config, timeline=args.timeline, wasm=args.wasm)
+            try:
+                proofs, timeline_error = prove_files(args.zkey, [item], config=config, timeline=args.timeline,
+                                                     wasm=args.wasm), None
+            except TimelineWriteError as exc:  # the disk filled under the timeline: the proof is still written
+                if not exc.results:
+                    raise
+                proofs, timeline_error = exc.results, exc
         proof = proofs[0]
         interrupts.finished()  # from here the proof is made: a Ctrl-C is too late and ignored
         with progress.timed("write", 0.95):
             proof.write(proof_path, public_path)
+        if timeline_error is not None:  # the command did not do all it was asked: exit 2, naming what it did
+            raise TimelineWriteError(timeline_error.path, f"{timeline_error.problem} (the proof was written to "
+                                                          f"{proof_path} and {public_path})")
     except KeyboardInterrupt:
         if args.timeline and not timeline_existed:  # an interrupted run leaves no file it started
             try:
