@@ -118,6 +118,26 @@ class FileSegment:
         return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
 
+# Open files a synthesis worker holds in this process (its pipes and sentinel; 3 measured on Linux, one spare).
+FILES_PER_WORKER = 4
+
+
+def check_open_files(workers: int, spare: int = 64) -> None:
+    """Refuse a pool this process cannot hold open before any worker starts: past the limit the start failed
+    midway, the forkserver printing a traceback of its own beside the engine's error (`--synthesis-workers
+    100000` under `ulimit -n 20000`).  An EMFILE OSError, which the Engine's start error explains."""
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        held = len(os.listdir("/proc/self/fd"))
+    except (ImportError, OSError):  # not Linux: the start itself says so, if it comes to that
+        return
+    need = held + FILES_PER_WORKER * workers + spare
+    if soft != resource.RLIM_INFINITY and need > soft:
+        raise OSError(errno.EMFILE, f"{workers} synthesis workers need about {need} open files")
+
+
 def _synthesise(task: tuple) -> bytes:
     """One task: fn(*args) -> (meta, values); the values go into the shared block, the rest back."""
     fn, args, block_name, capacity = task
@@ -232,6 +252,7 @@ class SynthPool:
     async def start(self) -> None:
         if self._started:
             return
+        check_open_files(self.size)
         self._started = True
         # hold every slot until its worker is ready
         held = [await self._idle.acquire("starting") for _ in range(self.size)]
