@@ -298,6 +298,11 @@ async def test_cpu_backend_proves_values_given_as_ints_and_names_a_bad_shape():
         for bad in (-1, 1 << 256):
             with pytest.raises(UnreducedWitnessError, match="witness 0: value 1 is not reduced modulo r"):
                 await eng.prove(key, [1, bad] + ints[2:])
+        signed = limbs.astype(np.int64)  # a negative limb was read as its 64-bit word: another witness, which
+        signed[2, 1] = -1  # failed verification (VerificationError) instead of naming the row
+        with pytest.raises(UnreducedWitnessError, match="witness 0: value 2 is not reduced modulo r"):
+            await eng.prove(key, signed)
+        assert (await eng.prove(key, limbs.astype(np.int64))).public == expected
         assert (await eng.prove(key, ints)).public == expected and eng.at_rest()
 
 

@@ -196,6 +196,8 @@ def witness_values(item: Any, name: str) -> np.ndarray:
         if item.ndim != 2 or item.shape[1] != 4 or item.dtype.kind not in "iu":
             raise TypeError(f"{name}: values as an array must be one int a row or (m, 4) 64-bit limbs, got shape "
                             f"{item.shape} of {item.dtype}")
+        if item.dtype.kind == "i" and item.size and item.min() < 0:  # read as 64-bit words, -1 was 2^64 - 1:
+            raise UnreducedWitnessError(int(np.argmax((item < 0).any(axis=1))), name)  # another witness, not its own
         return item
     seq = item.tolist() if isinstance(item, np.ndarray) else item
     for row, v in enumerate(seq):
