@@ -399,7 +399,8 @@ class Engine:
             handle._host_bytes[worker.index] = pinned
 
     async def unload_key(self, key: KeyHandle) -> None:
-        """Wait for the key's jobs, then release it on every device."""
+        """Wait for the key's jobs, then release it on every device (a key unloaded already: nothing to do)."""
+        self._check_key(key, "unload_key", loaded=False)  # another engine's key: its memory freed through ours
         await key._wait_no_jobs()
         await self._unload(key)
         # its proofs' pinned buffers (pinned after its load) are unwanted now: unpinned while the device is
@@ -528,10 +529,10 @@ class Engine:
             for handle in list(handles):
                 handle.scope.cancel()
 
-    def _check_key(self, key: KeyHandle) -> None:
+    def _check_key(self, key: KeyHandle, who: str = "prove", loaded: bool = True) -> None:
         if not isinstance(key, KeyHandle):  # was an AttributeError on the string or path given
-            raise TypeError(f"prove: the key is what eng.load_key returned, not {type(key).__name__} {key!r:.60}")
-        if key._engine is not self or key not in self._keys:
+            raise TypeError(f"{who}: the key is what eng.load_key returned, not {type(key).__name__} {key!r:.60}")
+        if key._engine is not self or (loaded and key not in self._keys):
             raise EngineError(f"{key.label}: this key is not loaded in this engine (use eng.load_key)")
 
     def _submit(self, key: KeyHandle, items: list[Any]) -> _JobHandle:

@@ -112,3 +112,18 @@ async def test_unloading_a_key_waits_for_its_jobs_only_not_for_an_idle_engine():
         with pytest.raises(EngineError, match="not loaded"):
             await eng.prove(a, {})
         assert (await eng.prove(b, {})).key == "b"
+
+
+async def test_unload_key_refuses_another_engines_key_and_what_is_not_a_key():
+    """`eng2.unload_key(key_of_eng1)` released eng1's key through eng2's devices without a word (eng1's next
+    proof then failed on a budget it no longer held), and `unload_key("k")` was an AttributeError."""
+    async with Engine(sim_config()) as one, Engine(sim_config()) as two:
+        key = await one.load_key("k")
+        with pytest.raises(EngineError, match="this key is not loaded in this engine"):
+            await two.unload_key(key)
+        with pytest.raises(TypeError, match="unload_key: the key is what eng.load_key returned, not str 'k'"):
+            await one.unload_key("k")
+        assert len(await one.prove(key, partitions=[{}, {}])) == 2
+        await one.unload_key(key)
+        await one.unload_key(key)  # twice: nothing more to do, as before
+        assert one.at_rest() and two.at_rest()
