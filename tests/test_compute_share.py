@@ -110,7 +110,9 @@ def test_a_small_key_computes_alone(curve):
 def test_a_plan_asked_for_three_that_keeps_room_for_one_only_is_alone():
     shape = bench_shape(BN254, 23)
     three = plan_key(shape, 16 * GiB, proofs=3)
-    assert three.proofs_in_flight == 1  # the premise: a larger fold with one proof beside it won
+    assert three.proofs_in_flight == 2  # the premise: three do not fit (two do, as with proofs=2)
+    assert (three.fold, three.proofs_in_flight) == ((two := plan_key(shape, 16 * GiB, proofs=2)).fold,
+                                                    two.proofs_in_flight)
     plan, asked = _plans(shape, 16 * GiB)
     fp, take = plan_with_share(plan, AUTO_SLOTS)
     assert asked == [2, 3] and take == AUTO_SLOTS and fp.proofs_in_flight == 2

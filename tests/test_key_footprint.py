@@ -576,3 +576,21 @@ def test_plan_key_makes_each_msm_plan_once_and_chooses_as_before(curve, log_cons
                                 budget, proofs=2, label="the key", proofs_per_load=1)
     assert dataclasses.asdict(again) == dataclasses.asdict(chosen)
     assert len(set(asked)) == once < len(asked)
+
+
+def test_a_plan_asked_for_more_proofs_than_fit_keeps_as_many_as_fit():
+    """plan_key tried `proofs` working sets or one: asked for three where two fit (compute_slots 2 in split mode
+    asks three), it kept one, fewer than compute_slots 1 (asking two) got; `info --proofs 3` showed "x 1"."""
+    from conftest import EXAMPLES, run_engine
+
+    from engine.formats.zkey import read_zkey
+
+    shape = KeyShape.of(read_zkey(EXAMPLES / "bn128" / "sudoku.zkey"))
+    budget = 20 << 20
+    two = plan_key(shape, budget, proofs=2)
+    assert two.proofs_in_flight == 2 and plan_key(shape, budget, proofs=1).proofs_in_flight == 1
+    for asked in (3, 4, 9):
+        fp = plan_key(shape, budget, proofs=asked)
+        assert (fp.proofs_in_flight, fp.tier, fp.fold) == (2, two.tier, two.fold), asked
+    out = run_engine("info", EXAMPLES / "bn128" / "sudoku.zkey", "--vram-budget", "20MiB", "--proofs", "4").stdout
+    assert "per proof x 2 in a 20.0 MiB budget" in out and "room for 2 of the 4 proofs asked for" in out, out

@@ -215,6 +215,8 @@ def _footprint(path, budget: str, proofs: str | int) -> dict:
     except BudgetError as exc:
         return {"budget_bytes": budget_bytes, "error": str(exc)}
     out = {**fp.as_dict(), "summary": fp.describe()}
+    if proofs != "auto" and fp.proofs_in_flight < int(proofs):  # said, not left to read off "x N"
+        out["summary"] += f"; room for {fp.proofs_in_flight} of the {int(proofs)} proofs asked for"
     if computing is not None:
         out["proofs_computing"] = computing
         out["summary"] += ("; its proofs compute one at a time" if computing == 1 else

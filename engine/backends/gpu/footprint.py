@@ -543,10 +543,10 @@ def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: i
              fold: str | int = "auto", tier: str = "auto", chunk: int | None = None,
              label: str = "the key", proofs_per_load: float | None = None,
              candidates: KeyCandidates | None = None) -> KeyFootprint:
-    """The fastest footprint that fits `budget_bytes` with `proofs` working sets beside it, or one.
+    """The fastest footprint that fits `budget_bytes` with `proofs` working sets beside it, or fewer.
 
     Candidates: resident at each fold, and the host tier at each chunk size and window bound,
-    each with `proofs` or one working set; among those within SLACK of the fastest (the time
+    each with `proofs`, `proofs` - 1, ... or one working set; among those within SLACK of the fastest (the time
     model above) the one with the most proofs in flight, then the fastest.  "Fastest" is per
     proof: with `proofs_per_load` (how many proofs this load serves, when the caller knows: the
     CLI's one) the fold tables' build time is shared among them, so a key loaded for one proof
@@ -565,7 +565,9 @@ def _plan_key(candidates: KeyCandidates, budget_bytes: int, *, proofs: int, labe
               proofs_per_load: float | None) -> KeyFootprint:
     shape, sm_count = candidates.shape, candidates.sm_count
     budget = int(budget_bytes)
-    wanted = sorted({max(1, int(proofs)), 1}, reverse=True)
+    # every count from `proofs` down: where 2 of 3 fit, 2 (only `proofs` or 1 were tried, so compute_slots 2 in
+    # split mode, asking 3, got one working set where compute_slots 1, asking 2, got two)
+    wanted = range(max(1, int(proofs)), 0, -1)
     fitting = [dataclasses.replace(fp, proofs_in_flight=n, budget_bytes=budget) for fp in candidates.every
                for n in wanted if _fits(fp, budget, n)]
     if fitting:
