@@ -8,6 +8,9 @@ anyio task group must be left by the task that entered it, and `start` and
 
 Keys are loaded on first use (a job names its key by a `KeySpec`, and the
 actor loads it if it has not yet) and stay resident until the actor closes.
+A key loaded on first use must be the key the cluster loaded from that path
+(its identity, taken at the cluster's first load): a file replaced since
+would otherwise make proofs of another key under the same ClusterKey.
 Nothing here raises to Ray: every error returns as a `Failure` (see
 transport.py), so the caller gets the Engine's own exception type.
 """
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.distributed.transport import Failure, failure
+from engine.errors import InputFileError
 from engine.jobs import key_info
 
 
@@ -31,6 +35,7 @@ class KeySpec:
     path: str
     wasm: str | None = None
     label: str | None = None
+    identity: tuple | None = None  # what the first engine loaded (key_identity); None for that first load
 
 
 class EngineActor:
@@ -99,9 +104,10 @@ class EngineActor:
     # ---- the Engine's calls
     async def load_key(self, spec: KeySpec) -> dict | Failure:
         try:
-            return key_info(await self._key(spec))  # what ClusterKey mirrors
+            handle = await self._key(spec)
         except Exception as exc:
             return failure(exc)
+        return {**key_info(handle), "identity": key_identity(handle)}  # what ClusterKey mirrors, and checks
 
     async def prove(self, spec: KeySpec, *items: Any) -> list[Any] | Failure:
         """One job of len(items) proofs, as Engine.prove(partitions=[...]).
@@ -110,14 +116,30 @@ class EngineActor:
         fetching the witness from the object store of whichever node holds it."""
         try:
             handle = await self._key(spec)
+        except Exception as exc:  # the driver sends the job where the key is resident
+            return failure(exc, loading=True)
+        try:
             proofs = await self._engine.prove(handle, partitions=list(items))
         except Exception as exc:
             return failure(exc)
         self.proofs += len(proofs)
         return proofs
 
+    async def unload_key(self, key_id: int) -> None | Failure:
+        """Release a key the driver has no more jobs of (nothing when it was never loaded here)."""
+        handle = self._keys.pop(key_id, None)
+        self._key_locks.pop(key_id, None)
+        if handle is None:
+            return None
+        try:
+            await self._engine.unload_key(handle)
+        except Exception as exc:
+            return failure(exc)
+        return None
+
     async def stats(self) -> dict:
-        return {**self._engine.stats(), "proofs": self.proofs, "keys": len(self._keys), "loads": self.loads, "pid": os.getpid()}
+        return {**self._engine.stats(), "proofs": self.proofs, "keys": len(self._keys), "loads": self.loads,
+                "pid": os.getpid()}
 
     async def pid(self) -> int:
         return os.getpid()
@@ -128,9 +150,22 @@ class EngineActor:
         lock = self._key_locks.setdefault(spec.id, asyncio.Lock())
         async with lock:  # concurrent first jobs of one key load it once
             if spec.id not in self._keys:
-                self._keys[spec.id] = await self._engine.load_key(spec.path, wasm=spec.wasm, label=spec.label)
+                handle = await self._engine.load_key(spec.path, wasm=spec.wasm, label=spec.label)
+                if spec.identity is not None and key_identity(handle) != spec.identity:
+                    await self._engine.unload_key(handle)
+                    raise InputFileError(spec.path, "is not the key the cluster loaded from it (the file has "
+                                                    "changed since): load it again")
+                self._keys[spec.id] = handle
                 self.loads += 1
         return self._keys[spec.id]
+
+
+def key_identity(handle: Any) -> tuple:
+    """What a loaded key is beyond its path: its shape and, for a zkey, the hash of its header and sampled
+    content that the key cache keys it by."""
+    data = getattr(getattr(handle, "_record", None), "data", None)
+    sha = getattr(getattr(data, "zkey", None), "sha", None)
+    return (handle.curve, handle.n_vars, handle.n_public, handle.domain_size, bytes(sha).hex() if sha else None)
 
 
 def _node_id() -> str | None:

@@ -15,13 +15,19 @@ and passed again by reference when the job is retried.
 Faults: when an actor dies (its process killed, its node lost) every job it
 held goes once more to another engine; a job whose engine dies twice fails
 with `EngineLostError`.  Errors an engine raises (a bad witness, a bad key)
-are not retried: they come back as the exception a local Engine raises.
+are not retried: they come back as the exception a local Engine raises.  An
+engine that cannot load a key another engine loaded (the file missing on its
+node, or changed since) gets no more jobs of that key; its job goes elsewhere.
+Leaving the block by an error cancels the jobs: their awaiters get
+EngineClosedError, as from a local Engine.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
@@ -29,7 +35,9 @@ from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 from engine.jobs import KeyInfo, StreamResult, _aiter, checked_config, job_items, witness_items
 from engine.config import EngineConfig
 from scheduler.compute_share import AUTO_SLOTS
+from engine.distributed import connection
 from engine.distributed.actor import EngineActor, KeySpec
+from engine.distributed.connection import import_ray, start_local_ray  # noqa: F401 - this module's names too
 from engine.distributed.placement import EngineSlot, Placement
 from engine.distributed.transport import Failure, unpack
 from engine.errors import (
@@ -41,20 +49,6 @@ from engine.errors import (
 )
 
 log = logging.getLogger("engine.distributed")
-
-# the package root: local Ray workers import the same code as this driver
-_GROUP_CLEANUP = "RAY_process_group_cleanup_enabled"
-_CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def import_ray():
-    try:
-        import ray  # noqa: PLC0415
-    except ImportError:
-        raise BackendUnavailableError(
-            "Ray is not installed: pip install 'groth16-engine[ray]' (or pip install ray)"
-        ) from None
-    return ray
 
 
 @dataclass(eq=False)
@@ -75,7 +69,7 @@ class ClusterKey(KeyInfo):
 class _Engine:
     slot: EngineSlot
     actor: Any
-    info: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # where it runs, once its Engine has started
     watcher: asyncio.Task | None = None
 
 
@@ -116,6 +110,10 @@ class RayCluster:
         self._placement: Placement | None = None
         self._changed: asyncio.Condition | None = None
         self._jobs: set[asyncio.Task] = set()
+        self._aborting = False  # leaving the block cancels the jobs: their awaiters get EngineClosedError
+        self._unloadable: dict[int, dict[int, bytes]] = {}  # key id -> engine -> why it could not load it
+        self._key_jobs: dict[int, set[asyncio.Task]] = {}  # key id -> its jobs in flight (unload_key waits)
+        self._unloaded: set[int] = set()
         self._key_ids = 0
         self.retries = 0
         self.lost: list[dict] = []  # the engines that died: index, host, pid, why
@@ -149,11 +147,15 @@ class RayCluster:
         count = self._engine_count(ray)
         gpus = self._gpus if self._gpus is not None else (
             1 if self._engines_wanted == "per-gpu" or self.config.backend == "gpu" else 0)
-        have = int(ray.cluster_resources().get("GPU", 0))
-        if gpus and count * gpus > have:  # such actors would wait for GPUs forever: say so now
+        have = ray.cluster_resources()
+        if gpus and count * gpus > int(have.get("GPU", 0)):  # such actors would wait for GPUs forever: say so now
             raise BackendUnavailableError(
                 f"{count} engine(s) of {gpus:g} GPU each need {count * gpus:g} GPU(s); the Ray cluster has "
                 f"{_resources(ray)}")
+        if count * self._cpus > have.get("CPU", 0) + 1e-9:  # and for CPUs
+            raise EngineStartError(
+                f"{count} engine(s) of {self._cpus:g} CPU each need {count * self._cpus:g} CPU(s); the Ray cluster "
+                f"has {_resources(ray)} (ask for fewer engines, or fewer CPUs per engine)")
         actor_class = ray.remote(EngineActor)
         self._changed = asyncio.Condition()
         self._placement = Placement([self._window or _default_window(self.config)] * count)
@@ -165,8 +167,9 @@ class RayCluster:
             self._engines.append(_Engine(slot, actor))
         starts = [e.actor.start.remote() for e in self._engines]
         try:
-            infos = await asyncio.wait_for(asyncio.gather(*starts), self._start_timeout_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self._start_timeout_s):  # not wait_for: an interrupted start left its
+                infos = await asyncio.gather(*starts)  # gather's error unretrieved, printed at exit
+        except TimeoutError:
             raise EngineStartError(
                 f"{count} engine actor(s) of {self._cpus} CPU and {gpus} GPU each did not start within "
                 f"{self._start_timeout_s:.0f} s; the cluster has {_resources(ray)}"
@@ -174,24 +177,19 @@ class RayCluster:
         except ray.exceptions.RayActorError as exc:
             raise EngineStartError(f"an engine actor died while starting: {_first_line(exc)}") from None
         for engine, info in zip(self._engines, infos):
+            if not isinstance(info, Failure):  # started: closed in good order if another one failed
+                engine.info = info
+                engine.watcher = asyncio.create_task(self._watch(engine))
+        for info in infos:
             if isinstance(info, Failure):
                 raise unpack(info.packed)
-            engine.info = info
-            engine.watcher = asyncio.create_task(self._watch(engine))
 
     def _connect(self, ray) -> None:
-        if self.address is None and ray.is_initialized():
-            return  # this process is connected already (a notebook, a test session): use that instance
         try:
-            if self.address is None:
-                start_local_ray(**self._ray_init)
-            else:
-                kwargs = {"include_dashboard": False, "logging_level": logging.WARNING, **self._ray_init}
-                ray.init(address=self.address, **kwargs)
+            self._owns_ray = connection.join(self.address, self._ray_init)
         except Exception as exc:
             where = "a local Ray instance" if self.address is None else f"Ray at {self.address!r}"
             raise EngineStartError(f"could not start or join {where}: {_first_line(exc)}") from None
-        self._owns_ray = True
 
     def _engine_count(self, ray) -> int:
         if self._engines_wanted != "per-gpu":
@@ -202,32 +200,33 @@ class RayCluster:
         return gpus
 
     async def _stop(self, *, drain: bool) -> None:
-        if drain:
-            while self._jobs:
+        try:
+            if drain:
+                while self._jobs:
+                    await asyncio.gather(*list(self._jobs), return_exceptions=True)
+            else:
+                self._aborting = True
+                for task in list(self._jobs):
+                    task.cancel()
                 await asyncio.gather(*list(self._jobs), return_exceptions=True)
-        else:
-            for task in list(self._jobs):
-                task.cancel()
-            await asyncio.gather(*list(self._jobs), return_exceptions=True)
-        ray = self._ray
-        alive = [e for e in self._engines if e.slot.alive]
-        closing = [e.actor.close.remote() for e in alive]
-        if closing:
-            done = await asyncio.gather(*closing, return_exceptions=True)
+            # only engines whose Engine started: an actor Ray has not placed would never answer `close`
+            alive = [e for e in self._engines if e.slot.alive and e.info]
+            done = await asyncio.gather(*(e.actor.close.remote() for e in alive), return_exceptions=True)
             for engine, result in zip(alive, done):
                 if isinstance(result, Failure):
                     log.warning("engine %d: %s", engine.slot.index, unpack(result.packed))
-        for engine in self._engines:
-            if engine.watcher is not None:
-                engine.watcher.cancel()
-            try:
-                ray.kill(engine.actor, no_restart=True)
-            except Exception:  # already gone
-                pass
-        self._engines.clear()
-        if self._owns_ray:
-            ray.shutdown()
-            self._owns_ray = False
+        finally:  # even when the wait above is cancelled (a second Ctrl-C): no actor, no Ray left behind
+            for engine in self._engines:
+                if engine.watcher is not None:
+                    engine.watcher.cancel()
+                try:
+                    self._ray.kill(engine.actor, no_restart=True)
+                except Exception:  # already gone
+                    pass
+            self._engines.clear()
+            if self._owns_ray:
+                self._owns_ray = False
+                connection.leave()
 
     async def _watch(self, engine: _Engine) -> None:
         """Learns of an actor's death as it happens, not only when a job is next sent there."""
@@ -277,7 +276,36 @@ class RayCluster:
                 engine.slot.keys.discard(spec.id)
                 raise unpack(result.packed)
             self._placement.key_loaded(spec.id, time.monotonic() - started)
-            return ClusterKey(**result, _spec=spec, _cluster=self)
+            identity = tuple(result.pop("identity"))  # the other engines' loads must find this same key
+            return ClusterKey(**result, _spec=dataclasses.replace(spec, identity=identity), _cluster=self)
+
+    async def unload_key(self, key: ClusterKey) -> None:
+        """Wait for the key's jobs, then release it on every engine that holds it (as Engine.unload_key)."""
+        self._check_open()
+        key_id = getattr(getattr(key, "_spec", None), "id", None)
+        if key_id in self._unloaded and key._cluster is self:
+            return  # unloaded already: nothing left to release, as an Engine's second unload
+        self._check_key(key, "unload_key")
+        while self._key_jobs.get(key_id):
+            await asyncio.gather(*list(self._key_jobs[key_id]), return_exceptions=True)
+        self._unloaded.add(key_id)  # no await since the wait: no job of it is in flight, none can start
+        self._key_jobs.pop(key_id, None)
+        holders = [e for e in self._engines if e.slot.alive and key_id in e.slot.keys]
+        for engine in holders:
+            engine.slot.keys.discard(key_id)
+        self._unloadable.pop(key_id, None)
+        done = await asyncio.gather(*(e.actor.unload_key.remote(key_id) for e in holders), return_exceptions=True)
+        for engine, result in zip(holders, done):
+            if isinstance(result, Failure):
+                raise unpack(result.packed)
+            if isinstance(result, self._ray.exceptions.RayActorError):
+                await self._lose(engine, result)  # gone, and the key with it
+
+    def _check_key(self, key: Any, who: str) -> None:
+        if not isinstance(key, ClusterKey):
+            raise TypeError(f"{who}: the key is what cluster.load_key returned, not {type(key).__name__} {key!r:.60}")
+        if key._cluster is not self or key._spec.id in self._unloaded:
+            raise EngineError(f"{key.label}: this key is not loaded in this cluster (use cluster.load_key)")
 
     # ---- proving
     async def prove(self, key: ClusterKey, witness: Any = None, *, partitions: Sequence[Any] | None = None) -> Any:
@@ -301,6 +329,7 @@ class RayCluster:
 
         A failure is a StreamResult with `error`; the stream goes on.  Leaving early cancels the rest."""
         self._check_open()
+        self._check_key(key, "prove")  # an Engine's stream names its check as prove's
         witness_items(items, "prove_stream's items")
         limit = max_in_flight or self.config.max_in_flight * max(1, len(self._placement.alive()))
         results: asyncio.Queue = asyncio.Queue()
@@ -360,21 +389,35 @@ class RayCluster:
     async def _job(self, key: ClusterKey, items: list[Any]) -> list[Any]:
         """Run one job as a task of the cluster (so that leaving the block drains it)."""
         self._check_open()
-        if not isinstance(key, ClusterKey) or key._cluster is not self:
-            raise EngineError(f"{getattr(key, 'label', key)}: this key is not loaded in this cluster "
-                              "(use cluster.load_key)")
+        self._check_key(key, "prove")
         ray = self._ray
         refs = [item if isinstance(item, ray.ObjectRef) else ray.put(_absolute(item)) for item in items]
-        task = asyncio.create_task(self._run(key, refs))
+        theirs = any(isinstance(item, ray.ObjectRef) for item in items)
+        task = asyncio.create_task(self._closing(key, refs, theirs))
         self._jobs.add(task)
         task.add_done_callback(self._jobs.discard)
+        of_key = self._key_jobs.setdefault(key._spec.id, set())
+        of_key.add(task)
+        task.add_done_callback(of_key.discard)
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             task.cancel()  # the caller gave up: so does the job (the actor's Engine cancels it too)
             raise
 
-    async def _run(self, key: ClusterKey, refs: list[Any]) -> list[Any]:
+    async def _closing(self, key: ClusterKey, refs: list[Any], theirs: bool) -> list[Any]:
+        """The job; cancelled by the block's end, it fails as a local Engine's job does then (not with a
+        CancelledError in a task nobody cancelled)."""
+        try:
+            return await self._run(key, refs, theirs)
+        except asyncio.CancelledError:
+            if self._aborting:
+                raise EngineClosedError(f"{key.label}: a job of {len(refs)} proof(s) was cancelled because the "
+                                        "cluster shut down") from None
+            raise
+
+    async def _run(self, key: ClusterKey, refs: list[Any], theirs: bool) -> list[Any]:
+        """theirs: some of refs are the caller's ObjectRefs (a Ray task's witness, which may have failed)."""
         ray = self._ray
         n = len(refs)
         deaths: list[str] = []
@@ -397,23 +440,39 @@ class RayCluster:
                     ) from None
                 self.retries += 1
                 continue
+            except ray.exceptions.RayTaskError as exc:  # the actor's methods never raise: an argument failed
+                raise _task_error(key, exc, theirs) from None
             except ray.exceptions.RayError as exc:
                 raise EngineError(f"{key.label}: Ray could not run the job: {_first_line(exc)}") from None
             finally:
                 self._placement.returned(engine.slot, n, completed=completed)
                 await self._notify()
             if isinstance(result, Failure):
+                if result.loading and self._cannot_load(key, engine, result):
+                    continue  # an engine that holds the key takes the job
                 raise unpack(result.packed)
             return result
+
+    def _cannot_load(self, key: ClusterKey, engine: _Engine, result: Failure) -> bool:
+        """An engine could not load a key another engine loaded (the file missing or changed on its node):
+        it gets no more jobs of that key.  True while an engine is left that may hold it."""
+        engine.slot.keys.discard(key._spec.id)
+        self._unloadable.setdefault(key._spec.id, {})[engine.slot.index] = result.packed
+        log.warning("engine %d cannot load %s: %s; its jobs go to the other engines", engine.slot.index,
+                    key.label, unpack(result.packed))
+        return any(s.index not in self._unloadable[key._spec.id] for s in self._placement.alive())
 
     async def _take(self, proofs: int, key_id: int, *, job: str = "", deaths: list[str] | None = None) -> _Engine:
         """Wait for the engine whose queue drains first to have room; counts the job as sent there."""
         async with self._changed:
             while True:
+                unloadable = self._unloadable.get(key_id, {})
                 if not self._placement.alive():
                     lost = "; ".join(deaths or []) or ", ".join(f"engine {d['index']}: {d['why']}" for d in self.lost)
                     raise EngineLostError(f"{job or 'the cluster'}: no engine is left to run it ({lost})")
-                slot = self._placement.choose(proofs, key_id)
+                if all(s.index in unloadable for s in self._placement.alive()):  # none can load the key
+                    raise unpack(unloadable[self._placement.alive()[-1].index])
+                slot = self._placement.choose(proofs, key_id, exclude=frozenset(unloadable))
                 if slot is not None:
                     self._placement.sent(slot, proofs, key_id)
                     return self._engines[slot.index]
@@ -459,33 +518,6 @@ class RayCluster:
             )
 
 
-def start_local_ray(**kwargs: Any) -> None:
-    """ray.init for a local instance whose workers import this checkout's code and take their
-    process group down with them.
-
-    An engine's worker processes (synthesis, the CPU pool) are its actor's children and
-    grandchildren; when the actor is killed they would outlive it.  With per-worker process
-    groups (RAY_process_group_cleanup_enabled, read by the raylet at its start) Ray ends the
-    whole group.  On a cluster started with `ray start`, set it in that environment."""
-    ray = import_ray()
-    kwargs.setdefault("address", "local")  # a new instance, even where RAY_ADDRESS or `ray start` names one
-    kwargs.setdefault("include_dashboard", False)
-    kwargs.setdefault("logging_level", logging.WARNING)
-    env = dict(kwargs.pop("runtime_env", None) or {})
-    env_vars = dict(env.get("env_vars", {}))
-    env_vars.setdefault("PYTHONPATH", os.pathsep.join(p for p in (_CODE_ROOT, os.environ.get("PYTHONPATH")) if p))
-    kwargs["runtime_env"] = {**env, "env_vars": env_vars}
-    saved = os.environ.get(_GROUP_CLEANUP)
-    os.environ[_GROUP_CLEANUP] = "1"
-    try:
-        ray.init(**kwargs)
-    finally:
-        if saved is None:
-            os.environ.pop(_GROUP_CLEANUP, None)
-        else:
-            os.environ[_GROUP_CLEANUP] = saved
-
-
 def _absolute(item: Any) -> Any:
     """A path made absolute (engines resolve it in their own working directory); anything else as it is."""
     return os.path.abspath(os.fspath(item)) if isinstance(item, (str, os.PathLike)) else item
@@ -500,6 +532,27 @@ def _default_window(config: EngineConfig) -> int:
     return 2 * (devices * slots + config.synthesis_workers)
 
 
+def _task_error(key: ClusterKey, exc: BaseException, theirs: bool) -> EngineError:
+    """The error of a job's argument (such as the Ray task that was to make a witness given as its ObjectRef):
+    an EngineError as itself (as if the caller had made the witness here), any other as one line naming it."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, EngineError):
+        return cause
+    if cause is None or type(cause).__name__ == "UnserializableException":
+        # an error Ray could not rebuild: its text ends with the original's line, "module.Class: message"
+        lines = [ln.strip() for ln in _ANSI.sub("", str(cause or exc)).splitlines() if ln.strip()]
+        found = _ERROR_LINE.match(lines[-1]) if lines else None
+        what = f"{found['name']}: {found['message']}" if found else _first_line(cause or exc)
+    else:
+        what = _first_line(cause)
+    where = "a witness given as a Ray object reference failed" if theirs else "Ray could not run the job"
+    return EngineError(f"{key.label}: {where}: {what}")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(?P<name>\w+): (?P<message>.*)$")
+
+
 def _resources(ray) -> str:
     try:
         res = ray.cluster_resources()
@@ -509,6 +562,6 @@ def _resources(ray) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    text = _ANSI.sub("", str(exc)).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 

@@ -61,15 +61,21 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
 
         witness = read_wtns(wtns_path)
 
+    # with --json, what Ray forwards from its workers and raylets (a dead worker's paragraph, in terminal colours,
+    # on stdout) would come among the JSON objects: the error line says what failed, the session's logs the rest
+    ray_init = {"log_to_driver": False} if args.json else None
+
     async def main():
-        async with RayCluster(address, engines, config) as cluster:
+        async with RayCluster(address, engines, config, ray_init=ray_init) as cluster:
             key = await cluster.load_key(args.zkey, wasm=args.wasm)
             with progress.timed("prove", 0.5):
                 proof = await cluster.prove(key, witness)
             return key, proof
 
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
+    restore = None
     try:
+        restore = _ray_logs_as_warning_lines(args)  # Ray missing: its one line, as RayCluster says it
         with progress.timed("cluster", 0.0):
             import asyncio  # here: every `prove` (and `--help`) imports this module for its flags
 
@@ -77,7 +83,67 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
         with progress.timed("write", 0.95):
             proof.write(proof_path, public_path)
     finally:
+        if restore is not None:
+            restore()
         progress.done()
     report_proof(progress, proof, verbose=args.verbose, as_json=args.json, proof=proof_path, public=public_path,
                  curve=key.curve, ray=args.ray, engines=engines)
     return 0
+
+
+def _ray_logs_as_warning_lines(args: argparse.Namespace):
+    """Ray's own log records in this process (its warning as a local instance starts, on token authentication)
+    and what it prints on stdout, as the command's warning lines (a JSON object with --json), not Ray's
+    timestamped or coloured lines among them.  Returns what puts the loggers and stdout back."""
+    import contextlib  # noqa: PLC0415
+    import io  # noqa: PLC0415
+    import logging  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    from cli import warning_line  # noqa: PLC0415
+    from engine.distributed.connection import import_ray  # noqa: PLC0415
+
+    class Records(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                warning_line(args, record.name, record.getMessage())
+            except Exception:  # noqa: BLE001 - a log line must never be what fails the command
+                self.handleError(record)
+
+    class Printed(io.TextIOBase):
+        """What Ray prints on stdout from its own threads (the raylet's paragraph on a worker that died, in
+        terminal colours), where the command's result goes: each line a warning line instead."""
+
+        def __init__(self) -> None:
+            self.pending = ""
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, text: str) -> int:
+            *lines, self.pending = (self.pending + text).split("\n")
+            for line in lines:
+                line = re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+                if line:
+                    warning_line(args, "ray", line)
+            return len(text)
+
+    import_ray()  # Ray sets up its logger as it is imported: replaced after that
+    # and the cluster's own (an engine lost): `cli` routes the engine's warnings only where logging was loaded
+    # before the command's modules, and this command's (--ray's) do not load it
+    loggers = [logging.getLogger(name) for name in ("ray", "engine.distributed")]
+    saved = [(logger.handlers[:], logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.handlers[:] = [Records(logging.WARNING)]
+        logger.propagate = False
+    printed = Printed()
+    redirect = contextlib.redirect_stdout(printed)
+    redirect.__enter__()
+
+    def restore() -> None:
+        redirect.__exit__(None, None, None)
+        printed.write("\n")  # a last line without its newline
+        for logger, (handlers, propagate) in zip(loggers, saved):
+            logger.handlers[:], logger.propagate = handlers, propagate
+
+    return restore

@@ -22,6 +22,7 @@ class Failure:
     """What an actor method returns in place of raising: the packed exception."""
 
     packed: bytes
+    loading: bool = False  # the job's key would not load on that engine (others may hold it): not the job's fault
 
 
 def _rebuild(cls: type, args: tuple, state: dict) -> BaseException:
@@ -63,5 +64,5 @@ def unpack(packed: bytes) -> BaseException:
         return EngineError(f"an engine raised an error this process cannot rebuild ({type(exc).__name__}: {exc})")
 
 
-def failure(exc: BaseException) -> Failure:
-    return Failure(pack(exc))
+def failure(exc: BaseException, *, loading: bool = False) -> Failure:
+    return Failure(pack(exc), loading)
