@@ -267,6 +267,39 @@ def _key_cache_in_a_temporary_directory(tmp_path_factory):
 
 # ---- loopback HTTP helpers of the client's tests (tests/test_client_*.py)
 
+class LoopbackServer:
+    """A hand-made HTTP server on a free loopback port: each connection on a thread of its own, given to the
+    subclass's `handle(conn)`; `close()` stops accepting.  For answers no real server would give."""
+
+    def __init__(self):
+        import socket  # noqa: PLC0415
+        import threading  # noqa: PLC0415
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading  # noqa: PLC0415
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted(conn)
+            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    def accepted(self, conn) -> None:
+        """A new connection, before its thread starts (KeepThenDrop keeps them)."""
+
+    def handle(self, conn) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 def read_http_head(f) -> tuple[list[str], int]:
     """A request's head lines from a socket's file (none at the end of the stream) and its Content-Length;
     the body is left for the caller to read."""

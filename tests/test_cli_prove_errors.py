@@ -363,6 +363,16 @@ def test_unreadable_file_is_clear_error(tmp_path, target):
         path.chmod(0o644)
 
 
+def _refused_on_the_cpu(tmp_path, flags: list[str], words: str) -> None:
+    """`prove FLAGS --backend cpu` on the example: one error line starting `words`, exit 2, no proof."""
+    key = EXAMPLES / "bn128" / "sudoku"
+    r = run_engine("prove", *flags, "--backend", "cpu", "--quiet", f"{key}.zkey", f"{key}.wtns",
+                   tmp_path / "proof.json", tmp_path / "public.json")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {words}"), r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "proof.json").exists()
+
+
 @pytest.mark.parametrize("flags,words", [
     (["--deadline", "5"], "--deadline acts only with --server"),
     (["--priority", "high"], "--priority acts only with --server"),
@@ -375,12 +385,7 @@ def test_unreadable_file_is_clear_error(tmp_path, target):
 def test_a_flag_for_a_server_or_a_cluster_is_refused_where_it_would_do_nothing(tmp_path, flags, words):
     """`prove --deadline 5` on this machine proved with no deadline at all, without a word (likewise --priority,
     --token-file, and --engines without --ray); --server with --ray went to the server and ignored --ray."""
-    key = EXAMPLES / "bn128" / "sudoku"
-    r = run_engine("prove", *flags, "--backend", "cpu", "--quiet", f"{key}.zkey", f"{key}.wtns",
-                   tmp_path / "proof.json", tmp_path / "public.json")
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {words}"), r.stderr
-    assert "Traceback" not in r.stderr and not (tmp_path / "proof.json").exists()
+    _refused_on_the_cpu(tmp_path, flags, words)
 
 
 @pytest.mark.parametrize("flags,words", [
@@ -393,12 +398,7 @@ def test_a_flag_for_a_server_or_a_cluster_is_refused_where_it_would_do_nothing(t
 def test_a_gpu_flag_with_the_cpu_backend_is_refused(tmp_path, flags, words):
     """`prove --backend cpu --devices 1` (or --vram-budget, --key-cache-dir, --no-key-cache) proved on the CPU
     and dropped the flag without a word, on the direct path and the Engine's alike."""
-    key = EXAMPLES / "bn128" / "sudoku"
-    r = run_engine("prove", *flags, "--backend", "cpu", "--quiet", f"{key}.zkey", f"{key}.wtns",
-                   tmp_path / "proof.json", tmp_path / "public.json")
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {words}"), r.stderr
-    assert "Traceback" not in r.stderr and not (tmp_path / "proof.json").exists()
+    _refused_on_the_cpu(tmp_path, flags, words)
 
 
 @pytest.mark.parametrize("flags,named", [

@@ -7,12 +7,11 @@ import asyncio
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from conftest import EXAMPLES, REPO, instant_server, read_http_head
+from conftest import EXAMPLES, REPO, LoopbackServer, instant_server, read_http_head
 
 from engine.client import AsyncClient, Client, ServerError, _job_outcome
 
@@ -21,7 +20,7 @@ NGINX_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r
              b"</center>\r\n<hr><center>nginx/1.24.0</center>\r\n</body>\r\n</html>\r\n")
 
 
-class Canned:
+class Canned(LoopbackServer):
     """Answers every request with one canned answer (`status`, and a Content-Length unless `head` has one),
     then closes; status None: reads the request and says nothing."""
 
@@ -32,19 +31,9 @@ class Canned:
             length = f"Content-Length: {len(body)}\r\n" if "Content-Length" not in head else ""
             self.raw = (f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n{length}{head}Connection: close\r\n\r\n"
                         ).encode() + body
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as f:
             _, length = read_http_head(f)
             f.read(length)
@@ -52,9 +41,6 @@ class Canned:
                 time.sleep(30)
                 return
             conn.sendall(self.raw)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def _cli(url: str, tmp_path) -> subprocess.CompletedProcess:
@@ -187,26 +173,18 @@ def test_the_async_client_keeps_no_connection_the_server_closed():
         srv.close()
 
 
-class KeepThenDrop:
+class KeepThenDrop(LoopbackServer):
     """Answers and keeps each connection, until `drop()` closes every one of them (as a server's keep-alive
     timeout does to idle connections)."""
 
     def __init__(self):
         self.conns: list[socket.socket] = []
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.conns.append(conn)
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+    def accepted(self, conn: socket.socket) -> None:
+        self.conns.append(conn)
 
-    def _answer(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> None:
         with conn.makefile("rb") as f:
             while True:
                 try:
@@ -224,9 +202,6 @@ class KeepThenDrop:
             conn.shutdown(socket.SHUT_RDWR)
             conn.close()
         time.sleep(0.1)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def test_the_async_client_retries_a_stale_connection_on_a_fresh_one():

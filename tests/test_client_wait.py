@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import EXAMPLES, REPO, instant_server, read_http_head
+from conftest import EXAMPLES, REPO, LoopbackServer, instant_server, read_http_head
 
 from engine.client import Client, ServerError
 from engine.errors import EngineError
@@ -27,25 +27,15 @@ from engine.service.keys import ServedKey
 SUDOKU = EXAMPLES / "bn128" / "sudoku"
 
 
-class Slow:
+class Slow(LoopbackServer):
     """A loopback server answering each request `delay` seconds after reading it (None: never), and
     noting when a client hung up while it waited."""
 
     def __init__(self, delay: float | None):
         self.delay, self.hung_up = delay, threading.Event()
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
-
-    def _connection(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as f:
             while True:
                 head, length = read_http_head(f)
@@ -63,9 +53,6 @@ class Slow:
                 answer = json.dumps({"path": head[0].split()[1], "pad": "x" * 3000}).encode()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                              % (len(answer), answer))
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture

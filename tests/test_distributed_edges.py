@@ -21,13 +21,12 @@ import pytest
 import ray
 
 from engine.distributed import RayCluster
-from engine.distributed.cluster import start_local_ray
 from engine.errors import EngineClosedError, EngineError, EngineStartError, InputFileError, MismatchError
 from engine.groth16.verifier import verify
 
 from conftest import EXAMPLES, REPO, run_engine
-from test_distributed import (RAY_INIT, cpu_config, marked, marked_processes, sim_config,
-                              wait_for_no_marked_processes)
+from test_distributed import (cpu_config, local_ray, marked, marked_processes, sim_config,  # noqa: F401
+                              wait_for_no_marked_processes)  # local_ray: the module's own instance of that fixture
 
 
 async def test_two_clusters_that_start_ray_share_it_and_the_last_one_out_stops_it():
@@ -49,15 +48,6 @@ async def test_two_clusters_that_start_ray_share_it_and_the_last_one_out_stops_i
         await second.__aexit__(None, None, None)
     assert not ray.is_initialized()
     assert wait_for_no_marked_processes(mark) == []
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    with marked() as mark:
-        start_local_ray(**RAY_INIT)
-    yield mark
-    ray.shutdown()
-    assert wait_for_no_marked_processes(mark) == [], "processes left after ray.shutdown()"
 
 
 def _unretrieved(loop: asyncio.AbstractEventLoop) -> list[str]:
