@@ -402,6 +402,6 @@ def test_too_few_file_descriptors_to_start_the_engine_names_the_limit(tmp_path):
                           preexec_fn=few_files)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     (line,) = _lines(proc.stderr)
-    assert line.startswith("error: the engine could not start: OSError: [Errno 24] Too many open files")
-    assert "may hold 16 open files: raise the limit, ulimit -n" in line
+    assert line.startswith("error: the engine could not start: OSError: [Errno 24] ")  # "Too many open files", or
+    assert "may hold 16 open files: raise the limit, ulimit -n" in line  # the pool's count before any worker starts
     assert sorted(os.listdir(tmp_path)) == []
