@@ -27,7 +27,11 @@ from engine.witness.errors import WitnessInputError
 # Inputs after parsing: qualified signal name -> its values, flattened.
 Inputs = dict[str, list[int]]
 
-_INT_RE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|[0-9]+)")
+# what JavaScript's BigInt(string) reads (snarkjs uses it): a sign only before decimal digits, and only
+# JavaScript's white space around (Python's str.strip() also drops \x1c-\x1f and \x85, but not \ufeff)
+_INT_RE = re.compile(r"0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|[+-]?[0-9]+")
+_JS_SPACE = "\t\n\v\f\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000\ufeff"
 _BASES = {"x": 16, "b": 2, "o": 8}
 _JS_SAFE = 2**53  # JSON numbers above this are not exact in JavaScript
 
@@ -141,7 +145,7 @@ def _to_int(v: Any, name: str, index: str, source: str) -> int:
             f'silently round; write it as a string ("{_short(v)}")'
         )
     if isinstance(v, str):
-        s = v.strip()
+        s = v.strip(_JS_SPACE)
         if _INT_RE.fullmatch(s):
             sign = -1 if s[0] == "-" else 1
             digits = s.lstrip("+-")
@@ -150,7 +154,13 @@ def _to_int(v: Any, name: str, index: str, source: str) -> int:
                     return sign * int(digits[2:], _BASES[digits[1].lower()])
                 return sign * int(digits, 10)
             except ValueError:  # beyond Python's digit limit for str -> int, far above any field size
-                raise WitnessInputError(source, f"signal '{name}{index}': a {len(digits)}-digit number is too long") from None
+                raise WitnessInputError(
+                    source, f"signal '{name}{index}': a {len(digits)}-digit number is too long"
+                ) from None
+        elif s[:1] in "+-" and s[1:3].lower() in ("0x", "0b", "0o") and _INT_RE.fullmatch(s[1:]):  # BigInt refuses
+            value = _to_int(s[1:], name, index, source) * (-1 if s[0] == "-" else 1)
+            raise WitnessInputError(source, f"signal '{name}{index}': {_short(json.dumps(v))} is not a number: "
+                                    f'snarkjs takes a sign only before decimal digits (write "{_short(str(value))}")')
     shown = _short(json.dumps(v) if isinstance(v, (str, float, type(None))) else type(v).__name__)
     raise WitnessInputError(
         source, f"signal '{name}{index}': {shown} is not a number (expected an integer, decimal or 0x-hex string)"

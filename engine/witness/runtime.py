@@ -347,6 +347,8 @@ class CircuitInstance:
             hi, lo = _i32(h >> 32), _i32(h)
             if sized:
                 size = self.call("getInputSignalSize", hi, lo)
+                if size == 0 and not values:  # a zero-size input (`in[0]`) given as []: nothing to set, as snarkjs
+                    continue
                 if size <= 0:  # circom's table also holds main's other signals, with size 0
                     raise WitnessInputError(source, f"unknown input signal '{name}'{self._known_hint()}")
                 if size != len(values):
@@ -360,14 +362,22 @@ class CircuitInstance:
         return plan
 
     def input_names(self) -> list[str] | None:
-        """Names from circom's .sym that the module knows as inputs (cached on the circuit), or None."""
+        """Names from circom's .sym that the module knows as inputs (cached on the circuit), or None.
+
+        A bus input is named by its root (`l` for `l[0].p[1].x`), which the module knows with the size of the
+        whole bus; where it does not, by the qualified names it does know.
+        """
         c = self.circuit
         if c._input_names is False:
-            candidates = sym_main_signals(Path(c.path))
-            if candidates is None or not self.has("getInputSignalSize"):
+            groups = sym_main_signals(Path(c.path))
+            if groups is None or not self.has("getInputSignalSize"):
                 c._input_names = None
             else:
-                c._input_names = [n for n in candidates if self.signal_size(n) > 0]
+                names: list[str] = []
+                for root, qualified in groups.items():
+                    names.extend([root] if self.signal_size(root) > 0 else
+                                 [n for n in qualified if n != root and self.signal_size(n) > 0])
+                c._input_names = names
         return c._input_names
 
     def _known_hint(self) -> str:
@@ -377,7 +387,7 @@ class CircuitInstance:
 
     def _missing_message(self, inputs: Inputs, total: int) -> str:
         names = self.input_names()
-        missing = [n for n in names if n not in inputs] if names else []
+        missing = [n for n in names if _given(n, inputs) < self.signal_size(n)] if names else []
         path = self.circuit.path
         if missing:
             s = "s" * (len(missing) > 1)
@@ -415,38 +425,47 @@ class CircuitInstance:
 
 _SYM_LINE = re.compile(r"^-?\d+,-?\d+,(-?\d+),main\.(.+)$")
 _INDEX = re.compile(r"\[\d+\]")
+_ROOT = re.compile(r"[^.\[]*")
 
 
-def sym_main_signals(wasm_path: Path) -> list[str] | None:
-    """Candidate input names from circom's .sym (beside the wasm or one folder up), or None.
+def sym_main_signals(wasm_path: Path) -> dict[str, list[str]] | None:
+    """Main's signals from circom's .sym (beside the wasm or one folder up), or None.
 
     A .sym line is `label,wire,component,main.name[i]`; the main component's
-    signals are those of the component of the first plain `main.<signal>`.
+    signals are those of the component of the first plain `main.<signal>` (a
+    subcomponent's are `main.sub.x`), or of the first line when main has only
+    bus signals (`main.b.x`), which may come before any plain one.  Returns
+    {root name: candidate qualified names}: `in[3]` is input `in`, a bus
+    array field `b[0].x` is `b`, else `b.x` or `b[0].x`.
     """
     stem = wasm_path.stem
     places = [wasm_path.with_suffix(".sym"), wasm_path.parent.parent / f"{stem}.sym"]
     sym = next((p for p in places if p.is_file()), None)
     if sym is None:
         return None
-    main_component, names = None, []
+    lines: list[tuple[str, str]] = []
     try:
         with open(sym, encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 m = _SYM_LINE.match(line.strip())
-                if not m:
-                    continue
-                comp, name = m.group(1), m.group(2)
-                if main_component is None and "." not in _INDEX.sub("", name):
-                    main_component = comp
-                if comp == main_component:
-                    names.append(name)
+                if m:
+                    lines.append((m.group(1), m.group(2)))
     except OSError:
         return None
-    seen: dict[str, None] = {}
-    for name in names:  # `in[3]` is input `in`; a bus array field `b[0].x` keeps its inner index
-        for cand in (_INDEX.sub("", name), re.sub(r"(\[\d+\])+$", "", name)):
-            seen.setdefault(cand, None)
-    return list(seen)
+    plain = (comp for comp, name in lines if "." not in _INDEX.sub("", name))
+    main_component = next(plain, lines[0][0] if lines else None)
+    groups: dict[str, dict[str, None]] = {}
+    for comp, name in lines:
+        if comp == main_component:
+            cands = groups.setdefault(_ROOT.match(name).group(0), {})
+            for cand in (_INDEX.sub("", name), re.sub(r"(\[\d+\])+$", "", name)):
+                cands.setdefault(cand, None)
+    return {root: list(cands) for root, cands in groups.items()}
+
+
+def _given(name: str, inputs: Inputs) -> int:
+    """How many values `inputs` gives for signal `name`, under its own name or bus fields' qualified ones."""
+    return sum(len(v) for k, v in inputs.items() if k == name or k.startswith((f"{name}.", f"{name}[")))
 
 
 def _quoted(names: list[str]) -> str:
