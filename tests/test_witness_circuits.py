@@ -137,8 +137,8 @@ def test_goldilocks_circuit_is_refused_in_one_line_and_writes_nothing(build, tmp
     assert cli.main(["witness", "--quiet", str(wasm), str(CIRCUITS / "fields_input.json"), str(out)]) == 2
     assert not out.exists()
     assert capsys.readouterr().err == (
-        f"error: {wasm}: 8-byte field elements (prime 0xffffffff00000001) cannot be written as .wtns here; "
-        "only bn128 and bls12381 circuits are supported\n"
+        f"error: {wasm}: 8-byte field elements (prime 0xffffffff00000001) cannot be written as .wtns here: this "
+        "engine writes 32-byte ones (the primes of 254 to 256 bits; it proves bn128 and bls12381 circuits)\n"
     )
 
 
