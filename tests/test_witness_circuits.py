@@ -138,7 +138,7 @@ def test_goldilocks_circuit_is_refused_in_one_line_and_writes_nothing(build, tmp
     assert not out.exists()
     assert capsys.readouterr().err == (
         f"error: {wasm}: 8-byte field elements (prime 0xffffffff00000001) cannot be written as .wtns here: this "
-        "engine writes 32-byte ones (the primes of 254 to 256 bits; it proves bn128 and bls12381 circuits)\n"
+        "engine writes 32-byte ones (primes below 2^256; it proves bn128 and bls12381 circuits)\n"
     )
 
 

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         if circuit.n8 != WTNS_N8:
             raise WitnessGenerationError(
                 f"{args.wasm}: {circuit.n8}-byte field elements (prime {circuit.prime:#x}) cannot be written "
-                f"as .wtns here: this engine writes {WTNS_N8}-byte ones (the primes of 254 to 256 bits; it proves bn128 "
+                f"as .wtns here: this engine writes {WTNS_N8}-byte ones (primes below 2^256; it proves bn128 "
                 "and bls12381 circuits)"
             )
         with progress.timed("read inputs", 0.2):
