@@ -60,7 +60,7 @@ def resolve_dir(setting: str | os.PathLike | None = None) -> Path | None:
     """The cache directory for a setting (config/flag), else $GROTH16_KEY_CACHE, else the default;
     None when the setting or the variable says "off"."""
     value = os.fspath(setting) if setting is not None else os.environ.get(ENV)
-    if value is None or value == "":
+    if value is None or not value.strip():  # blank: unset (not a directory named by spaces in the cwd)
         return default_dir()
     if value.strip().lower() in OFF:
         return None
@@ -167,7 +167,7 @@ class KeyCache:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             return None
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the directory (a config's, or the API's)
             log.warning("key cache: ignoring %s (%s)", path, exc)
             return None
         try:
@@ -189,7 +189,7 @@ class KeyCache:
                 if arr.nbytes != ranges[a["name"]][1]:
                     raise ValueError(f"array {a['name']} has {arr.nbytes} bytes, its header says {ranges[a['name']][1]}")
                 arrays[a["name"]] = arr.reshape(shape)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # (a header nested too deep)
             os.close(fd)
             log.warning("key cache: ignoring %s (%s)", path, exc)
             return None
@@ -232,7 +232,7 @@ class KeyCache:
             target = self.path_for(identity)
             os.replace(tmp, target)
             tmp = None
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the directory
             log.warning("key cache: could not write an entry for %s in %s (%s); loading without it",
                         identity.zkey_path, self.directory, exc)
             return None
@@ -254,7 +254,7 @@ class KeyCache:
         out = []
         try:
             names = sorted(os.listdir(self.directory))
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the directory
             return out
         for name in names:
             if not name.endswith(SUFFIX) or name.startswith(".tmp-"):
@@ -267,7 +267,7 @@ class KeyCache:
                 identity, created = Identity(**header["identity"]), float(header.get("created", 0))
                 if any(int(a["offset"]) + int(a["nbytes"]) > nbytes for a in header["arrays"]):
                     raise ValueError("truncated")
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 try:
                     nbytes = os.path.getsize(path)
                 except OSError:
@@ -283,7 +283,7 @@ class KeyCache:
         ident = info.identity
         try:
             st = os.stat(ident.zkey_path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the entry's path (a hand-made header)
             return True
         if st.st_size != ident.size or st.st_mtime_ns != ident.mtime_ns:
             return True
@@ -301,7 +301,7 @@ class KeyCache:
                 removed, freed = removed + 1, freed + info.nbytes
         try:
             leftovers = [n for n in os.listdir(self.directory) if n.startswith(".tmp-")]
-        except OSError:
+        except (OSError, ValueError):
             leftovers = []
         for name in leftovers:
             path = os.path.join(self.directory, name)

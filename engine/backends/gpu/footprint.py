@@ -30,6 +30,7 @@ from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import proof_streams
+from engine.backends.gpu.footprint_limits import fmt_at_least, no_plan_error, plannable
 from engine.backends.gpu.ntt import shoup_twiddles, twiddle_bytes
 from engine.errors import BudgetError
 from engine.formats.coeffs_scan import scan_of
@@ -293,9 +294,11 @@ def h_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WINDOW_B
     return _plan_msm(n, shape.scalar_bits, fold, max_c, shape.curve.name, ("g1",))
 
 
-def _full_fold_seconds(shape: "KeyShape") -> float:
-    full = _proof_msms(witness_plan(shape, shape.n_wires, "full"), h_plan(shape, shape.domain, "full"))
-    return estimate(shape.curve, full)[0]
+def _full_fold_seconds(shape: "KeyShape") -> float | None:
+    """The MSMs' time at the largest fold that has plans (past 2^27 rows not the full one); None: none has."""
+    pairs = ((plannable(witness_plan, shape, shape.n_wires, f), plannable(h_plan, shape, shape.domain, f))
+             for f in FOLDS)
+    return next((estimate(shape.curve, _proof_msms(*pair))[0] for pair in pairs if None not in pair), None)
 
 
 def table_seconds(shape: "KeyShape", plan_w: gmsm.MsmPlan, plan_h: gmsm.MsmPlan) -> float:
@@ -420,8 +423,9 @@ def resident_footprint(shape: KeyShape, fold: str | int, budget: int, proofs: in
         tier="resident", plan_w=pw, plan_h=ph,
         device_bytes=shape.fixed_device_bytes() + points + shape.epilogue_device_bytes(), host_bytes=0,
         working_set_bytes=proof_working_set(curve, shape.n_wires, shape.domain, pw, ph, sm_count, early=early),
-        proofs_in_flight=proofs, budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape),
-        msm_ops=ops, serial_doublings=serial, table_seconds=table_seconds(shape, pw, ph),
+        proofs_in_flight=proofs, budget_bytes=budget, msm_cost=seconds,
+        full_fold_cost=_full_fold_seconds(shape) or seconds, msm_ops=ops, serial_doublings=serial,
+        table_seconds=table_seconds(shape, pw, ph),
         early_w=early[0] if early else None, early_h=early[1] if early else None,
     )
 
@@ -436,8 +440,8 @@ def early_plans(shape: KeyShape, pw: gmsm.MsmPlan, ph: gmsm.MsmPlan) -> tuple[gm
 
 def host_footprint(shape: KeyShape, chunk_w: int, budget: int, proofs: int, sm_count: int,
                    max_c: int = MAX_WINDOW_BITS) -> KeyFootprint:
-    chunk_w = max(1, min(chunk_w, shape.n_wires))
-    chunk_h = max(1, min(2 * chunk_w, shape.domain))  # H has about twice the rows: as many chunks
+    # H has about twice the rows: as many chunks (of twice the chunk asked for, not the one cut to the wires)
+    chunk_h, chunk_w = max(1, min(2 * chunk_w, shape.domain)), max(1, min(chunk_w, shape.n_wires))
     pw, ph = host_plans(shape, chunk_w, chunk_h, max_c)
     msms = []
     for n, plan, per_chunk in ((shape.domain, ph, lambda p, k: [(p, 1, k)]),
@@ -450,7 +454,7 @@ def host_footprint(shape: KeyShape, chunk_w: int, budget: int, proofs: int, sm_c
     return KeyFootprint(
         tier="host", plan_w=pw, plan_h=ph, device_bytes=shape.fixed_device_bytes(), host_bytes=shape.bases_bytes(),
         working_set_bytes=host_working_set(shape, pw, ph, sm_count), proofs_in_flight=proofs,
-        budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape), msm_ops=ops,
+        budget_bytes=budget, msm_cost=seconds, full_fold_cost=_full_fold_seconds(shape) or seconds, msm_ops=ops,
         serial_doublings=serial, chunk_w=chunk_w, chunk_h=chunk_h, chunks=chunks, staging_over_front=over,
     )
 
@@ -533,10 +537,12 @@ def _candidates(shape: KeyShape, *, sm_count: int, fold: str | int, tier: str, c
         # at least MIN_CHUNKS witness chunks where the key is large enough: one chunk copies while another computes
         top = max(MIN_CHUNK_LOG, min(MAX_CHUNK_LOG, (max(shape.n_wires, 1) - 1).bit_length() - MIN_CHUNKS_LOG))
         chunks = [1 << b for b in range(top, MIN_CHUNK_LOG - 1, -1)]
-    residents = [resident_footprint(shape, f, 0, 1, sm_count) for f in folds] if tier != "host" else []
-    hosts = ([host_footprint(shape, c, 0, 1, sm_count, w) for c in chunks for w in HOST_WINDOW_BITS]
+    # folds and chunks without MSM plans (past the sort's 32-bit ranges: msm.NoPlanError) are no candidates
+    residents = [plannable(resident_footprint, shape, f, 0, 1, sm_count) for f in folds] if tier != "host" else []
+    hosts = ([plannable(host_footprint, shape, c, 0, 1, sm_count, w) for c in chunks for w in HOST_WINDOW_BITS]
              if tier != "resident" else [])
-    return KeyCandidates(shape, sm_count, fold, tier, chunk, tuple(residents), tuple(hosts))
+    return KeyCandidates(shape, sm_count, fold, tier, chunk, tuple(r for r in residents if r is not None),
+                         tuple(h for h in hosts if h is not None))
 
 
 def plan_key(shape: KeyShape, budget_bytes: int, *, proofs: int = 2, sm_count: int = DEFAULT_SM_COUNT,
@@ -585,6 +591,8 @@ def _plan_key(candidates: KeyCandidates, budget_bytes: int, *, proofs: int, labe
                                    tables_awaited=bool(proofs_per_load) and chosen.early_w is not None)
     from scheduler.budget import fmt_bytes  # noqa: PLC0415 - with anyio: only for the message
 
+    if not candidates.every:
+        raise no_plan_error(label, shape, candidates.fold, candidates.tier)
     smallest = min(candidates.every, key=lambda fp: fp.device_bytes + fp.working_set_bytes)
     need = smallest.device_bytes + smallest.working_set_bytes
     how = ("resident" if smallest.tier == "resident" else
@@ -594,5 +602,5 @@ def _plan_key(candidates: KeyCandidates, budget_bytes: int, *, proofs: int, labe
         f"{label}: the VRAM budget ({budget_text}) is too small for this key plus one proof: the key needs "
         f"{fmt_bytes(smallest.device_bytes)} on the device ({how}) and one proof's working set is "
         f"{fmt_bytes(smallest.working_set_bytes)}, {fmt_bytes(need)} together; raise vram_budget to at least "
-        f"{fmt_bytes(need)} or use a larger device"
+        f"{fmt_at_least(need)} ({need:,} bytes) or use a larger device"
     )

@@ -26,6 +26,7 @@ from engine.backends.gpu.epilogue import KeyEpilogue
 from engine.backends.gpu.footprint import KeyFootprint
 from engine.backends.gpu.host_tier import HostTier
 from engine.backends.gpu.ntt import build_tables
+from engine.backends.gpu.runtime import destroy_events
 from engine.formats.coeffs_scan import scan_of
 
 
@@ -230,17 +231,17 @@ class GpuKey(ResidentKey):
             except DeviceError:
                 pass
             raise
-        finally:
-            if side is not None:
-                side.destroy()  # returns at once; its queued kernels still run
+        finally:  # the stream last, the events each on its own: a failing destroy leaks its own handle only
             if zkey_fd is not None:
                 os.close(zkey_fd)
             if entry is not None:
                 entry.close()
-            for e in self._events:
-                e.destroy()
+            destroy_events(*self._events)
             self._events = []
-        self.ready = Event().record(stream)
+            if side is not None:
+                side.destroy()  # returns at once; its queued kernels still run
+        self.ready = Event()  # held before its record: close() destroys it whatever happens
+        self.ready.record(stream)
 
     def tables_built(self) -> bool:
         """Whether the fold tables are complete: a query of their event, no wait (design.md
@@ -345,9 +346,9 @@ class GpuKey(ResidentKey):
         return buf
 
     def _event(self, stream) -> Event:
-        e = Event().record(stream)
-        self._events.append(e)
-        return e
+        e = Event()
+        self._events.append(e)  # before its record: a failing record leaks no event (the finally destroys it)
+        return e.record(stream)
 
     def _points(self, jobs: list, zkey, fd: int | None, sid: int, host: np.ndarray, plan: gmsm.MsmPlan,
                 group: str, side, pad: int = 0) -> DeviceBuffer:

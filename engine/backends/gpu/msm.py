@@ -121,6 +121,10 @@ class MsmPlan:
         return self.entry_bounds()[-1]
 
 
+class NoPlanError(ValueError):
+    """No window keeps the sort's 32-bit ranges (n * fold < 2^31, entries < 2^32): a fold or size too large."""
+
+
 def windows_for(c: int, scalar_bits: int) -> int:
     # signed digits need one bit of headroom for the final carry
     return -(-(scalar_bits + 1) // c)
@@ -180,7 +184,7 @@ def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22
         if best is None or cost < best[0]:
             best = (cost, plan)
     if best is None:
-        raise ValueError(f"no MSM plan for {batch} x {n} points")
+        raise NoPlanError(f"no MSM plan for {batch} x {n} points")
     plan = best[1]
     measured = msm_costs.FULL_FOLD_WINDOW.get(plan.c) if fold == "full" and acc == "xyzz" else None
     if measured is not None and measured <= max_c:  # the measured window where the terms' is slower
@@ -261,6 +265,8 @@ def tree_pass_per_thread(count: int) -> int:
 def plan_for_batch(plan: MsmPlan, batch: int) -> MsmPlan:
     """The plan of `batch` vectors against the bases a single-vector plan was made (and its
     window tables built) for: same c, windows and fold, k bucket sets."""
+    if batch < 1:
+        raise ValueError(f"msm batch {batch} < 1")
     if batch * plan.groups * plan.buckets_per_group > MAX_BUCKET_KEYS or batch * plan.n * plan.windows >= 1 << 32:
         raise ValueError(f"an MSM batch of {batch} x {plan.n} points with c = {plan.c} exceeds the sort's range")
     return dataclasses.replace(plan, batch=batch)

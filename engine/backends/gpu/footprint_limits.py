@@ -1,0 +1,35 @@
+"""Where footprint.plan_key's candidates end: folds and sizes past the MSM sort's 32-bit ranges (a 2^28
+domain's H has no full-fold plan: n * fold reaches 2^31), and the budget a refusal names, rounded up (a
+figure rounded down was refused again when given back)."""
+from __future__ import annotations
+
+import math
+
+from engine.backends.gpu.msm import NoPlanError
+from engine.errors import BudgetError
+
+
+def plannable(make, *args):
+    """make(*args), or None where the MSM sort's ranges hold no plan for it (msm.NoPlanError)."""
+    try:
+        return make(*args)
+    except NoPlanError:
+        return None
+
+
+def fmt_at_least(nbytes: int) -> str:
+    """`nbytes` the way scheduler.budget.fmt_bytes writes it, but rounded up: a budget of that figure holds it."""
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(nbytes)} B" if unit == "B" else f"{math.ceil(value * 10) / 10:.1f} {unit}"
+        value /= 1024
+    return f"{int(nbytes)} B"  # unreachable
+
+
+def no_plan_error(label: str, shape, fold, tier: str) -> BudgetError:
+    """The refusal when no candidate has MSM plans at all (every fold allowed is past the sort's ranges)."""
+    return BudgetError(
+        f"{label}: no MSM plan for its {shape.n_wires:,} wires and {shape.domain:,}-row domain at fold {fold} on "
+        f"the {tier} tier: the bucket sort needs n x fold < 2^31 points and n x windows < 2^32 entries; allow "
+        f"a smaller fold or the host tier")
