@@ -115,10 +115,11 @@ def _read_header(bf: BinFile) -> R1CSHeader:
     cur.finish()
     if n_wires == 0:
         raise bf.error("header: nWires = 0 (wire 0, the constant one, always exists)")
-    if 1 + n_pub_out + n_pub_in + n_prv_in > n_wires:
+    # Only the public signals must be wires (1..nPublic).  nPrvIn may exceed the wires left: circom
+    # drops the wire of a private input no constraint uses but still counts it, and snarkjs accepts that.
+    if 1 + n_pub_out + n_pub_in > n_wires:
         raise bf.error(
-            f"header: 1 + {n_pub_out} outputs + {n_pub_in} public + {n_prv_in} private inputs "
-            f"exceed nWires = {n_wires}"
+            f"header: 1 + {n_pub_out} outputs + {n_pub_in} public inputs exceed nWires = {n_wires}"
         )
     return R1CSHeader(prime, curve, n_wires, n_pub_out, n_pub_in, n_prv_in, n_labels, n_constraints)
 
