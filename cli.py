@@ -150,6 +150,15 @@ def _route_log_warnings(args: "argparse.Namespace", command: str | None):
     logging = sys.modules.get("logging")
     if logging is None or command == "serve":
         return None
+    handler = warning_handler(args)
+    logging.getLogger().addHandler(handler)
+    return handler
+
+
+def warning_handler(args: "argparse.Namespace"):
+    """A logging handler that prints WARNING and above as the command's warning lines (also the Ray command's
+    for Ray's own loggers); imports logging, so only where a command logs."""
+    import logging  # noqa: PLC0415
 
     class Lines(logging.Handler):
         def emit(self, record) -> None:
@@ -158,9 +167,7 @@ def _route_log_warnings(args: "argparse.Namespace", command: str | None):
             except Exception:  # noqa: BLE001 - a log line must never be what fails the command
                 self.handleError(record)
 
-    handler = Lines(logging.WARNING)
-    logging.getLogger().addHandler(handler)
-    return handler
+    return Lines(logging.WARNING)
 
 
 def _answer_fields(exc: Exception) -> dict:

@@ -14,6 +14,7 @@ All methods run on the event loop thread; `Reservation.release()` is plain
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from typing import Callable, Sequence
 
@@ -29,12 +30,15 @@ MAINTENANCE = "maintenance"  # the whole pool, held by the idle hook while it tr
 KEY = "key"  # a key being loaded: its bytes, held until they leave the capacity for the key's lifetime
 
 
-def fmt_bytes(n: int) -> str:
-    """Bytes as a short human string (1.5 GiB)."""
+def fmt_bytes(n: int, up: bool = False) -> str:
+    """Bytes as a short human string (1.5 GiB); `up`: rounded up, so that a budget of that figure holds n (a
+    refusal's "at least" figure, rounded down, was refused again when given back)."""
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+            if unit == "B":
+                return f"{value:.0f} {unit}"
+            return f"{math.ceil(value * 10) / 10 if up else value:.1f} {unit}"
         value /= 1024
     return f"{n} B"  # unreachable
 

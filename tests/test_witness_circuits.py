@@ -10,7 +10,6 @@ Each circuit is compiled once per session (about 1.5 s each on 2 cores).
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -19,24 +18,12 @@ import pytest
 import cli
 from conftest import REPO, NODE_TIMEOUT_S, _run, node_tool, run_snarkjs
 from engine.formats import read_wtns
-from engine.witness import modcache
 from engine.witness.calculator import CircuitAssertionError, WasmCircuit, WitnessInputError
+from test_wasm_witness import _private_module_cache  # noqa: F401  (autouse: this module's compiles, too)
 
 CIRCUITS = REPO / "tests" / "circuits" / "witness"
 
 pytestmark = pytest.mark.snarkjs
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _private_module_cache(tmp_path_factory):
-    """Compiled modules go to a temporary cache, never the user's ~/.cache."""
-    old = os.environ.get(modcache.ENV_VAR)
-    os.environ[modcache.ENV_VAR] = str(tmp_path_factory.mktemp("wasm-cache"))
-    yield
-    if old is None:
-        os.environ.pop(modcache.ENV_VAR, None)
-    else:
-        os.environ[modcache.ENV_VAR] = old
 
 
 @pytest.fixture(scope="session")

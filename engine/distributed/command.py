@@ -100,15 +100,8 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace):
     import logging  # noqa: PLC0415
     import re  # noqa: PLC0415
 
-    from cli import warning_line  # noqa: PLC0415
+    from cli import warning_handler, warning_line  # noqa: PLC0415
     from engine.distributed.connection import import_ray  # noqa: PLC0415
-
-    class Records(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            try:
-                warning_line(args, record.name, record.getMessage())
-            except Exception:  # noqa: BLE001 - a log line must never be what fails the command
-                self.handleError(record)
 
     class Printed(io.TextIOBase):
         """What Ray prints on stdout from its own threads (the raylet's paragraph on a worker that died, in
@@ -134,7 +127,7 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace):
     loggers = [logging.getLogger(name) for name in ("ray", "engine.distributed")]
     saved = [(logger.handlers[:], logger.propagate) for logger in loggers]
     for logger in loggers:
-        logger.handlers[:] = [Records(logging.WARNING)]
+        logger.handlers[:] = [warning_handler(args)]
         logger.propagate = False
     printed = Printed()
     redirect = contextlib.redirect_stdout(printed)

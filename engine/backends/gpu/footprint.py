@@ -30,7 +30,7 @@ from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import proof_streams
-from engine.backends.gpu.footprint_limits import fmt_at_least, no_plan_error, plannable
+from engine.backends.gpu.footprint_limits import no_plan_error, plannable
 from engine.backends.gpu.ntt import shoup_twiddles, twiddle_bytes
 from engine.errors import BudgetError
 from engine.formats.coeffs_scan import scan_of
@@ -602,5 +602,5 @@ def _plan_key(candidates: KeyCandidates, budget_bytes: int, *, proofs: int, labe
         f"{label}: the VRAM budget ({budget_text}) is too small for this key plus one proof: the key needs "
         f"{fmt_bytes(smallest.device_bytes)} on the device ({how}) and one proof's working set is "
         f"{fmt_bytes(smallest.working_set_bytes)}, {fmt_bytes(need)} together; raise vram_budget to at least "
-        f"{fmt_at_least(need)} ({need:,} bytes) or use a larger device"
+        f"{fmt_bytes(need, up=True)} ({need:,} bytes) or use a larger device"
     )

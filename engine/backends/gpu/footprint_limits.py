@@ -1,9 +1,6 @@
 """Where footprint.plan_key's candidates end: folds and sizes past the MSM sort's 32-bit ranges (a 2^28
-domain's H has no full-fold plan: n * fold reaches 2^31), and the budget a refusal names, rounded up (a
-figure rounded down was refused again when given back)."""
+domain's H has no full-fold plan: n * fold reaches 2^31)."""
 from __future__ import annotations
-
-import math
 
 from engine.backends.gpu.msm import NoPlanError
 from engine.errors import BudgetError
@@ -15,16 +12,6 @@ def plannable(make, *args):
         return make(*args)
     except NoPlanError:
         return None
-
-
-def fmt_at_least(nbytes: int) -> str:
-    """`nbytes` the way scheduler.budget.fmt_bytes writes it, but rounded up: a budget of that figure holds it."""
-    value = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{int(nbytes)} B" if unit == "B" else f"{math.ceil(value * 10) / 10:.1f} {unit}"
-        value /= 1024
-    return f"{int(nbytes)} B"  # unreachable
 
 
 def no_plan_error(label: str, shape, fold, tier: str) -> BudgetError:
