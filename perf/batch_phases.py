@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from engine.formats import read_wtns, read_zkey  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 
 COLS = ["k", "stage ms/proof", "enqueue ms", "gather", "front", "msm_h", "sort_g1", "msm_b2", "check",
         "device ms", "wall ms", "ms/proof", "proofs/s"]
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", default="/tmp/batch_phases")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
+    require_gpu()
     from engine.backends.gpu import GpuBackend  # noqa: PLC0415 - needs the driver
 
     zkey_path, wtns_path = bench_key(Path(args.workdir), args.constraints, args.curve)

@@ -24,6 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from cli_start import stages, wall  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 
 PY = sys.executable
 
@@ -39,6 +40,7 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/cli-ab")
     ap.add_argument("entries", nargs="+", metavar="NAME=TREE[:VAR=VALUE...]")
     args = ap.parse_args()
+    require_gpu()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     entries = {}

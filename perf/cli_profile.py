@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from needs_gpu import require_gpu  # noqa: E402
 
 
 def main() -> None:
@@ -25,6 +26,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--out")
     args = ap.parse_args()
+    require_gpu()
     work = Path(tempfile.mkdtemp())
     prof = cProfile.Profile()
     prof.enable()

@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from engine.commands.prove import ONE_PROOF_QUEUES  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 
 PY = sys.executable
 
@@ -83,6 +84,7 @@ def main() -> None:
     ap.add_argument("--wtns")
     ap.add_argument("--json")
     args = ap.parse_args()
+    require_gpu()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="cli-start-"))
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),

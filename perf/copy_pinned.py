@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cuda_kernels.driver import Device, PinnedBuffer  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 
 
 def main() -> None:
@@ -29,6 +30,7 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2,4,8")
     ap.add_argument("--repeats", type=int, default=50)
     args = ap.parse_args()
+    require_gpu()
     dev = Device(0)
     sizes = [int(float(s) * (1 << 20)) for s in args.sizes_mib.split(",")]
     threads = [int(t) for t in args.threads.split(",")]

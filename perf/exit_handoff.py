@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from needs_gpu import require_gpu
+
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
@@ -95,6 +97,7 @@ def main() -> None:
     ap.add_argument("--sequence", type=int, default=8, help="runs of each variant back to back")
     ap.add_argument("--json", help="write every run here")
     args = ap.parse_args()
+    require_gpu()
     variants = args.variants.split(",")
     env = {**os.environ, "CUDA_DEVICE_MAX_CONNECTIONS": str(args.queues), "EXIT_HANDOFF_ROOT": str(ROOT)}
     runs: dict[str, list[dict]] = {v: [] for v in variants}

@@ -18,6 +18,7 @@ from gpu_common import Device, U32, launch, time_ms
 
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import GpuBackend
+from needs_gpu import require_gpu
 
 OPS = {"fq_sqr": "x^2", "fq_mulsub": "x y - x w"}
 
@@ -95,6 +96,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=256)
     ap.add_argument("--blocks-per-sm", default="4,8")
     args = ap.parse_args()
+    require_gpu()
     backend = GpuBackend()
     rows = []
     for name in args.curves.split(","):

@@ -14,9 +14,11 @@ from gpu_common import Device, U32, imads_per_mul, imads_per_shoup, launch, meas
 
 from engine.algebra.curves import BN254
 from engine.backends.gpu import GpuBackend
+from needs_gpu import require_gpu
 
 
 def main() -> None:
+    require_gpu()
     backend = GpuBackend()
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     mod = backend.ctx.module(BN254)

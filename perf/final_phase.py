@@ -26,6 +26,7 @@ os.environ["GROTH16_PRODUCTS_BESIDE"] = "0"
 import engine.backends.gpu.epilogue as gepi  # noqa: E402
 from cuda_kernels.driver import Event  # noqa: E402
 from engine.backends.select import select_backend  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 from engine.formats import read_wtns, read_zkey  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
@@ -39,6 +40,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--again", type=int, default=3)
     args = ap.parse_args()
+    require_gpu()
     real_final = gepi.launch_final
     phases = [("pi_b alone", gepi.launch_pi_b), ("mid products", gepi.launch_mid_products),
               ("join", gepi.launch_join), ("early", gepi.launch_early)]

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.backends.select import select_backend  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 from engine.formats import read_wtns, read_zkey  # noqa: E402
 from engine.groth16.prover import check_witness_for_key, finish  # noqa: E402
 from engine.groth16.verifier import vk_from_zkey  # noqa: E402
@@ -35,6 +36,8 @@ class WarmKey:
 
     def __init__(self, zkey_path: str, wtns_path: str, warmups: int = 3, backend: str = "gpu"):
         self.zkey, self.wit = read_zkey(zkey_path), read_wtns(wtns_path)
+        if backend == "gpu":
+            require_gpu()
         self.backend = select_backend(backend)
         self.key = self.backend.load_key(self.zkey)
         getattr(self.key, "synchronize", lambda: None)()

@@ -53,6 +53,7 @@ from engine.backends.gpu import GpuBackend  # noqa: E402
 from engine.backends.gpu import msm as gmsm  # noqa: E402
 from engine.backends.gpu.ntt import build_tables  # noqa: E402
 from engine.formats.zkey import COEFF_DTYPE, ZKey, read_zkey, write_zkey  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 
 
 def synthetic_zkey(path: Path, curve_name: str, log_c: int, seed: int = 0) -> None:
@@ -401,6 +402,7 @@ def main() -> None:
     ap.add_argument("--miss-again", action="store_true", help="a second cache miss after the first load")
     ap.add_argument("--json")
     args = ap.parse_args()
+    require_gpu()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="keyload-"))
     work.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -26,6 +26,7 @@ from cuda_kernels import driver  # noqa: E402
 from cuda_kernels.driver import Event, U32, launch  # noqa: E402
 from engine.algebra.curves import curve_by_name  # noqa: E402
 from engine.backends.select import select_backend  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 
 NOOP_OP = 99  # groth16_pairing: no branch takes it
 
@@ -58,6 +59,7 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=3000)
     ap.add_argument("--curve", default="bn128")
     args = ap.parse_args()
+    require_gpu()
     backend = select_backend("gpu")
     backend.bind_thread()
     ctx = backend.ctx

@@ -56,6 +56,7 @@ from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_builds
 from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import GpuBackend
+from needs_gpu import require_gpu
 
 PRODUCTS = {"xyzz": 10, "affine": 6}  # per addition; an Fq2 product counts 3 Fq products
 
@@ -303,6 +304,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", help="write rows here too")
     args = ap.parse_args()
+    require_gpu()
     fold = args.fold if args.fold == "full" else int(args.fold)
     backend = GpuBackend()
     dev = backend.device

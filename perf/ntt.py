@@ -35,6 +35,7 @@ from gpu_common import Device, Event, imads_per_mul, imads_per_shoup, measure_ra
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import GpuBackend
+from needs_gpu import require_gpu
 
 
 # sppark's best ordering of the forward BN254 NTT on an H200, wall ms (issue 15's table; another run)
@@ -147,6 +148,7 @@ def main() -> None:
                          "size timed under each in turn (0: the wide passes at every size)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    require_gpu()
     narrow_settings = [int(v) for v in args.narrow_max_log.split(",")] if args.narrow_max_log else [None]
     if args.min_blocks is not None:
         gntt.MIN_PASS_BLOCKS = args.min_blocks

@@ -29,6 +29,7 @@ from engine.algebra.curves import BLS12_381, BN254  # noqa: E402
 from engine.backends.gpu import GpuBackend  # noqa: E402
 from engine.backends.gpu import verify as gverify  # noqa: E402
 from engine.backends.gpu.epilogue import TOOLS, launch_pairing  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 
 MODES = ["fq mul inline", "fq mul out of line", "fq2 mul (lane group)", "fq12 mul", "cyclotomic sqr", "g1 xyzz dbl",
          "fq12 sqr", "fq12 x line", "g2 dbl step", "g2 add step", "batch of 10 fq2 mul", "miller loop",
@@ -42,6 +43,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--curves", default="bn128,bls12381", help="which curves' chains (each needs its kernels)")
     args = ap.parse_args()
+    require_gpu()
     curves = [c for c in (BN254, BLS12_381) if c.name in args.curves.split(",")]
     be = GpuBackend()
     be.bind_thread()

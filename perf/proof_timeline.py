@@ -35,6 +35,7 @@ import engine.backends.gpu.pipeline as P  # noqa: E402
 import engine.backends.gpu.runtime as runtime  # noqa: E402
 from cuda_kernels import driver  # noqa: E402
 from engine.backends.select import select_backend  # noqa: E402
+from needs_gpu import require_gpu  # noqa: E402
 from engine.formats import read_wtns, read_zkey  # noqa: E402
 
 LOG: list[tuple[float, str, object]] = []  # (host time, what, timing event or None)
@@ -104,6 +105,7 @@ def main() -> None:
     ap.add_argument("--wtns", required=True)
     ap.add_argument("--repeats", type=int, default=9)
     args = ap.parse_args()
+    require_gpu()
     runtime.Event = P.Event = StampedEvent  # the context's event pool makes them
     runtime.EventPool.give = timing_give
     P._await_frees, P._core = stamped_await, stamped_core

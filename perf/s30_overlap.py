@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from needs_gpu import require_gpu
+
 ROOT = Path(__file__).resolve().parent.parent
 IMPORTS = ("import numpy, engine.formats.zkey, engine.formats.wtns, engine.groth16.prover, "
            "engine.groth16.verifier, engine.backends.cpu, engine.config")
@@ -119,6 +121,7 @@ def main() -> None:
     ap.add_argument("--gil", action="store_true", help="also the GIL probe")
     ap.add_argument("--only-new", action="store_true", help="skip the first rows")
     args = ap.parse_args()
+    require_gpu()
     wall(SERIAL)  # page cache and byte code warm
     for label, code, argv in () if args.only_new else (("python -c pass", "pass", ()), ("imports only", IMPORTS, ()),
                               ("device only", DEVICE, ()), ("serial", SERIAL, ()), ("threaded", THREADED, ()),

@@ -16,6 +16,7 @@ from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import GpuBackend
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_builds
+from needs_gpu import require_gpu
 
 
 def main() -> None:
@@ -25,6 +26,7 @@ def main() -> None:
     ap.add_argument("--builds", default="plain,eo,split")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
+    require_gpu()
     backend = GpuBackend()
     dev, stream = backend.device, backend.ctx.compute_stream(0)
     n = 1 << args.log_n

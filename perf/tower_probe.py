@@ -194,6 +194,9 @@ def time(dirs: list[Path]) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "sass", "ptx", "time"):
+        sys.exit(f"usage (see the docstring): {sys.argv[0]} build OUT TREE [CURVES] | sass OUT | ptx TREE [CURVE]"
+                 " | time DIR...")
     cmd = sys.argv[1]
     if cmd == "build":
         build(Path(sys.argv[2]), Path(sys.argv[3]).resolve(), (sys.argv[4] if len(sys.argv) > 4 else "bn128,bls12381").split(","))
@@ -203,4 +206,7 @@ if __name__ == "__main__":
         for name, body in ptx(Path(sys.argv[2]).resolve(), sys.argv[3] if len(sys.argv) > 3 else "bn128").items():
             print(f"{name[-60:]:60s} bra {branches(body):4d} lines {body.count(chr(10)):6d}")
     else:
+        from needs_gpu import require_gpu  # noqa: PLC0415 - only `time` runs on the device
+
+        require_gpu()
         time([Path(p) for p in sys.argv[2:]])

@@ -44,8 +44,10 @@ def main() -> None:
     ap.add_argument("--limit-gib", type=float, default=8.0, help="RLIMIT_AS of the bounded run")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        subprocess.run([str(ROOT / "node_modules" / ".bin" / "circom2"), str(CIRCUIT), "--wasm", "--prime", "bn128",
-                        "-l", str(ROOT / "node_modules"), "-o", work], check=True, stdout=subprocess.DEVNULL)
+        # circom2 runs under WASI: its includes resolve from the repository as the working directory
+        subprocess.run([str(ROOT / "node_modules" / ".bin" / "circom2"), str(CIRCUIT.relative_to(ROOT)), "--wasm",
+                        "--prime", "bn128", "-l", "node_modules", "-o", work], check=True, stdout=subprocess.DEVNULL,
+                       cwd=ROOT)
         wasm = str(Path(work) / "merkle_js" / "merkle.wasm")
         code = CHILD.format(root=str(ROOT), inputs=str(INPUT), wasm=wasm, runs=args.runs)
         limit = int(args.limit_gib * (1 << 30))
