@@ -159,8 +159,8 @@ def _mutated_proof(tmp_path, fn):
     [
         (lambda o: o.pop("pi_b"), ['missing "pi_b"']),
         (lambda o: o.__setitem__("pi_a", ["1", "2", "3", "4"]), ["pi_a: expected a G1 point"]),
-        (lambda o: o.__setitem__("pi_a", [1, "2", "1"]), ["pi_a[0]: expected a decimal string, got 1"]),
-        (lambda o: o.__setitem__("pi_a", ["0x1", "2", "1"]), ["pi_a[0]: expected a decimal string"]),
+        (lambda o: o.__setitem__("pi_a", [1.5, "2", "1"]), ["pi_a[0]: expected a decimal string, got 1.5"]),
+        (lambda o: o.__setitem__("pi_a", ["0X1", "2", "1"]), ["pi_a[0]: expected a decimal string"]),
         (lambda o: o.__setitem__("pi_a", ["-5", "2", "1"]), ["pi_a[0]: expected a decimal string"]),
         (lambda o: o["pi_c"].__setitem__(1, str(BN254.q)), ["pi_c[1]", "not below the bn128 base field prime q"]),
         (lambda o: o["pi_b"].__setitem__(0, ["1"]), ["pi_b[0]: expected an Fq2 element"]),
@@ -216,7 +216,7 @@ def test_non_utf8_json_is_one_line_error(tmp_path):
     "text,words",
     [
         ('{"a": 1}', ["expected a JSON array"]),
-        ('["1", 2]', ["[1]: expected a decimal string, got 2"]),
+        ('["1", 2.5]', ["[1]: expected a decimal string, got 2.5"]),
         ('["1", "1e3"]', ["[1]: expected a decimal string"]),
         (json.dumps(["5", str(BN254.r)]), ["[1]", "not below the bn128 scalar field prime r"]),
     ],

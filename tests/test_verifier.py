@@ -80,7 +80,7 @@ def test_wrong_or_malformed_public_signals_are_rejected(curve):
     assert not verify(vk, [public[0] + curve.r] + public[1:], proof)  # same residue, but not < r
     assert not verify(vk, public[:-1], proof)  # wrong count: False, not an exception
     assert not verify(vk, public + [0], proof)
-    assert not verify(vk, [hex(public[0])] + public[1:], proof)  # public.json's form is decimal
+    assert not verify(vk, ["0X%x" % public[0]] + public[1:], proof)  # snarkjs reads "0x" hex, not "0X"
     assert not verify(vk, [" " + str(public[0])] + public[1:], proof)
     assert not verify(vk, [-1] + public[1:], proof)
 

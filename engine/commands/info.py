@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 
 from engine.config_flags import proofs_arg
 from engine.errors import EngineError, FormatError, InputFileError, file_error
@@ -59,6 +60,9 @@ def detect(path) -> str:
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # a terminal would wait for typing
+                raise FormatError(name, "is not a file or a pipe (a device or a socket)")
             head = f.read(4)
     except (OSError, ValueError) as exc:
         raise file_error(name, exc) from None
@@ -66,7 +70,8 @@ def detect(path) -> str:
         return head.decode()
     if head == b"\0asm":
         return "wasm"
-    if head.lstrip()[:1] in (b"{", b"[") or (head and head.isspace()):
+    bom = head.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"))  # JSON's reader names what is wrong there
+    if head.lstrip()[:1] in (b"{", b"[") or (head and head.isspace()) or bom:
         return "json"
     if not head:
         raise FormatError(name, "is empty")

@@ -1,13 +1,15 @@
 """`python -m engine verify <verification_key.json> <public.json> <proof.json>` (as `snarkjs groth16 verify`).
 
 Prints "OK!" and exits 0 for a valid proof, prints "Invalid proof" and exits 1
-for one that is not; unreadable or inconsistent files are a one-line error
+for one that is not (with the reason on stderr where it is more than the pairing
+check: a point off its curve); unreadable or inconsistent files are a one-line error
 with exit 2 (a proof of another curve, a public.json of another length, a key
 point off its curve or outside its subgroup, ...).
 """
 from __future__ import annotations
 
 import argparse
+import sys
 
 from engine.errors import MismatchError
 
@@ -27,7 +29,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engine.formats.json import read_proof, read_public, read_vkey
-    from engine.groth16.verifier import checked_key, verify
+    from engine.groth16.verifier import checked_key, proof_problem, verify
 
     vk = checked_key(read_vkey(args.vkey), args.vkey)
     public = read_public(args.public, vk.curve)
@@ -41,4 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print("OK!")
         return 0
     print("Invalid proof")
+    problem = proof_problem(vk, proof)  # snarkjs too says why ("Proof commitments are not valid.")
+    if problem is not None:
+        print(f"{args.proof}: {problem}", file=sys.stderr)
     return 1

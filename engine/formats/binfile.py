@@ -29,6 +29,10 @@ KNOWN_MAGICS = {b"r1cs": ".r1cs", b"wtns": ".wtns", b"zkey": ".zkey", b"ptau": "
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _RECORD = struct.Struct("<IQ")
+# Sections a file may declare: circom and snarkjs write at most 16 (a ptau's); a count far above this is
+# no writer's, and scanning it (or 12-byte empty records by the million) would cost time and memory
+# without bound in the file's size.
+MAX_SECTIONS = 1024
 
 
 @dataclass(frozen=True)
@@ -63,24 +67,80 @@ def open_input(path) -> tuple[str, object, int]:
     return name, buf, st.st_size
 
 
-def _map(path) -> tuple[str, object, os.stat_result]:
+def _map(path, magic: str | None = None, lenient_last: int | None = None) -> tuple[str, object, os.stat_result]:
     if isinstance(path, InMemoryFile):
         return path.name, path.data, _MemoryStat(len(path.data))
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
             st = os.fstat(f.fileno())
-            if stat.S_ISFIFO(st.st_mode):  # a pipe (`prove <(curl ...) ...`): read whole, it cannot be mapped
-                data = f.read()
+            if stat.S_ISFIFO(st.st_mode):  # a pipe (`prove <(curl ...) ...`): read, it cannot be mapped
+                data = _read_pipe(f, magic, lenient_last)
                 return name, data, _MemoryStat(len(data))
             if not stat.S_ISREG(st.st_mode):  # a device (/dev/zero would never end), a socket
                 raise FormatError(name, "is not a file or a pipe (a device or a socket)")
-            if st.st_size == 0:
-                return name, b"", _MemoryStat(0, st.st_mtime_ns, True)
-            return name, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), _MemoryStat(st.st_size,
-                                                                                        st.st_mtime_ns, True)
+            try:
+                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if st.st_size else b""
+            except ValueError:  # emptied since the fstat (a writer truncating it): read as the empty file it is
+                buf = b""
+            return name, buf, _MemoryStat(len(buf), st.st_mtime_ns, True)
     except (OSError, ValueError) as exc:  # missing, a directory, EIO, ENXIO (a socket), unmappable ...
         raise file_error(name, exc) from None
+
+
+def _read_pipe(f, magic: str | None, lenient_last: int | None) -> bytes:
+    """A pipe's bytes up to the end of its last declared record, not to the pipe's end: an endless pipe of
+    other bytes (`<(yes)`) stops at its header, one of a file then more at the file's end (snarkjs ignores
+    what follows the last record).  open_binfile judges what was read.  `lenient_last` as the last record
+    may declare a garbled size (spec §3): a .wtns's values are then read as its header counts them, else to
+    the pipe's end."""
+    out = bytearray()
+
+    def take(n: int) -> bool:
+        while n > 0:
+            chunk = f.read(min(n, 1 << 24))
+            if not chunk:
+                return False
+            out.extend(chunk)
+            n -= len(chunk)
+        return True
+
+    if not take(12) or (magic is not None and bytes(out[:4]) != magic.encode()):
+        return bytes(out)
+    n_sections = _U32.unpack_from(out, 8)[0]
+    if n_sections > MAX_SECTIONS:
+        return bytes(out)
+    for i in range(n_sections):
+        if not take(12):
+            break
+        sid, size = _RECORD.unpack_from(out, len(out) - 12)
+        if i == n_sections - 1 and sid == lenient_last:
+            want = _wtns_values_size(out) if magic == "wtns" else None
+            if want is None:
+                out.extend(f.read())
+                break
+            if want != size:  # one byte past the counted values shows a longer file, which is refused as on disk
+                take(want)
+                out.extend(f.read(1))
+                break
+        if not take(size):
+            break
+    return bytes(out)
+
+
+def _wtns_values_size(head: bytearray) -> int | None:
+    """n8 * nWitness from the first .wtns header section (id 1) among the records read so far, or None."""
+    off = 12
+    while off + 12 <= len(head):
+        sid, size = _RECORD.unpack_from(head, off)
+        off += 12
+        if sid == 1 and size >= 4 and off + size <= len(head):
+            n8 = _U32.unpack_from(head, off)[0]
+            if 8 + n8 <= size:
+                return n8 * _U32.unpack_from(head, off + 4 + n8)[0]
+            return None
+        off += size
+    return None
 
 
 class BinFile:
@@ -197,7 +257,7 @@ def open_binfile(
     is the last record (the .wtns reader corrects circom's broken u64 sizes
     itself, spec §3); any other overrun is a "truncated" error.
     """
-    name, buf, st = _map(path)
+    name, buf, st = _map(path, magic, lenient_last)
     size = st.st_size
     ext = "." + magic
     if size >= 4 and bytes(buf[:4]) != magic.encode():
@@ -215,6 +275,9 @@ def open_binfile(
             raise FormatError(name, "wtns version 1 (the pre-2020 layout without sections) is not supported; "
                                     "recompute the witness with a current circom/snarkjs")
         raise FormatError(name, f"{ext} version {version} is not valid (expected {min_version}..{max_version})")
+    if n_sections > MAX_SECTIONS:
+        raise FormatError(name, f"the header declares {n_sections} sections; a {ext} file has far fewer "
+                                f"(at most {MAX_SECTIONS} are read)")
     bf = BinFile(name, buf, size, magic, version, [], names or {}, mtime_ns=st.st_mtime_ns, regular=st.regular)
     off = 12
     for i in range(n_sections):

@@ -5,14 +5,16 @@ JSON.stringify(v, null, 1)), no trailing newline, decimal strings, affine
 points with z = "1", infinity as ["0","1","0"] (G1) or
 [["0","0"],["1","0"],["0","0"]] (G2), Fq2 as [c0, c1].
 
-Readers accept what snarkjs's verifier accepts from its own files: points as
-[x, y] or [x, y, z] where z = 0 is infinity, z = 1 affine and any other z
-Jacobian (X/Z², Y/Z³).  Anything else is a one-line FormatError naming the
-file and the field.
+Readers accept what snarkjs's verifier accepts: numbers as decimal or "0x" hex strings (ffjavascript's
+unstringifyBigInts) or JSON integers that JavaScript holds exactly (up to 2^53); points as [x, y] or
+[x, y, z] where z = 0 is infinity, z = 1 affine and any other z Jacobian (X/Z², Y/Z³), and affine
+(0, 0) is infinity too (ffjavascript's zeroAffine; on neither curve).  Anything else is a one-line
+FormatError naming the file and the field.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
@@ -21,13 +23,19 @@ from engine.algebra.ec import g1_is_on_curve, g2_is_on_curve
 from engine.algebra.subgroup import subgroup_problem
 from engine.errors import CurveMismatchError, FormatError, file_error, write_error
 from engine.formats.json_text import (  # noqa: F401  (re-exported: the writers' public names)
+    BOM_PROBLEM,
     DECIMAL,
+    NUMBER,
+    EndlessInput,
     dumps,
     g1_to_json,
     g2_to_json,
     proof_to_json,
     proof_to_obj,
+    number_digits,
+    number_value,
     public_to_json,
+    read_json_bytes,
     write_atomically,
     write_text,
 )
@@ -82,12 +90,23 @@ def load_json(path) -> Any:
     """Parse a JSON file; missing/unreadable -> InputFileError, bad JSON -> FormatError."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as f:
-            raw = f.read()
+        raw = read_json_bytes(name)
+    except EndlessInput as exc:
+        raise FormatError(name, str(exc)) from None
     except (OSError, ValueError) as exc:
         raise file_error(name, exc) from None
+    if not raw.strip():  # not "Expecting value (line 1 column 1)"
+        raise FormatError(name, "is not valid JSON: the file is empty")
+    encoding = json.detect_encoding(raw)
+    if encoding == "utf-8-sig":
+        raise FormatError(name, BOM_PROBLEM) from None
+    if encoding != "utf-8":
+        raise FormatError(name, f"is {encoding.upper()[:6]} text, not UTF-8 (JSON files are UTF-8)") from None
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), parse_constant=_not_json)
+    except _NotJson as exc:
+        raise FormatError(name, f"is not valid JSON: {exc} is not a JSON value (snarkjs's JSON.parse refuses it)"
+                          ) from None
     except UnicodeDecodeError:
         raise FormatError(name, "is not a JSON text file (not UTF-8)") from None
     except json.JSONDecodeError as exc:
@@ -98,8 +117,17 @@ def load_json(path) -> Any:
         raise FormatError(name, f"holds a number too long to read (over {_MAX_DIGITS} digits)") from None
 
 
+class _NotJson(Exception):
+    """NaN, Infinity or -Infinity: Python's json reads them, JSON (and JavaScript's JSON.parse) has none."""
+
+
+def _not_json(token: str):
+    raise _NotJson(token)
+
+
 # Python reads at most this many digits into an int (sys.get_int_max_str_digits); a field element has at most 116
 _MAX_DIGITS = 4300
+_JS_SAFE = 2**53  # JSON numbers up to this are exact in JavaScript (snarkjs); beyond, it would round them
 
 
 class _Reader:
@@ -107,21 +135,35 @@ class _Reader:
 
     def __init__(self, path: str):
         self.path = path
+        self.off_curve = False  # a point was off its curve (left to verify): its key is not known good
 
     def fail(self, problem: str) -> FormatError:
         return FormatError(self.path, problem)
 
     def dec(self, v: Any, where: str, bound: int | None = None, bound_name: str = "") -> int:
-        if not isinstance(v, str) or not DECIMAL.fullmatch(v):
+        """A number as snarkjs reads it: a decimal or 0x-hex string, or a JSON integer JavaScript holds exactly."""
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            n = self._js_integer(v, where)
+        elif isinstance(v, str) and NUMBER.fullmatch(v):
+            digits, base = number_digits(v)  # leading zeros are read as snarkjs's BigInt reads them
+            most = len(format(bound, "x" if base == 16 else "d")) if bound is not None else _MAX_DIGITS
+            if len(digits) > most:  # int() would refuse or crawl
+                raise self.fail(f"{where}: {_short(v)} ({len(digits)} digits) is not "
+                                + (f"below {bound_name}" if bound is not None else "a field element"))
+            n = int(digits, base)
+        else:
             raise self.fail(f"{where}: expected a decimal string, got {_short(v)}")
-        digits = v.lstrip("0") or "0"  # leading zeros are read as snarkjs's BigInt reads them
-        if len(digits) > (len(str(bound)) if bound is not None else _MAX_DIGITS):  # int() would refuse or crawl
-            raise self.fail(f"{where}: {_short(v)} ({len(digits)} digits) is not "
-                            + (f"below {bound_name}" if bound is not None else "a field element"))
-        n = int(digits)
         if bound is not None and n >= bound:
             raise self.fail(f"{where}: {_short(v)} is not below {bound_name}")
         return n
+
+    def _js_integer(self, v: int | float, where: str) -> int:
+        if v < 0 or (isinstance(v, float) and not (math.isfinite(v) and v.is_integer())):
+            raise self.fail(f"{where}: expected a decimal string, got {_short(v)}")
+        if v > _JS_SAFE:
+            raise self.fail(f"{where}: the JSON number {_short(v)} is above 2^53, which JavaScript (snarkjs) would "
+                            "round: write it as a decimal string")
+        return int(v)
 
     def fq(self, v: Any, where: str, curve: Curve) -> int:
         return self.dec(v, where, curve.q, f"the {curve.name} base field prime q")
@@ -153,6 +195,8 @@ class _Reader:
             problem = subgroup_problem(curve, point, g2, where)
             if problem is not None:
                 raise self.fail(problem)
+        else:
+            self.off_curve = True
         return point
 
     def obj(self, v: Any, what: str) -> dict:
@@ -172,9 +216,9 @@ def _short(v: Any) -> str:
 
 
 def g1_from_jacobian(curve: Curve, x: int, y: int, z: int):
-    """snarkjs's fromObject: z = 0 -> infinity, z = 1 -> (x, y), else (X/Z², Y/Z³)."""
+    """snarkjs's fromObject: z = 0 -> infinity, z = 1 -> (x, y) but (0, 0) -> infinity, else (X/Z², Y/Z³)."""
     q = curve.q
-    if z == 0:
+    if z == 0 or (z == 1 and x == y == 0):
         return None
     if z == 1:
         return (x, y)
@@ -194,7 +238,7 @@ def _fq2_inv(a, q):
 
 def g2_from_jacobian(curve: Curve, x, y, z):
     q = curve.q
-    if z == (0, 0):
+    if z == (0, 0) or (z == (1, 0) and x == y == (0, 0)):
         return None
     if z == (1, 0):
         return (x, y)
@@ -212,26 +256,26 @@ def _curve_of(rd: _Reader, d: dict) -> Curve | None:
     try:
         return curve_by_name(name)
     except KeyError:
-        raise rd.fail(f"\"curve\": {name!r} is not supported (bn128/bn254 or bls12381)") from None
+        raise rd.fail(f"\"curve\": {_short(name)} is not supported (bn128/bn254 or bls12381)") from None
 
 
 def _check_protocol(rd: _Reader, d: dict, what: str) -> None:
     p = d.get("protocol", "groth16")
     if p != "groth16":
-        raise rd.fail(f"is a {p} {what}; only groth16 is supported" if isinstance(p, str)
+        shown = p if isinstance(p, str) and p.isprintable() and len(p) <= 40 else _short(p)  # one short line
+        raise rd.fail(f"is a {shown} {what}; only groth16 is supported" if isinstance(p, str)
                       else f"\"protocol\": expected \"groth16\", got {_short(p)}")
 
 
 def _guess_curve(rd: _Reader, pi_a: Any) -> Curve:
     """The curve on which pi_a lies (rapidsnark's proof.json names none)."""
-    decimal = lambda v: isinstance(v, str) and DECIMAL.fullmatch(v)  # noqa: E731
-    if isinstance(pi_a, list) and len(pi_a) in (2, 3) and all(decimal(v) for v in pi_a):
-        x, y = int(pi_a[0]), int(pi_a[1])
-        z = int(pi_a[2]) if len(pi_a) == 3 else 1
+    xyz = [number_value(v) for v in pi_a] if isinstance(pi_a, list) and len(pi_a) in (2, 3) else [None]
+    if None not in xyz:
+        x, y, z = (xyz + [1])[:3]
         for c in CURVES:
-            if max(x, y, z) < c.q and z:
+            if max(x, y, z) < c.q:
                 p = g1_from_jacobian(c, x, y, z)
-                if (p[1] * p[1] - p[0] ** 3 - c.g1_b) % c.q == 0:
+                if p is not None and (p[1] * p[1] - p[0] ** 3 - c.g1_b) % c.q == 0:
                     return c
     raise rd.fail("names no \"curve\" and pi_a lies on no supported curve; cannot tell its curve")
 
@@ -265,7 +309,7 @@ def read_proof(path, curve: Curve | None = None, *, against: str | None = None) 
 
 
 def read_public(path, curve: Curve | None = None) -> list[int]:
-    """public.json -> ints; each must be a decimal string, and below r when `curve` is given."""
+    """public.json -> ints; each a number as snarkjs reads one, and below r when `curve` is given."""
     rd = _Reader(os.fspath(path))
     v = load_json(path)
     if not isinstance(v, list):
@@ -284,14 +328,18 @@ def read_vkey(path) -> VerificationKey:
     curve = _curve_of(rd, d)
     if curve is None:
         raise rd.fail("missing \"curve\" (not a snarkjs verification key?)")
-    n_public = rd.key(d, "nPublic", what)
+    ic = rd.key(d, "IC", what)
+    if not isinstance(ic, list) or not ic:
+        raise rd.fail(f"\"IC\": expected a list of nPublic+1 G1 points, got {_short(ic)}")
+    n_public = d.get("nPublic", len(ic) - 1)  # snarkjs never reads it: IC says how many signals there are
+    if isinstance(n_public, float) and n_public.is_integer():
+        n_public = int(n_public)  # JSON's 3.0 is JavaScript's 3
     if not isinstance(n_public, int) or isinstance(n_public, bool) or n_public < 0:
         raise rd.fail(f"\"nPublic\": expected a non-negative integer, got {_short(n_public)}")
-    ic = rd.key(d, "IC", what)
-    if not isinstance(ic, list) or len(ic) != n_public + 1:
-        got = f"{len(ic)} points" if isinstance(ic, list) else _short(ic)
-        raise rd.fail(f"\"IC\": expected nPublic+1 = {n_public + 1} G1 points, got {got}")
-    return VerificationKey(
+    if len(ic) != n_public + 1:
+        want = n_public + 1 if n_public < 10**12 else f"{_short(n_public)}+1"
+        raise rd.fail(f"\"IC\": expected nPublic+1 = {want} G1 points, got {len(ic)} points")
+    vk = VerificationKey(
         curve=curve,
         n_public=n_public,
         alpha1=rd.g1(rd.key(d, "vk_alpha_1", what), "vk_alpha_1", curve),
@@ -300,3 +348,8 @@ def read_vkey(path) -> VerificationKey:
         delta2=rd.g2(rd.key(d, "vk_delta_2", what), "vk_delta_2", curve),
         ic=[rd.g1(p, f"IC[{i}]", curve) for i, p in enumerate(ic)],
     )
+    if not rd.off_curve:  # every point checked here: checked_key and verify need not check them again
+        from engine.groth16.verifier import note_checked_key  # noqa: PLC0415 - verifier imports numpy, msm
+
+        note_checked_key(vk)
+    return vk

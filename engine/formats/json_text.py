@@ -7,12 +7,59 @@ the verification key and every reader.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from typing import Any
 
 from engine.file_writes import write_file, write_files
 
 DECIMAL = re.compile(r"[0-9]+")  # a field element as snarkjs writes it in proof.json and public.json
+NUMBER = re.compile(r"[0-9]+|0x[0-9a-fA-F]+")  # and as it reads one (ffjavascript's unstringifyBigInts)
+
+
+def number_digits(text: str) -> tuple[str, int]:
+    """(significant digits, base) of a string NUMBER matches: its length can be bounded before int() runs."""
+    if text[:2] == "0x":
+        return text[2:].lstrip("0") or "0", 16
+    return text.lstrip("0") or "0", 10
+
+
+def number_value(text, max_digits: int = 200) -> int | None:
+    """The integer a decimal or 0x-hex string stands for as snarkjs reads it, or None (not one, or over
+    `max_digits` significant digits: no field element has that many, and int() refuses 4300 decimal digits)."""
+    if not isinstance(text, str) or not NUMBER.fullmatch(text):
+        return None
+    digits, base = number_digits(text)
+    return int(digits, base) if len(digits) <= max_digits else None
+
+
+BOM_PROBLEM = ("starts with a UTF-8 byte-order mark, which JSON does not allow (snarkjs refuses it too): "
+               "save the file without one")  # Python's own words ask to "decode using utf-8-sig"
+STREAM_CAP = 1 << 30  # what a JSON input that is not a regular file (a pipe, a device) may give
+
+
+class EndlessInput(ValueError):
+    """A JSON input that is not a regular file gave NUL bytes (no JSON text has one) or more than STREAM_CAP."""
+
+
+def read_json_bytes(path) -> bytes:
+    """The bytes of a JSON input: a regular file whole; a pipe or a device (/dev/zero) only while it can be JSON,
+    which reading all of it would not stop at (memory ran out).  OSError and open()'s ValueError pass through."""
+    with open(path, "rb") as f:
+        if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return f.read()
+        chunks, total = [], 0
+        while chunk := f.read(1 << 20):
+            total += len(chunk)
+            if b"\0" in chunk and not chunks and chunk[:2] in (b"\xff\xfe", b"\xfe\xff"):
+                return chunk  # UTF-16 or UTF-32 with a BOM: its reader names the encoding
+            if b"\0" in chunk:
+                raise EndlessInput("is not a JSON text (it holds NUL bytes)")
+            if total > STREAM_CAP:
+                raise EndlessInput(f"gave more than {STREAM_CAP >> 30} GiB without ending (not a regular file)")
+            chunks.append(chunk)
+        return b"".join(chunks)
 
 
 def dumps(obj: Any) -> str:

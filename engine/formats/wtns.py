@@ -10,6 +10,7 @@ from engine.formats.binfile import open_binfile, write_binfile
 
 SECTION_NAMES = {1: "header", 2: "values"}
 N8 = 32  # bytes per value; both supported curves have a 32-byte scalar field
+MAX_N8 = 64  # the widest field element whose prime an error names
 
 
 @dataclass
@@ -34,6 +35,9 @@ def read_wtns(path) -> Witness:
     n8 = cur.u32("n8")
     if n8 == 0 or n8 % 8:
         raise bf.error(f"header: n8 = {n8} is not a whole number of 64-bit words")
+    if n8 > MAX_N8:  # no field circom compiles for is this wide; its "prime" would fill the message
+        raise bf.error(f"header: n8 = {n8} bytes per field element is not supported; "
+                       f"only bn128 and bls12381 witnesses ({N8} bytes) are")
     prime = cur.bigint(n8, "the prime")
     n_witness = cur.u32("nWitness")
     cur.finish()

@@ -117,6 +117,9 @@ class Groth16Kit:
                     args = (key.wasm, parse_inputs(path), *prime_check, path)
                     return Partition(index, path, task=(synthesise_wasm, args))
                 return Partition(index, path, task=(synthesise_wasm, (key.wasm, path, *prime_check)))
+            from engine.witness.inputs import normalise_inputs  # noqa: PLC0415
+
+            item = normalise_inputs(item, "inputs")  # here: nested beyond the stack, it could not be pickled
             return Partition(index, f"inputs for {os.path.basename(key.wasm)}",
                              task=(synthesise_wasm, (key.wasm, item, *prime_check)))
         if hasattr(item, "values") and hasattr(item, "prime"):

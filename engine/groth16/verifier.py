@@ -13,6 +13,7 @@ cached; a proof then costs three Miller loops and one final exponentiation
 """
 from __future__ import annotations
 
+import numbers
 import os
 import secrets
 from collections import OrderedDict
@@ -28,7 +29,7 @@ from engine.algebra.limbs import g1_from_mont, g2_from_mont
 from engine.algebra.msm import msm_g1
 from engine.algebra.subgroup import point_problem
 from engine.errors import FormatError
-from engine.formats.json_text import DECIMAL
+from engine.formats.json_text import number_value
 from engine.groth16.proof import Proof, VerificationKey
 
 _alphabeta: OrderedDict = OrderedDict()
@@ -53,7 +54,11 @@ def checked_key(vk: VerificationKey, name: str) -> VerificationKey:
     """The key itself when its points are valid group elements, else a FormatError naming `name` and the point.
 
     `verify` alone answers False for such a key, which reads as a bad proof; a command or a
-    service that read the key from a file calls this first, so the message names the key."""
+    service that read the key from a file calls this first, so the message names the key.  A key
+    read_vkey already checked point by point is not checked again (a scalar multiplication per point)."""
+    with _alphabeta_lock:
+        if _vk_id(vk) in _keys_checked:
+            return vk
     problem = key_problem(vk)
     if problem is not None:
         raise FormatError(name, problem)
@@ -85,6 +90,11 @@ _keys_checked: OrderedDict = OrderedDict()  # keys whose points passed key_probl
 
 def _vk_id(vk: VerificationKey) -> tuple:
     return (vk.curve.name, vk.alpha1, vk.beta2, vk.gamma2, vk.delta2, tuple(vk.ic))
+
+
+def note_checked_key(vk: VerificationKey) -> None:
+    """Remember a key whose every point its reader found on its curve and in its subgroup (engine.read_vkey)."""
+    _keys_checked_add(vk)
 
 
 def _keys_checked_add(vk: VerificationKey) -> None:
@@ -149,8 +159,8 @@ def verify(vk: VerificationKey, public: Sequence[int], proof: Proof) -> bool:
     """True iff the proof verifies for these public signals; malformed values give False, not an error.
 
     Each argument may also be a path (read as `python -m engine verify` reads it), and the public signals the
-    decimal strings public.json holds (`json.load` of it: those were False, a valid proof reported invalid).
-    An argument of another kind altogether is a TypeError saying what it takes."""
+    decimal (or 0x-hex) strings public.json holds (`json.load` of it: those were False, a valid proof reported
+    invalid), or numpy integers.  An argument of another kind altogether is a TypeError saying what it takes."""
     vk, public, proof = _given(vk, public, proof)
     curve = vk.curve
     if not (_public_ok(curve, vk, public) and _proof_ok(vk, proof)):
@@ -177,9 +187,26 @@ def _given(vk, public, proof) -> tuple[VerificationKey, list, Proof]:
         raise _not_a("vk", "a VerificationKey", "read_vkey", vk)
     if not isinstance(proof, Proof):
         raise _not_a("proof", "a Proof", "read_proof", proof)
-    if isinstance(public, (bytes, dict)) or not (hasattr(public, "__len__") and hasattr(public, "__iter__")):
+    if isinstance(public, (bytes, dict, set, frozenset)) or not (hasattr(public, "__len__")
+                                                                and hasattr(public, "__iter__")):
         raise _not_a("public", "a list of the public signals", "read_public", public)
-    return vk, [int(v) if isinstance(v, str) and DECIMAL.fullmatch(v) else v for v in public], proof
+    return vk, _signals(public), proof
+
+
+def _signals(public) -> list:
+    """Public signals as ints where they are integers: strings as snarkjs reads them (decimal, 0x-hex), numpy's
+    integers, integral floats JavaScript holds exactly (those were not ints to `_public_ok`: a valid proof was
+    False), as read_public reads public.json; anything else is left to refuse."""
+    out = []
+    for v in public:
+        if isinstance(v, str):
+            n = number_value(v)
+            out.append(v if n is None else n)
+        elif isinstance(v, float) and v.is_integer() and 0 <= v <= 2**53:  # json.load's 4.0: JavaScript's 4
+            out.append(int(v))
+        else:
+            out.append(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v)
+    return out
 
 
 def _not_a(name: str, what: str, reader: str, value) -> TypeError:
@@ -196,6 +223,7 @@ def verify_batch(vk: VerificationKey, items: Sequence[tuple[Sequence[int], Proof
     curve = vk.curve
     if not items:
         return True
+    items = [(_signals(public), proof) for public, proof in items]
     for public, proof in items:
         if not (_public_ok(curve, vk, public) and _proof_ok(vk, proof)):
             return False

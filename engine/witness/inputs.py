@@ -22,6 +22,7 @@ import re
 from typing import Any, Mapping
 
 from engine.errors import file_error
+from engine.formats.json_text import BOM_PROBLEM, EndlessInput, read_json_bytes
 from engine.witness.errors import WitnessInputError
 
 # Inputs after parsing: qualified signal name -> its values, flattened.
@@ -40,16 +41,21 @@ def parse_inputs(path: str | os.PathLike) -> Inputs:
     """Read input.json into {signal: [int, ...]}; every problem names the file and the signal."""
     label = os.fsdecode(path)  # bytes paths too, named as text
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_json_bytes(path).decode("utf-8")  # bounded where it is a pipe or a device (/dev/zero)
     except UnicodeDecodeError as exc:
         raise WitnessInputError(label, f"not UTF-8 text (byte {exc.start})") from None
+    except EndlessInput as exc:
+        raise WitnessInputError(label, str(exc)) from None
     except (OSError, ValueError) as exc:
         raise file_error(label, exc, "an input file", WitnessInputError) from None
+    if text.startswith("\ufeff"):
+        raise WitnessInputError(label, BOM_PROBLEM)
     try:
         raw = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise WitnessInputError(label, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:  # a recursion bomb ([[[[...]]]]) was a traceback
+        raise WitnessInputError(label, "not valid JSON: nested too deeply") from None
     return normalise_inputs(raw, label)
 
 
@@ -70,7 +76,10 @@ def normalise_inputs(raw: Any, source: str = "inputs") -> Inputs:
         kind = "an array" if isinstance(raw, list) else type(raw).__name__
         raise WitnessInputError(source, f"expected a JSON object of signal names, got {kind}")
     out: Inputs = {}
-    _qualify("", raw, out, source)
+    try:
+        _qualify("", raw, out, source)
+    except RecursionError:  # arrays or objects nested beyond Python's stack (no circuit's signal is)
+        raise WitnessInputError(source, "its values are nested too deeply") from None
     return out
 
 
@@ -80,6 +89,8 @@ def _qualify(prefix: str, value: Any, out: Inputs, source: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str) or not key:
                 raise WitnessInputError(source, f"signal name {key!r} under '{prefix}' is not a non-empty string")
+            if not key.isascii() and any("\ud800" <= c <= "\udfff" for c in key):  # JSON's "\ud800": no UTF takes it
+                raise WitnessInputError(source, f"signal name {key!r} holds a lone surrogate (not Unicode text)")
             _qualify(f"{prefix}.{key}" if prefix else key, item, out, source)
     elif (seq := _sequence(value)) is not None and _holds_objects(seq, prefix, source):
         for i, item in enumerate(seq):
