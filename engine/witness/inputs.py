@@ -88,16 +88,18 @@ def _qualify(prefix: str, value: Any, out: Inputs, source: str) -> None:
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str) or not key:
-                raise WitnessInputError(source, f"signal name {key!r} under '{prefix}' is not a non-empty string")
+                raise WitnessInputError(source, f"signal name {shown_name(repr(key))} under '{shown_name(prefix)}' "
+                                                "is not a non-empty string")
             if not key.isascii() and any("\ud800" <= c <= "\udfff" for c in key):  # JSON's "\ud800": no UTF takes it
-                raise WitnessInputError(source, f"signal name {key!r} holds a lone surrogate (not Unicode text)")
+                raise WitnessInputError(source, f"signal name {shown_name(repr(key))} holds a lone surrogate "
+                                                "(not Unicode text)")
             _qualify(f"{prefix}.{key}" if prefix else key, item, out, source)
     elif (seq := _sequence(value)) is not None and _holds_objects(seq, prefix, source):
         for i, item in enumerate(seq):
             _qualify(f"{prefix}[{i}]", item, out, source)
     else:
         if prefix in out:
-            raise WitnessInputError(source, f"signal '{prefix}' is given twice")
+            raise WitnessInputError(source, f"signal '{shown_name(prefix)}' is given twice")
         values: list[int] = []
         _flatten(prefix, value, values, source)
         out[prefix] = values
@@ -116,7 +118,7 @@ def _holds_objects(items: list | tuple, name: str, source: str) -> bool:
     """True for an array of bus values; an array mixing objects and numbers is an error."""
     kinds = {isinstance(leaf, Mapping) for leaf in _leaves(items)}
     if len(kinds) > 1:
-        raise WitnessInputError(source, f"signal '{name}' mixes objects and numbers in one array")
+        raise WitnessInputError(source, f"signal '{shown_name(name)}' mixes objects and numbers in one array")
     return kinds == {True}
 
 
@@ -152,7 +154,7 @@ def _to_int(v: Any, name: str, index: str, source: str) -> int:
         return int(v)
     if isinstance(v, _UnsafeJsonInt):
         raise WitnessInputError(
-            source, f"signal '{name}{index}': the JSON number {_short(v)} is above 2^53, which snarkjs would "
+            source, f"{_where(name, index)}: the JSON number {_short(v)} is above 2^53, which snarkjs would "
             f'silently round; write it as a string ("{_short(v)}")'
         )
     if isinstance(v, str):
@@ -166,17 +168,28 @@ def _to_int(v: Any, name: str, index: str, source: str) -> int:
                 return sign * int(digits, 10)
             except ValueError:  # beyond Python's digit limit for str -> int, far above any field size
                 raise WitnessInputError(
-                    source, f"signal '{name}{index}': a {len(digits)}-digit number is too long"
+                    source, f"{_where(name, index)}: a {len(digits)}-digit number is too long"
                 ) from None
         elif s[:1] in "+-" and s[1:3].lower() in ("0x", "0b", "0o") and _INT_RE.fullmatch(s[1:]):  # BigInt refuses
             value = _to_int(s[1:], name, index, source) * (-1 if s[0] == "-" else 1)
-            raise WitnessInputError(source, f"signal '{name}{index}': {_short(json.dumps(v))} is not a number: "
+            raise WitnessInputError(source, f"{_where(name, index)}: {_short(json.dumps(v))} is not a number: "
                                     f'snarkjs takes a sign only before decimal digits (write "{_short(str(value))}")')
     shown = _short(json.dumps(v) if isinstance(v, (str, float, type(None))) else type(v).__name__)
     raise WitnessInputError(
-        source, f"signal '{name}{index}': {shown} is not a number (expected an integer, decimal or 0x-hex string)"
+        source, f"{_where(name, index)}: {shown} is not a number (expected an integer, decimal or 0x-hex string)"
     )
 
 
 def _short(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _where(name: str, index: str) -> str:
+    return f"signal '{shown_name(name)}{index}'"
+
+
+def shown_name(name: str, limit: int = 60) -> str:
+    """A signal name as an error shows it: on one line (a newline or tab escaped) and at most `limit` characters
+    (input.json may hold a 100 KB name, which the message echoed whole)."""
+    text = name if name.isprintable() else repr(name)[1:-1]
+    return text if len(text) <= limit else text[:limit - 3] + "..."

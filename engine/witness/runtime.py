@@ -27,7 +27,7 @@ import wasmtime
 
 from engine.errors import WitnessGenerationError
 from engine.witness.errors import CircuitAssertionError, CircuitFileError, WitnessInputError
-from engine.witness.inputs import Inputs
+from engine.witness.inputs import Inputs, shown_name
 
 log = logging.getLogger("engine.witness.calculator")
 
@@ -350,10 +350,12 @@ class CircuitInstance:
                 if size == 0 and not values:  # a zero-size input (`in[0]`) given as []: nothing to set, as snarkjs
                     continue
                 if size <= 0:  # circom's table also holds main's other signals, with size 0
-                    raise WitnessInputError(source, f"unknown input signal '{name}'{self._known_hint()}")
+                    raise WitnessInputError(source,
+                                            f"unknown input signal '{shown_name(name)}'{self._known_hint()}")
                 if size != len(values):
                     raise WitnessInputError(
-                        source, f"signal '{name}' expects {size} value{'s' * (size != 1)}, got {len(values)}"
+                        source,
+                        f"signal '{shown_name(name)}' expects {size} value{'s' * (size != 1)}, got {len(values)}"
                     )
             plan.append((name, hi, lo, values))
             total += len(values)
