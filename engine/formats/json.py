@@ -39,6 +39,7 @@ from engine.formats.json_text import (  # noqa: F401  (re-exported: the writers'
     write_atomically,
     write_text,
 )
+from engine.groth16.key_checks import note_checked
 from engine.groth16.proof import Proof, VerificationKey
 
 
@@ -349,7 +350,5 @@ def read_vkey(path) -> VerificationKey:
         ic=[rd.g1(p, f"IC[{i}]", curve) for i, p in enumerate(ic)],
     )
     if not rd.off_curve:  # every point checked here: checked_key and verify need not check them again
-        from engine.groth16.verifier import note_checked_key  # noqa: PLC0415 - verifier imports numpy, msm
-
-        note_checked_key(vk)
+        note_checked(vk)
     return vk

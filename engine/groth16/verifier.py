@@ -30,6 +30,7 @@ from engine.algebra.msm import msm_g1
 from engine.algebra.subgroup import point_problem
 from engine.errors import FormatError
 from engine.formats.json_text import number_value
+from engine.groth16.key_checks import note_checked, was_checked
 from engine.groth16.proof import Proof, VerificationKey
 
 _alphabeta: OrderedDict = OrderedDict()
@@ -56,13 +57,12 @@ def checked_key(vk: VerificationKey, name: str) -> VerificationKey:
     `verify` alone answers False for such a key, which reads as a bad proof; a command or a
     service that read the key from a file calls this first, so the message names the key.  A key
     read_vkey already checked point by point is not checked again (a scalar multiplication per point)."""
-    with _alphabeta_lock:
-        if _vk_id(vk) in _keys_checked:
-            return vk
+    if was_checked(vk):
+        return vk
     problem = key_problem(vk)
     if problem is not None:
         raise FormatError(name, problem)
-    _keys_checked_add(vk)
+    note_checked(vk)
     return vk
 
 
@@ -85,36 +85,16 @@ def key_problem(vk: VerificationKey) -> str | None:
     return _first_problem(vk.curve, _vk_points(vk))
 
 
-_keys_checked: OrderedDict = OrderedDict()  # keys whose points passed key_problem
-
-
-def _vk_id(vk: VerificationKey) -> tuple:
-    return (vk.curve.name, vk.alpha1, vk.beta2, vk.gamma2, vk.delta2, tuple(vk.ic))
-
-
-def note_checked_key(vk: VerificationKey) -> None:
-    """Remember a key whose every point its reader found on its curve and in its subgroup (engine.read_vkey)."""
-    _keys_checked_add(vk)
-
-
-def _keys_checked_add(vk: VerificationKey) -> None:
-    with _alphabeta_lock:
-        _keys_checked[_vk_id(vk)] = True
-        while len(_keys_checked) > 64:
-            _keys_checked.popitem(last=False)
+note_checked_key = note_checked  # the prover's name for it: a key whose points check_key passed
 
 
 def _key_ok(vk: VerificationKey) -> bool:
-    ident = _vk_id(vk)
-    with _alphabeta_lock:
-        if ident in _keys_checked:
-            return True
+    if was_checked(vk):
+        return True
     if key_problem(vk) is not None:
         return False
-    _keys_checked_add(vk)
+    note_checked(vk)
     return True
-
-
 
 
 def alphabeta(vk: VerificationKey) -> pr.Fq12:
