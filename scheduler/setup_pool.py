@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
@@ -23,6 +24,19 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Make a worker die with the process that forked it: after a SIGTERM or the OOM killer's SIGKILL it stayed
+    asleep on the pool's queue for ever (Linux's PR_SET_PDEATHSIG; elsewhere nothing changes)."""
+    try:
+        import ctypes  # noqa: PLC0415
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the prctl took effect
+        os._exit(1)
 
 
 def _call(fn: Callable, start: int, stop: int):
@@ -41,7 +55,15 @@ def fork_map(fn: Callable[[dict, int, int], Any], n: int, state: dict[str, Any],
     _STATE.clear()
     _STATE.update(state)
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_die_with_parent, initargs=(os.getpid(),))
+        try:
             return list(pool.map(_call, [fn] * n_chunks, bounds[:-1], bounds[1:]))
+        except BaseException:  # Ctrl-C, a chunk's error: the running and queued chunks were waited for
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.kill()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     finally:
         _STATE.clear()

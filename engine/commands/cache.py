@@ -33,12 +33,22 @@ def run(args: argparse.Namespace) -> int:
     from engine.errors import EngineError, InputFileError
     from engine.formats.key_cache import KeyCache, resolve_dir
 
+    if args.dir is not None and not args.dir.strip():  # `--dir "$UNSET"` cleared the default cache
+        raise EngineError("--dir is empty: name the key cache's directory, or leave --dir out for the default")
     where = resolve_dir(args.dir)
     if where is None:
         raise EngineError("the key cache is off (--dir or $GROTH16_KEY_CACHE says so): nothing to show")
     if os.path.exists(where) and not os.path.isdir(where):  # was "0 entries" (list) or "removed 0" (clear)
         raise InputFileError(where, "is not a directory (--dir names the key cache's directory)")
     cache = KeyCache(where)
+    if args.action != "path":
+        try:
+            os.listdir(where)
+        except FileNotFoundError:
+            pass  # no cache yet: nothing to list or clear
+        except OSError as exc:  # was "0 entries" or "removed 0 file(s)", exit 0
+            reason = "permission denied" if isinstance(exc, PermissionError) else exc.strerror or str(exc)
+            raise InputFileError(where, f"cannot read the key cache's directory: {reason}") from None
     if args.action == "path":
         if args.stale:  # was ignored without a word
             raise EngineError("--stale picks entries to clear or list; `cache path` names the directory only")
@@ -46,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "clear":
         removed, freed = cache.clear(stale_only=args.stale)
+        if cache.failures:  # was "removed 0 file(s)" and exit 0, with a log line per file
+            path, reason = cache.failures[0]
+            raise InputFileError(where, f"could not remove {len(cache.failures)} file(s) (removed {removed}): "
+                                 f"{reason} ({os.path.basename(path)} first)")
         if args.json:
             print(json.dumps({"dir": str(where), "removed": removed, "bytes": freed}))
         else:

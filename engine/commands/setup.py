@@ -7,7 +7,9 @@ drawn in this process, so it is for tests and benchmarks only.
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import sys
 
 from engine.commands.outputs import check_outputs
@@ -49,22 +51,46 @@ def run(args: argparse.Namespace) -> int:
     from engine.groth16.setup import DEV_WARNING, select_setup_ops, setup_file
 
     check_outputs([("key", args.zkey)], [("circuit", args.r1cs)])
+    _check_workers(args.workers)
     ops = select_setup_ops(args.backend, workers=args.workers)
     prog = make_progress("setup", quiet=args.quiet, json=args.json)
     try:
         key = setup_file(args.r1cs, args.zkey, ops, curve=args.curve, progress=prog)
     finally:
         ops.close()
+    out = _summary_stream(args.zkey)
     summary = {
         "zkey": args.zkey, "curve": key.curve.name, "backend": ops.name, "domain": key.domain_size,
         "n_vars": key.n_vars, "n_public": key.n_public, "development_key": True, "warning": DEV_WARNING,
     }
     if args.json:
-        print(json.dumps({"event": "result", **summary, "timings": prog.timings}))
+        print(json.dumps({"event": "result", **summary, "timings": prog.timings}), file=out)
         return 0
     print(f"wrote {args.zkey}: {key.curve.name}, domain 2^{key.log_domain}, {key.n_vars} wires, "
-          f"{key.n_public} public signals ({ops.name})")
+          f"{key.n_public} public signals ({ops.name})", file=out)
     print(f"WARNING: {DEV_WARNING}", file=sys.stderr)
     if args.verbose:
-        print(format_timings(prog.timings))
+        print(format_timings(prog.timings), file=out)
     return 0
+
+
+def _check_workers(workers: int | None) -> None:
+    """Refuse a --workers count far past the CPUs: each is a fork of this process, all started at once."""
+    from engine.errors import EngineError  # noqa: PLC0415
+    from engine.groth16.setup_points import MAX_WORKERS_PER_CPU  # noqa: PLC0415
+    from scheduler.setup_pool import default_workers  # noqa: PLC0415
+
+    cpus = default_workers()
+    if workers is not None and workers > MAX_WORKERS_PER_CPU * cpus:
+        raise EngineError(f"--workers {workers}: more than {MAX_WORKERS_PER_CPU} processes per CPU this process may "
+                          f"use ({cpus}) only slow the setup down; give at most {MAX_WORKERS_PER_CPU * cpus}")
+
+
+def _summary_stream(zkey: str):
+    """stdout, unless the key itself went there (`setup c.r1cs /dev/stdout > k.zkey`, `| ...`): then stderr.
+    The summary was written over the key's first bytes, or after its end."""
+    try:
+        a, b = os.stat(zkey), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # no real stdout (captured, closed)
+        return sys.stdout
+    return sys.stderr if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) else sys.stdout

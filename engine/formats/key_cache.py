@@ -21,22 +21,25 @@ and storing its new entry removes the old entries of the same path.
 File: magic, u32 format version, u32 header length, a JSON header (identity,
 arrays: name, dtype, shape, offset, nbytes), then each array at a 4096-byte
 aligned offset.  Written to a temporary file and renamed, so readers only ever
-see whole entries.  Where the cache lives: an explicit directory (EngineConfig
-`key_cache_dir`, `--key-cache-dir`), else $GROTH16_KEY_CACHE, else
-$XDG_CACHE_HOME/groth16-engine/keys; "off" there disables it.  `python -m
-engine cache` lists and clears it.  This module imports numpy only to map an
-entry's arrays, so listing and clearing stay light.
+see whole entries; the writer holds an flock on that file, so `clear` removes a
+dead writer's leftover but never a live writer's file.  Where the cache lives:
+an explicit directory (EngineConfig `key_cache_dir`, `--key-cache-dir`), else
+$GROTH16_KEY_CACHE, else $XDG_CACHE_HOME/groth16-engine/keys; "off" there
+disables it.  `python -m engine cache` lists and clears it.  This module
+imports numpy only to map an entry's arrays, so listing and clearing stay light.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
 import os
+import stat
 import struct
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,7 @@ SUFFIX = ".gkc"
 ENV = "GROTH16_KEY_CACHE"
 OFF = ("off", "none", "0", "false", "no")
 _PREFIX = struct.Struct("<8sII")
+LEFTOVER_AGE_S = 3600  # where files cannot be locked, a temporary file older than this is a dead writer's
 
 
 def default_dir() -> Path:
@@ -131,6 +135,37 @@ class EntryInfo:
     created: float
 
 
+def _open_regular(path) -> int:
+    """A read-only descriptor of a regular file; anything else (a FIFO would block the open) is a ValueError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError("not a regular file")
+    return fd
+
+
+def _identity(header: dict) -> Identity:
+    """The header's identity, its fields of their types (a hand-made header's list or string path or size
+    reached os.stat and comparisons as they were)."""
+    raw = header["identity"]
+    ident = Identity(**raw)
+    for name, kind in (("zkey_path", str), ("size", int), ("mtime_ns", int), ("sha", str), ("curve", str),
+                       ("layout", str)):
+        value = getattr(ident, name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"identity field {name} is a {type(value).__name__}")
+    return ident
+
+
+def _created(value) -> float:
+    """The entry's creation time, or 0 (unknown) when it is no time a clock shows (NaN, 1e300, negative)."""
+    try:
+        t = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return t if 0 < t < 2**37 else 0.0
+
+
 def _read_header(f) -> dict:
     prefix = f.read(_PREFIX.size)
     if len(prefix) != _PREFIX.size:
@@ -151,6 +186,7 @@ class KeyCache:
 
     def __init__(self, directory: str | os.PathLike):
         self.directory = Path(directory)
+        self.failures: list[tuple[str, str]] = []  # what the last clear() could not remove: (path, reason)
 
     def path_for(self, identity: Identity) -> Path:
         return self.directory / f"{identity.digest()}{SUFFIX}"
@@ -164,7 +200,7 @@ class KeyCache:
 
         path = self.path_for(identity)
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = _open_regular(path)
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:  # ValueError: a NUL in the directory (a config's, or the API's)
@@ -174,7 +210,9 @@ class KeyCache:
             with os.fdopen(os.dup(fd), "rb") as f:
                 header = _read_header(f)
                 size = os.fstat(f.fileno()).st_size
-            if Identity(**header["identity"]) != identity:
+            # the path aside: the same bytes and times reached by another path (a symlink, a hard link, `cp -p`)
+            # are the same key, and share the entry (the other path missed, and rewrote it, on every load)
+            if replace(_identity(header), zkey_path=identity.zkey_path) != identity:
                 os.close(fd)
                 return None  # a digest collision or a hand-made file: never serve it
             ranges = {a["name"]: (int(a["offset"]), int(a["nbytes"])) for a in header["arrays"]}
@@ -220,8 +258,8 @@ class KeyCache:
         tmp = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=SUFFIX)
-            with os.fdopen(fd, "wb") as f:
+            fd, tmp = _locked_tmp(self.directory)
+            with os.fdopen(fd, "wb") as f:  # closing it releases the lock, after the rename
                 f.write(_PREFIX.pack(MAGIC, FORMAT_VERSION, hlen) + raw)
                 for spec in specs:
                     f.seek(spec["offset"])
@@ -229,9 +267,10 @@ class KeyCache:
                     if a.nbytes:
                         f.write(memoryview(a.reshape(-1).view(np.uint8)))
                 f.truncate(offset)
-            target = self.path_for(identity)
-            os.replace(tmp, target)
-            tmp = None
+                f.flush()
+                target = self.path_for(identity)
+                os.replace(tmp, target)
+                tmp = None
         except (OSError, ValueError) as exc:  # ValueError: a NUL in the directory
             log.warning("key cache: could not write an entry for %s in %s (%s); loading without it",
                         identity.zkey_path, self.directory, exc)
@@ -260,11 +299,13 @@ class KeyCache:
             if not name.endswith(SUFFIX) or name.startswith(".tmp-"):
                 continue
             path = os.path.join(self.directory, name)
+            if os.path.isdir(path):
+                continue  # not ours: clear would not remove it either
             try:
-                with open(path, "rb") as f:
+                with os.fdopen(_open_regular(path), "rb") as f:  # a FIFO of that name: no wait for a writer
                     header = _read_header(f)
                     nbytes = os.fstat(f.fileno()).st_size
-                identity, created = Identity(**header["identity"]), float(header.get("created", 0))
+                identity, created = _identity(header), _created(header.get("created", 0))
                 if any(int(a["offset"]) + int(a["nbytes"]) > nbytes for a in header["arrays"]):
                     raise ValueError("truncated")
             except (OSError, ValueError, KeyError, TypeError, RecursionError):
@@ -285,33 +326,78 @@ class KeyCache:
             st = os.stat(ident.zkey_path)
         except (OSError, ValueError):  # ValueError: a NUL in the entry's path (a hand-made header)
             return True
-        if st.st_size != ident.size or st.st_mtime_ns != ident.mtime_ns:
+        if not stat.S_ISREG(st.st_mode) or st.st_size != ident.size or st.st_mtime_ns != ident.mtime_ns:
             return True
         now = current_identity(ident.zkey_path, ident.layout)
         return now is None or now.digest() != ident.digest()
 
     def clear(self, *, stale_only: bool = False) -> tuple[int, int]:
         """Remove entries (only the stale ones with stale_only) and leftover temporary files;
-        returns (files removed, bytes freed)."""
+        returns (files removed, bytes freed).  Files that could not be removed are in `self.failures`
+        as (path, reason), for the caller to report (`cache clear` fails on them)."""
         removed = freed = 0
+        self.failures = []
         for info in self.entries():
             if stale_only and not self.is_stale(info):
                 continue
-            if _unlink(info.path):
+            if _unlink(info.path, self.failures):
                 removed, freed = removed + 1, freed + info.nbytes
         try:
-            leftovers = [n for n in os.listdir(self.directory) if n.startswith(".tmp-")]
+            leftovers = [n for n in os.listdir(self.directory) if n.startswith(".tmp-") and n.endswith(SUFFIX)]
         except (OSError, ValueError):
             leftovers = []
         for name in leftovers:
-            path = os.path.join(self.directory, name)
-            try:
-                size = os.path.getsize(path)
-            except OSError:
-                continue
-            if _unlink(path):
+            size = _remove_leftover(os.path.join(self.directory, name), self.failures)
+            if size is not None:
                 removed, freed = removed + 1, freed + size
         return removed, freed
+
+
+def _locked_tmp(directory: Path) -> tuple[int, str]:
+    """A new temporary file for an entry, flock'ed while it is written so that `clear` (another process's,
+    too) tells it from a dead writer's leftover; a file removed before the lock was taken is made again."""
+    for _ in range(8):  # (a file system whose inode numbers do not hold still must not loop for ever)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=SUFFIX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits only while a `clear` holds it to remove it
+            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                return fd, tmp
+        except FileNotFoundError:
+            pass  # a `clear` removed it between mkstemp and the lock
+        except OSError:  # no locks on this file system: write unlocked (`clear` then spares recent files)
+            return fd, tmp
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise OSError("no temporary file for the entry stayed in place (removed by `cache clear` each time)")
+
+
+def _remove_leftover(path: str, failures: list | None = None) -> int | None:
+    """Remove a temporary file no live writer holds; its size, or None when it was left (or is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            return None  # not a writer's file
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None  # a writer is filling it now
+        except OSError:  # no locks here: only a file untouched for a while is a leftover
+            if time.time() - st.st_mtime < LEFTOVER_AGE_S:
+                return None
+        try:
+            if os.stat(path).st_ino != st.st_ino:
+                return None
+        except OSError:
+            return None  # renamed into place (or removed) meanwhile
+        return st.st_size if _unlink(path, failures) else None
+    finally:
+        os.close(fd)
 
 
 def _family(layout: str) -> str:
@@ -324,12 +410,16 @@ def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def _unlink(path: str) -> bool:
+def _unlink(path: str, failures: list | None = None) -> bool:
+    """Remove a file; a failure goes to `failures` (path, reason) when given, else to the log."""
     try:
         os.unlink(path)
         return True
     except FileNotFoundError:
         return False
     except OSError as exc:
-        log.warning("key cache: could not remove %s (%s)", path, exc)
+        if failures is None:
+            log.warning("key cache: could not remove %s (%s)", path, exc)
+        else:
+            failures.append((path, exc.strerror or str(exc)))
         return False

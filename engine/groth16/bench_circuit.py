@@ -23,6 +23,7 @@ Given the same arguments and seed the files are byte-identical.
 """
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass, field
 
@@ -43,6 +44,7 @@ N_BIG_CONSTANTS = 16
 SHARE_NUM2BITS = 0.40
 SHARE_BITOPS = 0.25
 SHARE_MUX = 0.10
+BYTES_PER_CONSTRAINT = 400  # a build's peak memory, at least: measured 520 bytes a constraint (2^20), 590 an output
 
 
 @dataclass
@@ -373,12 +375,17 @@ def check_request(curve, n_constraints: int, n_public: int, seed: int, name: str
     if not name or name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
         raise ValueError(f"--name {name!r} is not a file name stem: the files go into the directory as "
                          "<name>.r1cs and <name>.wtns")
-    from engine.groth16.setup_scalars import log_domain  # noqa: PLC0415 - the key's domain, as setup will pick it
+    if len(os.fsencode(name)) + len(".r1cs") > 255:  # NAME_MAX: the write failed after the whole build
+        raise ValueError(f"--name {name!r:.40}... is too long: <name>.r1cs would be a file name of more than "
+                         "255 bytes")
+    from engine.groth16.setup_scalars import check_memory, log_domain  # noqa: PLC0415 - as setup will pick it
 
     try:
         log_domain(curve, n_constraints, n_public, f"--constraints {n_constraints}")
     except CurveMismatchError as exc:
         raise ValueError(str(exc)) from None
+    check_memory(BYTES_PER_CONSTRAINT * n_constraints, f"--constraints {n_constraints}",
+                 "building the circuit and its witness")
 
 
 def write_bench_circuit(directory, curve_name: str, n_constraints: int, *, n_public: int = 2, seed: int = 0,
@@ -389,8 +396,12 @@ def write_bench_circuit(directory, curve_name: str, n_constraints: int, *, n_pub
         curve = curve_by_name(curve_name)
     except KeyError as exc:
         raise ValueError(str(exc.args[0])) from None
+    n_constraints, n_public, seed = (_count(label, v) for label, v in
+                                     (("n_constraints", n_constraints), ("n_public", n_public), ("seed", seed)))
     check_request(curve, n_constraints, n_public, seed, name)
     directory = os.fspath(directory)
+    if not directory:  # makedirs' error named no path
+        raise ValueError("the output directory is an empty path (give a directory, . for this one)")
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise InputFileError(directory, f"is a file, not a directory: {name}.r1cs and {name}.wtns are written "
                                         "into a directory")
@@ -398,13 +409,58 @@ def write_bench_circuit(directory, curve_name: str, n_constraints: int, *, n_pub
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
         raise InputFileError(directory, f"cannot create the output directory: {exc.strerror or exc}") from None
-    bench = make_bench_circuit(curve, n_constraints, n_public, seed, prog)
     r1cs_path = os.path.join(directory, f"{name}.r1cs")
     wtns_path = os.path.join(directory, f"{name}.wtns")
-    with prog.timed("write r1cs", 0.75):
-        write_r1cs(r1cs_path, bench.r1cs)
-    with prog.timed("write wtns", 0.95):
-        write_wtns(wtns_path, curve.r, bench.witness)
+    from engine.commands.outputs import check_outputs  # noqa: PLC0415 - a folder of that name failed after the build
+
+    check_outputs([("circuit", r1cs_path), ("witness", wtns_path)], [])
+    bench = make_bench_circuit(curve, n_constraints, n_public, seed, prog)
+    _write_pair(prog, [("write r1cs", 0.75, r1cs_path, lambda p: write_r1cs(p, bench.r1cs)),
+                       ("write wtns", 0.95, wtns_path, lambda p: write_wtns(p, curve.r, bench.witness))])
     bench.r1cs.path = r1cs_path
     prog.done()
     return r1cs_path, wtns_path, bench
+
+
+def _count(label: str, value) -> int:
+    """An API count as a Python int (numpy's too): 5.5 failed deep inside, True built a circuit of 1."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{label} must be an integer, not {type(value).__name__}")
+    return operator.index(value)
+
+
+def _write_pair(prog: Progress, files: list) -> None:
+    """Write (stage, at, path, write) files all or none: each to a temporary name beside its target, renamed
+    once all are whole.  A full disk after the .r1cs left the new circuit beside an older run's witness."""
+    from engine.file_writes import written_in_place  # noqa: PLC0415
+    from engine.paths import real_path  # noqa: PLC0415
+
+    temps: list[tuple[str, str, str]] = []  # (temporary, target, the user's path)
+    try:
+        for stage, at, path, write in files:
+            with prog.timed(stage, at):
+                if written_in_place(path):  # /dev/null, a pipe: where it is, as every output is
+                    write(path)
+                    continue
+                target = real_path(path)  # a symlink is written through
+                tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)[:96]}.{os.getpid()}.tmp")
+                temps.append((tmp, target, path))
+                try:
+                    write(tmp)
+                except InputFileError as exc:  # named after the user's file, not the temporary one
+                    raise InputFileError(path, exc.problem) from None
+        for tmp, target, path in temps:
+            try:
+                try:  # a file written over keeps its permissions
+                    os.chmod(tmp, os.stat(target).st_mode & 0o7777)
+                except FileNotFoundError:
+                    pass
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise InputFileError(path, f"cannot write: {exc.strerror or exc}") from None
+    finally:
+        for tmp, _, _ in temps:
+            try:
+                os.unlink(tmp)
+            except OSError:  # renamed: gone, as it should be
+                pass

@@ -24,7 +24,9 @@ from engine.errors import BackendUnavailableError, CurveMismatchError, EngineErr
 from engine.formats import R1CS, ZKey, read_r1cs, write_zkey
 from engine.algebra.limbs import fr_from_ints, g2_to_mont
 from engine.progress import Progress
+from engine.groth16 import setup_scalars
 from engine.groth16.setup_scalars import coeff_entries, log_domain
+from engine.formats.zkey import COEFF_DTYPE
 from engine.groth16.setup_points import CpuSetupOps, SetupOps, ToxicWaste
 
 DEV_WARNING = (
@@ -80,6 +82,9 @@ def generate_key(
     nv, npub, n = r1cs.n_wires, r1cs.n_public, 1 << k
     if npub + 1 > nv:
         raise InputFileError(r1cs.path, f"declares {npub} public signals but only {nv} wires")
+    need = int(key_bytes(r1cs, k) * getattr(ops, "memory_factor", 1.0))
+    setup_scalars.check_memory(need, r1cs.path or "circuit",
+                               f"its key (domain 2^{k}, {nv} wires) made on the {ops.name} backend")
 
     prog.stage("field", 0.0)
     ks = ops.key_scalars(curve, r1cs, k, waste, prog)
@@ -103,6 +108,15 @@ def generate_key(
     )
 
 
+def key_bytes(r1cs: R1CS, k: int) -> int:
+    """The bytes of a circuit's key as a setup holds them: points, coeffs and their scalars."""
+    nv, npub, lq = r1cs.n_wires, r1cs.n_public, r1cs.curve.q_limbs64
+    g1 = (3 * nv + (1 << k) + 3) * 2 * lq * 8  # A, B1, IC + C, H, alpha beta delta
+    g2 = (nv + 2) * 4 * lq * 8
+    coeffs = (int(r1cs.a.row_ptr[-1]) + int(r1cs.b.row_ptr[-1]) + npub + 1) * COEFF_DTYPE.itemsize
+    return g1 + g2 + coeffs + (4 * nv + (1 << k)) * 32
+
+
 def setup(r1cs: R1CS, ops: SetupOps, *, path: str | None = None, progress: Progress | None = None) -> ZKey:
     """A development key with fresh secrets, which are dropped when this returns (see DEV_WARNING)."""
     curve = circuit_curve(r1cs)
@@ -114,6 +128,11 @@ def setup_file(r1cs_path, zkey_path, ops: SetupOps, *, curve: str | None = None,
                progress: Progress | None = None) -> ZKey:
     """Read an .r1cs, make a development key, write it as a snarkjs .zkey."""
     prog = progress or Progress()
+    if curve is not None:  # a typo in --curve was named only after the whole circuit was read
+        try:
+            curve_by_name(curve)
+        except KeyError as exc:
+            raise CurveMismatchError(str(exc.args[0])) from None
     with prog.timed("read r1cs", 0.0):
         r1cs = read_r1cs(r1cs_path)
     circuit_curve(r1cs, curve)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.algebra.curves import Curve
-from engine.errors import CurveMismatchError
+from engine.errors import BudgetError, CurveMismatchError
 from engine.algebra.field import batch_inverse_array, geometric
 from engine.algebra.limbs import fr_from_ints, to_ints
 from scheduler.setup_pool import fork_map
@@ -53,6 +53,35 @@ def log_domain(curve: Curve, n_constraints: int, n_public: int, name: str = "cir
             f"{curve.name} keys hold at most 2^{limit} (2-adicity {curve.two_adicity}, u32 domain size)"
         )
     return k
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still take: MemAvailable + SwapFree, at most its cgroup's limit (not the limit less
+    its usage, which counts page cache the kernel would give back); None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            info = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in f if ":" in line)}
+        avail = info["MemAvailable"] + info.get("SwapFree", 0)
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(limit_file) as f:
+                avail = min(avail, int(f.read()))  # "max": no limit (ValueError)
+        except (OSError, ValueError):
+            continue
+    return avail
+
+
+def check_memory(need: int, name: str, what: str) -> None:
+    """Refuse, before any work, what cannot fit in this machine's memory (it ran until the OOM killer came);
+    `need` is a lower bound, so nothing that would fit is refused."""
+    avail = available_memory()
+    if avail is not None and need > avail:
+        from scheduler.budget import fmt_bytes  # noqa: PLC0415 - anyio, only for the refusal
+
+        raise BudgetError(f"{name}: {what} needs at least {fmt_bytes(need, up=True)} of memory, but this machine "
+                          f"has {fmt_bytes(avail)} available")
 
 
 def _inverse_series_chunk(st: dict, start: int, stop: int):
