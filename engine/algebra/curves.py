@@ -2,7 +2,7 @@
 
 Everything else in the engine is written once and parameterised by a `Curve`
 from this table: Python arithmetic, file formats, the CUDA kernels (which get
-their limbs from `Curve.kernel_defines`).  Values are from
+their limbs from engine.backends.gpu.params.params_header).  Values are from
 shared/docs/snarkjs-groth16-spec.md §5.2 and §7; `_check` verifies the
 derived ones at import so a typo cannot reach a proof.
 """
@@ -155,6 +155,8 @@ def _normalise(name: str) -> str:
 
 def curve_by_name(name: str) -> Curve:
     """Look a curve up the way snarkjs does: case-insensitive, non-alphanumerics dropped."""
+    if not isinstance(name, str):  # not an AttributeError from inside _normalise
+        raise TypeError(f"curve name must be a str such as 'bn128' or 'bls12381', got {type(name).__name__}")
     key = _normalise(name)
     for c in CURVES:
         if key == _normalise(c.name) or key in {_normalise(a) for a in c.aliases}:

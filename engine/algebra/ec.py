@@ -14,6 +14,7 @@ are built on those two.
 """
 from __future__ import annotations
 
+import operator
 from abc import ABC, abstractmethod
 from functools import lru_cache
 from typing import Iterable, Sequence
@@ -162,8 +163,9 @@ def _naf_mul(P, Pn, k: int, one, jdouble, jadd_affine, to_affine, q):
 
 
 def g1_mul(curve: Curve, P: G1Point, k: int) -> G1Point:
-    """k·P for any int k (reduced mod r first)."""
-    k %= curve.r
+    """k·P for any int k (reduced mod r first).  operator.index: a numpy integer is an int too (k %= r
+    on an np.int64 overflows), a float is refused (TypeError), never rounded."""
+    k = operator.index(k) % curve.r
     if P is None or k == 0:
         return None
     q = curve.q
@@ -174,7 +176,7 @@ def g1_mul2(curve: Curve, P: G1Point, a: int, Q: G1Point, b: int) -> G1Point:
     """a·P + b·Q in one pass (Shamir's trick on the NAF digits): one chain of doublings for
     both scalars, adding one of the eight precomputed ±P, ±Q, ±P±Q where a digit is not 0."""
     r, q = curve.r, curve.q
-    a, b = a % r, b % r
+    a, b = operator.index(a) % r, operator.index(b) % r
     if P is None or a == 0:
         return g1_mul(curve, Q, b)
     if Q is None or b == 0:
@@ -319,8 +321,8 @@ def g2_add(curve: Curve, P: G2Point, Q: G2Point) -> G2Point:
 
 
 def g2_mul(curve: Curve, P: G2Point, k: int) -> G2Point:
-    """k·P for any int k (reduced mod r first)."""
-    k %= curve.r
+    """k·P for any int k (reduced mod r first; as g1_mul)."""
+    k = operator.index(k) % curve.r
     if P is None or k == 0:
         return None
     return _naf_mul(P, g2_neg(curve, P), k, (1, 0), _g2_jdouble, _g2_jadd_affine, _g2_to_affine, curve.q)

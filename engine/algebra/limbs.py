@@ -7,6 +7,7 @@ caller walks limbs by hand.
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -18,9 +19,11 @@ def to_ints(arr: np.ndarray) -> list[int]:
     """Rows of little-endian uint64 limbs -> list of ints (no reduction, no Montgomery)."""
     a = np.ascontiguousarray(arr, dtype="<u8")
     if a.ndim == 1:
-        a = a.reshape(1, -1)
-    a = a.reshape(-1, a.shape[-1])
+        a = a.reshape(1, -1) if a.size else a.reshape(0, 0)  # one element's limbs; empty: no element
+    a = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])  # not -1: numpy cannot infer it when the size is 0
     width = a.shape[1] * 8
+    if width == 0:  # rows of no limbs (a length-0 axis): each row is 0, and range() below needs a step
+        return [0] * a.shape[0]
     raw = a.tobytes()
     frm = int.from_bytes
     return [frm(raw[i : i + width], "little") for i in range(0, len(raw), width)]

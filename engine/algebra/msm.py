@@ -22,6 +22,7 @@ with `CpuWorkerCrashedError` and is replaced; the next MSM uses the pool again.
 from __future__ import annotations
 
 from concurrent.futures import wait
+from operator import index
 from typing import Callable, Sequence
 
 import numpy as np
@@ -68,7 +69,7 @@ def _msm(ops: GroupOps, group: int, points, scalars, workers, stop=None):
     for P, k in zip(points, scalars):
         if P is None:
             continue
-        k %= r
+        k = index(k) % r  # a numpy integer is an int (np.int64 % r overflows); a float: TypeError
         if k == 1:
             ones.append(P)
         elif k:

@@ -12,6 +12,7 @@ by at most p per stage) and one reduction at the end brings them back.
 """
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from threading import Lock
 from typing import Sequence
@@ -86,7 +87,8 @@ def ntt(curve: Curve, values: Sequence[int], inverse: bool = False, coset: bool 
     r = curve.r
     rev, tw, post, pre = _plan(curve, k, inverse, coset)
     a = np.empty(n, dtype=object)
-    a[:] = list(values)
+    # Python ints only: numpy scalars would run the butterflies in wrapping 64-bit arithmetic, floats as floats
+    a[:] = [operator.index(v) for v in (values.tolist() if isinstance(values, np.ndarray) else values)]
     if pre is not None:
         a = a * pre % r
     a = a[rev]

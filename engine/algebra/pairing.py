@@ -30,6 +30,7 @@ Infinity on either side makes a pair contribute 1.
 """
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from functools import lru_cache
 from threading import Lock
@@ -87,7 +88,10 @@ def _tower(curve: Curve) -> SimpleNamespace:
 
     def inv2(a):
         a0, a1 = a
-        t = pow((a0 * a0 + a1 * a1) % q, -1, q)
+        n = (a0 * a0 + a1 * a1) % q
+        if n == 0:  # the error every field inverse of zero gives (field.inv), not pow()'s ValueError
+            raise ZeroDivisionError("inverse of zero")
+        t = pow(n, -1, q)
         return (a0 * t % q, -a1 * t % q)
 
     # ---- Fq6 (products reduced, sums lazy)
@@ -300,9 +304,16 @@ def fq12_conj(curve: Curve, a: Fq12) -> Fq12:
 
 
 def fq12_frobenius(curve: Curve, a: Fq12, k: int = 1) -> Fq12:
-    """a^(q^k) for k in 1, 2, 3."""
+    """a^(q^k) for any k >= 0, as steps of the tabled k = 1, 2, 3 (a^(q^12) = a)."""
+    k = operator.index(k)
+    if k < 0:
+        raise ValueError(f"Frobenius power q^{k}: k must be >= 0")
     T = _tower(curve)
-    return T.canon12(T.frob12(a, k))
+    k %= 12
+    while k:
+        step = min(k, 3)
+        a, k = T.frob12(a, step), k - step
+    return T.canon12(a)
 
 
 def fq12_cyclotomic_sqr(curve: Curve, a: Fq12) -> Fq12:
@@ -319,8 +330,12 @@ def fq12_cyclotomic_pow(curve: Curve, a: Fq12, e: int) -> Fq12:
 
 
 def fq12_pow(curve: Curve, a: Fq12, e: int) -> Fq12:
-    """General a^e (e >= 0) by square-and-multiply: a slow reference for tests."""
+    """General a^e by square-and-multiply (e < 0: a power of a's inverse): a slow reference for tests.
+    bin() of a negative e reads "-0b..."; walked as digits, it gave a wrong power with no error."""
     T = _tower(curve)
+    e = operator.index(e)
+    if e < 0:
+        a, e = T.inv12(a), -e
     result = FQ12_ONE
     for bit in bin(e)[2:] if e else "":
         result = T.s12(result)
@@ -467,7 +482,10 @@ _PREPARED_MAX = 64
 
 
 def prepare_g2(curve: Curve, Q) -> list:
-    """Line coefficients for Q, cached (verification keys use the same γ2, δ2, β2 every time)."""
+    """Line coefficients for Q, cached (verification keys use the same γ2, δ2, β2 every time).
+    Q as int tuples: the cache key must hash, and a point read with json.load is lists."""
+    (x0, x1), (y0, y1) = Q
+    Q = ((operator.index(x0), operator.index(x1)), (operator.index(y0), operator.index(y1)))
     key = (curve.name, Q)
     with _prepared_lock:
         hit = _prepared.get(key)

@@ -22,6 +22,7 @@ which the generator has the stated eigenvalue.
 """
 from __future__ import annotations
 
+import operator
 from functools import lru_cache
 
 from engine.algebra.curves import Curve
@@ -34,6 +35,7 @@ from engine.algebra.field import fq2_mul, fq2_pow
 
 def g1_mul_unreduced(curve: Curve, P: G1Point, k: int) -> G1Point:
     """k·P for any int k, NOT reduced mod r (so [r]P tells whether P is in the subgroup)."""
+    k = operator.index(k)
     if P is None or k == 0:
         return None
     q = curve.q
@@ -42,6 +44,7 @@ def g1_mul_unreduced(curve: Curve, P: G1Point, k: int) -> G1Point:
 
 
 def g2_mul_unreduced(curve: Curve, P: G2Point, k: int) -> G2Point:
+    k = operator.index(k)
     if P is None or k == 0:
         return None
     q = curve.q
