@@ -27,20 +27,22 @@ from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Sequen
 
 import anyio
 
-from scheduler.budget import KEY, Budget, fmt_bytes
-from scheduler.compute_share import auto_slot_count, plan_with_share
+from scheduler.budget import Budget
+from scheduler.compute_share import auto_slot_count
 from scheduler.device_worker import DeviceWorker
-from scheduler.pipeline import KeyRecord, Pipeline
+from scheduler.pipeline import Pipeline
 from scheduler.synth_pool import SynthPool
-from scheduler.timeline import Event, Stage, Timeline
+from scheduler.timeline import Event, Timeline
 
 from engine.config import ConfigError, EngineConfig
-from engine.errors import (BudgetError, EngineClosedError, EngineError, EngineStartError, TimelineWriteError,
-                           start_problem, write_error)
+from engine.errors import (EngineClosedError, EngineError, EngineStartError, TimelineWriteError, start_problem,
+                           write_error)
 from engine.groth16.kit import Groth16Kit
 # the public handles live in engine/jobs.py (re-exported here: `from engine.api import KeyHandle, StreamResult`)
 from engine.jobs import (KeyHandle, StreamResult, _aiter, _default_host_budget, _JobHandle, _null,  # noqa: F401
                          _single, check_loop, checked_config, job_items, stream_limit, witness_items)
+from engine.key_loading import KeyLoading  # load_key, unload_key and their budget bookkeeping
+from engine.paths import is_pipe
 
 log = logging.getLogger("engine")
 
@@ -49,7 +51,7 @@ UNLIMITED = 1 << 62  # a budget that never binds (the CPU backend's device memor
 
 # ------------------------------------------------------------------ the engine
 
-class Engine:
+class Engine(KeyLoading):
     """A proving engine on this event loop.  See the module docstring."""
 
     def __init__(
@@ -81,6 +83,8 @@ class Engine:
         self.host: Budget | None = None
         self._pipeline: Pipeline | None = None
         self._tg = None
+        self._tg_host: asyncio.Task | None = None  # the task that holds the task group (_open_group)
+        self._pipe_readers: anyio.CapacityLimiter | None = None  # threads reading witnesses given as pipes
         self._backends: list[Any] = []
         self._timeline_created = False
         self._timeline_failure = None  # the timeline's file sink, if a write to it failed
@@ -133,8 +137,8 @@ class Engine:
                                              timeline=self.timeline, host_budget=self.host))
         self.synth = SynthPool(cfg.synthesis_workers, start_method=cfg.synthesis_start_method,
                                preload=[type(kit).__module__])
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
+        await self._open_group()
+        self._pipe_readers = anyio.CapacityLimiter(4)  # not the loop's threads: stuck pipes must not take them all
         self._workers_started = True
         for worker in self.devices:
             worker.start()
@@ -145,15 +149,39 @@ class Engine:
         self._pipeline = Pipeline(self.devices, self.vram, self.host, self.synth, kit, timeline=self.timeline,
                                   verify=cfg.verify, cpu_threads=cfg.epilogue_threads)
 
+    async def _open_group(self) -> None:
+        """The engine's task group (its jobs, streams' feeders, key loads, idle loops), held by a task of its own:
+        entered in the caller's task, it could be left only there, so an engine entered in one task (a notebook
+        cell, an app's start hook) and closed in another raised anyio's RuntimeError, and that close cancelled
+        the entering task."""
+        ready = anyio.Event()
+
+        async def host() -> None:
+            try:
+                async with anyio.create_task_group() as tg:
+                    self._tg = tg
+                    ready.set()
+                    await anyio.sleep_forever()
+            finally:
+                ready.set()
+
+        self._tg_host = asyncio.get_running_loop().create_task(host(), name="groth16 engine")
+        await ready.wait()
+
+    async def _close_group(self) -> None:
+        """Cancel the task group (what is still in it: its loops) and wait for it; a child's error raised here."""
+        host, self._tg_host = self._tg_host, None
+        if host is not None:
+            self._tg.cancel_scope.cancel()
+            await host
+
     async def _abort_start(self) -> None:
         """Undo a partial start: no process, shared-memory block, thread or file is left behind."""
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
-            try:
-                await self._tg.__aexit__(None, None, None)  # not inside another scope: scopes must nest
-            except BaseException:  # noqa: BLE001 - the start's own error is the one to report
-                pass
-            self._tg = None
+        try:
+            await self._close_group()
+        except BaseException:  # noqa: BLE001 - the start's own error is the one to report
+            pass
+        self._tg = None
         with anyio.CancelScope(shield=True):
             try:
                 await self._teardown()
@@ -178,11 +206,10 @@ class Engine:
             with anyio.CancelScope(shield=True):
                 await self.drain()
         finally:
-            self._tg.cancel_scope.cancel()  # the idle-trim loops
             try:
                 # The body's own exception is not handed to the task group: it would come back
                 # wrapped in an ExceptionGroup, and `except EngineError` around the block would miss it.
-                await self._tg.__aexit__(None, None, None)
+                await self._close_group()
             except BaseExceptionGroup as group:
                 if exc is None:
                     raise _single(group) from None
@@ -253,185 +280,6 @@ class Engine:
             return kit, [select_backend("gpu", device=d, key_cache_dir=cfg.key_cache_dir) for d in ids], ids
         return kit, [select_backend("cpu")], [0]
 
-    # ---- keys
-    async def load_key(self, path: Any, *, wasm: Any = None, label: str | None = None,
-                       expected_proofs: int | None = None) -> KeyHandle:
-        """Read a proving key and make it resident on every device, through the budgets.
-
-        A backend that plans its keys (`plan_key`: the GPU's) chooses the key's footprint from
-        the device's VRAM budget, leaving room for `proofs_in_flight()` working sets; the key's
-        device bytes are reserved from that budget (waiting for proofs in flight, like any
-        request) before anything is uploaded, and its pinned host bytes come out of the host
-        budget.  A budget too small for the key plus one proof is a BudgetError before any work.
-        `expected_proofs`: how many proofs this load is for, when known (`prove_files`: its
-        witnesses); a key loaded for a few proofs skips precomputed tables that pay off only over
-        many (None: a key that stays resident for many proofs).
-        """
-        self._check_open()
-        kit = self._kit
-        data = await anyio.to_thread.run_sync(kit.read_key, path, wasm)
-        label = label or kit.key_label(data)
-        self.timeline.emit(Stage.KEY_LOAD_START, key=label)
-        resident: dict[int, Any] = {}
-        footprints: dict[int, Any] = {}
-        shares: dict[int, int] = {}  # device -> compute slots one proof of this key takes
-        handle = KeyHandle(label=label, path=None, curve=None, n_vars=0, n_public=0, domain_size=0,
-                           working_set_bytes=0, witness_bytes=kit.witness_bytes(data),
-                           devices=tuple(w.index for w in self.devices), _engine=self)
-        handle._record = KeyRecord(label, data, resident, 0, 0)
-        holds: list[Any] = []  # the key-load reservations, given back once the capacity is taken
-        try:
-            for worker in self.devices:  # plan and reserve: cancellable, nothing on a device yet
-                footprints[worker.index], shares[worker.index] = await self._reserve_key(
-                    worker, kit.backend_key(data), label, holds, handle.witness_bytes, expected_proofs)
-            with anyio.CancelScope(shield=True):  # a half-loaded key would leak device memory
-                async with anyio.create_task_group() as tg:
-                    for worker in self.devices:
-                        tg.start_soon(self._load_on, worker, kit.backend_key(data), footprints[worker.index],
-                                      resident)
-            for worker in self.devices:
-                self._take_key_memory(worker, handle, resident[worker.index], footprints[worker.index], label)
-            ws = max(w.backend.working_set_bytes(resident[w.index]) for w in self.devices)
-        except BaseException:
-            for hold in holds:
-                hold.release()
-            with anyio.CancelScope(shield=True):
-                await self._unload(handle)
-            raise
-        for hold in holds:
-            hold.release()
-        # The proofs' pinned buffers (GpuBackend.pinned_count: two full batches and one for a small key)
-        # are pinned in maintenance, which needs the device idle: the worker's own try during its load
-        # found the key's reservation above held and left them, so without an idle loop (idle_trim_s
-        # None, as perf/sweep.py runs) every proof staged through pageable memory, its range checked
-        # and its result fetched on the host (perf/RESULTS.md, t13tput).  Now that it is released:
-        for worker in self.devices:
-            with anyio.CancelScope(shield=True):
-                await worker.maintain(wait=False)
-        for name, value in kit.describe(data).items():
-            setattr(handle, name, value)
-        handle.working_set_bytes = ws
-        first = footprints.get(self.devices[0].index) if self.devices else None
-        if first is not None:
-            handle.footprint = first
-            handle.tier, handle.fold, handle.msm_cost = first.tier, first.fold, first.msm_cost
-            handle.proofs_in_flight = first.proofs_in_flight
-        if self.devices and self.config.lock_mode != "single":
-            first_worker = self.devices[0]
-            handle.proofs_computing = first_worker.locks.compute_slots.size // shares[first_worker.index]
-        handle.key_device_bytes = max(handle._resident_bytes.values(), default=0)
-        handle.key_host_bytes = sum(handle._host_bytes.values())
-        handle._record = KeyRecord(label, data, resident, ws, handle.witness_bytes, shares)
-        self._keys.append(handle)
-        self.timeline.emit(Stage.KEY_LOAD_END, key=label, bytes=ws)
-        return handle
-
-    def proofs_in_flight(self) -> int:
-        """Proof working sets a key's footprint leaves room for: one computing per compute slot,
-        plus one staging beside them in split lock mode (single mode does one thing at a time).
-        Under compute_slots "auto", two: a key whose proofs share the device gets one more where
-        that costs it nothing (scheduler/compute_share.py)."""
-        if self.config.lock_mode == "single":
-            return 1
-        return 2 if self.config.compute_slots == "auto" else self.config.compute_slots + 1
-
-    async def _reserve_key(self, worker: DeviceWorker, zkey: Any, label: str, holds: list, witness_bytes: int,
-                           expected_proofs: int | None = None):
-        """The key's footprint on `worker` (None if not planned) and its bytes reserved (host, then
-        VRAM), with the compute slots one of its proofs takes there."""
-        slots = worker.locks.compute_slots.size
-        plan = getattr(worker.backend, "plan_key", None)
-        if plan is None:
-            return None, 1
-        where = f"{label} on device {worker.index}"
-        budget, proofs = self.vram.capacity(worker.pool), self.proofs_in_flight()
-        hint = {} if expected_proofs is None else {"proofs_per_load": max(1, int(expected_proofs))}
-        if self.config.compute_slots == "auto" and self.config.lock_mode != "single":
-            fp, take = await anyio.to_thread.run_sync(
-                lambda: plan_with_share(lambda n: plan(zkey, budget, n, label=where, **hint), slots))
-        else:
-            fp, take = await anyio.to_thread.run_sync(lambda: plan(zkey, budget, proofs, label=where, **hint)), 1
-        if fp.host_bytes:  # pinned bases (one copy per device on the host tier)
-            taken = sum(h.nbytes for h in holds if h.budget is self.host)
-            room = self.host.capacity(0) - witness_bytes - taken
-            if fp.host_bytes > room:
-                raise BudgetError(
-                    f"{where}: the key's bases do not fit the VRAM budget and need {fmt_bytes(fp.host_bytes)} of "
-                    f"pinned host memory, but the host budget is {fmt_bytes(self.host.capacity(0))}, one witness "
-                    f"needs {fmt_bytes(witness_bytes)} of it and other devices' copies {fmt_bytes(taken)}; raise "
-                    f"host_budget to at least {fmt_bytes(fp.host_bytes + witness_bytes + taken)} or vram_budget"
-                )
-            holds.append(await self.host.reserve(fp.host_bytes, kind=KEY, label=f"{where}: pinned bases"))
-            # pinning is device-global (design.md §5 rule 1): the load holds the whole pool, so no
-            # proof of this engine is in flight on the device while the bases are pinned
-            holds.append(await self.vram.reserve_pool(worker.pool, label=f"{where}: key with pinned bases"))
-        else:
-            # the key's bytes, and for the load only what building its CSR on the device holds beside them
-            holds.append(await self.vram.reserve(fp.device_bytes + fp.csr_build_bytes, pools=(worker.pool,), kind=KEY,
-                                                 label=f"{where}: key"))
-        return fp, take
-
-    async def _load_on(self, worker: DeviceWorker, zkey: Any, fp: Any, resident: dict) -> None:
-        resident[worker.index] = await worker.load_key(zkey, *(() if fp is None else (fp,)))
-
-    def _take_key_memory(self, worker: DeviceWorker, handle: KeyHandle, key: Any, fp: Any, label: str) -> None:
-        """Take the loaded key's bytes out of the budgets for its lifetime (before its reservation returns)."""
-        backend = worker.backend
-        measure = getattr(backend, "resident_bytes", None)
-        nbytes = int(measure(key)) if measure is not None else 0
-        if fp is not None:
-            nbytes = max(nbytes, fp.device_bytes)  # as reserved: the plan's count is the allocation's
-        else:
-            ws = int(backend.working_set_bytes(key))
-            capacity = self.vram.capacity(worker.pool)
-            if nbytes + ws > capacity:  # an unplanned backend: refuse rather than leave a negative budget
-                raise BudgetError(
-                    f"{label} on device {worker.index}: the key takes {fmt_bytes(nbytes)} of device memory and one "
-                    f"proof's working set is {fmt_bytes(ws)}, {fmt_bytes(nbytes + ws)} together, but the VRAM "
-                    f"budget is {fmt_bytes(capacity)}; raise vram_budget or use a larger device"
-                )
-        if nbytes:
-            self.vram.adjust_capacity(worker.pool, -nbytes)
-            handle._resident_bytes[worker.index] = nbytes
-        pinned = int(getattr(backend, "host_resident_bytes", lambda k: 0)(key))
-        if pinned:
-            self.host.adjust_capacity(0, -pinned)
-            handle._host_bytes[worker.index] = pinned
-
-    async def unload_key(self, key: KeyHandle) -> None:
-        """Wait for the key's jobs, then release it on every device (a key unloaded already: nothing to do)."""
-        self._check_key(key, "unload_key", loaded=False)  # another engine's key: its memory freed through ours
-        await key._wait_no_jobs()
-        await self._unload(key)
-        # its proofs' pinned buffers (pinned after its load) are unwanted now: unpinned while the device is
-        # idle, as the load pinned them, so the host budget is whole again without an idle loop
-        for worker in self.devices:
-            with anyio.CancelScope(shield=True):
-                await worker.maintain(wait=False)
-
-    async def _unload(self, key: KeyHandle) -> None:
-        if key in self._keys:
-            self._keys.remove(key)
-        for worker in self.devices:
-            resident = key._record.resident.pop(worker.index, None) if key._record else None
-            if resident is None:
-                continue
-            unload = getattr(worker.backend, "unload_key", None)
-            # unpinning a host-tier key's bases is device-global: done holding the whole pool
-            pinned_bases = getattr(worker.backend, "host_resident_bytes", lambda k: 0)(resident)
-            hold = await self.vram.reserve_pool(worker.pool, label=f"{key.label}: unpin") if pinned_bases else None
-            try:
-                await worker.call(unload if unload is not None else resident.close, *((resident,) if unload else ()))
-            finally:
-                if hold is not None:
-                    hold.release()
-            nbytes = key._resident_bytes.pop(worker.index, 0)
-            if nbytes:
-                self.vram.adjust_capacity(worker.pool, nbytes)
-            pinned = key._host_bytes.pop(worker.index, 0)
-            if pinned:
-                self.host.adjust_capacity(0, pinned)
-
     # ---- proving
     async def prove(self, key: KeyHandle, witness: Any = None, *, partitions: Sequence[Any] | None = None) -> Any:
         """One proof of `witness`, or (partitions=[...]) one job of several proofs, returned in order.
@@ -473,7 +321,8 @@ class Engine:
         def finish_one(index: int, item: Any, handle: _JobHandle | None, error: BaseException | None) -> None:
             if handle is not None:
                 handles.discard(handle)
-                error = handle.error or (EngineClosedError(f"job {handle.id} was cancelled") if handle.cancelled else None)
+                cancelled = EngineClosedError(f"job {handle.id} was cancelled") if handle.cancelled else None
+                error = handle.error or cancelled
                 value = handle.value[0] if handle.value is not None and error is None else None
             else:
                 value = None
@@ -538,7 +387,11 @@ class Engine:
     def _submit(self, key: KeyHandle, items: list[Any]) -> _JobHandle:
         self._check_open()
         self._check_key(key)
-        parts = [self._kit.make_partition(key._record.data, i, item) for i, item in enumerate(items)]
+        # A pipe is read whole when its partition is made: on the event loop that froze every job and caller of
+        # the engine until its writer wrote (for ever if none did); so pipes are read in a thread as the job runs.
+        piped = {i for i, item in enumerate(items) if isinstance(item, (str, os.PathLike)) and is_pipe(item)}
+        parts = [None if i in piped else self._kit.make_partition(key._record.data, i, item)
+                 for i, item in enumerate(items)]
         handle = _JobHandle(next(self._job_ids))
         self._jobs.add(handle)
         key._jobs += 1
@@ -548,11 +401,16 @@ class Engine:
         async def runner() -> None:
             try:
                 with handle.scope:
+                    for i in sorted(piped):  # abandoned if cancelled: a reader blocked in open() cannot be woken
+                        parts[i] = await anyio.to_thread.run_sync(self._kit.make_partition, key._record.data, i,
+                                                                  items[i], abandon_on_cancel=True,
+                                                                  limiter=self._pipe_readers)
                     handle.value = await self._pipeline.run_job(handle.id, key._record, parts)
             except Exception as exc:
                 handle.error = exc
             finally:
-                handle.cancelled = handle.scope.cancel_called and handle.error is None and handle.value is None
+                # cancelled: by its caller, by the close, or by the close's task group (a close itself cut short)
+                handle.cancelled = handle.error is None and handle.value is None
                 self._jobs.discard(handle)
                 key._job_ended()
                 if not self._jobs:
@@ -605,6 +463,9 @@ class Engine:
                 "the engine is not running (use `async with Engine(...) as eng`)"
                 if self._state == "new" else "the engine has shut down; no new jobs are accepted"
             )
+        if self._tg_host is not None and self._tg_host.done():  # a task of it raised past its handlers
+            raise EngineClosedError("the engine has stopped on an internal error; leaving its `async with` "
+                                    "raises it")
         check_loop(self._loop)
 
 

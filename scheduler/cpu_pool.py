@@ -25,7 +25,6 @@ import multiprocessing
 import os
 import pickle
 import queue
-import signal
 import threading
 import time
 from concurrent.futures import Future
@@ -33,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 from engine.errors import EngineError
 
-from scheduler.processes import serve_tasks, start_process
+from scheduler.processes import describe_exit, serve_tasks, start_process
 from scheduler.task_errors import describe_error, rebuild_error
 
 _READY_TIMEOUT_S = 120.0
@@ -118,17 +117,6 @@ def _context():
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "exit code unknown"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
 class _Worker:
     """One worker process and the parent's end of its pipe."""
 
@@ -147,7 +135,7 @@ class _Worker:
         except (EOFError, OSError):
             self.process.join(5.0)
             raise CpuPoolError(f"CPU pool worker {index} exited while starting "
-                               f"({_describe_exit(self.process.exitcode)})") from None
+                               f"({describe_exit(self.process.exitcode)})") from None
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -306,7 +294,7 @@ class CpuPool:
         except (EOFError, OSError):
             code = worker.exit_code()
             fut.set_exception(CpuWorkerCrashedError(
-                f"CPU pool worker {index} (pid {worker.process.pid}) died ({_describe_exit(code)}) while running "
+                f"CPU pool worker {index} (pid {worker.process.pid}) died ({describe_exit(code)}) while running "
                 f"{name}; this job failed, the worker is being replaced and the engine serves the next jobs"
             ))
             return

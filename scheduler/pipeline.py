@@ -384,6 +384,11 @@ class Pipeline:
             elif not me.done.is_set():  # its memory is in a batch the device still runs
                 with anyio.CancelScope(shield=True):
                     await me.done.wait()
+            if not waiting and not self._batches_running.get(qkey) and self._waiting.get(qkey) is waiting:
+                # the key's last proof here: its entries went on growing with every key a service loaded
+                del self._waiting[qkey]
+                self._batches_running.pop(qkey, None)
+                self._batch_changed.pop(qkey, None)
         if me.error is not None:
             if me.shared:
                 raise _BatchFailed() from me.error

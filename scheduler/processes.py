@@ -93,3 +93,20 @@ def serve_tasks(conn, handle: Callable[[Any], bytes]) -> None:
         if task is None:
             return
         conn.send_bytes(handle(task))
+
+
+def describe_exit(code: int | None) -> str:
+    """A worker's end in words: "exit code 3", "killed by SIGKILL" (not "exit code -9"), SIGBUS with its usual
+    cause here (a mapped file that shrank under it, or a RAM disk out of room)."""
+    if code is None:
+        return "exit code unknown"
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    if name == "SIGBUS":
+        return ("killed by SIGBUS: a file it read was cut short while it read it (changed on disk?), "
+                "or the shared memory it wrote to ran out")
+    return f"killed by {name}"

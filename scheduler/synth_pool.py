@@ -32,11 +32,11 @@ from typing import Any, Callable, Sequence
 import anyio
 import numpy as np
 
-from engine.errors import MismatchError, WitnessGenerationError
+from engine.errors import InputFileError, MismatchError, WitnessGenerationError, file_error
 
 from scheduler.budget import fmt_bytes
 from scheduler.locks import FifoSlots
-from scheduler.processes import serve_tasks, start_process
+from scheduler.processes import describe_exit, serve_tasks, start_process
 from scheduler.shm import ShmBlock
 from scheduler.task_errors import describe_error, rebuild_error
 
@@ -171,10 +171,16 @@ def _synthesise(task: tuple) -> bytes:
 
 def _copy_segment(seg: FileSegment, block: ShmBlock) -> None:
     """seg's bytes to the start of `block`: sendfile where the system has it for files, else a plain read."""
-    ended = f"{seg.path}: the file ends before its {seg.nbytes} bytes of values (changed on disk?)"
-    with open(seg.path, "rb") as src:
+    # the file changed between its header's check and this copy: the user's file, named (was a ValueError)
+    ended = InputFileError(seg.path, f"the file ends before its {seg.nbytes} bytes of values "
+                                     "(changed on disk while it was read?)")
+    try:
+        src = open(seg.path, "rb")
+    except OSError as exc:  # removed meanwhile: was a FileNotFoundError that named no file
+        raise file_error(seg.path, exc, "a .wtns file") from None
+    with src:
         if os.fstat(src.fileno()).st_size < seg.offset + seg.nbytes:
-            raise ValueError(ended)
+            raise ended
         if _sendfile(src.fileno(), block.path, seg, ended):
             return
         src.seek(seg.offset)
@@ -182,12 +188,12 @@ def _copy_segment(seg: FileSegment, block: ShmBlock) -> None:
         view = block.ndarray((seg.nbytes,), np.uint8)
         try:
             if src.readinto(memoryview(view)) != seg.nbytes:
-                raise ValueError(ended)
+                raise ended
         finally:
             del view
 
 
-def _sendfile(src: int, dst_path: str, seg: FileSegment, ended: str) -> bool:
+def _sendfile(src: int, dst_path: str, seg: FileSegment, ended: Exception) -> bool:
     """seg's bytes from `src` into the file at dst_path by sendfile; False where there is none between files
     (macOS: to sockets only), for the caller to read instead."""
     sendfile = getattr(os, "sendfile", None)
@@ -204,7 +210,7 @@ def _sendfile(src: int, dst_path: str, seg: FileSegment, ended: str) -> bool:
                     return False
                 raise
             if sent == 0:
-                raise ValueError(ended)
+                raise ended
             done += sent
         return True
     finally:
@@ -415,7 +421,7 @@ class SynthPool:
             code = await anyio.to_thread.run_sync(_exit_code, worker.process)
             raise SynthesisCrashedError(
                 f"{label}: synthesis worker {worker.index} (pid {worker.process.pid}) died "
-                f"(exit code {code}); this job failed, the worker is being restarted"
+                f"({describe_exit(code)}); this job failed, the worker is being restarted"
             ) from None
         self.max_reply_bytes = max(self.max_reply_bytes, len(data))
         return pickle.loads(data)
@@ -484,7 +490,7 @@ class SynthPool:
             except (EOFError, OSError):
                 process.join(5.0)
                 raise _ExitedWhileStarting(
-                    f"synthesis worker {idx} exited while starting (exit code {process.exitcode})"
+                    f"synthesis worker {idx} exited while starting ({describe_exit(process.exitcode)})"
                 ) from None
             assert hello[0] == "ready", hello
         except BaseException:

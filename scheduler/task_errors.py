@@ -19,8 +19,11 @@ def describe_error(exc: BaseException) -> tuple:
     """What a worker sends for `exc` (picklable whatever `exc` holds)."""
     cls = type(exc)
     text = f"{cls.__name__}: {exc}"
+    attrs = dict(getattr(exc, "__dict__", {}))
+    if isinstance(exc, OSError):  # its file names are slots, not attributes: without them str(exc) names no file
+        attrs["filename"], attrs["filename2"] = exc.filename, exc.filename2
     try:
-        state = pickle.dumps((exc.args, dict(getattr(exc, "__dict__", {}))))
+        state = pickle.dumps((exc.args, attrs))
     except Exception:
         state = pickle.dumps(((str(exc),), {}))
     return (cls.__module__, cls.__qualname__, state, text, traceback.format_exc())
@@ -35,8 +38,10 @@ def rebuild_error(module: str, qualname: str, state: bytes, text: str, tb: str, 
             cls = getattr(cls, part)
         if isinstance(cls, type) and issubclass(cls, Exception):
             args, attrs = pickle.loads(state)
-            exc = cls.__new__(cls)
-            exc.args = tuple(args)
+            exc = _os_error(cls, args, attrs) if issubclass(cls, OSError) else None
+            if exc is None:
+                exc = cls.__new__(cls)
+                exc.args = tuple(args)
             exc.__dict__.update(attrs)
             exc.worker_traceback = tb
             return exc
@@ -45,3 +50,15 @@ def rebuild_error(module: str, qualname: str, state: bytes, text: str, tb: str, 
     exc = fallback(f"{prefix}{text}")
     exc.worker_traceback = tb
     return exc
+
+
+def _os_error(cls: type, args: tuple, attrs: dict) -> OSError | None:
+    """An OSError made through its constructor, which alone sets errno, strerror and the file names (slots);
+    None where `cls` takes other arguments."""
+    names = attrs.pop("filename", None), attrs.pop("filename2", None)
+    if len(args) != 2:
+        return None
+    try:
+        return cls(args[0], args[1], names[0], None, names[1])
+    except Exception:  # noqa: BLE001 - a subclass with its own __init__
+        return None

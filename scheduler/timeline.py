@@ -135,6 +135,7 @@ class Timeline:
     def __init__(self, sinks: Iterable[Sink] = ()):
         self._sinks: list[Sink] = list(sinks)
         self._owned: list[JsonlSink] = []
+        self._failed_sinks: list[Sink] = []  # listeners that raised (said once each)
 
     @classmethod
     def to_file(cls, path: str | os.PathLike) -> "Timeline":
@@ -166,7 +167,17 @@ class Timeline:
         event = Event(t_ns=time.monotonic_ns() if t_ns is None else t_ns, stage=str(stage), job=job,
                       partition=partition, **fields)
         for sink in self._sinks:
-            sink(event)
+            try:
+                sink(event)
+            except Exception:  # noqa: BLE001 - a listener's bug (on_event) raised in the middle of a job's
+                self._sink_failed(sink, event)  # budgets and device calls: proofs failed, memory was never returned
+
+    def _sink_failed(self, sink: Sink, event: Event) -> None:
+        """Say a listener's first failure (with its traceback) and go on calling it: it may fail only at times."""
+        if not any(s is sink for s in self._failed_sinks):
+            self._failed_sinks.append(sink)
+            log.exception("timeline listener %r failed on event %s (its later failures are not said)",
+                          sink, event.stage)
 
     def close(self) -> list[JsonlSink]:
         """Close the files this timeline owns; returns those that could not be written whole."""
