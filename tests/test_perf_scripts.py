@@ -34,3 +34,20 @@ def test_a_gpu_benchmark_without_a_device_says_so_in_one_line(script, tmp_path):
     assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
     assert "Traceback" not in r.stderr and len(lines) == 1, r.stderr[-2000:]
     assert "CUDA device" in lines[0] and script in lines[0], lines
+
+
+def test_tower_probe_without_a_command_prints_its_usage(tmp_path):
+    """It indexed sys.argv[1] first: IndexError, a traceback."""
+    r = subprocess.run([sys.executable, str(REPO / "perf" / "tower_probe.py")], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and r.stderr.startswith("usage"), r.stderr[-2000:]
+
+
+@pytest.mark.snarkjs
+def test_witness_memory_runs_from_another_directory(tmp_path):
+    """circom2 runs under WASI: given the circuit's absolute path from another directory it found no include
+    (CalledProcessError, a traceback); the script now compiles from the repository."""
+    r = subprocess.run([sys.executable, str(REPO / "perf" / "witness_memory.py"), "--runs", "1"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (r.stdout[-1000:], r.stderr[-2000:])
+    assert "default" in r.stdout and "bounded" in r.stdout, r.stdout
