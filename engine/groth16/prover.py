@@ -10,8 +10,12 @@ arithmetic is left here.
 """
 from __future__ import annotations
 
+import hashlib
 import secrets
+import threading
 import time
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -20,7 +24,9 @@ import numpy as np
 from engine.algebra import ec
 from engine.backends.base import Backend, CoreResult, ResidentKey
 from engine.algebra.curves import curve_by_scalar_prime
-from engine.errors import CurveMismatchError, MismatchError, UnreducedWitnessError, VerificationError
+from engine.errors import (
+    CurveMismatchError, FormatError, MismatchError, UnreducedWitnessError, UnsatisfiedWitnessError, VerificationError,
+)
 from engine.formats.binfile import first_row_ge
 from engine.algebra.limbs import g1_from_mont, g2_from_mont
 from engine.groth16.proof import Proof, VerificationKey
@@ -54,9 +60,10 @@ class KeyHeader:
 
 def check_witness_for_key(zkey, prime: int, values: np.ndarray, witness_name: str = "witness",
                           range_check: bool = True) -> None:
-    """The two checks snarkjs makes (spec §3), plus reduced values, as clear errors.  range_check
-    False leaves the values to the backend (a GPU checks them on the device after the upload and
-    raises UnreducedWitnessError: `backend.checks_witness_range`)."""
+    """The two checks snarkjs makes (spec §3), plus reduced values, w[0] = 1 and the key's own points
+    (check_key), as clear errors before any work.  range_check False leaves the values to the backend
+    (a GPU checks them on the device after the upload and raises UnreducedWitnessError:
+    `backend.checks_witness_range`)."""
     key_name = zkey.path or "proving key"
     if prime != zkey.curve.r:
         other = curve_by_scalar_prime(prime)
@@ -67,11 +74,76 @@ def check_witness_for_key(zkey, prime: int, values: np.ndarray, witness_name: st
             f"{witness_name}: has {values.shape[0]} values but {key_name} expects {zkey.n_vars} "
             "(a witness of another circuit?)"
         )
-    if not range_check:
+    if range_check:
+        bad = first_row_ge(values, zkey.curve.r)
+        if bad >= 0:
+            raise UnreducedWitnessError(bad, witness_name)
+    _check_constant_wire(zkey.curve.r, values, witness_name)
+    check_key(zkey)
+
+
+def _check_constant_wire(r: int, values: np.ndarray, witness_name: str) -> None:
+    """w[0] is the constant 1 of every circom circuit: any other value gives a proof that cannot verify, which
+    the generic "does not verify" after all the work would not explain."""
+    if values.ndim != 2 or values.shape[1] != 4:
+        return  # not limbs: the backend's own check names it
+    row = [int(x) for x in values[0]]
+    if row == [1, 0, 0, 0]:
         return
-    bad = first_row_ge(values, zkey.curve.r)
-    if bad >= 0:
-        raise UnreducedWitnessError(bad, witness_name)
+    v = sum(x << (64 * i) for i, x in enumerate(row))
+    shown = f"-{r - v}" if r // 2 < v < r else str(v)  # r - 1 reads as -1, as the constraint check shows it
+    raise UnsatisfiedWitnessError(f"{witness_name}: w[0] = {shown}, but it must be 1: wire 0 is the constant signal "
+                                  "1 of every circuit (a damaged or hand-made witness?)")
+
+
+# The header's points and what verification_key.json calls them (G2 when True).
+_HEADER_POINTS = (("alpha1", False, "vk_alpha_1"), ("beta1", False, "vk_beta_1"), ("delta1", False, "vk_delta_1"),
+                  ("beta2", True, "vk_beta_2"), ("gamma2", True, "vk_gamma_2"), ("delta2", True, "vk_delta_2"))
+_keys_checked: OrderedDict = OrderedDict()  # digests of the points of keys that passed check_key
+_keys_lock = threading.Lock()
+_zkeys_checked: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> a key object that passed
+
+
+def check_key(zkey) -> None:
+    """Refuse a key whose own points (the header's and IC) are off their curves, in one line naming the key and
+    the point (a FormatError, as export-vkey says it), before any work and whether or not the proof is verified
+    after: --no-verify skips the proof's check, not the key's (export-vkey and the verifier refuse such a key,
+    and no proof made with it can verify).  Cheap (microseconds a point; once per key and process): membership
+    of the prime-order subgroups (milliseconds a point) is the verifier's check (verifier.vk_from_zkey), made
+    where a proof is verified."""
+    if _zkeys_checked.get(id(zkey)) is zkey:  # this very object: no digest of its IC (the Engine checks per proof)
+        return
+    parts = [np.ascontiguousarray(getattr(zkey, name)).tobytes() for name, _, _ in _HEADER_POINTS]
+    ident = hashlib.blake2b(b"".join([zkey.curve.name.encode(), *parts, np.ascontiguousarray(zkey.ic).tobytes()]),
+                            digest_size=32).digest()
+    with _keys_lock:
+        known = ident in _keys_checked
+        if known:
+            _keys_checked.move_to_end(ident)
+    if known:
+        _remember(zkey)
+        return
+    curve = zkey.curve
+    g1 = g1_from_mont(curve, np.stack([zkey.alpha1, zkey.beta1, zkey.delta1]))
+    g2 = g2_from_mont(curve, np.stack([zkey.beta2, zkey.gamma2, zkey.delta2]))
+    named = [(p, is_g2, what) for p, (_, is_g2, what) in zip(g1 + g2, _HEADER_POINTS)]
+    named += [(p, False, f"IC[{i}]") for i, p in enumerate(g1_from_mont(curve, zkey.ic))]
+    for point, is_g2, what in named:
+        if not (ec.g2_is_on_curve if is_g2 else ec.g1_is_on_curve)(curve, point):
+            raise FormatError(zkey.path or "proving key",
+                              f"{what} is not a point of the {curve.name} {'twist ' if is_g2 else ''}curve")
+    with _keys_lock:
+        _keys_checked[ident] = True
+        while len(_keys_checked) > 64:
+            _keys_checked.popitem(last=False)
+    _remember(zkey)
+
+
+def _remember(zkey) -> None:
+    try:
+        _zkeys_checked[id(zkey)] = zkey
+    except TypeError:  # an object without weak references: its digest is checked each time
+        pass
 
 
 def public_signals(zkey, values: np.ndarray) -> list[int]:

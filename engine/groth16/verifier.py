@@ -85,9 +85,6 @@ def key_problem(vk: VerificationKey) -> str | None:
     return _first_problem(vk.curve, _vk_points(vk))
 
 
-note_checked_key = note_checked  # the prover's name for it: a key whose points check_key passed
-
-
 def _key_ok(vk: VerificationKey) -> bool:
     if was_checked(vk):
         return True
