@@ -4,7 +4,8 @@ Each subcommand lives in `engine/commands/<name>.py` and exposes
 `register(subparsers)`, which adds its parser and sets `func` (args -> exit
 code).  This file only parses, dispatches, and turns engine errors into one
 line on stderr (a JSON object with --json) with a non-zero exit: never a
-traceback for a user's mistake; Ctrl-C prints `interrupted` and exits 130.
+traceback for a user's mistake; Ctrl-C prints `interrupted` and exits 130 (SIGTERM, SIGHUP, SIGQUIT: `interrupted
+by SIGTERM`, 128 + the signal: engine/interrupts.py).
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ COMMANDS = {
 # Set by main: the command said it leaves nothing open for the interpreter's teardown (args.left_clean), so
 # engine/__main__ may end the process without it.
 left_clean = False
+# Set by main: the line asks for --json (for the errors reported before its arguments are parsed, or without them)
+json_line = False
 
 
 def build_parser(only: str | None = None) -> "argparse.ArgumentParser":
@@ -84,11 +87,13 @@ def quick_args(argv: list[str]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    global left_clean
+    global left_clean, json_line
     from engine.errors import EngineError
 
     left_clean = False
     argv = sys.argv[1:] if argv is None else list(argv)
+    json_line = "--json" in (argv[:argv.index("--")] if "--" in argv else argv)
+    args = None
     try:
         args = quick_args(argv)
         if args is None:
@@ -100,27 +105,110 @@ def main(argv: list[str] | None = None) -> int:
             importlib.import_module(module)
     except KeyboardInterrupt:  # Ctrl-C while the commands load
         return report(None, "Interrupted", "interrupted", 130)
-    if getattr(signal.getsignal(signal.SIGINT), "loading", False):  # engine/__main__'s start-up handler
-        from engine import interrupts  # noqa: PLC0415 - small (signal, threading, contextlib)
+    except SystemExit:  # --help (or a usage error): argparse printed, then leaves; a stdout that cannot take it
+        try:            # is one error line, not the interpreter's "Exception ignored" at its exit (code 120)
+            sys.stdout.flush()
+        except EngineError as exc:
+            return report(None, type(exc).__name__, str(exc), exc.exit_code)
+        raise
+    except EngineError as exc:  # (an unbuffered stdout, python -u, that could not take --help)
+        return report(None, type(exc).__name__, str(exc), exc.exit_code)
+    except (MemoryError, OSError, ImportError) as exc:  # RLIMIT_AS: a module or a library could not be mapped
+        if not out_of_memory(exc):
+            raise
+        return report(args, "MemoryError", f"out of host memory while loading the engine ({_memory_detail(exc)}); "
+                      "raise the memory limit (ulimit -v)", 2)
+    if any(getattr(signal.getsignal(s), "loading", False) for s in (signal.SIGINT, *_stop_signals())):
+        from engine import interrupts  # noqa: PLC0415 - small (os, signal, threading, contextlib)
 
-        interrupts.own_process()
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
+        # engine/__main__'s start-up handlers: from here Ctrl-C is KeyboardInterrupt, SIGTERM/SIGHUP/SIGQUIT too
+        interrupts.own_process(stop_signals=named_command(argv) != "serve", json=bool(getattr(args, "json", 0)))
     import warnings  # noqa: PLC0415 - loaded with the interpreter
 
     warnings.showwarning = _warning_line(args)
     log_lines = _route_log_warnings(args, named_command(argv))
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # what it printed, here: a stdout that cannot take it is this command's error
+        return code
     except EngineError as exc:
-        return report(args, type(exc).__name__, str(exc), exc.exit_code, _answer_fields(exc))
+        if _stop_signal_came():  # a worker that the same signal ended (sent to the group) failed first
+            return report(args, "Interrupted", *_interrupted())
+        if isinstance(exc.__cause__, BrokenPipeError):  # an output on a pipe whose reader left (/dev/stdout | head):
+            raise exc.__cause__  # quietly 141 (engine/__main__), as for the command's own lines
+        return report(args, type(exc).__name__, str(exc) + _cwd_note(exc), exc.exit_code, _answer_fields(exc))
     except KeyboardInterrupt:
-        return report(args, "Interrupted", "interrupted", 130)
-    except MemoryError:
+        return report(args, "Interrupted", *_interrupted())
+    except (MemoryError, OSError, ImportError) as exc:
+        if not out_of_memory(exc):
+            raise
         return report(args, "MemoryError", "out of host memory", 2)
     finally:
         left_clean = bool(getattr(args, "left_clean", False))
         if log_lines is not None:
             sys.modules["logging"].getLogger().removeHandler(log_lines)
+
+
+def _stop_signals() -> tuple:
+    """SIGTERM, SIGHUP and SIGQUIT, where this platform has them (engine.interrupts.STOP_SIGNALS, not imported
+    for this)."""
+    return tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
+
+
+def _interrupted() -> tuple[str, int]:
+    """The interrupted command's line and exit code (engine/interrupts.py; plain Ctrl-C where it is not loaded)."""
+    interrupts = sys.modules.get("engine.interrupts")
+    return interrupts.interrupted() if interrupts is not None else ("interrupted", 130)
+
+
+def _stop_signal_came() -> bool:
+    interrupts = sys.modules.get("engine.interrupts")
+    return interrupts is not None and interrupts.stopped_by() is not None
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is the host refusing memory: MemoryError, ENOMEM, or a shared library that could not be
+    mapped (an import under a small RLIMIT_AS)."""
+    import errno  # noqa: PLC0415 - loaded with the interpreter
+
+    if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM):
+        return True
+    if isinstance(exc, ImportError):
+        text = str(exc)
+        return "failed to map segment" in text or "Cannot allocate memory" in text or \
+            (exc.__cause__ is not None and out_of_memory(exc.__cause__))
+    return False
+
+
+def _memory_detail(exc: BaseException) -> str:
+    """The failure that out_of_memory() recognised, short: numpy wraps a library that could not be mapped in an
+    ImportError of some thirty lines of advice."""
+    while isinstance(exc, ImportError) and exc.__cause__ is not None and out_of_memory(exc.__cause__):
+        exc = exc.__cause__
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def _cwd_note(exc: Exception) -> str:
+    """A hint where the working directory was deleted under the command (a relative path, or a worker process
+    that starts in it, then fails with a bare "No such file or directory")."""
+    import os  # noqa: PLC0415
+
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return "" if "current directory" in str(exc) else " (the current directory no longer exists)"
+    except OSError:
+        pass
+    return ""
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (a newline in a file name, a terminal's escape sequence): an
+    error or warning stays one line, and a name cannot drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def _warning_line(args: "argparse.Namespace"):
@@ -138,7 +226,7 @@ def warning_line(args: "argparse.Namespace", kind: str, message: str) -> None:
 
         text = json.dumps({"event": "warning", "warning": kind, "message": message})
     else:
-        text = f"warning: {message}"
+        text = f"warning: {one_line(message)}"
     print(text, file=sys.stderr, flush=True)
 
 
@@ -182,14 +270,17 @@ def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code
            fields: dict | None = None) -> int:
     """The one line a failed command prints on stderr (a JSON object with --json, with `fields` added);
     returns the exit code."""
-    if getattr(args, "json", False):
+    if getattr(args, "json", False) if args is not None else json_line:
         import json  # noqa: PLC0415
 
         line = json.dumps({"event": "error", "error": kind, "message": message, "exit_code": exit_code,
                            **(fields or {})})
     else:
-        line = message if exit_code == 130 else f"error: {message}"
-    print(line, file=sys.stderr, flush=True)
+        line = one_line(message) if kind == "Interrupted" else f"error: {one_line(message)}"
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):  # stderr closed, full, or a terminal that hung up: the code says it
+        pass
     return exit_code
 
 

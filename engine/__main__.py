@@ -1,13 +1,130 @@
+import errno
+import io
 import os
 import signal
 import sys
 
 
+def _std_descriptors() -> list[int]:
+    """Descriptors 0-2 that the process was started without (`2>&-`), opened on /dev/null: else the first
+    files opened took their numbers (uvloop's own pipe took 0 or 1 and aborted closing it; sys.stderr was
+    None, so the progress and the error line went to stdout).  The ones that were closed are returned."""
+    closed = []
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.append(fd)
+            try:
+                opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: fd
+            except OSError:  # no /dev/null (a bare chroot): left closed
+                continue
+            if opened != fd:  # pragma: no cover - cannot happen, the lower ones are open
+                os.close(opened)
+    return closed
+
+
+class _StdStream(io.RawIOBase):
+    """Descriptor 1 or 2 under sys.stdout / sys.stderr.  A write the descriptor refuses (a full device, a
+    terminal that hung up, a stream closed at the start) is one error for stdout, the first time
+    (InputFileError "standard output: cannot write: ...", exit 2: what was printed is lost), and nothing for
+    stderr (progress and messages are dropped, the command's result and exit code stand); later writes are
+    dropped.  A reader that left (EPIPE) stays BrokenPipeError: _reader_gone below."""
+
+    def __init__(self, fd: int, closed: bool, raises: bool):
+        super().__init__()
+        self._fd, self._raises = fd, raises
+        self._lost = OSError(errno.EBADF, os.strerror(errno.EBADF)) if closed else None
+        self._told = False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return self._lost is None and os.isatty(self._fd)
+
+    def write(self, data) -> int:
+        while self._lost is None:
+            try:
+                return os.write(self._fd, data)
+            except BrokenPipeError:
+                raise
+            except BlockingIOError:  # a descriptor the caller made non-blocking: wait until it takes more
+                import select  # noqa: PLC0415
+
+                select.select([], [self._fd], [])
+            except OSError as exc:
+                self._lost = exc
+        if self._raises and not self._told and len(data):
+            self._told = True
+            from engine.errors import write_error  # noqa: PLC0415
+
+            raise write_error("standard output", self._lost)
+        return len(data)
+
+
+def _own_streams(closed: list[int]) -> None:
+    """sys.stdout and sys.stderr over _StdStream, with the encoding, errors and buffering Python chose."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        if old is not None:
+            try:
+                old.flush()
+            except (OSError, ValueError):
+                pass
+        raw = _StdStream(fd, fd in closed or old is None, raises=fd == 1)
+        unbuffered = old is not None and not hasattr(getattr(old, "buffer", None), "raw")  # python -u
+        stream = io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw),
+                                  encoding=getattr(old, "encoding", None) or "utf-8",
+                                  errors=getattr(old, "errors", None) or ("backslashreplace" if fd == 2 else
+                                                                          "strict"),
+                                  line_buffering=getattr(old, "line_buffering", fd == 2),
+                                  write_through=getattr(old, "write_through", False))
+        setattr(sys, name, stream)
+
+
+_CLOSED = _std_descriptors()
+_own_streams(_CLOSED)
+
+
+def _our_modules_first() -> None:
+    """`python -m engine` puts the working directory first on sys.path: a project's own cli.py or scheduler/
+    there was imported instead of ours (top-level names of this distribution).  The folder this engine package
+    was found in goes first (the working directory itself where the engine is run from its checkout), and the
+    same for our worker processes: multiprocessing starts them with `python -c`, whose sys.path begins with the
+    working directory (and 3.11's forkserver imports its preloaded modules with that path), which PYTHONSAFEPATH
+    leaves out and PYTHONPATH puts that folder first."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if sys.path[:1] != [root]:
+        sys.path.insert(0, root)
+    inherited = os.environ.get("PYTHONPATH", "")
+    if inherited.split(os.pathsep)[:1] != [root]:
+        os.environ["PYTHONPATH"] = root + (os.pathsep + inherited if inherited else "")
+    os.environ.setdefault("PYTHONSAFEPATH", "1")
+
+
+_our_modules_first()
+
+_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n))
+
+
 def _interrupted_while_loading(signum, frame):
-    """Ctrl-C while Python modules load: a KeyboardInterrupt raised inside an import can be swallowed
-    by importlib or crash an extension module's init; nothing has been created yet, so just leave."""
-    os.write(2, b"interrupted\n")
-    os._exit(130)
+    """Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT) while Python modules load: a KeyboardInterrupt raised inside an
+    import can be swallowed by importlib or crash an extension module's init; nothing has been created yet,
+    so just leave, with the line and code cli.main gives later (engine/interrupts.py)."""
+    what = "interrupted" if signum == signal.SIGINT else f"interrupted by {signal.Signals(signum).name}"
+    if "--json" in sys.argv[1:]:
+        line = '{"event": "error", "error": "Interrupted", "message": "%s", "exit_code": %d}' % (what, 128 + signum)
+    else:
+        line = what
+    try:
+        os.write(2, line.encode() + b"\n")
+    except OSError:
+        pass
+    os._exit(128 + signum)
 
 
 _interrupted_while_loading.loading = True
@@ -22,12 +139,20 @@ PYCACHE = bytecode_cache.enable()
 # 16-core host (perf/RESULTS.md, sessions 31 and 34).  The engine runs no floating-point linear algebra, so its
 # commands take one; a value the user set is kept.  (An application that imports the engine keeps its own.)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-signal.signal(signal.SIGINT, _interrupted_while_loading)  # cli.main restores Python's own once loaded
+# cli.main replaces them once loaded (engine/interrupts.py); a signal the process was started ignoring (a
+# background job's SIGINT, nohup's SIGHUP) stays ignored
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_loading)
+for _signum in _STOP_SIGNALS:
+    if signal.getsignal(_signum) is signal.SIG_DFL:
+        signal.signal(_signum, _interrupted_while_loading)
 
 try:
     import cli
     from cli import main, only_command
-    from engine import exit_handoff
+    from engine import exit_handoff, paths
+
+    paths.started_closed.update(_CLOSED)
 except (EOFError, ValueError) as exc:  # a damaged .pyc in the bytecode cache: cleared, and the command runs again
     bytecode_cache.recover(exc, PYCACHE, sys.argv[1:])
     raise
@@ -42,7 +167,10 @@ def _leave(code: int) -> None:
     import atexit
     import threading
 
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+    interrupts = sys.modules.get("engine.interrupts")
+    if interrupts is not None:  # an interrupt from here leaves at once, with its code
+        interrupts.leaving()
+    elif signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, lambda signum, frame: os._exit(130))
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is not None:
@@ -80,17 +208,23 @@ def _reader_gone() -> int:
 exit_handoff.process_ends = True
 try:
     code = main()
-    sys.stdout.flush()  # here, where a reader that left can still be told apart from an error
+    try:
+        sys.stdout.flush()  # here, where a reader that left can still be told apart from an error
+    except BrokenPipeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - what a failed command left in stdout (_StdStream's one error)
+        code = cli.report(None, type(exc).__name__, str(exc), getattr(exc, "exit_code", 2)) if not code else code
 except BrokenPipeError:
     code = _reader_gone()
 except (EOFError, ValueError) as exc:  # a command's own import of a damaged .pyc, as above
     bytecode_cache.recover(exc, PYCACHE, sys.argv[1:])
     raise
-if code == 130 and sys.argv[1:2] != ["serve"]:
-    # Ctrl-C, caught and reported.  A KeyboardInterrupt that passed through code run by exec() (every
-    # dataclass and namedtuple made at import time) marks the interpreter to leave by SIGINT at its
-    # end, whoever caught it (CPython's run_eval_code_obj): say 130 ourselves.
-    _leave(130)
+_interrupts = sys.modules.get("engine.interrupts")
+if code == (_interrupts.interrupted()[1] if _interrupts is not None else 130) and sys.argv[1:2] != ["serve"]:
+    # Ctrl-C (or a stop signal), caught and reported.  A KeyboardInterrupt that passed through code run by
+    # exec() (every dataclass and namedtuple made at import time) marks the interpreter to leave by SIGINT at
+    # its end, whoever caught it (CPython's run_eval_code_obj): say the code ourselves.
+    _leave(code)
 if only_command(sys.argv[1:]) == "prove" or cli.left_clean:
     # `prove --server` (its files written and closed, no thread or child left) and a proof made in this
     # process (the direct path: its backend closed, its files written whole): nothing is left for the

@@ -45,7 +45,9 @@ def enable(environ=os.environ) -> str | None:
     if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
         return None
     where = chosen_dir(environ)
-    if where is None:
+    if where is None or not os.path.isdir(os.sep.join(where.split(os.sep)[:2]) or os.sep):
+        # (a cache under a top folder that does not exist, HOME=/nonexistent: importlib would make its folders
+        # relative to the working directory, ./nonexistent/.cache/...)
         return None
     # importlib makes the directories as it writes, and ignores a directory it cannot write (the modules
     # are then compiled from source, as before).

@@ -16,10 +16,18 @@ writing short or lands in the interpreter's teardown, which then drops it
 (exit 0) or dies of it (exit -2), files written either way.  It acts only
 when the CLI owns the process (`python -m engine`: `own_process()`), not
 for a `cli.main` called inside another program.
+
+SIGTERM, SIGHUP and SIGQUIT (a service manager's stop, a closed terminal, Ctrl-\\) take Ctrl-C's way out where
+the CLI owns the process (`own_process()`): whatever handles Ctrl-C at that moment (Python's, the asyncio
+Runner's, `recorded()`'s) runs, so the CPU pool's workers, shared memory and started files are cleaned up as
+for Ctrl-C, and the command exits 128 + the signal's number with one line naming it.  They used to kill the
+process where it stood (orphan workers, /dev/shm blocks, a started timeline left behind, SIGQUIT a core).  A
+signal the process was started ignoring (`nohup`, a script's `cmd &`) stays ignored, SIGINT included.
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 
@@ -29,6 +37,9 @@ if TYPE_CHECKING:
 
 _seen = False
 _owned = False  # the CLI runs as this process's main program (cli.main under engine/__main__)
+_finished = False  # finished() ran: every interrupt is too late
+_stopped_by: int | None = None  # the first of STOP_SIGNALS that came (None: none, or only Ctrl-C)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
 
 def _on_sigint(signum, frame) -> None:
@@ -61,13 +72,180 @@ def check() -> None:
         raise KeyboardInterrupt
 
 
-def own_process() -> None:
-    """The CLI is this process's main program: `finished()` may change how the process treats Ctrl-C."""
-    global _owned
-    _owned = True
+def own_process(stop_signals: bool = True, json: bool = False) -> None:
+    """The CLI is this process's main program: `finished()` may change how the process treats Ctrl-C.
+    Start-up handlers (engine/__main__'s, marked `loading`) give way to Python's for SIGINT and, with
+    `stop_signals` (not for serve, which handles SIGTERM itself), to `_on_stop` for STOP_SIGNALS; a signal
+    whose handler is anything else (ignored since the process started) is left alone.  With `stop_signals`, a
+    watchdog (_watch) ends a main thread that cannot run the handlers; `json`: its line is a JSON object."""
+    global _owned, _finished, _stopped_by, _json
+    _owned, _finished, _stopped_by, _json = True, False, None, json
+    if getattr(signal.getsignal(signal.SIGINT), "loading", False):
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
+    for signum in STOP_SIGNALS:
+        if getattr(signal.getsignal(signum), "loading", False):
+            signal.signal(signum, _on_stop if stop_signals else signal.SIG_DFL)
+    if stop_signals:
+        _start_watch()
+
+
+# A signal's Python handler runs only when the main thread runs Python code.  Inside one long C call (a
+# circuit.wasm's computation in wasmtime, or one that never returns) it waits for the call's end, maybe
+# forever: Ctrl-C and SIGTERM were then ignored and only SIGKILL ended `witness`.  The C-level handler still
+# writes the signal's number to Python's wakeup descriptor at once; a thread reads it there and, where the
+# main thread has not moved for WATCH_GRACE_S, ends the process as the signal's default action would, with
+# the command's line and code, and without the temporary files of a write that was under way.
+WATCH_GRACE_S = 3.0
+_json = False
+_watching = False
+
+
+def _start_watch() -> None:
+    global _watching
+    if _watching or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, AttributeError):  # (not Linux)
+        return
+    try:
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except (OSError, ValueError):
+        previous = None
+    if previous != -1:  # not settable, or someone else's (an event loop's): theirs stays
+        if previous is not None:
+            signal.set_wakeup_fd(previous)
+        os.close(read_end)
+        os.close(write_end)
+        return
+    os.set_blocking(read_end, True)
+    try:
+        threading.Thread(target=_watch, args=(read_end,), name="interrupt-watch", daemon=True).start()
+    except RuntimeError:  # no thread to be had (a small RLIMIT_AS): the command runs without the watchdog
+        signal.set_wakeup_fd(-1)
+        os.close(read_end)
+        os.close(write_end)
+        return
+    _watching = True
+
+
+def _watch(read_end: int) -> None:
+    """The watchdog's thread: each signal number read, the main thread's place; unmoved after the grace, exit."""
+    import sys  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    main = threading.main_thread()
+    ours = {signal.SIGINT, *STOP_SIGNALS}
+    while True:
+        try:
+            data = os.read(read_end, 64)
+        except OSError:
+            return
+        if not data:
+            return
+        signums = [n for n in data if n in ours]
+        frame = sys._current_frames().get(main.ident)
+        if not signums or _finished or frame is None:
+            continue
+        at, deadline = (frame, frame.f_lasti), time.monotonic() + WATCH_GRACE_S
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = sys._current_frames().get(main.ident)
+            if now is None or (now, now.f_lasti) != at:  # the main thread runs Python: its handler acts
+                break
+        else:
+            if not _finished:
+                _force_exit(signums[0])
+
+
+def _force_exit(signum: int) -> None:
+    """The main thread is stuck in C code: the command's interrupted line, its temporary files removed, exit."""
+    global _stopped_by
+    if signum != signal.SIGINT and _stopped_by is None:
+        _stopped_by = signum
+    line, code = interrupted()
+    if _json:
+        import json  # noqa: PLC0415
+
+        line = json.dumps({"event": "error", "error": "Interrupted", "message": line, "exit_code": code})
+    import sys  # noqa: PLC0415
+
+    file_writes = sys.modules.get("engine.file_writes")
+    if file_writes is not None:
+        file_writes.remove_temporaries()
+    try:
+        os.write(2, line.encode() + b"\n")
+    except OSError:
+        pass
+    os._exit(code)
+
+
+def _on_stop(signum, frame) -> None:
+    """SIGTERM, SIGHUP or SIGQUIT: noted, then handled as Ctrl-C is now (KeyboardInterrupt, the asyncio Runner's
+    cancellation of its task, or nothing once finished())."""
+    global _stopped_by
+    if _finished:
+        return
+    if _stopped_by is None:
+        _stopped_by = signum
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and not getattr(handler, "loading", False):
+        handler(signal.SIGINT, frame)
+    else:  # Ctrl-C ignored since the start (a background job): this signal still stops the command
+        raise KeyboardInterrupt
+
+
+def stopped_by() -> int | None:
+    """The stop signal that came (SIGTERM, SIGHUP, SIGQUIT), None where none did."""
+    return _stopped_by
+
+
+def interrupted() -> tuple[str, int]:
+    """The line and exit code of a command that was interrupted: by Ctrl-C, 130; by a stop signal, 128 + it."""
+    if _stopped_by is None:
+        return "interrupted", 128 + signal.SIGINT
+    return f"interrupted by {signal.Signals(_stopped_by).name}", 128 + _stopped_by
 
 
 def finished() -> None:
-    """The files are about to be written and the process to exit: from here Ctrl-C is ignored."""
-    if _owned and threading.current_thread() is threading.main_thread():
+    """The files are about to be written and the process to exit: from here Ctrl-C is ignored (a stop signal
+    too)."""
+    global _finished, _sigint_before
+    if _owned and threading.current_thread() is threading.main_thread() and not _finished:
+        _finished = True
+        _sigint_before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+_sigint_before = None  # SIGINT's handler before finished() (interruptible() puts it back for a while)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside, after finished(), interrupts act again: a wait with no end of its own (an output on a pipe or FIFO
+    whose reader never comes) must stay interruptible; outside (or where finished() did not run) no change."""
+    global _finished
+    if not _finished or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _finished = False
+    signal.signal(signal.SIGINT, _sigint_before if _sigint_before is not None else signal.SIG_IGN)
+    try:
+        yield
+    finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _finished = True
+
+
+def _exit_now(signum, frame) -> None:
+    os._exit(interrupted()[1] if _stopped_by is not None else 128 + signum)  # the code of the line said
+
+
+def leaving() -> None:
+    """The process is on its way out (engine/__main__'s _leave): an interrupt from here ends it at once with its
+    code, unless it is ignored (finished(), or since the start)."""
+    for signum in (signal.SIGINT, *STOP_SIGNALS):
+        handler = signal.getsignal(signum)
+        if handler is signal.SIG_IGN or (handler is _on_stop and _finished):
+            continue
+        if signum == signal.SIGINT or handler is _on_stop:
+            signal.signal(signum, _exit_now)

@@ -7,6 +7,7 @@ and never prints.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -53,18 +54,29 @@ class BarProgress(Progress):
         self.title, self.stream, self.width = title, stream or sys.stderr, width
         self._fraction = 0.0
         self._t0 = time.perf_counter()
+        # The line stays within the terminal: a longer one wraps, and "\r" goes back to the start of its last
+        # part only, leaving the rest on the screen at every update
+        self._columns = len(title) + width + 48
+        try:
+            self._columns = min(self._columns, os.get_terminal_size(self.stream.fileno()).columns - 1)
+        except (AttributeError, ValueError, OSError):
+            pass
+        self._columns = max(self._columns, 1)
 
     def stage(self, name: str, fraction: float | None = None) -> None:
         if fraction is not None:
             self._fraction = max(0.0, min(1.0, fraction))
-        filled = int(self._fraction * self.width)
-        bar = "#" * filled + "-" * (self.width - filled)
         elapsed = time.perf_counter() - self._t0
-        self.stream.write(f"\r{self.title} [{bar}] {self._fraction * 100:5.1f}% {elapsed:6.2f}s {name:<24.24}")
+        numbers = f" {self._fraction * 100:5.1f}% {elapsed:6.2f}s "
+        room = self._columns - len(self.title) - 3 - len(numbers)  # for the bar and the stage's name
+        width = max(0, min(self.width, max(min(10, room), room - 24)))  # the bar gives way first, down to 10
+        filled = int(self._fraction * width)
+        line = f"{self.title} [{'#' * filled + '-' * (width - filled)}]{numbers}{name:<24.24}"
+        self.stream.write("\r" + line[:self._columns])
         self.stream.flush()
 
     def done(self) -> None:
-        self.stream.write("\r" + " " * (len(self.title) + self.width + 48) + "\r")
+        self.stream.write("\r" + " " * self._columns + "\r")
         self.stream.flush()
 
     def note(self, text: str) -> None:
@@ -86,6 +98,10 @@ class JsonProgress(Progress):
 
     def note(self, text: str) -> None:
         self._emit({"event": "note", "text": text})
+
+    def event(self, event: str, **fields) -> None:
+        """Another line of the command's (a circuit's log line: {"event": "log", "text": ...})."""
+        self._emit({"event": event, **fields})
 
     def _emit(self, msg: dict) -> None:
         import msgspec  # noqa: PLC0415 - only --json needs it; every command imports this module
@@ -116,8 +132,6 @@ def make_progress(title: str, *, quiet: bool = False, json: bool = False, stream
 def process_age() -> float | None:
     """Seconds since this process started (Linux: /proc/self/stat, to the kernel's 10 ms clock
     tick), for the CLI's "interpreter + imports" stage; None where that is not known."""
-    import os  # noqa: PLC0415
-
     try:
         with open("/proc/self/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
@@ -148,11 +162,12 @@ def format_timings(timings: dict[str, float]) -> str:
 
 def report_proof(progress, proof, /, *, verbose: bool, as_json: bool, **result) -> None:
     """A prove command's closing lines: the stage table (the command's stages, then the proof's own,
-    indented) with --verbose, the JSON result object with --json."""
-    if verbose:
-        print(format_timings({**progress.timings, **{"  " + k: v for k, v in proof.timings.items()}}),
-              file=sys.stderr)
+    indented) with --verbose, the JSON result object with --json (the same timings in it, as the direct path
+    gives them: --json's lines are JSON only)."""
+    timings = {**progress.timings, **{"  " + k: v for k, v in proof.timings.items()}}
+    if verbose and not as_json:
+        print(format_timings(timings), file=sys.stderr)
     if as_json:
         import json  # noqa: PLC0415
 
-        print(json.dumps({"event": "result", **result}))
+        print(json.dumps({"event": "result", **result, "timings": timings}))

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Iterable
+
+TYPE_CHECKING = False  # typing's own flag, without typing (prove --server's plain line imports this module)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 from engine.errors import EngineError, InputFileError, write_error
 from engine.file_writes import written_in_place
-from engine.paths import same_file
+from engine.paths import closed_stream, real_path, same_file
 
 
 def check_outputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[str, object]]) -> None:
@@ -28,6 +31,9 @@ def check_outputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[
             if same_file(path, in_path):
                 raise EngineError(f"{os.fspath(path)}: the {role} would overwrite the {in_role} read from the same "
                                   "file (check the order of the arguments)")
+        stream = closed_stream(path)
+        if stream is not None:
+            raise InputFileError(os.fspath(path), f"cannot write: {stream} is closed")
         if written_in_place(path):
             continue
         _check_writable(path)
@@ -43,7 +49,10 @@ def _check_writable(path) -> None:
     name = os.fspath(path)
     if os.path.isdir(name):
         raise write_error(name, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
-    folder = os.path.dirname(os.path.realpath(name))
+    try:
+        folder = os.path.dirname(real_path(name))
+    except OSError as exc:
+        raise write_error(name, exc) from None
     if not os.path.isdir(folder):
         raise InputFileError(name, f"cannot write: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):

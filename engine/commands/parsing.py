@@ -36,7 +36,24 @@ def sized(formatter: type) -> type:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser with sized() formatters; its subcommands' parsers are Parsers too."""
+    """argparse's parser with sized() formatters; its subcommands' parsers are Parsers too.  A line with --json
+    gets its usage error as the CLI's one JSON error line, not argparse's usage text."""
+
+    _json_errors = False
 
     def __init__(self, *args, formatter_class: type = argparse.HelpFormatter, **kwargs):
         super().__init__(*args, formatter_class=sized(formatter_class), **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        given = sys.argv[1:] if args is None else list(args)
+        flags = given[:given.index("--")] if "--" in given else given
+        self._json_errors = "--json" in flags
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str):
+        if self._json_errors:
+            import json  # noqa: PLC0415
+
+            self.exit(2, json.dumps({"event": "error", "error": "UsageError", "message": message, "exit_code": 2})
+                      + "\n")
+        super().error(message)

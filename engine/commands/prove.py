@@ -246,7 +246,7 @@ def _prepare_witness(args, zkey, wtns_path, progress):
 
         with progress.timed("check constraints", 0.2):
             check_witness(read_r1cs(args.r1cs), values, r1cs_name=args.r1cs, witness_name=witness_name,
-                          prime=prime)
+                          prime=prime, zkey=zkey)
     return prime, values, witness_name
 
 
@@ -405,6 +405,20 @@ def pins_for_one_load(zkey) -> bool:
     return upload_bytes(zkey) >= mib * (1 << 20)
 
 
+def _reader_of(timeline) -> int | None:
+    """A timeline that is a FIFO: its reader waited for here, where Ctrl-C still acts (the Engine opens the
+    file inside its event loop, where a Ctrl-C only cancels the task and open() goes on waiting for ever);
+    the descriptor kept open until the Engine is done, so that its own open() finds the reader there."""
+    from engine.paths import is_pipe
+
+    if not timeline or not is_pipe(timeline):
+        return None
+    try:
+        return os.open(timeline, os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:  # the Engine's own open() names the problem
+        return None
+
+
 class _CheckedWitness:
     """A witness made and checked here (for --r1cs), handed to the Engine as values with their name."""
 
@@ -425,6 +439,7 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
 
         _warn_gpu_flags_unused(args, "auto", cuda_device_count())
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
+    reader = _reader_of(config.timeline)  # before the Engine's own open(), which Ctrl-C cannot interrupt
     try:
         with progress.timed("engine", 0.0):
             if args.r1cs:  # the constraint check needs the values here first, as on the direct path
@@ -448,7 +463,9 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
         if timeline_error is not None:  # the command did not do all it was asked: exit 2, naming what it did
             raise TimelineWriteError(timeline_error.path, f"{timeline_error.problem} (the proof was written to "
                                                           f"{proof_path} and {public_path})")
-    except KeyboardInterrupt:
+    except BaseException as exc:  # interrupted, or a reader that left (of --json's lines, of a proof on a pipe)
+        if not (isinstance(exc, (KeyboardInterrupt, BrokenPipeError)) or isinstance(exc.__cause__, BrokenPipeError)):
+            raise
         if args.timeline and not timeline_existed:  # an interrupted run leaves no file it started
             try:
                 os.unlink(args.timeline)
@@ -457,6 +474,8 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
         raise
     finally:
         progress.done()
+        if reader is not None:
+            os.close(reader)
     report_proof(progress, proof, verbose=args.verbose, as_json=args.json, proof=proof_path, public=public_path,
                  curve=proof.curve.name, timeline=args.timeline)
     return 0

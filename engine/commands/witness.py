@@ -38,9 +38,11 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([("witness", args.output)], [("wasm", args.wasm), ("input signals", args.input)])
 
     progress = make_progress("witness", quiet=args.quiet, json=args.json)
-    # the circuit's own log() lines, which snarkjs prints too (on stderr here: stdout is for --json)
+    # the circuit's own log() lines, which snarkjs prints too (on stderr here: stdout is for --json; with --json
+    # as JSON lines, {"event": "log", "text": ...}, as every line there is)
     circuit_log = logging.getLogger("engine.witness.calculator")
-    handler, level = None if args.quiet else logging.StreamHandler(sys.stderr), circuit_log.level
+    handler = None if args.quiet else _JsonLog(progress) if args.json else logging.StreamHandler(sys.stderr)
+    level = circuit_log.level
     if handler is not None:
         handler.setFormatter(logging.Formatter("%(message)s"))
         circuit_log.addHandler(handler)
@@ -73,6 +75,20 @@ def run(args: argparse.Namespace) -> int:
     elif args.verbose:
         print(format_timings(progress.timings))
     return 0
+
+
+class _JsonLog(logging.Handler):
+    """A circuit's log line as the --json progress's {"event": "log", "text": ...} line."""
+
+    def __init__(self, progress) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.progress.event("log", text=self.format(record))
+        except Exception:  # noqa: BLE001 - never what fails the command (it runs inside the circuit's call;
+            pass  # a reader that left ends it at the next progress line, with 141)
 
 
 def write_witness(path: str, prime: int, values) -> None:
