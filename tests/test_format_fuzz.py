@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 from conftest import run_engine
+from test_formats import records
 
-from engine.algebra.curves import BLS12_381, BN254, curve_by_scalar_prime
+from engine.algebra.curves import BLS12_381, BN254
 from engine.commands.info import describe
 from engine.errors import EngineError, FormatError, InputFileError
 from engine.formats import read_r1cs, read_wtns, read_zkey
@@ -33,14 +34,7 @@ SEED = 20261205
 
 # ---------------------------------------------------------------- the container, parsed independently
 
-def parse(raw: bytes) -> tuple[bytes, int, list[tuple[int, bytes]]]:
-    magic, version, n = raw[:4], *struct.unpack_from("<II", raw, 4)
-    recs, off = [], 12
-    for _ in range(n):
-        sid, size = struct.unpack_from("<IQ", raw, off)
-        recs.append((sid, raw[off + 12 : off + 12 + size]))
-        off += 12 + size
-    return magic, version, recs
+parse = records  # (magic, version, [(id, payload)]), parsed without engine code (test_formats')
 
 
 def build(magic: bytes, version: int, recs, count: int | None = None, sizes: dict | None = None) -> bytes:
@@ -137,7 +131,7 @@ def zkey_fields(raw: bytes):
             yield f"coef{k}.{what}={v}", with_section(raw, 4, put(e + at, u32(v)))
         for name, v in (("r", curve.r), ("2^256-1", (1 << 256) - 1)):
             yield f"coef{k}.value={name}", with_section(raw, 4, put(e + 12, le(v)))
-    g1, g2 = 2 * n8q, 4 * n8q
+    g1 = 2 * n8q
     header_points = at_r + 32 + 12
     for sid, first in ((2, header_points), (2, header_points + 2 * g1), (3, 0), (5, g1), (6, 0), (7, 0), (8, 0),
                        (9, 0)):

@@ -4,6 +4,7 @@ Each fault's test failed before its fix (its docstring says how); a few more pin
 writer's file is still removed, a file system without locks, numpy counts)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
@@ -189,14 +190,30 @@ def _alive(pid: int) -> bool:
 def test_setup_pool_workers_do_not_outlive_a_killed_setup(tmp_path, sig):
     """`kill <setup pid>` (or the OOM killer) left the setup's forked workers running, then asleep for ever."""
     import signal
-    import subprocess
-    import sys
     import time
 
     code = ("import os, sys, time\nfrom scheduler.setup_pool import fork_map\n"
             "def f(st, a, b):\n    open(os.path.join(st['d'], str(os.getpid())), 'w').close()\n"
             "    time.sleep(30)\n    return []\n"
             "fork_map(f, 8, {'d': sys.argv[1]}, workers=2, min_parallel=1)\n")
+    with _pool_child(tmp_path, code) as (proc, pids):
+        proc.send_signal(getattr(signal, sig))
+        proc.wait(10)
+        deadline = time.monotonic() + 5
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids), "the workers outlived their setup"
+
+
+@contextlib.contextmanager
+def _pool_child(tmp_path, code: str):
+    """A child running `code` (a fork_map of two workers that each drop a file named by its pid in tmp_path and
+    sleep): (the child, its two workers' pids) once both started; the child and those workers killed after."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT)
     pids: list[int] = []
     try:
@@ -205,12 +222,7 @@ def test_setup_pool_workers_do_not_outlive_a_killed_setup(tmp_path, sig):
             pids = [int(n) for n in os.listdir(tmp_path)]
             time.sleep(0.05)
         assert len(pids) == 2
-        proc.send_signal(getattr(signal, sig))
-        proc.wait(10)
-        deadline = time.monotonic() + 5
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(_alive(p) for p in pids), "the workers outlived their setup"
+        yield proc, pids
     finally:
         proc.kill()
         proc.wait()
@@ -219,14 +231,10 @@ def test_setup_pool_workers_do_not_outlive_a_killed_setup(tmp_path, sig):
                 os.kill(p, signal.SIGKILL)
 
 
-
 def test_setup_pool_stage_stops_at_once_on_ctrl_c(tmp_path):
     """Ctrl-C during a pool stage of `setup` (hours for a large key on the CPU) waited for the running chunks and
     then for the queued ones (shutdown(wait=True)) before the command could end."""
     import signal
-    import subprocess
-    import sys
-    import time
 
     code = ("import os, signal, sys, time\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "from scheduler.setup_pool import fork_map\n"
@@ -234,23 +242,10 @@ def test_setup_pool_stage_stops_at_once_on_ctrl_c(tmp_path):
             "    time.sleep(30)\n    return []\n"
             "try:\n    fork_map(f, 8, {'d': sys.argv[1]}, workers=2, min_parallel=1)\n"
             "except KeyboardInterrupt:\n    sys.exit(130)\n")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT)
-    pids: list[int] = []
-    try:
-        deadline = time.monotonic() + 20
-        while len(pids) < 2 and time.monotonic() < deadline:
-            pids = [int(n) for n in os.listdir(tmp_path)]
-            time.sleep(0.05)
-        assert len(pids) == 2
+    with _pool_child(tmp_path, code) as (proc, pids):
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 130
         assert not any(_alive(p) for p in pids)
-    finally:
-        proc.kill()
-        proc.wait()
-        for p in pids:
-            if _alive(p):
-                os.kill(p, signal.SIGKILL)
 
 
 def test_setup_of_a_key_that_cannot_fit_in_memory_is_refused_before_work(tmp_path, capsys, monkeypatch):
