@@ -12,15 +12,18 @@ few milliseconds, with no CUDA and no numpy.
 
 Every error answer raises `ServerError` (an EngineError: the CLI prints it as
 one line) with the HTTP status, the server's code and its message.  The
-blocking client serves one thread over one keep-alive connection; the async
+blocking client keeps one keep-alive connection (threads sharing it take turns); the async
 one keeps a pool of connections, and cancelling a call closes its
 connection, which cancels the server's job.  `python -m engine prove --server URL ...` is `prove_command`.
 """
 from __future__ import annotations
 
+import _thread  # built in (threading would cost the CLI's start more)
 import json
 import os
 import socket
+import sys
+import time
 
 TYPE_CHECKING = False  # typing's own flag without importing typing (~4 ms of the CLI client's start)
 if TYPE_CHECKING:
@@ -32,12 +35,17 @@ if TYPE_CHECKING:
 from engine.client_wait import AnswerWait, spin_seconds
 from engine.client_wire import (
     BadResponse,
+    ServerClosed,
+    TimedReads,
     quote,
     read_async,
     read_sync,
     request_head,
     send_all,
     split_url,
+    tls_failure,
+    token_problem,
+    url_problem,
     with_query,
 )
 from engine.client_flags import LOCAL_ONLY
@@ -52,6 +60,10 @@ class ServerError(EngineError):
     def __init__(self, status: int, code: str, message: str):
         self.status, self.code, self.message = status, code, message
         super().__init__(f"{message} (HTTP {status} {code})" if status else message)
+
+
+class ClientSettingError(EngineError, ValueError):
+    """A client argument that cannot work (a token a header cannot carry, a URL that is not text, a timeout of 0)."""
 
 
 class ProofResult:
@@ -98,7 +110,7 @@ def token_file_tokens(path: str | os.PathLike) -> list[str]:
     the server alike; an InputFileError naming the file where it cannot give one (a file that is not UTF-8 was
     a UnicodeDecodeError traceback)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a byte order mark (Notepad's) is no part of the token
             lines = [s.strip() for s in f.read().splitlines()]
     except OSError as exc:
         raise InputFileError(path, f"cannot read the token file: {exc.strerror or exc}") from None
@@ -107,6 +119,9 @@ def token_file_tokens(path: str | os.PathLike) -> list[str]:
     tokens = [s for s in lines if s and not s.startswith("#")]
     if not tokens:
         raise InputFileError(path, "the token file holds no token")
+    for token in tokens:
+        if (problem := token_problem(token)) is not None:
+            raise InputFileError(path, f"the token file's token {problem}")
     return tokens
 
 
@@ -170,6 +185,9 @@ def _answer(url: str, status: int, ctype: str, raw: bytes, fields: tuple[str, ..
             raise _not_ours(url, status, f"JSON that does not parse: {_gist(raw)}") from None
     if status >= 400 and isinstance(data, dict) and isinstance(data.get("error"), str):
         raise ServerError(status, data["error"], " ".join(str(data.get("message", data["error"])).split()))
+    if status == 503 and data == {"status": "draining"}:  # /healthz's own 503 (docs/service.md)
+        raise ServerError(503, "shutting_down", f"the prover server at {url} is draining: it is shutting down and "
+                                                "takes no new jobs")
     if data is None:
         raise _not_ours(url, status, f"{ctype.split(';')[0] or 'no content type'}, not the prover's JSON: "
                                      f"{_gist(raw)}")
@@ -208,6 +226,13 @@ def _timed_out(url: str, timeout: float | None) -> ServerError:
 
 
 def _unreachable(url: str, exc: BaseException) -> ServerError:
+    if isinstance(exc, ServerClosed):  # it was reached: it closed before answering, or while
+        code, when = ("bad_response", "in the middle of its answer") if exc.mid_answer else ("unreachable",
+                                                                                              "before answering")
+        return ServerError(0, code, f"the prover server at {url} closed the connection {when}")
+    tls = sys.modules.get("ssl")  # loaded only by an https:// client
+    if tls is not None and isinstance(exc, tls.SSLError):
+        return ServerError(0, "unreachable", tls_failure(url, exc, tls))
     if isinstance(exc, BadResponse):
         return ServerError(0, "bad_response", f"the prover server at {url} answered with something that is not "
                                               f"HTTP/1.1: {exc}")
@@ -220,15 +245,21 @@ def _unreachable(url: str, exc: BaseException) -> ServerError:
 class _Base:
     def __init__(self, url: str = DEFAULT_URL, *, token: str | None = None,
                  token_file: str | os.PathLike | None = None, timeout: float | None = None):
+        if not isinstance(url, str):
+            raise ClientSettingError(f"url: expected text such as {DEFAULT_URL}, not {type(url).__name__}")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < 1e9):  # NaN, inf too
+            raise ClientSettingError(f"timeout: expected seconds > 0 (or None), not {timeout!r}")
         parts = split_url(url)
         if parts is None:
-            raise ServerError(0, "bad_url", f"{url}: expected http://HOST:PORT or https://HOST:PORT")
+            raise ServerError(0, "bad_url", f"{url}: {url_problem(url)}")
         self.url = url.rstrip("/")
         scheme, self.host, self.port, self.base = parts
         self.tls = scheme == "https"
         self.timeout = timeout
         self.headers = {"Accept": "application/json"}
         token = read_token(token, token_file)
+        if token and (problem := token_problem(token)) is not None:
+            raise ClientSettingError(f"token: it {problem}")
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
 
@@ -240,7 +271,7 @@ class _Base:
 # ------------------------------------------------------------------ blocking
 
 class Client(_Base):
-    """Blocking client over one keep-alive connection (a plain socket, TCP_NODELAY).
+    """Blocking client over one keep-alive connection (a plain socket, TCP_NODELAY); threads that share it take turns.
 
     `spin_ms`: how long a request may poll for its answer without blocking (engine/client_wait.py:
     asleep until shortly before the answer is due, then awake for it, so that its arrival does not
@@ -254,6 +285,7 @@ class Client(_Base):
                  spin_ms: float | None = None):
         super().__init__(url, token=token, token_file=token_file, timeout=timeout)
         self.answers = AnswerWait(spin_seconds(spin_ms))
+        self._lock = _thread.allocate_lock()
 
     def __enter__(self) -> "Client":
         return self
@@ -280,9 +312,14 @@ class Client(_Base):
         except BaseException:
             sock.close()
             raise
-        self._sock, self._stream = sock, sock.makefile("rb")
+        self._reads = TimedReads(sock)
+        self._sock, self._stream = sock, self._reads.buffered()
 
     def _call(self, req: _Request) -> Any:
+        with self._lock:  # one request at a time on the one connection: threads sharing a Client read each
+            return self._call_alone(req)  # other's answers, a proof of one key returned for another
+
+    def _call_alone(self, req: _Request) -> Any:
         head = self._head(req)
         route = f"{req.method} {req.path.partition('?')[0]}"
         for attempt in (0, 1):
@@ -294,11 +331,15 @@ class Client(_Base):
                     send_all(self._sock, head, req.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the server answered early (413, 429) and closed: read that answer
+                deadline = None if self.timeout is None else time.perf_counter() + self.timeout
                 self.answers.wait(self._sock, route, self.timeout)
+                self._reads.deadline = deadline  # the answer's reads share the one timeout
                 status, ctype, raw, keep = read_sync(self._stream)
+                self._reads.deadline = None
+                self._sock.settimeout(self.timeout)
             except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
                 self.close()
-                if reused and attempt == 0:
+                if reused and attempt == 0 and not getattr(exc, "mid_answer", False):
                     continue  # an idle keep-alive connection the server had closed: once more, afresh
                 raise _unreachable(self.url, exc) from None
             except TimeoutError as exc:  # connecting, or (connected) waiting for the answer
@@ -452,7 +493,7 @@ class AsyncClient(_Base):
                 status, ctype, raw, keep = await (asyncio.wait_for(coro, self.timeout) if self.timeout else coro)
                 done = True
             except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
-                if reused and attempt == 0:
+                if reused and attempt == 0 and not getattr(exc, "mid_answer", False):  # not once it answered
                     continue
                 raise _unreachable(self.url, exc) from None
             except TimeoutError:  # asyncio.wait_for's
@@ -522,9 +563,6 @@ class AsyncClient(_Base):
 
 def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str) -> int:
     """`python -m engine prove --server URL ...`: the local command's files, the server's engine."""
-    import sys
-    import time
-
     given = [name for name in LOCAL_ONLY if getattr(args, name, None) is not None]
     if given:
         flag = "--" + given[0].replace("_", "-")
@@ -537,11 +575,16 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
             raise InputFileError(path, f"is a pipe; with --server the server reads the {what} by its path: "
                                        "give the file")
     if wtns_path is None:
-        try:
-            with open(args.input, "rb") as f:
-                witness, name = json.loads(f.read()), args.input
+        from engine.formats.json_text import EndlessInput, read_json_bytes  # noqa: PLC0415 - stdlib only
+
+        try:  # bounded where it is a pipe or a device (/dev/zero ate the memory)
+            witness, name = json.loads(read_json_bytes(args.input)), args.input
         except OSError as exc:
             raise InputFileError(args.input, f"cannot read: {exc.strerror or exc}") from None
+        except EndlessInput as exc:
+            raise InputFileError(args.input, str(exc)) from None
+        except RecursionError:  # was a traceback
+            raise InputFileError(args.input, "is not valid JSON: nested too deeply") from None
         except ValueError as exc:
             raise InputFileError(args.input, f"is not valid JSON: {exc}") from None
         if not isinstance(witness, dict):

@@ -10,7 +10,7 @@ own messages.  tests/test_client_argv.py checks that both read every plain line 
 """
 from __future__ import annotations
 
-from engine.client_flags import LOCAL_ONLY, PRIORITIES
+from engine.client_flags import LOCAL_ONLY, PRIORITIES, deadline_value
 
 # flag -> attribute of the parsed arguments, as prove's parser names them
 VALUED = {"--server": "server", "--token-file": "token_file", "--priority": "priority", "--deadline": "deadline",
@@ -36,8 +36,12 @@ class ServerArgs:
     @staticmethod
     def func(args) -> int:
         from engine.client import prove_command  # noqa: PLC0415 - the client's HTTP code, for this line only
+        from engine.commands.outputs import check_outputs  # noqa: PLC0415
 
         wtns = None if args.wasm else args.files[0]
+        # as prove's parser does (commands/prove.py): a proof written over the witness exited 0 here
+        check_outputs([("proof", args.files[-2]), ("public signals", args.files[-1])],
+                      [("key", args.zkey), ("witness", wtns), ("wasm", args.wasm), ("input signals", args.input)])
         return prove_command(args, wtns, args.files[-2], args.files[-1])
 
 
@@ -71,9 +75,8 @@ def read_prove_server(argv: list[str]) -> ServerArgs | None:
             if name == "--priority" and value not in PRIORITIES:
                 return None  # each value is checked as argparse checks it, an overridden one too
             if name == "--deadline":
-                try:
-                    value = float(value)
-                except ValueError:
+                value = deadline_value(value)
+                if value is None:  # argparse names the problem
                     return None
             found[VALUED[name]] = value
         else:

@@ -6,14 +6,42 @@ from __future__ import annotations
 PRIORITIES = ("high", "normal", "low")
 
 
+def _server_url(value: str) -> str:
+    """An empty --server (`--server "$URL"`, URL unset) was read as none: the proof ran here, without a word."""
+    if not value.strip():
+        from argparse import ArgumentTypeError  # noqa: PLC0415 - argparse is loaded where this runs
+
+        raise ArgumentTypeError("an empty URL (expected http://HOST:PORT or https://HOST:PORT)")
+    return value
+
+
+def deadline_value(value: str) -> float | None:
+    """--deadline's seconds (> 0; inf: none), or None: -1, 0 or NaN went to the server, refused once the key
+    had loaded."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None  # NaN too
+
+
+def _deadline(value: str) -> float:
+    seconds = deadline_value(value)
+    if seconds is None:
+        from argparse import ArgumentTypeError  # noqa: PLC0415 - argparse is loaded where this runs
+
+        raise ArgumentTypeError(f"{value!r} is not a number of seconds > 0")
+    return seconds
+
+
 def add_server_arguments(parser) -> None:
     """--server URL, --token-file, --priority, --deadline."""
     g = parser.add_argument_group("server (prove through `python -m engine serve`)")
-    g.add_argument("--server", metavar="URL", default=None,
+    g.add_argument("--server", metavar="URL", default=None, type=_server_url,
                    help="prove on this server (e.g. http://127.0.0.1:8080); it loads the key by path on first use")
     g.add_argument("--token-file", metavar="FILE", default=None, help="the bearer token for --server")
     g.add_argument("--priority", choices=PRIORITIES, default=None, help="with --server (default normal)")
-    g.add_argument("--deadline", type=float, metavar="S", default=None,
+    g.add_argument("--deadline", type=_deadline, metavar="S", default=None,
                    help="with --server: cancel the proof if it has not finished after S seconds")
 
 

@@ -8,13 +8,28 @@ imports only socket and json beyond this.
 """
 from __future__ import annotations
 
+import io
+import time
+
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 LINE, EXACT, REST = "line", "exact", "rest"  # what read_response asks its driver for
-MAX_LINE = 65536
+MAX_LINE = 65536  # asyncio's StreamReader limit too
+MAX_ANSWER = 1 << 28  # the longest answer body the client takes
+MAX_INTERIM = 16  # 1xx answers skipped before the answer
+_LONG_LINE = f"a line longer than {MAX_LINE} bytes in its head"
 
 
 class ServerClosed(ConnectionError):
-    """The server closed the connection before (or while) answering."""
+    """The server closed the connection before answering (an idle keep-alive connection it had closed, say)."""
+
+    mid_answer = False
+
+
+class CutShort(ServerClosed):
+    """The server closed the connection in the middle of its answer: the request reached it, so a client must
+    not send it again (a second job) and the server was not unreachable."""
+
+    mid_answer = True
 
 
 class BadResponse(ValueError):
@@ -58,6 +73,58 @@ def split_url(url: str) -> tuple[str, str, int, str] | None:
     return scheme, host, number, ("/" + path.split("?", 1)[0].split("#", 1)[0]).rstrip("/") if slash else ""
 
 
+def url_problem(url: str) -> str:
+    """Why split_url refuses `url`, in words (it was one message for all: "expected http://HOST:PORT")."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return f"no scheme: give http://{url}"
+    if scheme.lower() not in ("http", "https"):
+        return f"the scheme {scheme!r} is not http or https"
+    hostport = rest.partition("/")[0]
+    if "@" in hostport:
+        return "credentials in a URL are not sent (give the token with --token-file)"
+    if "?" in hostport or "#" in hostport:
+        return "a query or fragment has no place here"
+    if hostport.startswith("["):
+        host, close, after = hostport[1:].partition("]")
+        if not close:
+            return "an IPv6 address needs its closing ]"
+        if after and not after.startswith(":"):
+            return f"{after!r} after the IPv6 address is not :PORT"
+        port = after[1:]
+    elif hostport.count(":") > 1:
+        return "an IPv6 address goes in brackets: http://[::1]:8080"
+    else:
+        host, _, port = hostport.partition(":")
+    if not host:
+        return "no host"
+    if not port.isdigit():
+        return f"port {port!r} is not a number"
+    if not 0 < int(port) < 65536:
+        return f"port {int(port)} is out of range (1-65535)"
+    return "expected http://HOST:PORT or https://HOST:PORT"
+
+
+def token_problem(token: str) -> str | None:
+    """What keeps `token` out of an Authorization header, or None: an HTTP header is bytes, and the client sent
+    "tokén" as Latin-1 where the server read it as UTF-8 (a 500), and "€" as a UnicodeEncodeError traceback."""
+    odd = next((c for c in token if not " " <= c <= "~"), None)
+    if odd is None:
+        return None
+    return f"has {odd!r}, which a bearer token cannot carry: use printable ASCII (letters, digits, -._~+/)"
+
+
+def tls_failure(url: str, exc: OSError, tls) -> str:
+    """A failed TLS handshake in words (`tls`: the ssl module): OpenSSL's "[SSL: WRONG_VERSION_NUMBER] wrong version
+    number (_ssl.c:1006)" is what https:// to the service itself (plain HTTP) gave."""
+    if getattr(exc, "reason", None) in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE"):
+        return (f"the prover server at {url} answers plain HTTP, not TLS (its TLS handshake failed): `serve` has no "
+                "TLS, so give http://, or put a TLS proxy in front of it")
+    why = getattr(exc, "verify_message", None) if isinstance(exc, tls.SSLCertVerificationError) else None
+    why = why or getattr(exc, "reason", None) or exc.strerror or str(exc)
+    return f"the TLS handshake with the prover server at {url} failed: {why}"
+
+
 def request_head(method: str, target: str, host: str, port: int, headers: dict[str, str], body_length: int,
                  content_type: str | None) -> bytes:
     host_header = f"[{host}]" if ":" in host else host
@@ -73,28 +140,35 @@ def read_response():
     back a line, exactly n bytes, or the rest of the stream; returns (status, content type, body,
     keep-alive).  An empty line where the status belongs is ServerClosed (an idle connection the
     server had closed), anything malformed BadResponse."""
-    status_line = yield LINE, None
-    if not status_line:
-        raise ServerClosed("the server closed the connection")
-    if not status_line.endswith(b"\n"):
-        raise ServerClosed("the server closed the connection in the middle of its answer")
-    parts = status_line.split(None, 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-        raise BadResponse(f"not an HTTP/1.1 response: {status_line[:80]!r}")
-    status = int(parts[1])
-    headers: dict[str, str] = {}
-    while True:
-        line = yield LINE, None
-        if not line.endswith(b"\n"):  # the stream ended inside the head
-            raise ServerClosed("the server closed the connection in the middle of its answer")
-        if line in (b"\r\n", b"\n"):
+    for interim in range(MAX_INTERIM + 1):  # 1xx answers (a CDN's 103 Early Hints) come before the answer
+        status_line = yield LINE, None
+        if not status_line:
+            if interim:
+                raise CutShort("the server closed the connection in the middle of its answer")
+            raise ServerClosed("the server closed the connection")
+        if not status_line.endswith(b"\n"):
+            raise CutShort("the server closed the connection in the middle of its answer")
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+            raise BadResponse(f"not an HTTP/1.1 response: {status_line[:80]!r}")
+        status = int(parts[1])
+        headers: dict[str, str] = {}
+        while True:
+            line = yield LINE, None
+            if not line.endswith(b"\n"):  # the stream ended inside the head
+                raise CutShort("the server closed the connection in the middle of its answer")
+            if line in (b"\r\n", b"\n"):
+                break
+            name, colon, value = line.decode("latin-1").partition(":")
+            if not colon:
+                raise BadResponse(f"a malformed header line: {line[:80]!r}")
+            headers[name.strip().lower()] = value.strip()
+        if not 100 <= status < 200 or status == 101:
             break
-        name, colon, value = line.decode("latin-1").partition(":")
-        if not colon:
-            raise BadResponse(f"a malformed header line: {line[:80]!r}")
-        headers[name.strip().lower()] = value.strip()
+    else:
+        raise BadResponse(f"more than {MAX_INTERIM} interim (1xx) answers")
     if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks = []
+        chunks, total = [], 0
         while True:
             size_line = yield LINE, None
             try:
@@ -105,6 +179,8 @@ def read_response():
                 raise BadResponse(f"a malformed chunk size: {size_line[:80]!r}")
             if size == 0:
                 break
+            total += size
+            _check_size(total)
             chunks.append((yield EXACT, size))
             if (yield EXACT, 2) != b"\r\n":
                 raise BadResponse("a chunk longer than its size")
@@ -115,12 +191,21 @@ def read_response():
         length = headers["content-length"]
         if not length.isdigit() or not length.isascii():
             raise BadResponse(f"a malformed Content-Length: {length[:80]!r}")
+        _check_size(int(length))
         body = yield EXACT, int(length)
     else:
         body = yield REST, None
+        _check_size(len(body))
         headers["connection"] = "close"
     keep = headers.get("connection", "").lower() != "close"
     return status, headers.get("content-type", ""), body, keep
+
+
+def _check_size(length: int) -> None:
+    """An answer's body is JSON of a few kB (a proof), /metrics' text at most some MB: a Content-Length of 10**12
+    was a MemoryError traceback (the buffered reader allocates what it is asked to read)."""
+    if length > MAX_ANSWER:
+        raise BadResponse(f"an answer of {length} bytes (the client reads at most {MAX_ANSWER})")
 
 
 def read_sync(stream) -> tuple[int, str, bytes, bool]:
@@ -132,12 +217,18 @@ def read_sync(stream) -> tuple[int, str, bytes, bool]:
             kind, n = want
             if kind == LINE:
                 data = stream.readline(MAX_LINE)
+                if len(data) >= MAX_LINE and not data.endswith(b"\n"):  # not the end of the stream: too long
+                    raise BadResponse(_LONG_LINE)
             elif kind == EXACT:
                 data = stream.read(n)
                 if len(data) < n:
-                    raise ServerClosed("the server closed the connection in the middle of its answer")
-            else:
-                data = stream.read()
+                    raise CutShort("the server closed the connection in the middle of its answer")
+            else:  # to the end of the stream, but no further than MAX_ANSWER (and one byte)
+                parts, size = [], 0
+                while size <= MAX_ANSWER and (part := stream.read1(1 << 16)):
+                    parts.append(part)
+                    size += len(part)
+                data = b"".join(parts)
             want = reader.send(data)
     except StopIteration as done:
         return done.value
@@ -153,14 +244,21 @@ async def read_async(stream) -> tuple[int, str, bytes, bool]:
         while True:
             kind, n = want
             if kind == LINE:
-                data = await stream.readline()
+                try:
+                    data = await stream.readline()
+                except ValueError:  # asyncio's limit (64 KiB) on a line: "Separator is not found, and chunk ..."
+                    raise BadResponse(_LONG_LINE) from None
             elif kind == EXACT:
                 try:
                     data = await stream.readexactly(n)
                 except asyncio.IncompleteReadError:
-                    raise ServerClosed("the server closed the connection in the middle of its answer") from None
+                    raise CutShort("the server closed the connection in the middle of its answer") from None
             else:
-                data = await stream.read()
+                parts, size = [], 0
+                while size <= MAX_ANSWER and (part := await stream.read(1 << 16)):
+                    parts.append(part)
+                    size += len(part)
+                data = b"".join(parts)
             want = reader.send(data)
     except StopIteration as done:
         return done.value
@@ -184,3 +282,33 @@ def send_all(sock, head: bytes, body: bytes) -> None:
             else:
                 views[0] = views[0][sent:]
                 sent = 0
+
+
+class TimedReads(io.RawIOBase):
+    """The socket's reads under the buffered reader, each given what is left of the request's timeout: with the
+    socket's own timeout each read had the whole of it afresh, and a server that sent its answer a byte at a time
+    kept Client(timeout=2) waiting a minute (socket.SocketIO's work otherwise: no _io_refs, the client closes
+    the socket itself)."""
+
+    deadline: float | None = None  # time.perf_counter() value; None: the socket's own timeout
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def buffered(self) -> io.BufferedReader:
+        return io.BufferedReader(self)
+
+    def readinto(self, b) -> int:
+        if self.deadline is not None:
+            left = self.deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError("timed out")
+            self.sock.settimeout(left)
+        while True:
+            try:
+                return self.sock.recv_into(b)
+            except InterruptedError:
+                continue

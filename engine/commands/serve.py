@@ -36,6 +36,12 @@ def register(subparsers) -> None:
                    help="deadline in seconds for requests that give none (default none)")
     s.add_argument("--drain-timeout", type=float, metavar="S", default=None,
                    help="on SIGTERM, cancel what is left after S seconds (default: wait for all)")
+    s.add_argument("--upload-timeout", type=float, metavar="S", default=None,
+                   help="drop a request whose body sends no byte for S seconds, or trickles in slower than 1 KiB/s "
+                        "after them, freeing its queue place (default 30; 0: never)")
+    s.add_argument("--idle-timeout", type=float, metavar="S", default=None,
+                   help="close a connection that sends no request (or not all of its head) for S seconds; behind a "
+                        "proxy, keep it above the proxy's own idle timeout (default 75; 0: never)")
     from engine.config_flags import add_arguments
 
     add_arguments(p)
@@ -69,10 +75,25 @@ def run(args: argparse.Namespace) -> int:
         memory_upload_max=args.memory_upload_max,
         max_queued_per_key=args.max_queued_per_key, running_jobs=args.running_jobs,
         default_deadline_s=args.default_deadline, drain_timeout_s=args.drain_timeout,
+        upload_timeout_s=args.upload_timeout, idle_timeout_s=args.idle_timeout,
     )
     tokens = read_tokens(service_config.token_file)
     check_exposure(service_config, tokens)
+    raise_descriptor_limit()
     return run_loop(lambda: serve(engine_config, service_config, tokens))
+
+
+def raise_descriptor_limit() -> None:
+    """Every connection is a file descriptor: under the usual soft limit (1024) that many idle connections
+    made the server refuse everyone else.  The hard limit is the operator's; the soft one only a default."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):  # macOS refuses an infinite one: keep the soft limit
+            pass
 
 
 def _check_gpu_flags(args: argparse.Namespace, backend: str) -> None:

@@ -10,6 +10,7 @@ kept for `job_ttl_s` after they end, for polling.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import itertools
 import json
 import logging
@@ -39,6 +40,47 @@ def _spool_root() -> str | None:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
+_OWNER = ".owner"  # beside each spool directory: a file its server holds a lock on for as long as it lives
+
+
+def own_spool(root: str | None) -> tuple[str, int]:
+    """A fresh spool directory in `root` (None: the temp directory), and the descriptor of its owner's lock."""
+    path = tempfile.mkdtemp(prefix="engine-serve-", dir=root)
+    fd, unnamed = tempfile.mkstemp(prefix=".engine-serve-", dir=root)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(unnamed, path + _OWNER)  # the name only ever marks a lock already held
+    return path, fd
+
+
+def disown_spool(path: str, fd: int) -> None:
+    """A spool directory and its owner file gone, then the lock let go (a sweep that waited finds nothing)."""
+    shutil.rmtree(path, ignore_errors=True)
+    remove_file(path + _OWNER)
+    os.close(fd)
+
+
+def sweep_spools(root: str | None) -> None:
+    """Remove the spool directories of servers that are gone: a server killed (SIGKILL, the OOM killer) left its
+    spooled uploads in /dev/shm, RAM taken until a reboot.  A directory whose owner lock can be taken has no
+    owner; one without that file (an older server's) is left alone."""
+    try:
+        owners = [e.path for e in os.scandir(root or tempfile.gettempdir())
+                  if e.name.startswith("engine-serve-") and e.name.endswith(_OWNER)]
+    except OSError:
+        return
+    for owner in owners:
+        try:
+            fd = os.open(owner, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # held: its server lives
+        else:
+            disown_spool(owner[:-len(_OWNER)], fd)
+
+
 class Service:
     def __init__(self, engine: Any, config: ServiceConfig, metrics: Metrics, task_group: Any):
         self.engine, self.config, self.metrics = engine, config, metrics
@@ -52,11 +94,17 @@ class Service:
         self._tg = task_group
         self._active = 0
         self.uploads = UploadBuffers(min(4 * config.memory_upload_max, 256 << 20))
+        # Bytes of in-memory buffers whose upload is still arriving, and their cap: a buffer is taken (and
+        # zero-filled) from the request's head alone, so heads claiming memory_upload_max each held that much
+        # with no byte sent; past the cap an upload is spooled, which grows only with the bytes that come.
+        self.receiving, self.receiving_cap = 0, 4 * config.memory_upload_max
         self._idle = asyncio.Event()
         self._idle.set()
         self.draining = False
         self.started = time.monotonic()
-        self.spool = tempfile.mkdtemp(prefix="engine-serve-", dir=_spool_root())
+        for root in {_spool_root(), None}:  # what servers that were killed left there
+            sweep_spools(root)
+        self.spool, self._spool_lock = own_spool(_spool_root())  # held while we live: no sweep removes it
         self._spill: str | None = None  # the spool in the temp directory, made when the RAM one has no room
         metrics.watch(self.gauges)
 
@@ -116,7 +164,7 @@ class Service:
 
     def _disk_spool(self) -> str:
         if self._spill is None:
-            self._spill = tempfile.mkdtemp(prefix="engine-serve-")
+            self._spill, self._spill_lock = own_spool(None)
             if os.path.dirname(self._spill) != os.path.dirname(self.spool):
                 log.warning("%s has too little room for large uploads: they wait in %s (a container gets more "
                             "shared memory with docker run --shm-size)", os.path.dirname(self.spool), self._spill)
@@ -269,9 +317,10 @@ class Service:
         self.queue.paused = False
 
     def close(self) -> None:
-        for spool in (self.spool, self._spill):
-            if spool is not None:
-                shutil.rmtree(spool, ignore_errors=True)
+        for spool, lock in ((self.spool, "_spool_lock"), (self._spill, "_spill_lock")):
+            if spool is not None and getattr(self, lock, None) is not None:
+                disown_spool(spool, getattr(self, lock))
+                setattr(self, lock, None)  # closed once: the descriptor's number may be another file's next
 
     # ---- verification
     async def verify(self, body: Any) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import hmac
 import json
 import logging
@@ -19,9 +20,11 @@ from typing import Any
 
 import anyio
 import msgspec
-from aiohttp import web
+from aiohttp import HttpVersion11, web
+from aiohttp.web_protocol import RequestPayloadError
 
 from engine.errors import EngineError
+from engine.service.bodies import BodyDeadline, decoded_length, not_http, payload_problem
 from engine.service.core import Service, remove_file
 from engine.service.jobs import PRIORITIES, Job
 from engine.service.problems import Problem, bad_request, from_engine_error
@@ -36,23 +39,64 @@ _JSON_LIMIT = 16 << 20  # key and verify requests are small; input JSON for a pr
 
 
 def build_app(service: Service, tokens: list[str]) -> web.Application:
-    app = web.Application(middlewares=[_errors, _auth(tokens), _query_names], client_max_size=service.config.max_body)
+    logging.getLogger("aiohttp.server").addFilter(not_http)
+    middlewares = [_errors, _auth(tokens), _query_names]
+    app = web.Application(middlewares=middlewares, client_max_size=service.config.max_body)
     app[SERVICE] = service
+    expect = _expect_handler(middlewares)
     app.add_routes([
         web.get("/healthz", healthz),
         web.get("/metrics", metrics),
         web.get("/v1/stats", stats),
         web.get("/v1/keys", list_keys),
-        web.post("/v1/keys", load_key),
+        web.post("/v1/keys", load_key, expect_handler=expect),
         web.get("/v1/keys/{key}", get_key),
         web.delete("/v1/keys/{key}", unload_key),
-        web.post("/v1/keys/{key}/prove", prove),
-        web.post("/v1/keys/{key}/jobs", submit_job),
+        web.post("/v1/keys/{key}/prove", prove, expect_handler=expect),
+        web.post("/v1/keys/{key}/jobs", submit_job, expect_handler=expect),
         web.get("/v1/jobs/{job}", get_job),
         web.delete("/v1/jobs/{job}", cancel_job),
-        web.post("/v1/verify", verify),
+        web.post("/v1/verify", verify, expect_handler=expect),
     ])
     return app
+
+
+def _expect_handler(middlewares: list):
+    """`Expect: 100-continue` (curl's way with a body over 1 MiB): the go-ahead only once the request passes what
+    its head alone can fail (auth, query, key, queue room, length), else that answer at once.  aiohttp's own
+    handler said "100 Continue" to every request, before the middlewares: the client sent its whole upload and
+    was then refused, by a full queue too (docs/service.md: refused "before it is sent")."""
+    async def precheck(request: web.Request) -> None:
+        service = request.app[SERVICE]
+        if request.match_info.handler in (prove, submit_job):
+            key = service.keys.get(request.match_info["key"])
+            _priority(request)
+            _number(request, "deadline", 0.0)
+            service.check_admission(key)
+            _check_length(request, service.config.max_body)
+        else:
+            _check_length(request, min(_JSON_LIMIT, service.config.max_body))
+
+    chain = precheck
+    for middleware in reversed(middlewares):
+        chain = functools.partial(middleware, handler=chain)
+
+    async def expect(request: web.Request) -> web.StreamResponse | None:
+        if request.version != HttpVersion11:
+            return None
+        if request.headers.get("Expect", "").lower() != "100-continue":
+            response = _problem_response(Problem(417, "expectation_failed", f"unknown Expect: "
+                                                 f"{request.headers.get('Expect', '')[:80]}"))
+        else:
+            response = await chain(request)  # the answer an early refusal gets; None: go ahead
+        if response is not None:
+            response.force_close()  # its body is not coming (nor read)
+            return response
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # as aiohttp's own handler: the answer's size starts after this line
+        return None
+
+    return expect
 
 
 # ------------------------------------------------------------------ middlewares
@@ -66,7 +110,10 @@ async def _errors(request: web.Request, handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except Problem as problem:
-        return _problem_response(problem)
+        response = _problem_response(problem)
+        if problem.status == 408:  # a client that stalled mid-body: its connection is not kept for another request
+            response.force_close()
+        return response
     except web.HTTPException as exc:  # aiohttp's own: no such route, method not allowed, body too large
         if exc.status < 400:
             raise
@@ -74,6 +121,13 @@ async def _errors(request: web.Request, handler) -> web.StreamResponse:
         message = {404: f"no route {request.method} {request.path} (see docs/service.md)",
                    405: f"{request.method} is not allowed on {request.path}"}.get(exc.status, exc.text or exc.reason)
         return web.json_response({"error": code, "message": message}, status=exc.status)
+    except RequestPayloadError as exc:  # a body that does not decode (its Content-Encoding): the client's doing
+        cause = exc.__cause__
+        why = payload_problem(cause, getattr(cause, "message", None) or str(cause or exc))
+        response = _problem_response(bad_request(f"the request body cannot be read: {why}"))
+        response.force_close()
+        request.content.feed_eof()  # else aiohttp reads on to drain it, meets the error again and logs a traceback
+        return response
     except (asyncio.CancelledError, ConnectionResetError):
         raise
     except Exception as exc:  # noqa: BLE001 - a bug must answer 500 and leave the server serving
@@ -95,7 +149,7 @@ def _auth(tokens: list[str]):
             scheme, _, given = header.partition(" ")
             if scheme.lower() != "bearer" or not given.strip():
                 raise Problem(401, "unauthorized", "the Authorization header must be 'Bearer <token>'", challenge)
-            given_b = given.strip().encode()
+            given_b = given.strip().encode("utf-8", "surrogateescape")  # not UTF-8 (Latin-1): no match, not a 500
             if not any(hmac.compare_digest(given_b, t) for t in expected):  # every token compared: no timing hint
                 raise Problem(401, "unauthorized", "the bearer token is not one of the server's", challenge)
         return await handler(request)
@@ -133,7 +187,7 @@ async def _query_names(request: web.Request, handler) -> web.StreamResponse:
 # ------------------------------------------------------------------ request parts
 
 def _check_length(request: web.Request, limit: int) -> None:
-    if request.content_length is not None and request.content_length > limit:
+    if decoded_length(request) is not None and request.content_length > limit:
         raise Problem(413, "body_too_large", f"the request body has {request.content_length} bytes; "
                                              f"the limit is {limit}")
 
@@ -154,14 +208,15 @@ async def _read_body(request: web.Request, limit: int, sink=None) -> bytes:
     # fewer pause/resume cycles
     _let_flow(request, min(limit, _CHUNK))
     parts, total = [], 0
-    while chunk := await request.content.readany():
-        total += len(chunk)
-        if total > limit:
-            raise Problem(413, "body_too_large", f"the request body is larger than the limit of {limit} bytes")
-        if sink is None:
-            parts.append(chunk)
-        else:
-            sink.write(chunk)
+    with BodyDeadline(request, request.app[SERVICE].config.upload_timeout_s):
+        while chunk := await request.content.readany():
+            total += len(chunk)
+            if total > limit:
+                raise Problem(413, "body_too_large", f"the request body is larger than the limit of {limit} bytes")
+            if sink is None:
+                parts.append(chunk)
+            else:
+                sink.write(chunk)
     return b"".join(parts)
 
 
@@ -169,11 +224,12 @@ async def _read_into(request: web.Request, view: memoryview) -> None:
     """A body of a known length (within the limits) into `view`, as its bytes arrive: one copy."""
     _let_flow(request, min(len(view), _CHUNK))
     length, got = len(view), 0
-    while chunk := await request.content.readany():
-        if got + len(chunk) > length:  # aiohttp frames the body by its Content-Length; never more
-            raise bad_request(f"the request body is longer than its Content-Length of {length}")
-        view[got:got + len(chunk)] = chunk
-        got += len(chunk)
+    with BodyDeadline(request, request.app[SERVICE].config.upload_timeout_s):
+        while chunk := await request.content.readany():
+            if got + len(chunk) > length:  # aiohttp frames the body by its Content-Length; never more
+                raise bad_request(f"the request body is longer than its Content-Length of {length}")
+            view[got:got + len(chunk)] = chunk
+            got += len(chunk)
     if got != length:
         raise bad_request(f"the request body ended after {got} of its {length} bytes")
 
@@ -346,11 +402,13 @@ async def _upload(request: web.Request, service: Service, key: Any, place: Any, 
         if not isinstance(inputs, dict):
             raise bad_request("circuit inputs must be a JSON object of signal names")
         return service.submit(key, inputs, label=label, detached=detached, received=received, place=place, **job)
-    length = request.content_length
-    if length is not None and length <= service.config.memory_upload_max:
+    length = decoded_length(request)  # a gzip body's own length sized its buffer, and it decoded past it
+    if (length is not None and length <= service.config.memory_upload_max
+            and service.receiving + length <= service.receiving_cap):
         # Kept in memory and parsed in place: no file, and no synthesis worker to read one.
         _check_length(request, service.config.max_body)
         buf = service.uploads.take(_ALIGN_PAD + length)
+        service.receiving += len(buf)
         handed = False
         try:
             view = memoryview(buf)[_ALIGN_PAD:_ALIGN_PAD + length]
@@ -361,10 +419,11 @@ async def _upload(request: web.Request, service: Service, key: Any, place: Any, 
             handed = True
             return queued
         finally:
+            service.receiving -= len(buf)
             if not handed:  # refused, malformed, or the client left mid-upload: the buffer goes back
                 service.uploads.give(buf)
     # A large upload (or one of unknown length) goes to a file in RAM, read by a synthesis worker.
-    path = service.spool_path(request.content_length)
+    path = service.spool_path(length)
     handed = False
     try:
         try:

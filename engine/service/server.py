@@ -36,7 +36,7 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
     `make_engine(engine_config, on_event=...)` gives the engine (an async context manager);
     perf/instant_serve.py passes a test double there to time the service and the wire alone.
     """
-    announce = announce or (lambda line: print(line, file=sys.stderr, flush=True))
+    announce = announce or _say
     metrics = Metrics()
     stop = asyncio.Event()
     state = {"signals": 0, "forced": False}
@@ -44,8 +44,11 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
     loop = asyncio.get_running_loop()
 
     def on_signal(signum: int) -> None:
-        state["signals"] += 1
         name = signal.Signals(signum).name
+        if state["signals"] and signum == signal.SIGTERM:  # a repeated SIGTERM still means drain, never "leave now"
+            announce("engine serve: SIGTERM: already draining (a second Ctrl-C cancels every job)")
+            return
+        state["signals"] += 1
         if state["signals"] == 1:
             announce(f"engine serve: {name}: draining (no new jobs; waiting for the ones admitted)")
             stop.set()
@@ -67,7 +70,7 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
             async with anyio.create_task_group() as tg:
                 service = Service(eng, config, metrics, tg)
                 runner = web.AppRunner(build_app(service, tokens), handler_cancellation=True, access_log=None,
-                                       shutdown_timeout=5.0)
+                                       shutdown_timeout=5.0, keepalive_timeout=config.idle_timeout_s or 1e9)
                 await runner.setup()
                 try:
                     await web.SockSite(runner, listener).start()
@@ -125,6 +128,15 @@ def listen(host: str, port: int) -> socket.socket:
         return socket.create_server((host, port), family=family, backlog=1024, reuse_port=False)
     except OSError as exc:
         raise EngineError(f"cannot listen on {_url_host(host)}:{port}: {exc.strerror or exc}") from None
+
+
+def _say(line: str) -> None:
+    """A line on stderr.  A reader that left (`serve 2>&1 | head -1`) made the "draining" line a BrokenPipeError
+    that ended the signal handler before the drain began: no SIGTERM could stop the server."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def _url_host(host: str) -> str:

@@ -14,6 +14,8 @@
     job_ttl_s = 600            # how long a finished job's result can be fetched
     default_deadline_s = 0     # a deadline for requests that name none; 0: none
     drain_timeout_s = 0        # SIGTERM waits this long for jobs, then cancels them; 0: no limit
+    upload_timeout_s = 30      # a request body that sends no byte this long (or trickles) is dropped; 0: never
+    idle_timeout_s = 75        # a connection with no request this long is closed (above a proxy's); 0: never
 """
 from __future__ import annotations
 
@@ -41,6 +43,8 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_jobs_kept: int = 10000
     default_deadline_s: float = 0.0
     drain_timeout_s: float = 0.0
+    upload_timeout_s: float = 30.0
+    idle_timeout_s: float = 75.0
 
     def __post_init__(self) -> None:
         self.max_body = parse_size(self.max_body, "service.max_body")
@@ -51,7 +55,8 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for name in ("max_queued_per_key", "max_jobs_kept"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"service.{name}: need at least 1, got {getattr(self, name)}")
-        for name in ("running_jobs", "job_ttl_s", "default_deadline_s", "drain_timeout_s"):
+        for name in ("running_jobs", "job_ttl_s", "default_deadline_s", "drain_timeout_s", "upload_timeout_s",
+                     "idle_timeout_s"):
             refuse_nan(getattr(self, name), f"service.{name}")
             if getattr(self, name) < 0:
                 raise ConfigError(f"service.{name}: {getattr(self, name)} is negative")
