@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from engine.commands.setup import quiet_prints_nothing
 from engine.progress import add_output_flags
 
 DESCRIPTION = """\
@@ -35,6 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--name", default="bench", help="file name stem (default bench)")
     add_output_flags(p)
+    quiet_prints_nothing(p)
     p.set_defaults(func=run)
 
 
@@ -59,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"event": "result", **summary, "timings": prog.timings}))
         return 0
-    print(f"wrote {r1cs_path} and {wtns_path}: {r.curve.name}, {r.n_constraints} constraints, {r.n_wires} wires, "
-          f"{terms} terms, {r.n_public} public signals; a key's domain is 2^{k}")
+    if not args.quiet:  # --quiet: nothing on success, as `prove --quiet`
+        print(f"wrote {r1cs_path} and {wtns_path}: {r.curve.name}, {r.n_constraints} constraints, {r.n_wires} wires, "
+              f"{terms} terms, {r.n_public} public signals; a key's domain is 2^{k}")
     if args.verbose:
         print(format_timings(prog.timings))
     return 0

@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("action", nargs="?", choices=("list", "clear", "path"), default="list")
     p.add_argument("--dir", metavar="DIR", help="the cache directory (default: $GROTH16_KEY_CACHE, else "
-                   "~/.cache/groth16-engine/keys)")
+                   "$XDG_CACHE_HOME/groth16-engine/keys, ~/.cache/... where that is unset)")
     p.add_argument("--stale", action="store_true",
                    help="clear or list: only entries whose zkey is gone or changed")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

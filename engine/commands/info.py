@@ -21,13 +21,13 @@ from engine.paths import is_pipe
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "info",
-        help="summarise a .r1cs, .wtns, .zkey, circuit.wasm, input.json, proof.json, public.json or "
+        help="summarise a .r1cs, .wtns, .zkey, .ptau, circuit.wasm, input.json, proof.json, public.json or "
              "verification_key.json",
         description="Print what a circom/snarkjs file holds: curve, constraints, wires, public signals, "
         "domain size, coefficient count, section sizes.",
     )
     p.add_argument("file", help="the file to describe (its kind is detected from its content)")
-    p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
+    p.add_argument("--json", action="store_true", help="print a JSON object (on one line) instead of text")
     p.add_argument("--vram-budget", default=None, metavar="SIZE",
                    help="for a .zkey: the per-device VRAM budget to plan the key's GPU footprint for "
                    "(fold or host tier, device bytes, MSM cost; default 16GiB)")
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise EngineError(f"{' and '.join(given)} {'plan' if len(given) > 1 else 'plans'} a key's GPU footprint, "
                               f"but {args.file} is a {summary.get('kind')} file, not a .zkey")
-    print(json.dumps(summary, indent=1) if args.json else render(summary))
+    print(json.dumps(summary) if args.json else render(summary))  # one line, as every --json
     return 0
 
 
@@ -95,6 +95,15 @@ def _r1cs(path) -> dict:
     from engine.formats.r1cs import prime_name, read_r1cs_header
 
     h, bf = read_r1cs_header(path)
+    # the counts it shows, held against the section table (as read_r1cs does, without reading the sections):
+    # a corrupt header's 2^27 constraints in a 600-byte file were shown as the circuit's
+    constraints = bf.section(2)
+    if 12 * h.n_constraints > constraints.size:
+        raise bf.error(f"{bf.label(2)} has {constraints.size} bytes, too few for mConstraints = {h.n_constraints} "
+                       "(12 bytes at least each)")
+    labels = bf.optional(3)
+    if labels is not None:
+        bf.expect_size(labels, 8 * h.n_wires, f"nWires = {h.n_wires}")
     return {
         "file": bf.path,
         "kind": "r1cs",

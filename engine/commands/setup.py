@@ -43,6 +43,7 @@ def register(subparsers) -> None:
                    help="where the group work runs (default auto: the GPU when a CUDA device exists)")
     p.add_argument("--workers", type=positive_int, default=None, help="CPU processes (default: all cores)")
     add_output_flags(p)
+    quiet_prints_nothing(p, "summary, no development-key warning")
     p.set_defaults(func=run)
 
 
@@ -52,7 +53,13 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs([("key", args.zkey)], [("circuit", args.r1cs)])
     _check_workers(args.workers)
-    ops = select_setup_ops(args.backend, workers=args.workers)
+    notes = io.StringIO() if args.json else sys.stderr  # --json: its notes as JSON warning lines, as every line
+    ops = select_setup_ops(args.backend, workers=args.workers, notes=notes)
+    if args.json:
+        import warnings  # noqa: PLC0415 - cli shows a warning as one JSON line under --json
+
+        for line in notes.getvalue().splitlines():
+            warnings.warn(line.removeprefix("note: "), stacklevel=2)
     prog = make_progress("setup", quiet=args.quiet, json=args.json)
     try:
         key = setup_file(args.r1cs, args.zkey, ops, curve=args.curve, progress=prog)
@@ -66,12 +73,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"event": "result", **summary, "timings": prog.timings}), file=out)
         return 0
-    print(f"wrote {args.zkey}: {key.curve.name}, domain 2^{key.log_domain}, {key.n_vars} wires, "
-          f"{key.n_public} public signals ({ops.name})", file=out)
-    print(f"WARNING: {DEV_WARNING}", file=sys.stderr)
+    if not args.quiet:  # --quiet: nothing on success, as `prove --quiet` (--verbose still asks for the timings)
+        print(f"wrote {args.zkey}: {key.curve.name}, domain 2^{key.log_domain}, {key.n_vars} wires, "
+              f"{key.n_public} public signals ({ops.name})", file=out)
+        print(f"WARNING: {DEV_WARNING}", file=sys.stderr)
     if args.verbose:
         print(format_timings(prog.timings), file=out)
     return 0
+
+
+def quiet_prints_nothing(parser, what: str = "summary") -> None:
+    """--quiet's help for a command that prints a summary (`prove --quiet` prints none either): nothing at all."""
+    parser._option_string_actions["--quiet"].help = f"nothing printed on success (no progress bar, no {what}); " \
+        "errors still are"
 
 
 def _check_workers(workers: int | None) -> None:

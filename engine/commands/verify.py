@@ -9,9 +9,14 @@ point off its curve or outside its subgroup, ...).
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 
-from engine.errors import MismatchError
+from engine.errors import FormatError, MismatchError
+
+# the binary files a user may put in a JSON file's place (the zkey first, as prove takes it), by their magic
+BINARY_KINDS = {b"zkey": ".zkey", b"r1cs": ".r1cs", b"wtns": ".wtns", b"ptau": ".ptau", b"\0asm": "circuit.wasm"}
 
 
 def register(subparsers) -> None:
@@ -19,7 +24,9 @@ def register(subparsers) -> None:
         "verify",
         help="verify a Groth16 proof",
         description="Verify proof.json against verification_key.json and public.json as "
-        "`snarkjs groth16 verify` does: prints OK! (exit 0) or Invalid proof (exit 1).",
+        "`snarkjs groth16 verify` does: prints OK! (exit 0) or Invalid proof (exit 1).  A file it cannot read, or "
+        "files that do not belong together (another curve, another number of public signals), is one error line "
+        "(exit 2).",
     )
     p.add_argument("vkey", metavar="verification_key.json")
     p.add_argument("public", metavar="public.json")
@@ -31,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from engine.formats.json import read_proof, read_public, read_vkey
     from engine.groth16.verifier import checked_key, proof_problem, verify
 
+    for path, what in ((args.vkey, "verification_key.json"), (args.public, "public.json"), (args.proof, "proof.json")):
+        _refuse_binary(path, what)
     vk = checked_key(read_vkey(args.vkey), args.vkey)
     public = read_public(args.public, vk.curve)
     proof = read_proof(args.proof, vk.curve, against=args.vkey)
@@ -47,3 +56,20 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"{args.proof}: {problem}", file=sys.stderr)
     return 1
+
+
+def _refuse_binary(path: str, what: str) -> None:
+    """A .zkey (or another binary file) where a JSON file goes, named as such from its first bytes: the JSON
+    reader said "not UTF-8" after reading all of it, many GiB for a large key.  A pipe is left to that reader,
+    which alone may consume it; a file that cannot be opened too, which says why."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # before any open: a named pipe's writer must meet one reader
+            return
+        with open(path, "rb") as f:
+            kind = BINARY_KINDS.get(f.read(4))
+    except (OSError, ValueError):
+        return
+    if kind is not None:
+        hint = " (`python -m engine export-vkey` writes one from it)" if kind == ".zkey" and what.startswith("ver") \
+            else ""
+        raise FormatError(path, f"is a {kind} file, not a {what}{hint}")
