@@ -575,13 +575,13 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
             raise InputFileError(path, f"is a pipe; with --server the server reads the {what} by its path: "
                                        "give the file")
     if wtns_path is None:
-        from engine.formats.json_text import EndlessInput, read_json_bytes  # noqa: PLC0415 - stdlib only
+        from engine.formats.json_text import NotJsonInput, read_json_bytes  # noqa: PLC0415 - stdlib only
 
         try:  # bounded where it is a pipe or a device (/dev/zero ate the memory)
             witness, name = json.loads(read_json_bytes(args.input)), args.input
         except OSError as exc:
             raise InputFileError(args.input, f"cannot read: {exc.strerror or exc}") from None
-        except EndlessInput as exc:
+        except NotJsonInput as exc:
             raise InputFileError(args.input, str(exc)) from None
         except RecursionError:  # was a traceback
             raise InputFileError(args.input, "is not valid JSON: nested too deeply") from None

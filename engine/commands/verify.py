@@ -15,8 +15,6 @@ import sys
 
 from engine.errors import FormatError, MismatchError
 
-# the binary files a user may put in a JSON file's place (the zkey first, as prove takes it), by their magic
-BINARY_KINDS = {b"zkey": ".zkey", b"r1cs": ".r1cs", b"wtns": ".wtns", b"ptau": ".ptau", b"\0asm": "circuit.wasm"}
 
 
 def register(subparsers) -> None:
@@ -62,6 +60,8 @@ def _refuse_binary(path: str, what: str) -> None:
     """A .zkey (or another binary file) where a JSON file goes, named as such from its first bytes: the JSON
     reader said "not UTF-8" after reading all of it, many GiB for a large key.  A pipe is left to that reader,
     which alone may consume it; a file that cannot be opened too, which says why."""
+    from engine.formats.json_text import BINARY_KINDS  # noqa: PLC0415 - the readers' own list
+
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # before any open: a named pipe's writer must meet one reader
             return

@@ -26,7 +26,7 @@ from engine.formats.json_text import (  # noqa: F401  (re-exported: the writers'
     BOM_PROBLEM,
     DECIMAL,
     NUMBER,
-    EndlessInput,
+    NotJsonInput,
     dumps,
     g1_to_json,
     g2_to_json,
@@ -92,7 +92,7 @@ def load_json(path) -> Any:
     name = os.fspath(path)
     try:
         raw = read_json_bytes(name)
-    except EndlessInput as exc:
+    except NotJsonInput as exc:
         raise FormatError(name, str(exc)) from None
     except (OSError, ValueError) as exc:
         raise file_error(name, exc) from None

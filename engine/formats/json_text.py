@@ -39,8 +39,14 @@ BOM_PROBLEM = ("starts with a UTF-8 byte-order mark, which JSON does not allow (
 STREAM_CAP = 1 << 30  # what a JSON input that is not a regular file (a pipe, a device) may give
 
 
-class EndlessInput(ValueError):
-    """A JSON input that is not a regular file gave NUL bytes (no JSON text has one) or more than STREAM_CAP."""
+class NotJsonInput(ValueError):
+    """A JSON input refused before it was read whole: a binary file by its first bytes (a .zkey given for a JSON
+    file: reading every byte of a large key to say "not UTF-8" took its size in memory), or one that is not a
+    regular file that gave NUL bytes (no JSON text has one) or more than STREAM_CAP."""
+
+
+# the binary files a user may put where a JSON file goes, by their magic (engine/formats/binfile.py's and wasm's)
+BINARY_KINDS = {b"zkey": ".zkey", b"r1cs": ".r1cs", b"wtns": ".wtns", b"ptau": ".ptau", b"\0asm": "circuit.wasm"}
 
 
 def read_json_bytes(path) -> bytes:
@@ -48,16 +54,19 @@ def read_json_bytes(path) -> bytes:
     which reading all of it would not stop at (memory ran out).  OSError and open()'s ValueError pass through."""
     with open(path, "rb") as f:
         if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return f.read()
+            head = f.read(4)
+            if head in BINARY_KINDS:
+                raise NotJsonInput(f"is a {BINARY_KINDS[head]} file, not a JSON text")
+            return head + f.read()
         chunks, total = [], 0
         while chunk := f.read(1 << 20):
             total += len(chunk)
             if b"\0" in chunk and not chunks and chunk[:2] in (b"\xff\xfe", b"\xfe\xff"):
                 return chunk  # UTF-16 or UTF-32 with a BOM: its reader names the encoding
             if b"\0" in chunk:
-                raise EndlessInput("is not a JSON text (it holds NUL bytes)")
+                raise NotJsonInput("is not a JSON text (it holds NUL bytes)")
             if total > STREAM_CAP:
-                raise EndlessInput(f"gave more than {STREAM_CAP >> 30} GiB without ending (not a regular file)")
+                raise NotJsonInput(f"gave more than {STREAM_CAP >> 30} GiB without ending (not a regular file)")
             chunks.append(chunk)
         return b"".join(chunks)
 

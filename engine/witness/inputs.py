@@ -22,7 +22,7 @@ import re
 from typing import Any, Mapping
 
 from engine.errors import file_error
-from engine.formats.json_text import BOM_PROBLEM, EndlessInput, read_json_bytes
+from engine.formats.json_text import BOM_PROBLEM, NotJsonInput, read_json_bytes
 from engine.witness.errors import WitnessInputError
 
 # Inputs after parsing: qualified signal name -> its values, flattened.
@@ -44,7 +44,7 @@ def parse_inputs(path: str | os.PathLike) -> Inputs:
         text = read_json_bytes(path).decode("utf-8")  # bounded where it is a pipe or a device (/dev/zero)
     except UnicodeDecodeError as exc:
         raise WitnessInputError(label, f"not UTF-8 text (byte {exc.start})") from None
-    except EndlessInput as exc:
+    except NotJsonInput as exc:
         raise WitnessInputError(label, str(exc)) from None
     except (OSError, ValueError) as exc:
         raise file_error(label, exc, "an input file", WitnessInputError) from None
