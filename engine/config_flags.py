@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] 
     g.add_argument("--timeline", metavar="FILE", default=None, help="write every stage as JSON lines to FILE")
     g.add_argument("--key-cache-dir", metavar="DIR", default=None,
                    help="where the GPU backend keeps device-ready keys (default $GROTH16_KEY_CACHE, else "
-                        "~/.cache/groth16-engine/keys; 'off' for none)")
+                        "$XDG_CACHE_HOME (or ~/.cache)/groth16-engine/keys; 'off' for none)")
     g.add_argument("--no-key-cache", dest="key_cache_dir", action="store_const", const="off",
                    help="neither read nor write the key cache")
 
