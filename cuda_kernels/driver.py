@@ -33,7 +33,8 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from cuda_kernels import device_global
-from engine.errors import DeviceError, DeviceOutOfMemoryError
+from cuda_kernels.driver_errors import DeviceContextLostError, device_names, driver_error, fault_code  # noqa: F401
+from engine.errors import DeviceError, DeviceOutOfMemoryError  # noqa: F401 - importable from here, as before
 
 try:
     from cuda.bindings import driver as _bindings
@@ -52,6 +53,7 @@ def set_bindings(module):
     global _bindings, _initialised
     previous, _bindings, _initialised = _bindings, module, False
     _ask_default_connections()
+    device_names.clear()
     cu.__dict__.clear()
     return previous
 
@@ -79,7 +81,7 @@ def _checked(name: str, fn):
         if _faults:
             error = _take_fault(name)
             if error is not None:
-                return (getattr(_raw("CUresult"), error),)
+                return (fault_code(_raw("CUresult"), error),)
         return fn(*args)
 
     call.__name__ = name
@@ -104,7 +106,7 @@ class _Driver:
 cu = _Driver()
 
 
-def _take_fault(name: str) -> str | None:
+def _take_fault(name: str) -> str | int | None:
     with _faults_lock:
         plan = _faults.get(name)
         if plan is None:
@@ -117,8 +119,8 @@ def _take_fault(name: str) -> str | None:
 
 
 @contextlib.contextmanager
-def inject_fault(name: str, nth: int = 1, error: str = "CUDA_ERROR_LAUNCH_FAILED") -> Iterator[None]:
-    """Within the block, the nth call of driver function `name` returns `error` instead of running."""
+def inject_fault(name: str, nth: int = 1, error: str | int = "CUDA_ERROR_LAUNCH_FAILED") -> Iterator[None]:
+    """Within the block, the nth call of driver function `name` returns `error` (a name, or any number)."""
     if nth < 1:
         raise ValueError(f"inject_fault: nth must be >= 1, got {nth}")
     with _faults_lock:
@@ -144,14 +146,8 @@ def _call(name: str, ret, *, nbytes: int | None = None):
     else:
         err, values = ret, ()
     if err != cu.CUresult.CUDA_SUCCESS:
-        _, err_name = cu.cuGetErrorName(err)
-        _, err_text = cu.cuGetErrorString(err)
-        name_s = err_name.decode() if isinstance(err_name, bytes) else str(err_name)
-        text_s = err_text.decode() if isinstance(err_text, bytes) else str(err_text)
-        if err == cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
-            what = f" ({nbytes / 2**20:.1f} MiB requested)" if nbytes is not None else ""
-            raise DeviceOutOfMemoryError(f"device out of memory in {name}{what}: {text_s}")
-        raise DeviceError(f"{name} failed: {name_s} ({text_s})")
+        index = getattr(_local, "naming", None)  # a Device being started, else the thread's bound one
+        raise driver_error(name, err, nbytes, getattr(_local, "device", None) if index is None else index, cu)
     if not values:
         return None
     return values[0] if len(values) == 1 else values
@@ -423,21 +419,31 @@ class Device:
         # owner is set (the scheduler's budget, `set_owner`) the device is its own owner and,
         # holding no reservation, may make them (a start-up reading beside another Engine's proofs)
         self.owner = owner if owner is not None else object()
-        self.handle = _call("cuDeviceGet", cu.cuDeviceGet(index))
-        # host threads that wait on the device sleep rather than spin (they would starve the CPU
-        # work that runs beside the GPU); a context another library already made keeps its flags
-        cu.cuDevicePrimaryCtxSetFlags(self.handle, int(cu.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
-        self.context = _call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self.handle))
-        self.make_current()
-        name = _call("cuDeviceGetName", cu.cuDeviceGetName(128, self.handle))
-        self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
-        a = cu.CUdevice_attribute
-        self.sm_count = self._attr(a.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-        self.cc = (self._attr(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
-                   self._attr(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
-        self.max_shared_per_block = self._attr(a.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        self.total_memory = int(_call("cuDeviceTotalMem", cu.cuDeviceTotalMem(self.handle)))
-        self.pool = self._create_pool()
+        self.pool = self.context = None
+        previous, _local.naming = getattr(_local, "naming", None), index  # its errors name it from the start
+        try:
+            self.handle = _call("cuDeviceGet", cu.cuDeviceGet(index))
+            # host threads that wait on the device sleep rather than spin (they would starve the CPU
+            # work that runs beside the GPU); a context another library already made keeps its flags
+            cu.cuDevicePrimaryCtxSetFlags(self.handle, int(cu.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
+            self.context = _call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self.handle))
+            self.make_current()
+            name = _call("cuDeviceGetName", cu.cuDeviceGetName(128, self.handle))
+            self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
+            device_names[index] = self.name
+            a = cu.CUdevice_attribute
+            self.sm_count = self._attr(a.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            self.cc = (self._attr(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                       self._attr(a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+            self.max_shared_per_block = self._attr(a.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            self.total_memory = int(_call("cuDeviceTotalMem", cu.cuDeviceTotalMem(self.handle)))
+            self.pool = self._create_pool()
+        except BaseException:
+            with contextlib.suppress(DeviceError):  # a failed start keeps no retain of the context
+                self.close()
+            raise
+        finally:
+            _local.naming = previous
 
     @property
     def arch(self) -> str:
@@ -470,7 +476,7 @@ class Device:
         props.allocType = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
         props.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
         props.location.id = self.index
-        pool = _call("cuMemPoolCreate", cu.cuMemPoolCreate(props))
+        pool = self.pool = _call("cuMemPoolCreate", cu.cuMemPoolCreate(props))  # (destroyed by a failed start)
         # keep freed memory in the pool: returning it to the OS is what trim (idle only) is for
         threshold = cu.cuuint64_t(0xFFFFFFFFFFFFFFFF)
         _call("cuMemPoolSetAttribute",
@@ -593,10 +599,13 @@ class Device:
         return int(free), int(total)
 
     def close(self) -> None:
-        if self.pool is not None:
-            _call("cuMemPoolDestroy", cu.cuMemPoolDestroy(self.pool))
-            self.pool = None
-        if self.context is not None:
-            with self.scope():
-                _call("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease(self.handle))
-            self.context = None
+        """Destroy the pool and release the context; the release is made even when the destroy fails."""
+        try:
+            if self.pool is not None:
+                pool, self.pool = self.pool, None
+                _call("cuMemPoolDestroy", cu.cuMemPoolDestroy(pool))
+        finally:
+            if self.context is not None:
+                self.context = None
+                with self.scope():
+                    _call("cuDevicePrimaryCtxRelease", cu.cuDevicePrimaryCtxRelease(self.handle))

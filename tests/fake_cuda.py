@@ -19,6 +19,7 @@ class CUresult(enum.IntEnum):
     CUDA_ERROR_INVALID_VALUE = 1
     CUDA_ERROR_OUT_OF_MEMORY = 2
     CUDA_ERROR_NOT_READY = 600
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700
     CUDA_ERROR_LAUNCH_FAILED = 719
 
 
@@ -87,6 +88,7 @@ class FakeDriver:
         self.download_hook = None  # called (dst address, nbytes) after each device-to-host copy
         self.events_pending = False  # True: cuEventQuery says NOT_READY (work still running)
         self.pool_attributes: dict[str, int] = {}  # what cuMemPoolSetAttribute set, by attribute name
+        self.lost: int | None = None  # lose_context(): the error every call returns from then on
 
     def __getattr__(self, name: str):
         if name.startswith("CU"):
@@ -94,9 +96,29 @@ class FakeDriver:
         if name.startswith("cu"):  # any call the fake does not model succeeds and returns nothing
             def call(*args):
                 self._note(name)
+                if self.lost is not None:
+                    return (self.lost,)
                 return (OK,)
             return call
         raise AttributeError(name)
+
+    # ---- injection hooks (additions: with none used, the fake behaves as above)
+    def lose_context(self, error: int = CUresult.CUDA_ERROR_ILLEGAL_ADDRESS) -> None:
+        """From now on every driver call (but the error-name look-ups) fails with `error`, as the real driver's
+        do once a kernel's fault (an illegal address, a failed launch) has made the context unusable."""
+        from cuda_kernels import driver  # noqa: PLC0415
+
+        self.lost = error
+        for name in dir(type(self)):
+            if name.startswith("cu") and name not in ("cuGetErrorName", "cuGetErrorString"):
+                setattr(self, name, self._failing(name))
+        driver.cu.__dict__.clear()  # the wrapper's cached functions are the fake's old ones
+
+    def _failing(self, name: str):
+        def call(*args):
+            self._note(name)
+            return (self.lost,)
+        return call
 
     def _note(self, name: str) -> None:
         with self._lock:

@@ -387,7 +387,7 @@ def test_staged_upload_short_file_is_an_error_and_gives_buffers_back(monkeypatch
     fd = os.open(f, os.O_RDONLY)
     ctx = _Ctx(free=1)
     try:
-        with pytest.raises(OSError, match="short"):
+        with pytest.raises(staging.InputFileError, match="short"):  # one line naming it, not a bare OSError
             staging.upload(ctx, None, [staging.Job(0, staging.FileRange(fd, 0, 10, str(f)))])
     finally:
         os.close(fd)

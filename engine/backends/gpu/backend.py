@@ -7,12 +7,15 @@ kernels the pipeline runs, and waits on its own stream.
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from cuda_kernels.driver import Device, U32, launch
 
 from engine.backends.base import Backend, CoreResult, Pending, ResidentKey, Staged
 from engine.algebra.curves import Curve
+from engine.errors import DeviceError
 from engine.formats.binfile import first_row_ge
 from engine.backends.gpu import batch
 from engine.backends.gpu import epilogue as gepi
@@ -24,7 +27,7 @@ from engine.backends.gpu import waiting
 from engine.backends.gpu.footprint import KeyCandidates, KeyFootprint, KeyShape, plan_key
 from engine.backends.gpu.key import GpuKey, upload_bytes
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
-from engine.backends.gpu.runtime import GpuContext
+from engine.backends.gpu.runtime import GpuContext, release_all
 
 FR = 32
 BATCH_MAX_DOMAIN = 1 << 16  # keys up to this domain batch their queued proofs (scheduler/pipeline.py)
@@ -38,6 +41,7 @@ BATCH_MAX_PROOFS = 16
 # results fetched late one by one: perf/RESULTS.md, h13tput); larger keys get `pinned_per_key`;
 # misses raise the count.
 SMALL_PROOF_PINNED_BYTES = 64 << 20
+log = logging.getLogger(__name__)
 
 
 class GpuBackend(Backend):
@@ -191,14 +195,19 @@ class GpuBackend(Backend):
         return int(getattr(key, "nbytes", 0))
 
     def unload_key(self, key: ResidentKey) -> None:
-        key.close()
-        self.ctx.pinned.unwant(key)
+        try:
+            key.close()
+        finally:  # its proofs' pinned buffers are unwanted even when a free of the key failed
+            self.ctx.pinned.unwant(key)
 
     def trim_pool(self) -> None:
         """Hand pooled device memory and unwanted pinned buffers back to the system (idle only:
         the driver wrapper refuses both while this owner holds a proof reservation)."""
         self.ctx.bind_thread()
-        self.device.trim_pool(0)
+        try:
+            self.device.trim_pool(0)
+        except DeviceError as exc:  # an optimisation: raised, it stopped the engine from the idle loop
+            log.warning("%s; the pool keeps its cached memory", exc)
         self.ctx.pinned.maintain()
 
     # ---- pinned host buffers: grown and shrunk off the proof path (runtime.PinnedPool)
@@ -366,10 +375,11 @@ class GpuBackend(Backend):
         self._cache_writes = []
 
     def close(self) -> None:
+        """The cache writes waited for, then the side streams and the context released: the context even
+        when the side streams fail (the first failure raised after; a lost context's only logged)."""
         self.wait_cache_writes()
         self.ctx.bind_thread()
-        self.side_streams.close()
-        self.ctx.close()
+        release_all(self.side_streams.close, self.ctx.close)
 
     def close_for_exit(self) -> None:
         """The key cache's writes and every stream's work waited for; the streams, events, pinned buffers,
@@ -377,5 +387,4 @@ class GpuBackend(Backend):
         exit's hand-off in the background: engine/exit_handoff.py)."""
         self.wait_cache_writes()
         self.ctx.bind_thread()
-        self.side_streams.finish()
-        self.ctx.finish()
+        release_all(self.side_streams.finish, self.ctx.finish)  # a lost context's waits: logged, not raised

@@ -27,6 +27,7 @@ from engine.algebra import glv
 from engine.algebra.curves import Curve
 from engine.algebra.limbs import from_ints, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
 from engine.backends.gpu import verify as gverify
+from engine.backends.gpu.runtime import free_buffers, release_all
 
 FB_ROWS = 32 * 256  # rows of a byte table (epilogue.cuh)
 IC_TABLE_MAX = 4  # keys with up to this many public inputs get byte tables of IC_1..IC_n (groth16_check.cuh's
@@ -251,10 +252,10 @@ class SideStreams:
             s.synchronize()
 
     def close(self) -> None:
-        self.finish()
-        for s in self._streams.values():
-            s.destroy()
+        """Every lane waited for and destroyed, though one call fails (runtime.release_all)."""
+        streams = list(self._streams.values())
         self._streams.clear()
+        release_all(*[s.synchronize for s in streams], *[s.destroy for s in streams])
 
 
 def decode_proof(curve: Curve, raw: np.ndarray) -> tuple[tuple, bool]:
@@ -288,27 +289,25 @@ def verify_batch(ctx, mod, ep: KeyEpilogue, items: list[tuple[list[int], tuple]]
     dev = ctx.device
     stream = ctx.compute_stream(0)
     host = np.zeros(4, dtype=np.uint32)
-    bufs = []
 
     def up(a: np.ndarray) -> DeviceBuffer:
         buf = dev.alloc(a.nbytes, stream)
         Device.upload(buf, np.ascontiguousarray(a), stream)
-        bufs.append(buf)
         return buf
 
-    pts = up(proofs)
-    sc = up(from_ints([*rho, total], 4))
-    ics = up(from_ints(ic_scalars, 4))
-    work = dev.alloc((n + 3) * 2 * curve.n8q, stream)
-    flag = dev.alloc(16, stream)
-    bufs += [work, flag]
-    threads = min(256, max(64, 32 * (-(-(2 * n + len(ic_scalars) + 1) // 32))))
-    ic = ep.points.offset(2 * 2 * curve.n8q + 4 * curve.n8q)
-    launch_pairing(mod, 1, threads, stream, BATCH_CHECK, ep.consts,
-                   (pts, sc, ic, ics, ep.alpha_table(), ep.beta_lines(), ep.gamma_lines(), ep.delta_lines(), work), flag,
-                   (n, len(ic_scalars)))
-    Device.download(host, flag, stream)
-    for b in bufs:
-        Device.free(b, stream)
-    stream.synchronize()
+    with Device.recording() as bufs:  # freed however it ends (a failed call left them on the device)
+        try:
+            pts = up(proofs)
+            sc = up(from_ints([*rho, total], 4))
+            ics = up(from_ints(ic_scalars, 4))
+            work = dev.alloc((n + 3) * 2 * curve.n8q, stream)
+            flag = dev.alloc(16, stream)
+            threads = min(256, max(64, 32 * (-(-(2 * n + len(ic_scalars) + 1) // 32))))
+            ic = ep.points.offset(2 * 2 * curve.n8q + 4 * curve.n8q)
+            launch_pairing(mod, 1, threads, stream, BATCH_CHECK, ep.consts,
+                           (pts, sc, ic, ics, ep.alpha_table(), ep.beta_lines(), ep.gamma_lines(), ep.delta_lines(),
+                            work), flag, (n, len(ic_scalars)))
+            Device.download(host, flag, stream)
+        finally:
+            release_all(lambda: free_buffers(bufs, stream), stream.synchronize)
     return int(host[0]) == 1

@@ -35,7 +35,7 @@ from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu.footprint import (FR, KeyFootprint, KeyShape, acc_bytes, aligned_bytes, chunk_ranges,
                                            g1_bytes, g2_bytes, host_chunk_bytes, tail_plan)
 from engine.backends.gpu.points import decode_xyzz_g1, decode_xyzz_g2
-from engine.backends.gpu.runtime import destroy_events
+from engine.backends.gpu.runtime import destroy_events, release_all
 
 WITNESS_BASES = ("a", "b1", "c", "b2")  # one staging buffer holds a chunk of each, in this order
 
@@ -191,11 +191,9 @@ class HostTier:
     def close(self) -> None:
         """At key unload (the device thread, the engine holding the whole pool): the copy streams
         drained, the pinned bases unpinned."""
-        for copy in self.copy_streams.values():
-            copy.synchronize()
-            copy.destroy()
+        copies = list(self.copy_streams.values())
         self.copy_streams.clear()
-        self.pinned.free()
+        release_all(*[c.synchronize for c in copies], *[c.destroy for c in copies], self.pinned.free)
 
 
 def _join(copy: Stream, stream: Stream) -> None:

@@ -7,6 +7,7 @@ and C MSMs all take the same scalars (the whole witness) and share one sort.
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -26,8 +27,10 @@ from engine.backends.gpu.epilogue import KeyEpilogue
 from engine.backends.gpu.footprint import KeyFootprint
 from engine.backends.gpu.host_tier import HostTier
 from engine.backends.gpu.ntt import build_tables
-from engine.backends.gpu.runtime import destroy_events
+from engine.backends.gpu.runtime import destroy_events, free_buffers, release_all
 from engine.formats.coeffs_scan import scan_of
+
+log = logging.getLogger(__name__)
 
 
 def _open_unchanged(zkey) -> int | None:
@@ -156,10 +159,10 @@ class GpuKey(ResidentKey):
             except BaseException:
                 # a failed load (out of memory, a device fault, a vanished file) leaves nothing on the
                 # device: the key's buffers and whatever a helper had allocated when it failed
-                self.close()
-                for buf in made:
-                    if buf.ptr:
-                        Device.free(buf, ctx.upload_stream)
+                try:  # both, though one fails; the load's own error is the one raised
+                    release_all(self.close, lambda: free_buffers(made, ctx.upload_stream))
+                except DeviceError:
+                    pass
                 raise
         self.nbytes = sum(b.nbytes for b in self.buffers) + self.tables.nbytes
 
@@ -309,7 +312,13 @@ class GpuKey(ResidentKey):
                 # same bytes (tests/test_gpu_csr.py), no device traffic while the first proofs start,
                 # and a later hit checks the device build against the host's (test_key_cache.py)
                 t = time.perf_counter()
-                cache.store(identity, arrays if arrays is not None else host_csr(zkey.coeffs, self.domain), meta)
+                try:  # on a thread of its own: an error would be a traceback under the user's proofs
+                    cache.store(identity, arrays if arrays is not None else host_csr(zkey.coeffs, self.domain),
+                                meta)
+                except Exception as exc:  # noqa: BLE001 - the key is loaded; only its entry is missing
+                    log.warning("key cache: no entry written for %s (%s: %s); later loads build the CSR again",
+                                identity.zkey_path, type(exc).__name__, exc)
+                    return
                 self.timings["key cache write (after the load)"] = time.perf_counter() - t
         return arrays, None, store
 
@@ -374,6 +383,10 @@ class GpuKey(ResidentKey):
         return buf
 
     def close(self) -> None:
+        """Free the key's buffers and tables, release its host tier and destroy its events: all of them though
+        a call fails (the engine lets go of the key after this; a stopped close leaked the rest for good),
+        a failed free retried once the stream is idle, the first failure raised after the last step."""
+        steps = []
         if self.buffers or self.tables is not None:
             self.ctx.bind_thread()
             stream = self.ctx.upload_stream
@@ -385,17 +398,17 @@ class GpuKey(ResidentKey):
                         self.tables_done.synchronize()
                     except DeviceError:
                         pass
-            if self.tables is not None:
-                self.tables.free(stream)
-                self.tables = None
-            for b in self.buffers:
-                Device.free(b, stream)
-            self.buffers = []
-        if self.host is not None:
-            self.host.close()
-            self.host = None
+            tables, self.tables = self.tables, None
+            bufs, self.buffers = list(self.buffers), []
+            if tables is not None:
+                bufs += [tables.tw_fwd, tables.tw_inv, tables.coset]
+            steps.append(lambda: free_buffers(bufs, stream))
+        host, self.host = self.host, None
+        if host is not None:
+            steps.append(host.close)
         for name in ("ready", "tables_done"):
             event = getattr(self, name, None)
             if event is not None:
-                event.destroy()  # after the frees were enqueued: destroying a recorded event is allowed
                 setattr(self, name, None)
+                steps.append(event.destroy)  # after the frees were enqueued: destroying a recorded event is allowed
+        release_all(*steps)

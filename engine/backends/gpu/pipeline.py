@@ -407,15 +407,7 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     st: ProofState = staged.state
     curve = key.curve
     tail = has_tail(key)
-    stream = ctx.compute_stream(slot)
-    side = backend.side_streams.get(slot) if tail else None
-    side2 = backend.side_streams.get(slot, 1) if tail and st.b2_scratch is not None else None  # B2 beside
-    # the products beside (proof_streams.products_beside) on lanes 2-4: the s w and r w MSMs, the front and H, when
-    # this proof is alone on its backend, none other staged or in flight (proof_streams.products_now); not for r = 0
-    # (B1's slot then could not give back the B1 sum that ResidentCore reports)
-    lanes = (tuple(backend.side_streams.get(slot, i) for i in (2, 3, 4))
-             if side2 is not None and st.products is not None and st.blinding_r != 0
-             and proof_streams.products_now(backend.flight.idle()) else None)
+    stream = side = side2 = lanes = None  # made at a slot's first proof: a failure there is this proof's error
     marks: list[Event] = []
     side_marks: list[Event] = []  # early start, early end, mid start, mid end
     beside: dict[str, list[Event]] = {}  # a small proof's phases beside the compute stream: "b2", "front"
@@ -428,6 +420,15 @@ def compute(backend, staged: Staged, slot: int = 0, timing: bool = True) -> Pend
     plans: ProofPlans | None = None
     stages = STAGES if tail else STAGES[:-1]  # the timed stages, in the order _launch_proof ran them
     try:
+        stream = ctx.compute_stream(slot)
+        side = backend.side_streams.get(slot) if tail else None
+        side2 = backend.side_streams.get(slot, 1) if tail and st.b2_scratch is not None else None  # B2 beside
+        # the products beside (proof_streams.products_beside) on lanes 2-4: the s w and r w MSMs, the front and H,
+        # when this proof is alone on its backend, none other staged or in flight (proof_streams.products_now); not
+        # for r = 0 (B1's slot then could not give back the B1 sum that ResidentCore reports)
+        lanes = (tuple(backend.side_streams.get(slot, i) for i in (2, 3, 4))
+                 if side2 is not None and st.products is not None and st.blinding_r != 0
+                 and proof_streams.products_now(backend.flight.idle()) else None)
         stream.wait_event(st.uploaded)
         ordered = True
         plans = key.plans_now()  # fixed for this proof: fold 1 while the key's tables still build

@@ -13,16 +13,53 @@ proof reservation.  A proof only takes and gives back.
 """
 from __future__ import annotations
 
+import logging
+import os
 import threading
+from typing import Callable
 
 from cuda_kernels import build
-from cuda_kernels.driver import Device, Event, Module, PinnedBuffer, Stream
+from cuda_kernels.driver import Device, DeviceContextLostError, Event, Module, PinnedBuffer, Stream
 
 from engine.algebra.curves import Curve
 from engine.errors import DeviceError, KernelCompileError
 from engine.backends.gpu.params import params_header
 
 MIN_PINNED = 1 << 16
+log = logging.getLogger(__name__)
+_lost_told = False  # release_all has warned of a lost context
+
+
+def release_all(*steps: Callable[[], object]) -> None:
+    """Run every clean-up step though one fails (a failing free or destroy skipped the rest, which then
+    leaked), then raise the first DeviceError.  Where the context is lost its resources go with it and the
+    jobs have said so: that is logged, not raised (an Engine's close then still stops its threads)."""
+    errors: list[DeviceError] = []
+    for step in steps:
+        try:
+            step()
+        except DeviceError as exc:
+            errors.append(exc)
+    if any(isinstance(e, DeviceContextLostError) for e in errors):
+        global _lost_told
+        told, _lost_told = _lost_told, True  # once a process: every later release meets the same error
+        log.log(logging.DEBUG if told else logging.WARNING, "releasing a lost GPU context's resources: %s", errors[0])
+    elif errors:
+        raise errors[0]
+
+
+def free_buffers(bufs, stream: Stream) -> None:
+    """Free every live buffer on `stream`; those whose free failed are freed again once the stream's work
+    is done, and the first error that stays is raised after the last free."""
+    failed = []
+    for buf in bufs:
+        if buf is not None and buf.ptr:
+            try:
+                Device.free(buf, stream)
+            except DeviceError:
+                failed.append(buf)
+    if failed:
+        release_all(stream.synchronize, *[(lambda b=b: Device.free(b, stream)) for b in failed])
 
 
 def pinned_size_class(nbytes: int) -> int:
@@ -31,12 +68,39 @@ def pinned_size_class(nbytes: int) -> int:
 
 
 def curve_cubin(curve: Curve, arch: str) -> bytes:
-    """The curve's kernels as CUBIN for `arch` (the disk cache, else NVRTC); no driver call, any thread."""
+    """The curve's kernels as CUBIN for `arch` (the disk cache, else NVRTC); no driver call, any thread.  The
+    cache is an optimisation: one that cannot be read or written (a read-only home, a full disk) is gone
+    without (a bare OSError from it failed the key load)."""
+    params = params_header(curve)
     try:
-        cubin, _ = build.compile_cubin(params_header(curve), arch=arch)
+        try:
+            if _writable(build.cache_dir()):
+                cubin, _ = build.compile_cubin(params, arch=arch)
+            else:  # read where it can be (a read-only cache made ahead), compiled without it where it cannot
+                log.warning("kernel cache %s cannot be written: a kernel missing there is compiled by every "
+                            "process (set GROTH16_KERNEL_CACHE to a writable directory)", build.cache_dir())
+                cubin = _cached(params, arch) or build.compile_cubin(params, arch=arch, use_cache=False)[0]
+        except OSError as exc:  # a read error, or the write failed after the compile (a full disk): again, without
+            log.warning("kernel cache %s: %s; compiling without it", build.cache_dir(), exc)
+            cubin, _ = build.compile_cubin(params, arch=arch, use_cache=False)
     except build.CompileFailed as exc:
         raise KernelCompileError(f"kernel build for {curve.name} failed: {exc}", exc.log) from exc
     return cubin
+
+
+def _cached(params: str, arch: str) -> bytes | None:
+    try:
+        return build.cached_cubin(params, arch)
+    except OSError:
+        return None
+
+
+def _writable(directory) -> bool:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(directory, os.W_OK)
 
 
 def cached_curve_cubin(curve: Curve, arch: str) -> bytes | None:
@@ -65,6 +129,7 @@ class PinnedPool:
         self._free: dict[int, list[PinnedBuffer]] = {}
         self._count: dict[int, int] = {}  # buffers that exist per size class (free or in use)
         self._wants: dict[object, tuple[int, int]] = {}  # tag -> (size class, count)
+        self._caps: dict[int, int] = {}  # size class -> buffers held when pinning more failed (until wants change)
         self.misses = 0
 
     def want(self, tag: object, nbytes: int, count: int) -> None:
@@ -72,10 +137,12 @@ class PinnedPool:
             size = pinned_size_class(nbytes)
             _, had = self._wants.get(tag, (size, 0))
             self._wants[tag] = (size, max(had, count))
+            self._caps.clear()  # a key came: pinning is tried again
 
     def unwant(self, tag: object) -> None:
         with self._lock:
             self._wants.pop(tag, None)
+            self._caps.clear()
 
     def take(self, nbytes: int, tag: object = None, *, count_miss: bool = True) -> PinnedBuffer | None:
         """A free buffer of at least nbytes, or None (never pins: that is `maintain`'s job).
@@ -104,6 +171,9 @@ class PinnedPool:
         target: dict[int, int] = {}
         for size, count in self._wants.values():
             target[size] = target.get(size, 0) + count
+        for size, cap in self._caps.items():
+            if size in target:
+                target[size] = min(target[size], cap)
         return target
 
     def maintenance_due(self) -> bool:
@@ -124,11 +194,22 @@ class PinnedPool:
                     surplus.append(free.pop())
                     self._count[size] -= 1
                     delta += 1
-        for buf in surplus:
-            buf.free()
+        unpinned = [(lambda b=b: b.free()) for b in surplus]
+        try:
+            release_all(*unpinned)
+        except DeviceError as exc:  # that buffer stays pinned; the rest are unpinned, and proofs go on
+            log.warning("%s; a pinned host buffer could not be unpinned", exc)
         for size, delta in plan.items():
             for _ in range(max(delta, 0)):
-                buf = PinnedBuffer(self.device, size)
+                try:
+                    buf = PinnedBuffer(self.device, size)
+                except DeviceError as exc:
+                    # the proofs' buffers are an optimisation: without them they copy through pageable memory.
+                    # Raised here it failed the key load that asked for them (whose key stayed on the device)
+                    with self._lock:
+                        self._caps[size] = self._count.get(size, 0)
+                    log.warning("%s; proofs without a pinned buffer copy through pageable memory", exc)
+                    break
                 with self._lock:
                     self._free.setdefault(size, []).append(buf)
                     self._count[size] = self._count.get(size, 0) + 1
@@ -149,8 +230,8 @@ class PinnedPool:
             self._free.clear()
             self._count.clear()
             self._wants.clear()
-        for buf in bufs:
-            buf.free()
+            self._caps.clear()
+        release_all(*[(lambda b=b: b.free()) for b in bufs])
 
 
 class EventPool:
@@ -224,6 +305,17 @@ class GpuContext:
             index.make_current()
         else:
             self.device = Device(index)
+        try:
+            self._start()
+        except BaseException:
+            if not isinstance(index, Device):  # made here: its pool and context released (a caller's stays)
+                try:
+                    self.device.close()
+                except DeviceError:  # the start's own error is the one to report
+                    pass
+            raise
+
+    def _start(self) -> None:
         self._local = threading.local()
         self._local.bound = True
         self._lock = threading.Lock()
@@ -294,9 +386,9 @@ class GpuContext:
             s.synchronize()
 
     def close(self) -> None:
-        self.finish()
-        for s in [self.upload_stream, *self._compute_streams]:
-            s.destroy()
-        self.events.close()
-        self.pinned.close()
-        self.device.close()
+        """Wait for every stream, destroy them, the events, the pinned buffers, the pool and the context: each
+        even when one before it fails (the first failure raised after the last)."""
+        self.bind_thread()
+        streams = [self.upload_stream, *self._compute_streams]
+        release_all(*[s.synchronize for s in streams], *[s.destroy for s in streams], self.events.close,
+                    self.pinned.close, self.device.close)

@@ -28,6 +28,8 @@ from typing import Callable
 import numpy as np
 
 from cuda_kernels.driver import Device, Event
+from engine.errors import DeviceError, InputFileError, file_error
+from engine.backends.gpu.runtime import destroy_events
 
 CHUNK_BYTES = 16 << 20
 MAX_READERS = 8
@@ -100,9 +102,13 @@ def _fill(out: np.ndarray, src, start: int, n: int) -> float:
     if isinstance(src, FileRange):
         pos, view, got = src.offset + start, memoryview(out[:n]), 0
         while got < n:
-            k = os.preadv(src.fd, [view[got:]], pos + got)
+            try:
+                k = os.preadv(src.fd, [view[got:]], pos + got)
+            except OSError as exc:  # a disk's error: one line naming the file (a bare OSError was a traceback)
+                raise file_error(src.name, exc) from exc
             if k <= 0:
-                raise OSError(f"{src.name}: the file ended {n - got} bytes short of byte {pos + n}")
+                raise InputFileError(src.name, f"the file ended {n - got} bytes short of byte {pos + n} while the key "
+                                               f"loaded (was it changed meanwhile?)")
             got += k
     else:
         np.copyto(out[:n], src[start:start + n])
@@ -157,12 +163,8 @@ def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, read
         for start in range(0, j.nbytes, chunk):
             chunks.append((i, start, min(chunk, j.nbytes - start)))
     nbuf = min(readers + 2, len(chunks))
-    bufs = []
-    for _ in range(nbuf):
-        pinned = ctx.pinned.take(chunk, count_miss=False)
-        bufs.append(pinned if pinned is not None else _Pageable(chunk))
-    stats.pinned_buffers = sum(not isinstance(b, _Pageable) for b in bufs)
-    events = [Event() for _ in range(nbuf)]
+    bufs: list = []
+    events: list[Event] = []  # made inside the try: a failing one gives the buffers taken back
     used = [False] * nbuf
     sources = [j.src if isinstance(j.src, FileRange) else _flat_bytes(j.src) for j in jobs]
 
@@ -180,9 +182,16 @@ def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, read
         if start + n == jobs[i].nbytes and jobs[i].done is not None:
             jobs[i].done()
 
-    pool = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="key-upload")
+    pool = None
     inflight: deque = deque()
     try:
+        for _ in range(nbuf):
+            pinned = ctx.pinned.take(chunk, count_miss=False)
+            bufs.append(pinned if pinned is not None else _Pageable(chunk))
+        stats.pinned_buffers = sum(not isinstance(b, _Pageable) for b in bufs)
+        for _ in range(nbuf):
+            events.append(Event())
+        pool = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="key-upload")
         for index in range(len(chunks)):
             slot = index % nbuf
             if len(inflight) == nbuf:
@@ -195,13 +204,16 @@ def upload(ctx, stream, jobs: list[Job], *, chunk_bytes: int = CHUNK_BYTES, read
     finally:
         for index, slot, fut in inflight:  # an error: let the reads finish before the buffers go back
             fut.cancel()
-        pool.shutdown(wait=True)
+        if pool is not None:
+            pool.shutdown(wait=True)
         for slot, buf in enumerate(bufs):
-            if used[slot]:
-                _settle(events[slot], stream)
+            try:
+                if used[slot]:
+                    _settle(events[slot], stream)
+            except DeviceError:  # a copy may still read it: kept out of the pool, and the others go back
+                continue
             if not isinstance(buf, _Pageable):
                 ctx.pinned.give_back(buf)
-        for e in events:
-            e.destroy()
+        destroy_events(*events)  # each tried (a failing destroy leaks its handle, and fails no load)
     stats.seconds = time.perf_counter() - t0
     return stats
