@@ -124,7 +124,7 @@ def test_bins_cover_every_key(keys, shift):
 
 def test_each_curve_takes_its_measured_build(monkeypatch):
     """No override: G1's accumulation runs the inlined split build on BN254 (session 41) under 4 blocks of 128 an SM
-    (session 42) and the split one on BLS12-381, its other kernels split on both, G2 the split one on BLS12-381 and the even/odd one on BN254
+    (session 42) and the split one on BLS12-381 under 3 (session 44), its other kernels split on both, G2 the split one on BLS12-381 and the even/odd one on BN254
     (sessions 32-33's measurements), a curve without an entry the fallback; the fold tables
     take each curve's table build (the same choices); an override names one build for both groups."""
     monkeypatch.setattr(msm_builds, "PRODUCT_ABI", None)
@@ -135,7 +135,7 @@ def test_each_curve_takes_its_measured_build(monkeypatch):
     assert msm_builds.affine_kernel("forward", "g1", "bn128") == "msm_affine_forward_g1i"
     assert msm_builds.affine_kernel("forward", "g1", "bls12381") == "msm_affine_forward_g1"
     assert [msm_builds.xyzz_kernel(k, g, "bls12381") for g in ("g1", "g2") for k in ("accumulate", "fix")] == [
-        "msm_accumulate_g1s", "msm_fix_g1s", "msm_accumulate_g2s", "msm_fix_g2s"]
+        "msm_accumulate_g1s_b3", "msm_fix_g1s", "msm_accumulate_g2s", "msm_fix_g2s"]
     assert [msm_builds.precompute_kernel(g, c) for c in ("bn128", "bls12381", None) for g in ("g1", "g2")] == [
         "msm_precompute_g1s", "msm_precompute_g2e", "msm_precompute_g1s", "msm_precompute_g2s",
         "msm_precompute_g1", "msm_precompute_g2"]

@@ -95,10 +95,10 @@ BOUNDED_KERNELS = {"bls12381": {"g1e": (3,), "g1r": (5,), "g1": (5,), "g2e": (3,
 # G1 accumulation (132 registers, 3 blocks of 128 an SM, latency-bound under Nsight: 65% of cycles without an
 # eligible warp) bounded to 4 blocks (126 registers, no spill): 2^20 / 2^24 / 2^26 0.938 / 0.948 / 0.965x, 2^14-2^18
 # 0.95-0.98x.  BLS12-381's split G1 (184 registers, 2 blocks) under 3 (168 and 104 bytes of stack): 2^20 / 2^24
-# 0.959 / 0.952x (perf/s42e_h200.sh, results equal), built but not its default until the GPU tests have run it
-# (tests/test_gpu_msm.py "split-b3"; the session's device time ran out first): ACCUMULATE_BOUNDS {"g1": 3} selects
-# it.  BN254's even/odd G2 under 4 blocks spilled and ran 1.8-1.9x slower: not built.
-ACCUMULATE_BOUNDS_BY_CURVE: dict[str, dict[str, int]] = {"bn128": {"g1i": 4}}
+# 0.959 / 0.952x (perf/s42e_h200.sh, results equal); session 44 (perf/s44a_h200.sh, an H100: 0.958 / 0.953x,
+# results equal, its GPU tests passed) made it BLS12-381's default.  BN254's even/odd G2 under 4 blocks spilled and
+# ran 1.8-1.9x slower: not built.
+ACCUMULATE_BOUNDS_BY_CURVE: dict[str, dict[str, int]] = {"bn128": {"g1i": 4}, "bls12381": {"g1s": 3}}
 ACCUMULATE_BOUNDS: dict[str, int] | None = None
 
 
