@@ -27,19 +27,19 @@ import asyncio
 import dataclasses
 import logging
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 
-from engine.jobs import KeyInfo, StreamResult, _aiter, checked_config, job_items, witness_items
+from engine.jobs import (KeyInfo, StreamResult, _aiter, check_loop, checked_config, job_items, stream_limit,
+                         witness_items)
 from engine.config import EngineConfig
 from scheduler.compute_share import AUTO_SLOTS
 from engine.distributed import connection
 from engine.distributed.actor import EngineActor, KeySpec
 from engine.distributed.connection import import_ray, start_local_ray  # noqa: F401 - this module's names too
 from engine.distributed.placement import EngineSlot, Placement
-from engine.distributed.transport import Failure, unpack
+from engine.distributed.transport import Failure, first_line as _first_line, task_error as _task_error, unpack
 from engine.errors import (
     BackendUnavailableError,
     EngineClosedError,
@@ -49,6 +49,7 @@ from engine.errors import (
 )
 
 log = logging.getLogger("engine.distributed")
+CLOSE_TIMEOUT_S = 60.0  # an engine's close (its jobs drained on the driver already), after which it is ended
 
 
 @dataclass(eq=False)
@@ -93,8 +94,16 @@ class RayCluster:
         engines: a count, or "per-gpu" (one engine actor per GPU of the cluster, each seeing one GPU).
         window: proofs in flight one engine may hold (default: twice what its pipeline runs at once).
         ray_init: more keyword arguments for ray.init (num_cpus, object_store_memory, runtime_env...)."""
-        if not (engines == "per-gpu" or (isinstance(engines, int) and engines >= 1)):
+        if not (engines == "per-gpu" or (_is_number(engines, int) and engines >= 1)):
             raise EngineError(f"engines: {engines!r} is not a count >= 1 or 'per-gpu'")
+        # each checked here: a bad one was a TypeError at the first job, or Ray's words at the start
+        if window is not None and not (_is_number(window, int) and window >= 1):
+            raise EngineError(f"window: {window!r} is not a count >= 1")
+        for name, value in (("cpus_per_engine", cpus_per_engine), ("gpus_per_engine", gpus_per_engine)):
+            if (value is not None or name == "cpus_per_engine") and not (_is_number(value) and 0 <= value < 1e9):
+                raise EngineError(f"{name}: {value!r} is not a number >= 0")
+        if not (_is_number(start_timeout_s) and start_timeout_s > 0):
+            raise EngineError(f"start_timeout_s: {start_timeout_s!r} is not a number of seconds > 0")
         self.address = address
         self.config = checked_config(config, "RayCluster")
         self._engines_wanted = engines
@@ -104,6 +113,7 @@ class RayCluster:
         self._ray_init = dict(ray_init or {})
         self._start_timeout_s = start_timeout_s
         self._state = "new"
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop that entered it: its calls come from there
         self._ray = None
         self._owns_ray = False
         self._engines: list[_Engine] = []
@@ -123,6 +133,7 @@ class RayCluster:
         if self._state != "new":
             raise EngineClosedError("a RayCluster can be entered once")
         self._state = "starting"
+        self._loop = asyncio.get_running_loop()
         try:
             await self._start()
         except BaseException as exc:
@@ -188,7 +199,7 @@ class RayCluster:
         try:
             self._owns_ray = connection.join(self.address, self._ray_init)
         except Exception as exc:
-            where = "a local Ray instance" if self.address is None else f"Ray at {self.address!r}"
+            where = "a local Ray instance" if self.address in (None, "local") else f"Ray at {self.address!r}"
             raise EngineStartError(f"could not start or join {where}: {_first_line(exc)}") from None
 
     def _engine_count(self, ray) -> int:
@@ -211,7 +222,12 @@ class RayCluster:
                 await asyncio.gather(*list(self._jobs), return_exceptions=True)
             # only engines whose Engine started: an actor Ray has not placed would never answer `close`
             alive = [e for e in self._engines if e.slot.alive and e.info]
-            done = await asyncio.gather(*(e.actor.close.remote() for e in alive), return_exceptions=True)
+            try:  # an actor whose loop is stuck (a key's file a pipe nobody writes) never answers: killed below
+                async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                    done = await asyncio.gather(*(e.actor.close.remote() for e in alive), return_exceptions=True)
+            except TimeoutError:
+                log.warning("engine(s) did not close within %g s: ended", CLOSE_TIMEOUT_S)
+                done = []
             for engine, result in zip(alive, done):
                 if isinstance(result, Failure):
                     log.warning("engine %d: %s", engine.slot.index, unpack(result.packed))
@@ -240,7 +256,7 @@ class RayCluster:
             await self._lose(engine, exc)
 
     async def _lose(self, engine: _Engine, why: BaseException) -> None:
-        if not engine.slot.alive:
+        if not engine.slot.alive or self._state == "closed":  # the close ended it: not a loss
             return
         self._placement.lost(engine.slot)
         self.lost.append({"index": engine.slot.index, "host": engine.info.get("host"),
@@ -261,12 +277,24 @@ class RayCluster:
         self._key_ids += 1
         # absolute: an actor's working directory is not the driver's (a shared filesystem's path is)
         spec = KeySpec(self._key_ids, _absolute(path), None if wasm is None else _absolute(wasm), label)
+        name = label or (os.path.basename(spec.path) if isinstance(spec.path, str) else "the key")
         while True:
-            engine = await self._take(0, spec.id)
+            engine = await self._take(0, spec.id, job=name)
             started = time.monotonic()
+            call = engine.actor.load_key.remote(spec)
             try:
-                result = await engine.actor.load_key.remote(spec)
+                result = await call
+            except asyncio.CancelledError:  # nobody will have this key: not left resident there (as an Engine)
+                engine.slot.keys.discard(spec.id)
+                try:
+                    self._ray.cancel(call)  # a load under way undoes itself
+                    engine.actor.unload_key.remote(spec.id)  # one that ended meanwhile is unloaded
+                except Exception:  # noqa: BLE001 - the actor gone: its keys with it
+                    pass
+                raise
             except self._ray.exceptions.RayActorError as exc:
+                if self._state == "closed":  # ended by the close, not lost
+                    raise EngineClosedError(f"{name}: the cluster shut down while the key was loading") from None
                 await self._lose(engine, exc)
                 continue  # loading is idempotent: try the next engine
             finally:
@@ -281,11 +309,14 @@ class RayCluster:
 
     async def unload_key(self, key: ClusterKey) -> None:
         """Wait for the key's jobs, then release it on every engine that holds it (as Engine.unload_key)."""
-        self._check_open()
+        if self._state not in ("closing", "closed"):  # while closing its engines are still there: as while open
+            self._check_open()
         key_id = getattr(getattr(key, "_spec", None), "id", None)
         if key_id in self._unloaded and key._cluster is self:
             return  # unloaded already: nothing left to release, as an Engine's second unload
         self._check_key(key, "unload_key")
+        if self._state == "closed":  # the close released every key: nothing to do, as on an Engine
+            return
         while self._key_jobs.get(key_id):
             await asyncio.gather(*list(self._key_jobs[key_id]), return_exceptions=True)
         self._unloaded.add(key_id)  # no await since the wait: no job of it is in flight, none can start
@@ -327,11 +358,13 @@ class RayCluster:
     ) -> AsyncIterator[Any]:
         """As Engine.prove_stream: one engine.StreamResult per item, as they finish (or in order).
 
-        A failure is a StreamResult with `error`; the stream goes on.  Leaving early cancels the rest."""
+        A failure is a StreamResult with `error`; the stream goes on.  Leaving early cancels the rest.  An item's
+        slot comes back when the reader takes its result (as on an Engine): items in flight and results waiting
+        for the reader, or held back for an earlier one, are `max_in_flight` at most together."""
         self._check_open()
         self._check_key(key, "prove")  # an Engine's stream names its check as prove's
         witness_items(items, "prove_stream's items")
-        limit = max_in_flight or self.config.max_in_flight * max(1, len(self._placement.alive()))
+        limit = stream_limit(max_in_flight, self.config.max_in_flight * max(1, len(self._placement.alive())))
         results: asyncio.Queue = asyncio.Queue()
         slots = asyncio.Semaphore(limit)
         tasks: set[asyncio.Task] = set()
@@ -345,8 +378,6 @@ class RayCluster:
                 raise
             except Exception as exc:
                 results.put_nowait(StreamResult(index, item, None, exc))
-            finally:
-                slots.release()
 
         async def feeder() -> None:
             try:
@@ -372,11 +403,13 @@ class RayCluster:
                 if not ordered:
                     yielded += 1
                     yield result
+                    slots.release()  # the reader came back for the next one: feed another item
                     continue
                 buffered[result.index] = result
                 while next_index in buffered:
                     yielded += 1
                     yield buffered.pop(next_index)
+                    slots.release()
                     next_index += 1
             if feeding["error"] is not None:
                 raise feeding["error"]
@@ -391,7 +424,7 @@ class RayCluster:
         self._check_open()
         self._check_key(key, "prove")
         ray = self._ray
-        refs = [item if isinstance(item, ray.ObjectRef) else ray.put(_absolute(item)) for item in items]
+        refs = [item if isinstance(item, ray.ObjectRef) else _put(ray, item) for item in items]
         theirs = any(isinstance(item, ray.ObjectRef) for item in items)
         task = asyncio.create_task(self._closing(key, refs, theirs))
         self._jobs.add(task)
@@ -421,8 +454,12 @@ class RayCluster:
         ray = self._ray
         n = len(refs)
         deaths: list[str] = []
+        retried = 0
         while True:
             engine = await self._take(n, key._spec.id, job=key.label, deaths=deaths)
+            if len(deaths) > retried:  # sent again after a death: a retry (not when no engine was left to take it)
+                retried = len(deaths)
+                self.retries += 1
             call = engine.actor.prove.remote(key._spec, *refs)
             completed = False
             try:
@@ -438,7 +475,6 @@ class RayCluster:
                     raise EngineLostError(
                         f"{key.label}: a job of {n} proof(s) was lost: its engine died twice: {'; '.join(deaths)}"
                     ) from None
-                self.retries += 1
                 continue
             except ray.exceptions.RayTaskError as exc:  # the actor's methods never raise: an argument failed
                 raise _task_error(key, exc, theirs) from None
@@ -516,11 +552,35 @@ class RayCluster:
                 "the cluster is not running (use `async with RayCluster(...) as cluster`)"
                 if self._state == "new" else "the cluster has shut down; no new jobs are accepted"
             )
+        check_loop(self._loop, "this cluster")  # another loop's call waited on this loop's condition for ever
 
 
 def _absolute(item: Any) -> Any:
     """A path made absolute (engines resolve it in their own working directory); anything else as it is."""
     return os.path.abspath(os.fspath(item)) if isinstance(item, (str, os.PathLike)) else item
+
+
+def _is_number(value: Any, kind: type = float) -> bool:
+    """An int (kind=int), or an int or a float that is not NaN; never a bool."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) if kind is int else isinstance(value, (int, float)) and value == value
+
+
+def _put(ray, item: Any) -> Any:
+    """The item in the object store; one Ray cannot serialize (an open file, a generator) is the Engine's one-line
+    TypeError, not Ray's report of a dozen lines with a pickling trace, and one it cannot store an EngineError."""
+    try:
+        return ray.put(_absolute(item))
+    except ray.exceptions.RayError as exc:  # the store full and its spill disk too: Ray's own lines, not an error
+        name = os.fspath(item) if isinstance(item, (str, os.PathLike)) else f"a {type(item).__name__} witness"
+        raise EngineError(f"{name}: Ray could not store the witness: {_first_line(exc)}") from None
+    except TypeError as exc:
+        cause = exc.__cause__ or exc.__context__
+        why = _first_line(cause) if cause is not None else "it cannot be serialized"
+        raise TypeError(f"cannot prove {type(item).__name__}: Ray cannot send it to an engine ({why}); give a .wtns "
+                        "path, an inputs dict, a Witness or values (a list of ints, or an (m, 4) uint64 array)"
+                        ) from None
 
 
 def _default_window(config: EngineConfig) -> int:
@@ -532,36 +592,9 @@ def _default_window(config: EngineConfig) -> int:
     return 2 * (devices * slots + config.synthesis_workers)
 
 
-def _task_error(key: ClusterKey, exc: BaseException, theirs: bool) -> EngineError:
-    """The error of a job's argument (such as the Ray task that was to make a witness given as its ObjectRef):
-    an EngineError as itself (as if the caller had made the witness here), any other as one line naming it."""
-    cause = getattr(exc, "cause", None)
-    if isinstance(cause, EngineError):
-        return cause
-    if cause is None or type(cause).__name__ == "UnserializableException":
-        # an error Ray could not rebuild: its text ends with the original's line, "module.Class: message"
-        lines = [ln.strip() for ln in _ANSI.sub("", str(cause or exc)).splitlines() if ln.strip()]
-        found = _ERROR_LINE.match(lines[-1]) if lines else None
-        what = f"{found['name']}: {found['message']}" if found else _first_line(cause or exc)
-    else:
-        what = _first_line(cause)
-    where = "a witness given as a Ray object reference failed" if theirs else "Ray could not run the job"
-    return EngineError(f"{key.label}: {where}: {what}")
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(?P<name>\w+): (?P<message>.*)$")
-
-
 def _resources(ray) -> str:
     try:
         res = ray.cluster_resources()
     except Exception:
         return "unknown resources"
     return f"{res.get('CPU', 0):g} CPU, {res.get('GPU', 0):g} GPU"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = _ANSI.sub("", str(exc)).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
-

@@ -17,10 +17,17 @@ from engine.progress import make_progress, report_proof
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Ray cluster (pip install '.[ray]')")
-    g.add_argument("--ray", metavar="ADDRESS", default=None,
+    g.add_argument("--ray", metavar="ADDRESS", default=None, type=_address,
                    help="prove on a Ray cluster: local (start one here), auto, or ray://host:port")
     g.add_argument("--engines", metavar="N", default=None,
                    help="engine actors to start: a count or per-gpu (default 1)")
+
+
+def _address(value: str) -> str:
+    """An empty --ray (`--ray "$RAY"`, RAY unset) was read as none: the proof ran here, without a word."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty address (expected local, auto, HOST:PORT or ray://HOST:PORT)")
+    return value
 
 
 def _engines(value: str) -> int | str:

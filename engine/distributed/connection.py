@@ -8,16 +8,20 @@ and never ended here.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+import socket
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from engine.errors import BackendUnavailableError
 
-# the package root: local Ray workers import the same code as this driver
 _GROUP_CLEANUP = "RAY_process_group_cleanup_enabled"
+CHECK_TIMEOUT_S = 10.0  # a TCP connection to the address given, before ray.init retries it for minutes
+# the package root: local Ray workers import the same code as this driver
 _CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -48,18 +52,28 @@ def join(address: str | None, ray_init: dict) -> bool:
     """Connects for a cluster; True when the cluster must `leave()` (a connection clusters made),
     False when it uses the user's own.  Ray's errors (no cluster at that address...) propagate."""
     ray = import_ray()
+    if address == "local":  # the command line's word for None: ray.init("local") would lack start_local_ray's
+        address = None  # per-worker process groups (a killed engine's workers left running)
     with _lock:
         if ray.is_initialized():
-            ours = _made.users > 0 and _made.gcs == _gcs_address(ray)
-            if ours and (address is None or address == _made.address):
+            current = _gcs_address(ray)
+            ours = _made.users > 0 and _made.gcs == current
+            same = address is None or (current is not None and _canonical(address) == current)
+            if ours and (same or address == _made.address):
                 _made.users += 1
                 return True
-            if address is None:
+            if same:
                 return False  # this process is connected already (a notebook, a test session): use that one
-        if address is None:
-            start_local_ray(**ray_init)
-        else:
-            ray.init(address=address, **{"include_dashboard": False, "logging_level": logging.WARNING, **ray_init})
+            # ray.init would say "Maybe you called ray.init twice by accident?"
+            raise ConnectionError(f"this process is already connected to the Ray at {current or 'another address'} "
+                                  "(address=None uses that connection; ray.shutdown() it to join another)")
+        with _sigterm_kept():
+            if address is None:
+                start_local_ray(**ray_init)
+            else:
+                _check_answers(address)
+                ray.init(address=address, **{"include_dashboard": False, "logging_level": logging.WARNING,
+                                             **ray_init})
         _made.address, _made.gcs, _made.users = address, _gcs_address(ray), 1
         return True
 
@@ -71,6 +85,51 @@ def leave() -> None:
         _made.users = max(_made.users - 1, 0)
         if _made.users == 0:
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def _sigterm_kept() -> Iterator[None]:
+    """ray.init sets its own SIGTERM handler (sys.exit(15)) and its core worker a C++ one that dumps a stack: a
+    handler this process had set (the CLI's "interrupted by SIGTERM", an application's own, SIG_IGN under nohup)
+    is put back.  The default action stays Ray's, as Ray made it."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if before not in (None, signal.SIG_DFL):
+            signal.signal(signal.SIGTERM, before)
+
+
+def _canonical(address: str) -> str:
+    """host:port as Ray resolves it (localhost as the node's address, "auto" as the cluster it finds)."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address  # noqa: PLC0415
+
+        return canonicalize_bootstrap_address(address) or address
+    except Exception:  # Ray's private API moved, or nothing found for "auto": compare the address as given
+        return address
+
+
+def _check_answers(address: str) -> None:
+    """Ray retries a GCS (or client server) that does not answer about 13 minutes, printing a retry line every
+    few seconds: a wrong port is said at once instead.  Addresses Ray cannot resolve are left to ray.init."""
+    if address.startswith("ray://"):
+        target = address[len("ray://"):].split("/", 1)[0]
+    else:
+        try:
+            from ray._private.services import canonicalize_bootstrap_address  # noqa: PLC0415
+
+            target = canonicalize_bootstrap_address(address)
+        except Exception:  # "auto" with no cluster, a malformed address: ray.init says which
+            return
+    host, _, port = (target or "").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CHECK_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {target} ({exc.strerror or exc})") from None
 
 
 def _gcs_address(ray) -> str | None:

@@ -11,6 +11,7 @@ message and attributes, built without calling its `__init__`.
 from __future__ import annotations
 
 import pickle
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,3 +67,30 @@ def unpack(packed: bytes) -> BaseException:
 
 def failure(exc: BaseException, *, loading: bool = False) -> Failure:
     return Failure(pack(exc), loading)
+
+
+def task_error(key: Any, exc: BaseException, theirs: bool) -> EngineError:
+    """The error of a job's argument (such as the Ray task that was to make a witness given as its ObjectRef):
+    an EngineError as itself (as if the caller had made the witness here), any other as one line naming it."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, EngineError):
+        return cause
+    if cause is None or type(cause).__name__ == "UnserializableException":
+        # an error Ray could not rebuild: its text ends with the original's line, "module.Class: message"
+        lines = [ln.strip() for ln in _ANSI.sub("", str(cause or exc)).splitlines() if ln.strip()]
+        found = _ERROR_LINE.match(lines[-1]) if lines else None
+        what = f"{found['name']}: {found['message']}" if found else first_line(cause or exc)
+    else:
+        what = first_line(cause)
+    where = "a witness given as a Ray object reference failed" if theirs else "Ray could not run the job"
+    return EngineError(f"{key.label}: {where}: {what}")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(?P<name>\w+): (?P<message>.*)$")
+
+
+def first_line(exc: BaseException) -> str:
+    text = _ANSI.sub("", str(exc)).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
