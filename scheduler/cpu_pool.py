@@ -15,19 +15,26 @@ its lane starts a replacement; a worker found dead while idle is replaced
 before it is given work.  Tasks are picklable module-level functions; their
 exceptions come back as the same type (scheduler/task_errors.py).
 
+Cancelling a task's future stops it wherever it is: one still queued is
+dropped, and one a worker is running ends with that worker, which its lane
+kills and replaces (as synth_pool does for synthesis): a cancelled proof's
+MSM ranges no longer ran to their end, taking the CPU from the next proofs.
+Tasks on other workers are untouched; `result()` then raises CancelledError.
+
 There is one shared pool; `get_pool(n)` grows it to at least n workers and
 never shuts down or cancels what another caller queued.
 """
 from __future__ import annotations
 
 import atexit
+import importlib
 import multiprocessing
 import os
 import pickle
 import queue
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from typing import Any, Callable, Iterable
 
 from engine.errors import EngineError
@@ -95,10 +102,34 @@ def _shutdown_at_exit() -> None:
     shutdown(kill=True)
 
 
+def _no_files_note() -> str:
+    """Why a worker could not start where this process may write no file at all (`ulimit -f 0`): Python's
+    temporary directory probe fails, and the error named only "No usable temporary directory" of a /tmp that is
+    fine."""
+    try:
+        import resource  # noqa: PLC0415 - POSIX only, and only here
+
+        if resource.getrlimit(resource.RLIMIT_FSIZE)[0] == 0:
+            return " (the file size limit of this process is 0: it may write no file; raise it, ulimit -f)"
+    except (ImportError, OSError, ValueError):
+        pass
+    return ""
+
+
 # ------------------------------------------------------------------ worker side
+
+# Imported by a worker before it says ready: a worker started to replace one that was stopped (a cancelled
+# proof) loads the MSM's modules while the next proof's first stages run, not when its first MSM range comes.
+_PRELOAD = ("engine.algebra.msm",)
+
 
 def _serve(conn) -> None:
     """A worker: run (fn, args, kwargs) tasks from the pipe until it closes or says stop."""
+    for name in _PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a task that needs it says why
+            pass
     serve_tasks(conn, _run_task)
 
 
@@ -159,6 +190,19 @@ class _Worker:
         self.conn.close()
 
 
+class _TaskFuture(Future):
+    """A pool task's future: cancel() also stops a task that a worker is running (the worker is replaced)."""
+
+    def __init__(self, pool: "CpuPool"):
+        super().__init__()
+        self._pool = pool
+
+    def cancel(self) -> bool:
+        if super().cancel():  # still queued: never computed
+            return True
+        return self._pool._stop_running(self)
+
+
 class CpuPool:
     """Worker processes fed one task at a time from one FIFO (see the module docstring)."""
 
@@ -169,7 +213,10 @@ class CpuPool:
         self._workers: dict[int, _Worker] = {}  # lane index -> its current worker (for tests, stats)
         self._state_lock = threading.Lock()
         self._closed = False
-        self.restarts = 0  # workers replaced after dying
+        self._running: dict[int, tuple[Future, _Worker | None]] = {}  # lane index -> the task it took
+        self._stopping: set[int] = set()  # lanes whose worker was killed to stop a cancelled task
+        self.restarts = 0  # workers replaced after dying (or after being killed to stop a task)
+        self.stopped = 0  # running tasks stopped by a cancel
         self.grow(size)
 
     @property
@@ -190,10 +237,10 @@ class CpuPool:
                 lane.start()
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
-        """fn(*args, **kwargs) in a worker; cancelling the future before a worker takes it drops the task."""
+        """fn(*args, **kwargs) in a worker; cancelling the future drops the task, or stops the worker running it."""
         if self._closed:
             raise RuntimeError("the CPU pool has been shut down")
-        fut: Future = Future()
+        fut: Future = _TaskFuture(self)
         self._tasks.put((fn, args, kwargs, fut))
         return fut
 
@@ -255,15 +302,18 @@ class CpuPool:
                 if item is _STOP:
                     return
                 fn, args, kwargs, fut = item
-                if not fut.set_running_or_notify_cancel():
-                    continue  # cancelled while queued: never computed
+                with self._state_lock:  # as one step for cancel(): from here it finds the task on this lane
+                    if not fut.set_running_or_notify_cancel():
+                        continue  # cancelled while queued: never computed
+                    self._running[index] = (fut, None)
                 if worker is None or not worker.alive():  # never started, or died while idle
                     try:
                         worker = self._replace(index, worker)
                     except Exception as exc:  # noqa: BLE001
                         worker = None
-                        fut.set_exception(exc if isinstance(exc, EngineError)
-                                          else CpuPoolError(f"a CPU pool worker could not be started: {exc}"))
+                        if not self._ended(index, fut, fn):
+                            fut.set_exception(exc if isinstance(exc, EngineError) else CpuPoolError(
+                                f"a CPU pool worker could not be started: {exc}{_no_files_note()}"))
                         continue
                 self._run(worker, index, fn, args, kwargs, fut)
                 if not worker.alive() and self._closed:  # killed by shutdown(kill=True): no successor
@@ -280,23 +330,69 @@ class CpuPool:
             with self._state_lock:
                 self._workers.pop(index, None)
 
-    @staticmethod
-    def _run(worker: _Worker, index: int, fn, args, kwargs, fut: Future) -> None:
+    def _stop_running(self, fut: Future) -> bool:
+        """Stop `fut` on the lane that took it: kill the worker running it (its lane replaces that worker and ends
+        `fut` with CancelledError), or, not yet sent, never send it.  False where no lane holds it (done)."""
+        with self._state_lock:
+            for index, (running, worker) in self._running.items():
+                if running is fut:
+                    break
+            else:
+                return False
+            if index not in self._stopping:
+                self._stopping.add(index)
+                self.stopped += 1
+                if worker is not None:
+                    try:
+                        worker.process.kill()  # not yet reaped (its lane joins it): the pid is still this worker's
+                    except (OSError, ValueError):
+                        pass
+            return True
+
+    def _ended(self, index: int, fut: Future, fn) -> bool:
+        """The lane is done with `fut`: forget it; if it was cancelled meanwhile, end it so and say True."""
+        with self._state_lock:
+            self._running.pop(index, None)
+            stopped = index in self._stopping
+            self._stopping.discard(index)
+        if stopped:
+            name = getattr(fn, "__qualname__", repr(fn))
+            fut.set_exception(CancelledError(f"{name} was cancelled: CPU pool worker {index} was stopped"))
+        return stopped
+
+    def _run(self, worker: _Worker, index: int, fn, args, kwargs, fut: Future) -> None:
         try:
             payload = pickle.dumps((fn, args, kwargs))
         except Exception as exc:  # noqa: BLE001 - the caller's bug, reported to the caller
-            fut.set_exception(exc)
+            if not self._ended(index, fut, fn):
+                fut.set_exception(exc)
             return
         name = getattr(fn, "__qualname__", repr(fn))
+        with self._state_lock:
+            cancelled = index in self._stopping  # while its worker was being started: never sent
+            self._running[index] = (fut, worker)
+        data = None
         try:
-            worker.conn.send_bytes(payload)
-            reply = pickle.loads(worker.conn.recv_bytes())
+            if not cancelled:
+                worker.conn.send_bytes(payload)
+                data = worker.conn.recv_bytes()
         except (EOFError, OSError):
+            pass
+        if self._ended(index, fut, fn):  # even if its answer came as the kill did: the lane replaces it
+            if not cancelled:
+                worker.kill()
+            return
+        if data is None:
             code = worker.exit_code()
             fut.set_exception(CpuWorkerCrashedError(
                 f"CPU pool worker {index} (pid {worker.process.pid}) died ({describe_exit(code)}) while running "
                 f"{name}; this job failed, the worker is being replaced and the engine serves the next jobs"
             ))
+            return
+        try:
+            reply = pickle.loads(data)
+        except Exception as exc:  # noqa: BLE001 - an answer this process cannot read fails its task, not the lane
+            fut.set_exception(CpuPoolError(f"{name}: its result could not be read here: {type(exc).__name__}: {exc}"))
             return
         if reply[0] == "ok":
             fut.set_result(reply[1])

@@ -15,6 +15,9 @@ is a SIGBUS, which killed the synthesis worker (or the process) with no word of 
 So a block that /dev/shm has no room for is made in the temp directory instead
 (`create`), and the writer reserves a block's pages before it writes (`reserve`):
 no room is then an OSError naming the place and the sizes.
+
+Both that and a block larger than the process may write (`ulimit -f`, RLIMIT_FSIZE: EFBIG, which was a
+traceback) are a `ShmSpaceError`: an EngineError, one line naming the place or the limit.
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ import os
 import tempfile
 
 import numpy as np
+
+from engine.errors import EngineError
 
 
 _DIR: str | None = None
@@ -77,6 +82,29 @@ def shm_dir() -> str:
     return _DIR
 
 
+class ShmSpaceError(EngineError, OSError):
+    """A witness's shared-memory block could not be made or filled: no room where it goes (errno ENOSPC), or
+    larger than this process may write a file (EFBIG: the file size limit).  An OSError too, for callers that
+    catch those; its text is the message alone."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
+
+def _too_large(size: int, directory: str) -> ShmSpaceError:
+    """The error for a block of `size` bytes beyond this process's file size limit (RLIMIT_FSIZE)."""
+    try:
+        import resource  # noqa: PLC0415 - POSIX only, and only here
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        limit = "unlimited" if soft == resource.RLIM_INFINITY else _size(soft)
+    except (ImportError, OSError, ValueError):
+        limit = "smaller"
+    return ShmSpaceError(errno.EFBIG, f"cannot make a {_size(size)} shared-memory block for a witness in "
+                                      f"{directory}: the file size limit of this process is {limit} "
+                                      "(ulimit -f, RLIMIT_FSIZE); raise it")
+
+
 class ShmBlock:
     """One mapped shared-memory file."""
 
@@ -94,10 +122,20 @@ class ShmBlock:
         directory = block_dir(int(size))
         own_blocks(directory, prefix)
         path = os.path.join(directory, f"{prefix}-{os.getpid()}-{_TOKEN}-{next(_NAMES)}")
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a RAM disk without a free inode
+                raise cls(path, 0, None).no_room(int(size)) from None
+            raise
         try:
             length = max(int(size), 1)
-            os.ftruncate(fd, length)
+            try:
+                os.ftruncate(fd, length)
+            except OSError as exc:
+                if exc.errno == errno.EFBIG:
+                    raise _too_large(length, directory) from None
+                raise
             mm = mmap.mmap(fd, length)
         except BaseException:
             os.close(fd)
@@ -127,20 +165,22 @@ class ShmBlock:
         try:
             fallocate(fd, 0, nbytes)
         except OSError as exc:
-            if exc.errno == errno.ENOSPC:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise self.no_room(nbytes) from None
+            if exc.errno == errno.EFBIG:
+                raise _too_large(nbytes, os.path.dirname(self.path)) from None
             if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):  # a file system without it
                 raise
         finally:
             os.close(fd)
 
-    def no_room(self, nbytes: int) -> OSError:
+    def no_room(self, nbytes: int) -> ShmSpaceError:
         """The error for a witness of `nbytes` that this block's file system has no room for."""
         where = os.path.dirname(self.path)
         free = free_bytes(where)
-        return OSError(errno.ENOSPC, f"no room for a witness of {_size(nbytes)} in {where}"
-                       + (f" ({_size(free)} free)" if free is not None else "")
-                       + ": free memory there, or give a container more (docker run --shm-size)")
+        return ShmSpaceError(errno.ENOSPC, f"no room for a witness of {_size(nbytes)} in {where}"
+                             + (f" ({_size(free)} free)" if free is not None else "")
+                             + ": free memory there, or give a container more (docker run --shm-size)")
 
     def ndarray(self, shape: tuple[int, ...], dtype: str | np.dtype) -> np.ndarray:
         """A numpy view of the block's first bytes as `shape`/`dtype`."""

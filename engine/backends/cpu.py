@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine.algebra import msm as _msm
-from engine.backends.base import Backend, G1Point, G2Point, ResidentKey
+from engine.backends.base import Backend, ComputeStopped, G1Point, G2Point, ResidentKey
 from engine.algebra.curves import Curve
 from engine.errors import FormatError
 from engine.algebra.limbs import fr_from_ints, fr_to_ints, g1_from_mont, g2_from_mont, to_ints
@@ -96,6 +96,12 @@ class CpuBackend(Backend):
         finally:
             self._proof.stop = None
 
+    def _check_stop(self, stage: str) -> None:
+        """Inside a stage: end the proof this thread computes once its `stop` says so (its job was cancelled)."""
+        stop = getattr(self._proof, "stop", None)
+        if stop is not None and stop():
+            raise ComputeStopped(f"{stage}: the proof's job was cancelled")
+
     # ---- keys
     def load_key(self, zkey: Any) -> CpuResidentKey:
         key = CpuResidentKey(zkey)
@@ -136,7 +142,12 @@ class CpuBackend(Backend):
         if len(av) != len(bv):
             raise ValueError(f"quotient: a has {len(av)} values, b has {len(bv)}")
         cv = av * bv % r
-        shifted = [_obj(_ntt(curve, _ntt(curve, x.tolist(), inverse=True), coset=True)) for x in (av, bv, cv)]
+        shifted = []
+        for x in (av, bv, cv):  # six NTTs in this thread: a cancelled proof stops between two of them
+            self._check_stop("quotient")
+            coeffs = _ntt(curve, x.tolist(), inverse=True)
+            self._check_stop("quotient")
+            shifted.append(_obj(_ntt(curve, coeffs, coset=True)))
         h = (shifted[0] * shifted[1] - shifted[2]) % r
         return fr_from_ints(h.tolist())
 

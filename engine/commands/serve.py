@@ -17,7 +17,8 @@ def register(subparsers) -> None:
         "serve",
         help="serve proofs over HTTP with keys kept resident (see docs/service.md)",
         description="Run the prover as an HTTP service: resident keys, priorities, deadlines, Prometheus "
-        "metrics, bearer-token auth.  SIGTERM drains the admitted jobs, then exits; a second Ctrl-C exits at once.",
+        "metrics, bearer-token auth.  SIGTERM (SIGHUP, SIGQUIT) drains the admitted jobs, then exits; a second "
+        "Ctrl-C exits at once.",
     )
     s = p.add_argument_group("service")
     s.add_argument("--host", default=None, help="address to bind (default 127.0.0.1; beyond loopback needs a token)")

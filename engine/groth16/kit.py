@@ -181,12 +181,27 @@ class Groth16Kit:
         self._in_pool(key, "the proof's verification", verify_or_raise, key.vk, proof, key.zkey.path, label)
 
     def _in_pool(self, key: Groth16Key, what: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """fn in the CPU pool; a cancelled job (this thread is abandoned) stops it there too (cpu_pool)."""
+        from concurrent.futures import TimeoutError as Pending  # noqa: PLC0415
+
+        from anyio.from_thread import check_cancelled  # noqa: PLC0415
+
         from scheduler import cpu_pool  # noqa: PLC0415
 
+        future = cpu_pool.get_pool().submit(fn, *args, **kwargs)
         try:
-            return cpu_pool.get_pool().submit(fn, *args, **kwargs).result()
+            while True:
+                try:
+                    return future.result(timeout=0.02)
+                except Pending:
+                    try:
+                        check_cancelled()
+                    except RuntimeError:  # not a worker thread of anyio's: nothing to ask
+                        return future.result()
         except cpu_pool.CpuWorkerCrashedError as exc:
             raise cpu_pool.CpuWorkerCrashedError(f"{self.key_label(key)}: {what}: {exc}") from None
+        finally:
+            future.cancel()  # done: nothing; cancelled: the worker running it is stopped
 
 
 def witness_values(item: Any, name: str) -> np.ndarray:

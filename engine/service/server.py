@@ -1,9 +1,11 @@
 """The `serve` process: one Engine, the Service in front of it, an aiohttp listener, and the signals.
 
-SIGTERM or a first SIGINT: stop admitting (503, /healthz says "draining"),
-let the queued and running jobs finish and their clients read the answers
-(pollers included), then close the listener and the engine.  A second
-SIGINT: cancel every job now and exit (130).  A third: leave at once.
+SIGTERM, SIGHUP, SIGQUIT or a first SIGINT: stop admitting (503, /healthz says
+"draining"), let the queued and running jobs finish and their clients read the
+answers (pollers included), then close the listener and the engine.  A second
+SIGINT: cancel every job now and exit (130).  A third: leave at once.  SIGHUP
+(a closed terminal) and SIGQUIT (Ctrl-\\) killed the server where it stood, its
+admitted jobs lost; one the process was started ignoring (nohup) stays ignored.
 """
 from __future__ import annotations
 
@@ -45,8 +47,8 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
 
     def on_signal(signum: int) -> None:
         name = signal.Signals(signum).name
-        if state["signals"] and signum == signal.SIGTERM:  # a repeated SIGTERM still means drain, never "leave now"
-            announce("engine serve: SIGTERM: already draining (a second Ctrl-C cancels every job)")
+        if state["signals"] and signum != signal.SIGINT:  # a repeated stop signal still means drain, never "leave now"
+            announce(f"engine serve: {name}: already draining (a second Ctrl-C cancels every job)")
             return
         state["signals"] += 1
         if state["signals"] == 1:
@@ -63,7 +65,8 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
     keep_heap()
     listener = listen(config.host, config.port)  # before the engine starts: a taken port fails at once
     port = listener.getsockname()[1]
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    handled = (signal.SIGTERM, signal.SIGINT, *_drain_signals())
+    for signum in handled:
         loop.add_signal_handler(signum, on_signal, signum)
     try:
         async with make_engine(engine_config, on_event=metrics.on_event) as eng:
@@ -85,13 +88,21 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
                     service.close()
     finally:
         listener.close()
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in handled:
             loop.remove_signal_handler(signum)
-        # Already on the way out: a SIGTERM now must not cut the exit short (the default action
-        # would leave the CPU pool's workers behind, which are stopped at interpreter exit).
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # Already on the way out: a SIGTERM (SIGHUP, SIGQUIT) now must not cut the exit short (the default
+        # action would leave the CPU pool's workers behind, which are stopped at interpreter exit).
+        for signum in handled:
+            if signum != signal.SIGINT:
+                signal.signal(signum, signal.SIG_IGN)
     announce("engine serve: stopped")
     return 130 if state["forced"] else 0
+
+
+def _drain_signals() -> tuple:
+    """SIGHUP and SIGQUIT where this platform has them, unless the process was started ignoring them (nohup)."""
+    found = (getattr(signal, name, None) for name in ("SIGHUP", "SIGQUIT"))
+    return tuple(s for s in found if s is not None and signal.getsignal(s) is not signal.SIG_IGN)
 
 
 # glibc's malloc: blocks below this come from the heap, not a fresh mmap each; free heap is given back
