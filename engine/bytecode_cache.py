@@ -45,7 +45,7 @@ def enable(environ=os.environ) -> str | None:
     if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
         return None
     where = chosen_dir(environ)
-    if where is None or not os.path.isdir(os.sep.join(where.split(os.sep)[:2]) or os.sep):
+    if where is None or _size_limited() or not os.path.isdir(os.sep.join(where.split(os.sep)[:2]) or os.sep):
         # (a cache under a top folder that does not exist, HOME=/nonexistent: importlib would make its folders
         # relative to the working directory, ./nonexistent/.cache/...)
         return None
@@ -56,6 +56,17 @@ def enable(environ=os.environ) -> str | None:
     return where
 
 
+def _size_limited() -> bool:
+    """A finite file size limit (ulimit -f): Python ignores SIGXFSZ and does not check its .pyc write, so a file
+    larger than the limit was written cut at it, and every later command read the damaged file."""
+    try:
+        import resource  # noqa: PLC0415 - a built-in module (POSIX)
+    except ImportError:
+        return False
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return soft != resource.RLIM_INFINITY
+
+
 RETRIED = "GROTH16_PYCACHE_CLEARED"  # set for the one re-run after a damaged cache was cleared
 
 
@@ -63,7 +74,8 @@ def damaged(exc: BaseException) -> bool:
     """Whether `exc` is an import that failed on a damaged .pyc: CPython writes bytecode with one unchecked
     write(), so a disk that fills meanwhile leaves a truncated file that fails every later import of that
     module ("marshal data too short", "bad marshal data") until the source changes."""
-    return isinstance(exc, (EOFError, ValueError)) and "marshal data" in str(exc)
+    # cut within the code: "marshal data too short", or "EOF read where object expected" mid-object
+    return isinstance(exc, EOFError) or (isinstance(exc, ValueError) and "marshal data" in str(exc))
 
 
 def recover(exc: BaseException, where: str | None, argv: list[str]) -> None:
