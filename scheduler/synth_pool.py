@@ -169,6 +169,21 @@ def _synthesise(task: tuple) -> bytes:
     return pickle.dumps(reply)
 
 
+def _alive(process) -> bool:
+    """Whether a worker can take a task: is_alive() and not already dead in the kernel's eyes.  A forkserver's
+    child is reaped by the forkserver, which tells this process of its end only when it next runs; until then
+    is_alive() said True of a worker killed while idle, and the task sent to it failed (a busy machine: CI)."""
+    if not process.is_alive():
+        return False
+    try:
+        with open(f"/proc/{process.pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:  # a pid without an entry is gone; without /proc at all (not Linux), is_alive() alone
+        return not os.path.isdir("/proc/self")
+    fields = stat.rsplit(b")", 1)[-1].split()  # after the command's name, which may hold spaces
+    return not fields or fields[0] not in (b"Z", b"X")
+
+
 def _copy_segment(seg: FileSegment, block: ShmBlock) -> None:
     """seg's bytes to the start of `block`: sendfile where the system has it for files, else a plain read."""
     # the file changed between its header's check and this copy: the user's file, named (was a ValueError)
@@ -344,7 +359,7 @@ class SynthPool:
                     block = self._take_block(capacity)
                 # A worker that died while idle is replaced before it is given work; the task, which
                 # it never received, goes to the next worker that is free.
-                if worker is not None and worker.process.is_alive():
+                if worker is not None and _alive(worker.process):
                     try:
                         worker.conn.send_bytes(pickle.dumps((*payload_args, block.path, int(capacity))))
                         break

@@ -41,3 +41,23 @@ def test_a_malformed_value_under_a_long_name_is_one_short_line(raw):
     with pytest.raises(WitnessInputError) as err:
         normalise_inputs(raw, "input.json")
     _one_short_line(str(err.value))
+
+
+def test_inputs_nested_past_the_bound_are_refused_whatever_the_recursion_limit():
+    """The refusal of deeply nested inputs came from Python's RecursionError: in a process whose recursion limit was
+    raised (by the program, or a library it imports: CI's full run) a 5000-deep list went through."""
+    import sys
+
+    deep: object = [1]
+    for _ in range(5000):
+        deep = [deep]
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)
+    try:
+        for raw in ({"x": deep}, {"b": [{"f": deep}]}):
+            with pytest.raises(WitnessInputError, match="^input.json: its values are nested too deeply$"):
+                normalise_inputs(raw, "input.json")
+    finally:
+        sys.setrecursionlimit(old)
+    assert normalise_inputs({"m": [[[1, 2], [3, 4]]], "b": [{"x": [5]}]}, "input.json") == {
+        "m": [1, 2, 3, 4], "b[0].x": [5]}

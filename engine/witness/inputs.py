@@ -77,14 +77,26 @@ def normalise_inputs(raw: Any, source: str = "inputs") -> Inputs:
         raise WitnessInputError(source, f"expected a JSON object of signal names, got {kind}")
     out: Inputs = {}
     try:
-        _qualify("", raw, out, source)
-    except RecursionError:  # arrays or objects nested beyond Python's stack (no circuit's signal is)
+        _qualify("", raw, out, source, 0)
+    except (RecursionError, _TooDeep):  # nested beyond MAX_DEPTH, or Python's stack: no circuit's signal is
         raise WitnessInputError(source, "its values are nested too deeply") from None
     return out
 
 
-def _qualify(prefix: str, value: Any, out: Inputs, source: str) -> None:
+# Levels of arrays and bus objects an input may nest: circom's signals have a few dimensions, its buses a few
+# levels.  A bound of our own, not Python's recursion limit, which a program (or a library it imports) may raise:
+# a 5000-deep list then went through, and pickling it for a worker failed instead.
+MAX_DEPTH = 256
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _qualify(prefix: str, value: Any, out: Inputs, source: str, depth: int) -> None:
     """Objects name bus fields (`b.x`), arrays of objects index them (`b[0].x`), as circom's JS does."""
+    if depth > MAX_DEPTH:
+        raise _TooDeep
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str) or not key:
@@ -93,15 +105,15 @@ def _qualify(prefix: str, value: Any, out: Inputs, source: str) -> None:
             if not key.isascii() and any("\ud800" <= c <= "\udfff" for c in key):  # JSON's "\ud800": no UTF takes it
                 raise WitnessInputError(source, f"signal name {shown_name(repr(key))} holds a lone surrogate "
                                                 "(not Unicode text)")
-            _qualify(f"{prefix}.{key}" if prefix else key, item, out, source)
+            _qualify(f"{prefix}.{key}" if prefix else key, item, out, source, depth + 1)
     elif (seq := _sequence(value)) is not None and _holds_objects(seq, prefix, source):
         for i, item in enumerate(seq):
-            _qualify(f"{prefix}[{i}]", item, out, source)
+            _qualify(f"{prefix}[{i}]", item, out, source, depth + 1)
     else:
         if prefix in out:
             raise WitnessInputError(source, f"signal '{shown_name(prefix)}' is given twice")
         values: list[int] = []
-        _flatten(prefix, value, values, source)
+        _flatten(prefix, value, values, source, "", depth)
         out[prefix] = values
 
 
@@ -132,7 +144,9 @@ def _leaves(items: list | tuple):
                 yield item
 
 
-def _flatten(name: str, value: Any, out: list[int], source: str, index: str = "") -> None:
+def _flatten(name: str, value: Any, out: list[int], source: str, index: str = "", depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise _TooDeep
     seq = _sequence(value)
     if seq is None:
         out.append(_to_int(value, name, index, source))
@@ -141,7 +155,7 @@ def _flatten(name: str, value: Any, out: list[int], source: str, index: str = ""
     else:
         for i, item in enumerate(seq):
             if _sequence(item) is not None:
-                _flatten(name, item, out, source, f"{index}[{i}]")
+                _flatten(name, item, out, source, f"{index}[{i}]", depth + 1)
             else:
                 out.append(_to_int(item, name, f"{index}[{i}]", source))
 
