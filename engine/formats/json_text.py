@@ -57,7 +57,8 @@ def read_json_bytes(path) -> bytes:
             head = f.read(4)
             if head in BINARY_KINDS:
                 raise NotJsonInput(f"is a {BINARY_KINDS[head]} file, not a JSON text")
-            return head + f.read()
+            f.seek(0)  # the whole file in one read: not a second copy of it made by joining
+            return f.read()
         chunks, total = [], 0
         while chunk := f.read(1 << 20):
             total += len(chunk)
