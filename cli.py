@@ -227,7 +227,17 @@ def warning_line(args: "argparse.Namespace", kind: str, message: str) -> None:
         text = json.dumps({"event": "warning", "warning": kind, "message": message})
     else:
         text = f"warning: {one_line(message)}"
-    print(text, file=sys.stderr, flush=True)
+    stderr_line(text)
+
+
+def stderr_line(text: str) -> None:
+    """One line on stderr in one write: print() writes the newline in a second call, and another thread's line
+    (Ray's, the cluster's log records, the progress events) came between them, two JSON objects on one line."""
+    stream = sys.stderr
+    if stream is None:  # print(file=None) wrote it on stdout
+        return
+    stream.write(text + "\n")
+    stream.flush()
 
 
 def _route_log_warnings(args: "argparse.Namespace", command: str | None):
@@ -278,7 +288,7 @@ def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code
     else:
         line = one_line(message) if kind == "Interrupted" else f"error: {one_line(message)}"
     try:
-        print(line, file=sys.stderr, flush=True)
+        stderr_line(line)
     except (OSError, ValueError, AttributeError):  # stderr closed, full, or a terminal that hung up: the code says it
         pass
     return exit_code

@@ -106,6 +106,7 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace):
     import io  # noqa: PLC0415
     import logging  # noqa: PLC0415
     import re  # noqa: PLC0415
+    import threading  # noqa: PLC0415
 
     from cli import warning_handler, warning_line  # noqa: PLC0415
     from engine.distributed.connection import import_ray  # noqa: PLC0415
@@ -116,12 +117,14 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace):
 
         def __init__(self) -> None:
             self.pending = ""
+            self.lock = threading.Lock()  # Ray's threads print at once: each its own lines, none lost
 
         def writable(self) -> bool:
             return True
 
         def write(self, text: str) -> int:
-            *lines, self.pending = (self.pending + text).split("\n")
+            with self.lock:
+                *lines, self.pending = (self.pending + text).split("\n")
             for line in lines:
                 line = re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
                 if line:

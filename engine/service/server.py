@@ -145,7 +145,8 @@ def _say(line: str) -> None:
     """A line on stderr.  A reader that left (`serve 2>&1 | head -1`) made the "draining" line a BrokenPipeError
     that ended the signal handler before the drain began: no SIGTERM could stop the server."""
     try:
-        print(line, file=sys.stderr, flush=True)
+        sys.stderr.write(line + "\n")  # in one write: the server's threads log too
+        sys.stderr.flush()
     except (OSError, ValueError):
         pass
 
