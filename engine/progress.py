@@ -58,10 +58,13 @@ class BarProgress(Progress):
         # part only, leaving the rest on the screen at every update
         self._columns = len(title) + width + 48
         try:
-            self._columns = min(self._columns, os.get_terminal_size(self.stream.fileno()).columns - 1)
+            columns = os.get_terminal_size(self.stream.fileno()).columns
         except (AttributeError, ValueError, OSError):
-            pass
-        self._columns = max(self._columns, 1)
+            columns = 0
+        if not columns:  # a terminal no one sized (`script`, `docker exec -t`) says 0: COLUMNS, if set, or the bar
+            columns = _env_columns()
+        if columns:
+            self._columns = max(min(self._columns, columns - 1), 1)
 
     def stage(self, name: str, fraction: float | None = None) -> None:
         if fraction is not None:
@@ -83,6 +86,13 @@ class BarProgress(Progress):
         self.done()  # the line above the bar, which the next stage draws again
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def _env_columns() -> int:
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 0)
+    except ValueError:
+        return 0
 
 
 class JsonProgress(Progress):
