@@ -50,6 +50,20 @@ class Parser(argparse.ArgumentParser):
         self._json_errors = "--json" in flags
         return super().parse_known_args(args, namespace)
 
+    def parse_args(self, args=None, namespace=None):
+        """An argument the command does not take is the command's usage error (with the flags it takes), not the
+        top level's `usage: python -m engine [-h] COMMAND ...`."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            (self._command_parser(parsed) or self).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _command_parser(self, parsed: argparse.Namespace) -> "argparse.ArgumentParser | None":
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001 - argparse's only handle on it
+                return action.choices.get(getattr(parsed, action.dest, None))
+        return None
+
     def error(self, message: str):
         if self._json_errors:
             import json  # noqa: PLC0415
