@@ -35,7 +35,7 @@ class ServerArgs:
 
     @staticmethod
     def func(args) -> int:
-        from engine.client import prove_command  # noqa: PLC0415 - the client's HTTP code, for this line only
+        from engine.client_command import prove_command  # noqa: PLC0415 - the client's HTTP code, for this line only
         from engine.commands.outputs import check_outputs  # noqa: PLC0415
 
         wtns = None if args.wasm else args.files[0]

@@ -164,7 +164,7 @@ def _check_where(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     _check_where(args)
     if args.server:  # prove on a `python -m engine serve` (before any import that would load numpy or CUDA)
-        from engine.client import prove_command
+        from engine.client_command import prove_command
 
         return prove_command(args, *_split_files(args))
     try:
