@@ -385,7 +385,8 @@ def test_every_mutant_reads_from_a_pipe_as_from_disk(tmp_path, src):
 def test_a_key_with_a_bad_point_never_yields_a_wrong_proof(tmp_path):
     """Every point mutant of both curves' keys, and keys with two points swapped (on the curve, wrong), through
     one Engine: each load or proof is one EngineError, or a proof that verifies under the untouched key (a
-    coordinate written as x + q is the same point, as snarkjs reads it); the engine then still proves."""
+    coordinate written as x + q, which snarkjs reads as x, is refused: the GPU takes the raw limbs); the engine
+    then still proves."""
     import asyncio  # noqa: PLC0415
 
     from engine import Engine, EngineConfig, verify  # noqa: PLC0415
@@ -415,13 +416,14 @@ def test_a_key_with_a_bad_point_never_yields_a_wrong_proof(tmp_path):
                         outcome["refused"] += 1
                         continue
                     assert verify(vk, proof.public, proof), f"{curve} {name}: a wrong proof was returned"
+                    assert ".x+q" not in name, f"{curve} {name}: a coordinate not below q was accepted"
                     outcome["proved"] += 1
                 key = await eng.load_key(TINY / curve / "tiny.zkey")
                 assert verify(vk, *(lambda pr: (pr.public, pr))(await eng.prove(key, TINY / curve / "tiny.wtns")))
         return outcome
 
     outcome = asyncio.run(main())
-    assert outcome["refused"] >= 30 and outcome["proved"] >= 8, outcome
+    assert outcome["refused"] >= 30 and outcome["proved"] >= 2, outcome
 
 
 def _cli_cases(tmp: Path) -> list[tuple[str, list, int]]:

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.algebra.curves import Curve, curve_by_base_prime, curve_by_scalar_prime
-from engine.formats.binfile import BinFile, Section, open_binfile, write_binfile
+from engine.errors import FormatError
+from engine.formats.binfile import BinFile, Section, open_binfile, rows_ge_mask, write_binfile
 from engine.formats.coeffs_scan import CoeffError, CoeffScan, scan_coeffs
+from engine.formats.rows import over_rows
 
 SECTION_NAMES = {
     1: "protocol", 2: "Groth16 header", 3: "IC", 4: "coeffs", 5: "A", 6: "B1", 7: "B2", 8: "C", 9: "H",
@@ -28,6 +30,11 @@ N8R = 32
 
 # numpy dtype of one coeffs entry as stored (spec §4.4): 12 + 32 bytes, packed
 COEFF_DTYPE = np.dtype([("matrix", "<u4"), ("row", "<u4"), ("wire", "<u4"), ("value", "<u8", (4,))])
+
+# the point sections (spec §4.3) and the ZKey fields that view them; the header's points are section 2's
+POINT_SECTIONS = {3: "ic", 5: "a", 6: "b1", 7: "b2", 8: "c", 9: "h"}
+HEADER_POINTS = ("alpha1", "beta1", "beta2", "gamma2", "delta1", "delta2")
+_COORDS = {2: ("x", "y"), 4: ("x.c0", "x.c1", "y.c0", "y.c1")}  # a point's coordinates: G1, G2
 
 SHA_SAMPLE = 64 * 1024  # bytes hashed at each end of a large section by `zkey_sha`
 
@@ -147,6 +154,54 @@ def read_zkey(path) -> ZKey:
         file_mtime_ns=bf.mtime_ns,
         coeff_scan=scan,
     )
+
+
+def check_coordinates(key) -> None:
+    """Refuse a key with a point coordinate not below the base field prime q: a FormatError naming the file,
+    the section, the point and the coordinate.
+
+    Each coordinate is a Montgomery value stored in a slot wider than q, so x + q fits and reads as x modulo q:
+    the CPU backend and snarkjs reduce what they decode, but the GPU's kernels take the raw limbs: a wrong
+    proof, which the device's check refused after all the work without a word of the key, or which was
+    returned where none runs (--no-verify on the host tier).  Kept out of `read_zkey`, which opens a key
+    without touching its points (`info`, `cache list`, export-vkey): the prover calls it once per key object
+    (engine/groth16/prover.check_key).  One vectorised pass over the limbs, on threads: 11 ms for the 389 MiB
+    of points of a 2^20 BN254 key on the H200 machine, beside 100-125 ms for `prove`'s load of that key onto
+    the device (session 45, helper 21).
+    """
+    curve = key.curve
+    lq, q = curve.q_limbs64, curve.q
+    where = [("section 2 (Groth16 header)", np.asarray(getattr(key, f)), f) for f in HEADER_POINTS]
+    where += [(f"section {sid} ({SECTION_NAMES[sid]})", np.asarray(getattr(key, f)), None)
+              for sid, f in POINT_SECTIONS.items()]
+    for label, arr, field in where:
+        if arr.size == 0:
+            continue
+        coords = 4 if arr.ndim == (3 if field else 4) else 2  # G2 (a point of two Fq2 coordinates) or G1
+        bad = _first_unreduced(arr.reshape(-1, lq), q)
+        if bad >= 0:
+            point, coord = divmod(bad, coords)
+            what = field if field is not None else f"point {point}"
+            raise FormatError(key.path or "proving key",
+                              f"{label}: {what}'s {_COORDS[coords][coord]} coordinate is not below the "
+                              f"{curve.name} base field prime q (not a reduced Montgomery value: a corrupt or "
+                              "forged key)")
+
+
+def _first_unreduced(rows: np.ndarray, q: int) -> int:
+    """The first row (uint64 limbs) not below q, or -1: binfile.first_row_ge, but a part whose top limbs all
+    lie below q's (each part of a sound key) costs one max over them, no masks (a third less time)."""
+    top = np.uint64(q >> (64 * (rows.shape[1] - 1)))
+
+    def part(lo: int, hi: int) -> int:
+        sub = rows[lo:hi]
+        if sub.shape[0] == 0 or sub[:, -1].max() < top:
+            return -1
+        bad = np.flatnonzero(rows_ge_mask(sub, q))  # not first_row_ge: this runs on the threads it would use
+        return lo + int(bad[0]) if bad.size else -1
+
+    found = [i for i in over_rows(rows.shape[0], rows.shape[1] * 8, part) if i >= 0]
+    return found[0] if found else -1
 
 
 def _read_coeffs(bf: BinFile, curve: Curve, n_vars: int, domain_size: int) -> tuple[np.ndarray, CoeffScan]:

@@ -63,6 +63,9 @@ class Groth16Kit:
             raise InputFileError(os.fspath(wasm), "is a pipe; the synthesis workers open circuit.wasm by its "
                                                   "path: give the file")
         key = Groth16Key(read_zkey(path), None if wasm is None else os.fspath(wasm))
+        from engine.groth16.prover import check_key  # noqa: PLC0415
+
+        check_key(key.zkey)  # refused before a device holds it, not by each proof (which finds it checked)
         if key.wasm is not None:  # a missing file, not wasm, or another curve's: refused here, not by every proof
             from engine.witness.calculator import WasmCircuit  # noqa: PLC0415
 

@@ -29,6 +29,8 @@ from engine.errors import (
 )
 from engine.formats.binfile import first_row_ge
 from engine.algebra.limbs import g1_from_mont, g2_from_mont
+from engine.algebra.subgroup import subgroup_problem
+from engine.formats.zkey import check_coordinates
 from engine.groth16.proof import Proof, VerificationKey
 
 # A source of the blinding scalars: called with r, returns an int in [0, r).
@@ -99,20 +101,24 @@ def _check_constant_wire(r: int, values: np.ndarray, witness_name: str) -> None:
 # The header's points and what verification_key.json calls them (G2 when True).
 _HEADER_POINTS = (("alpha1", False, "vk_alpha_1"), ("beta1", False, "vk_beta_1"), ("delta1", False, "vk_delta_1"),
                   ("beta2", True, "vk_beta_2"), ("gamma2", True, "vk_gamma_2"), ("delta2", True, "vk_delta_2"))
+_VERIFIERS_ONLY = ("vk_gamma_2",)  # not used by the prover: its subgroup is checked where a proof is verified
 _keys_checked: OrderedDict = OrderedDict()  # digests of the points of keys that passed check_key
 _keys_lock = threading.Lock()
 _zkeys_checked: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> a key object that passed
 
 
 def check_key(zkey) -> None:
-    """Refuse a key whose own points (the header's and IC) are off their curves, in one line naming the key and
-    the point (a FormatError, as export-vkey says it), before any work and whether or not the proof is verified
-    after: --no-verify skips the proof's check, not the key's (export-vkey and the verifier refuse such a key,
-    and no proof made with it can verify).  Cheap (microseconds a point; once per key and process): membership
-    of the prime-order subgroups (milliseconds a point) is the verifier's check (verifier.vk_from_zkey), made
-    where a proof is verified."""
+    """Refuse a key the prover cannot trust, in one line naming the key and the point (a FormatError, as
+    export-vkey says it), before any work and whether or not the proof is verified after: --no-verify skips
+    the proof's check, not the key's (no proof made with such a key can verify, or the GPU, which takes the
+    raw limbs, may make a wrong one).  Every coordinate below q (formats.zkey.check_coordinates: one vectorised
+    pass, per key object, since the points of a copy may differ beyond what a digest of its header covers);
+    the header's and IC's points on their curves (microseconds a point); alpha1, beta1, beta2, delta1, delta2
+    in their prime-order subgroups (milliseconds each: five points; IC's and gamma2's membership is the
+    verifier's check, verifier.vk_from_zkey, where a proof is verified).  Once per key and process."""
     if _zkeys_checked.get(id(zkey)) is zkey:  # this very object: no digest of its IC (the Engine checks per proof)
         return
+    check_coordinates(zkey)
     parts = [np.ascontiguousarray(getattr(zkey, name)).tobytes() for name, _, _ in _HEADER_POINTS]
     ident = hashlib.blake2b(b"".join([zkey.curve.name.encode(), *parts, np.ascontiguousarray(zkey.ic).tobytes()]),
                             digest_size=32).digest()
@@ -132,6 +138,10 @@ def check_key(zkey) -> None:
         if not (ec.g2_is_on_curve if is_g2 else ec.g1_is_on_curve)(curve, point):
             raise FormatError(zkey.path or "proving key",
                               f"{what} is not a point of the {curve.name} {'twist ' if is_g2 else ''}curve")
+    for point, is_g2, what in named[:len(_HEADER_POINTS)]:
+        problem = None if what in _VERIFIERS_ONLY else subgroup_problem(curve, point, is_g2, what)
+        if problem is not None:
+            raise FormatError(zkey.path or "proving key", problem)
     with _keys_lock:
         _keys_checked[ident] = True
         while len(_keys_checked) > 64:
@@ -197,7 +207,24 @@ def finish(
         t = time.perf_counter()
         verify_or_raise(_vk(zkey, vk), proof, zkey.path, witness_name)
         timings["verify"] = time.perf_counter() - t
+    else:
+        check_on_curves(proof, zkey.path, witness_name)
     return proof
+
+
+def check_on_curves(proof: Proof, key_name: str | None = None, witness_name: str | None = None) -> None:
+    """The check an unverified proof (--no-verify) still gets: pi_a, pi_b, pi_c on their curves (microseconds).
+    The points of a key's sections A, B1, B2, C, H are not checked (millions of them): one off its curve puts
+    every sum it enters off the curve, and such a proof, which no verifier accepts, is never returned."""
+    curve = proof.curve
+    for name, point, g2 in (("pi_a", proof.pi_a, False), ("pi_b", proof.pi_b, True), ("pi_c", proof.pi_c, False)):
+        if not (ec.g2_is_on_curve if g2 else ec.g1_is_on_curve)(curve, point):
+            key = key_name or "the proving key"
+            raise VerificationError(
+                f"{key}: the proof of {witness_name or 'the witness'} is wrong: its {name} is not a point of the "
+                f"{curve.name} {'twist ' if g2 else ''}curve (a point of {key}'s sections A, B1, B2, C or H is "
+                "off its curve: a corrupt key; or a backend computed a wrong result); no proof was written or "
+                "returned")
 
 
 def _vk(zkey, vk: VerificationKey | None) -> VerificationKey:
@@ -237,6 +264,8 @@ def _finish_from_backend(zkey, core: CoreResult, values: np.ndarray, *, vk, veri
             t = time.perf_counter()
             verify_or_raise(_vk(zkey, vk), proof, zkey.path, witness_name)
             timings["verify"] = time.perf_counter() - t
+        else:
+            check_on_curves(proof, zkey.path, witness_name)
     return proof
 
 
