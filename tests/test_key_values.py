@@ -282,3 +282,40 @@ def test_cli_no_verify_writes_no_proof_off_its_curve(tmp_path):
     proc = run_engine("prove", "--no-verify", "--backend", "cpu", path, wtns, proof, public)
     one_error_line(proc, re.escape(str(path)), "pi_a", "not a point")
     assert not proof.exists() and not public.exists()
+
+
+# ---------------------------------------------------------------- header points at infinity
+
+def put_infinity(path: Path, name: str) -> None:
+    """The header point `name` written as (0, 0): how a zkey stores the point at infinity."""
+    z = read_zkey(path)
+    size = (4 if name.endswith("2") else 2) * z.curve.n8q
+    off = header_offset(z, name)
+    del z
+    data = bytearray(path.read_bytes())
+    data[off:off + size] = bytes(size)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+@pytest.mark.parametrize("name", ["alpha1", "beta1", "beta2", "delta1", "delta2"])
+def test_a_header_point_at_infinity_is_refused(tmp_path, curve, name):
+    """A degenerate key: delta1 at infinity took the blinding r*delta1 out of pi_a (and s*delta1 out of pi_c),
+    so a proof showed its witness's sum in the clear, and --no-verify returned it; alpha, beta or delta2 at
+    infinity cannot come from a setup either (each is a secret scalar times a generator)."""
+    path, wtns = example(tmp_path, curve)
+    put_infinity(path, name)
+    z, w = read_zkey(path), read_wtns(wtns)
+    vk_name = dict((n, v) for n, _, v in HEADER)[name]
+    for verify in (False, True):
+        with pytest.raises(FormatError, match=rf"^{re.escape(str(path))}: {vk_name} is the point at infinity"):
+            prove(z, w.values, NoWork(workers=1), verify=verify)
+
+
+def test_cli_no_verify_refuses_delta1_at_infinity(tmp_path):
+    path, wtns = example(tmp_path, "bn128")
+    put_infinity(path, "delta1")
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    proc = run_engine("prove", "--no-verify", "--backend", "cpu", path, wtns, proof, public)
+    one_error_line(proc, re.escape(str(path)), "vk_delta_1", "infinity")
+    assert not proof.exists() and not public.exists()

@@ -139,6 +139,9 @@ def check_key(zkey) -> None:
             raise FormatError(zkey.path or "proving key",
                               f"{what} is not a point of the {curve.name} {'twist ' if is_g2 else ''}curve")
     for point, is_g2, what in named[:len(_HEADER_POINTS)]:
+        if point is None and what not in _VERIFIERS_ONLY:  # a secret scalar times a generator in any setup
+            raise FormatError(zkey.path or "proving key", f"{what} is the point at infinity: a degenerate key "
+                              "(delta1 there takes the blinding out of pi_a and pi_c); the key is corrupt or forged")
         problem = None if what in _VERIFIERS_ONLY else subgroup_problem(curve, point, is_g2, what)
         if problem is not None:
             raise FormatError(zkey.path or "proving key", problem)
