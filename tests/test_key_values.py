@@ -319,3 +319,47 @@ def test_cli_no_verify_refuses_delta1_at_infinity(tmp_path):
     proc = run_engine("prove", "--no-verify", "--backend", "cpu", path, wtns, proof, public)
     one_error_line(proc, re.escape(str(path)), "vk_delta_1", "infinity")
     assert not proof.exists() and not public.exists()
+
+
+# ---------------------------------------------------------------- beta1/beta2 and delta1/delta2 of one scalar
+
+def put_point(path: Path, name: str, point) -> None:
+    z = read_zkey(path)
+    raw = (g2_to_mont(z.curve, [point]) if name.endswith("2") else g1_to_mont(z.curve, [point])).tobytes()
+    off = header_offset(z, name)
+    del z
+    data = bytearray(path.read_bytes())
+    data[off:off + len(raw)] = raw
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+@pytest.mark.parametrize("name", ["beta1", "beta2", "delta1", "delta2"])
+def test_a_header_pair_of_two_scalars_is_refused(tmp_path, curve, name):
+    """beta1 and beta2 (delta1 and delta2) are one secret scalar times each generator; a key where they are not
+    (each point valid, in its subgroup) makes proofs that cannot verify, which --no-verify returned."""
+    from engine.algebra import ec
+
+    path, wtns = example(tmp_path, curve)
+    z = read_zkey(path)
+    c = z.curve
+    point = (ec.g2_mul if name.endswith("2") else ec.g1_mul)(c, c.g2_gen if name.endswith("2") else c.g1_gen, 12345)
+    del z
+    put_point(path, name, point)
+    z, w = read_zkey(path), read_wtns(wtns)
+    pair = "vk_beta_1 and vk_beta_2" if name.startswith("beta") else "vk_delta_1 and vk_delta_2"
+    for verify in (False, True):
+        with pytest.raises(FormatError, match=rf"^{re.escape(str(path))}: {pair} are not"):
+            prove(z, w.values, NoWork(workers=1), verify=verify)
+
+
+def test_cli_no_verify_refuses_a_delta_pair_of_two_scalars(tmp_path):
+    from engine.algebra import ec
+
+    path, wtns = example(tmp_path, "bls12381")
+    c = read_zkey(path).curve
+    put_point(path, "delta1", ec.g1_mul(c, c.g1_gen, 7))
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    proc = run_engine("prove", "--no-verify", "--backend", "cpu", path, wtns, proof, public)
+    one_error_line(proc, re.escape(str(path)), "vk_delta_1 and vk_delta_2")
+    assert not proof.exists() and not public.exists()

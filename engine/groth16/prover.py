@@ -145,11 +145,36 @@ def check_key(zkey) -> None:
         problem = None if what in _VERIFIERS_ONLY else subgroup_problem(curve, point, is_g2, what)
         if problem is not None:
             raise FormatError(zkey.path or "proving key", problem)
+    _check_pairs(zkey, curve, dict((what, point) for point, _, what in named[:len(_HEADER_POINTS)]))
     with _keys_lock:
         _keys_checked[ident] = True
         while len(_keys_checked) > 64:
             _keys_checked.popitem(last=False)
     _remember(zkey)
+
+
+def _check_pairs(zkey, curve, points: dict) -> None:
+    """beta1 and beta2, delta1 and delta2: each pair one secret scalar times the two generators, as every setup
+    and contribution writes them.  A pair of two scalars makes proofs no verifier accepts (--no-verify returned
+    them).  Both pairs in one check, e(beta1 + rho delta1, g2) e(-g1, beta2) e(-rho g1, delta2) = 1 for a random
+    rho (a few milliseconds, once per key); a failure is then told pair by pair."""
+    import secrets  # noqa: PLC0415
+
+    from engine.algebra import pairing  # noqa: PLC0415
+
+    names = (("vk_beta_1", "vk_beta_2"), ("vk_delta_1", "vk_delta_2"))
+    rho = 1 + secrets.randbelow(1 << 64)  # a forged pair passes with probability 2^-64 at most
+    minus_g1 = ec.g1_neg(curve, curve.g1_gen)
+    sum1 = ec.g1_add(curve, points["vk_beta_1"], ec.g1_mul(curve, points["vk_delta_1"], rho))
+    if pairing.pairing_check(curve, [(sum1, curve.g2_gen), (minus_g1, points["vk_beta_2"]),
+                                     (ec.g1_mul(curve, minus_g1, rho), points["vk_delta_2"])]):
+        return
+    for one, two in names:
+        if not pairing.pairing_check(curve, [(points[one], curve.g2_gen), (minus_g1, points[two])]):
+            raise FormatError(zkey.path or "proving key",
+                              f"{one} and {two} are not one scalar's multiples of the generators (each a valid "
+                              "point, the pair not from one setup): a corrupt or forged key, whose proofs cannot "
+                              "verify")
 
 
 def _remember(zkey) -> None:
