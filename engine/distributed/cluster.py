@@ -37,7 +37,7 @@ from engine.config import EngineConfig
 from scheduler.compute_share import AUTO_SLOTS
 from engine.distributed import connection
 from engine.distributed.actor import EngineActor, KeySpec
-from engine.distributed.connection import import_ray, start_local_ray  # noqa: F401 - this module's names too
+from engine.distributed.connection import import_ray, resources as _resources, start_local_ray  # noqa: F401
 from engine.distributed.placement import EngineSlot, Placement
 from engine.distributed.transport import Failure, first_line as _first_line, task_error as _task_error, unpack
 from engine.errors import (
@@ -104,7 +104,7 @@ class RayCluster:
                 raise EngineError(f"{name}: {value!r} is not a number >= 0")
         if not (_is_number(start_timeout_s) and start_timeout_s > 0):
             raise EngineError(f"start_timeout_s: {start_timeout_s!r} is not a number of seconds > 0")
-        self.address = address
+        self.address = connection.checked_address(address)
         self.config = checked_config(config, "RayCluster")
         self._engines_wanted = engines
         self._window = window
@@ -121,6 +121,7 @@ class RayCluster:
         self._changed: asyncio.Condition | None = None
         self._jobs: set[asyncio.Task] = set()
         self._aborting = False  # leaving the block cancels the jobs: their awaiters get EngineClosedError
+        self._lifeline, self._gcs_watch = connection.Lifeline(), None  # its GCS (gone: why), and that GCS's watch
         self._unloadable: dict[int, dict[int, bytes]] = {}  # key id -> engine -> why it could not load it
         self._key_jobs: dict[int, set[asyncio.Task]] = {}  # key id -> its jobs in flight (unload_key waits)
         self._unloaded: set[int] = set()
@@ -154,7 +155,8 @@ class RayCluster:
 
     async def _start(self) -> None:
         ray = self._ray = import_ray()
-        self._connect(ray)
+        self._owns_ray = await connection.joined(self.address, self._ray_init)
+        self._gcs_watch = connection.watch_gcs(ray, self._gcs_gone)
         count = self._engine_count(ray)
         gpus = self._gpus if self._gpus is not None else (
             1 if self._engines_wanted == "per-gpu" or self.config.backend == "gpu" else 0)
@@ -195,13 +197,6 @@ class RayCluster:
             if isinstance(info, Failure):
                 raise unpack(info.packed)
 
-    def _connect(self, ray) -> None:
-        try:
-            self._owns_ray = connection.join(self.address, self._ray_init)
-        except Exception as exc:
-            where = "a local Ray instance" if self.address in (None, "local") else f"Ray at {self.address!r}"
-            raise EngineStartError(f"could not start or join {where}: {_first_line(exc)}") from None
-
     def _engine_count(self, ray) -> int:
         if self._engines_wanted != "per-gpu":
             return int(self._engines_wanted)
@@ -221,7 +216,7 @@ class RayCluster:
                     task.cancel()
                 await asyncio.gather(*list(self._jobs), return_exceptions=True)
             # only engines whose Engine started: an actor Ray has not placed would never answer `close`
-            alive = [e for e in self._engines if e.slot.alive and e.info]
+            alive = [e for e in self._engines if e.slot.alive and e.info and self._lifeline.why is None]
             try:  # an actor whose loop is stuck (a key's file a pipe nobody writes) never answers: killed below
                 async with asyncio.timeout(CLOSE_TIMEOUT_S):
                     done = await asyncio.gather(*(e.actor.close.remote() for e in alive), return_exceptions=True)
@@ -232,6 +227,8 @@ class RayCluster:
                 if isinstance(result, Failure):
                     log.warning("engine %d: %s", engine.slot.index, unpack(result.packed))
         finally:  # even when the wait above is cancelled (a second Ctrl-C): no actor, no Ray left behind
+            if self._gcs_watch is not None:
+                self._gcs_watch.cancel()
             for engine in self._engines:
                 if engine.watcher is not None:
                     engine.watcher.cancel()
@@ -243,6 +240,13 @@ class RayCluster:
             if self._owns_ray:
                 self._owns_ray = False
                 connection.leave()
+
+    def _gcs_gone(self, why: str) -> None:
+        """The cluster's GCS stopped answering: its jobs fail now, before Ray ends this process for it."""
+        self._lifeline.lost(why)
+        log.warning("%s; its jobs fail", why)
+        for task in list(self._jobs):
+            task.cancel()
 
     async def _watch(self, engine: _Engine) -> None:
         """Learns of an actor's death as it happens, not only when a job is next sent there."""
@@ -283,7 +287,7 @@ class RayCluster:
             started = time.monotonic()
             call = engine.actor.load_key.remote(spec)
             try:
-                result = await call
+                result = await self._lifeline.answer(call, name)
             except asyncio.CancelledError:  # nobody will have this key: not left resident there (as an Engine)
                 engine.slot.keys.discard(spec.id)
                 try:
@@ -444,6 +448,8 @@ class RayCluster:
         try:
             return await self._run(key, refs, theirs)
         except asyncio.CancelledError:
+            if self._lifeline.why is not None:
+                raise EngineLostError(f"{key.label}: {self._lifeline.why}") from None
             if self._aborting:
                 raise EngineClosedError(f"{key.label}: a job of {len(refs)} proof(s) was cancelled because the "
                                         "cluster shut down") from None
@@ -553,6 +559,8 @@ class RayCluster:
                 if self._state == "new" else "the cluster has shut down; no new jobs are accepted"
             )
         check_loop(self._loop, "this cluster")  # another loop's call waited on this loop's condition for ever
+        if self._lifeline.why is not None:  # its engines' calls would wait for Ray to end this process
+            raise EngineLostError(self._lifeline.why)
 
 
 def _absolute(item: Any) -> Any:
@@ -590,11 +598,3 @@ def _default_window(config: EngineConfig) -> int:
     if slots == "auto":  # a GPU gets AUTO_SLOTS (when "auto" finds none, the window is only larger)
         slots = AUTO_SLOTS if config.backend in ("auto", "gpu") else 1
     return 2 * (devices * slots + config.synthesis_workers)
-
-
-def _resources(ray) -> str:
-    try:
-        res = ray.cluster_resources()
-    except Exception:
-        return "unknown resources"
-    return f"{res.get('CPU', 0):g} CPU, {res.get('GPU', 0):g} GPU"

@@ -1,7 +1,8 @@
 """`python -m engine prove --ray ADDRESS ...`: the same proof, made by an engine of a Ray cluster.
 
 ADDRESS is `local` (start a local Ray instance for this run), `auto` (join
-the cluster this node belongs to) or `ray://host:port` (a Ray client).  The
+the cluster this node belongs to), `HOST:PORT` (the cluster whose head's GCS
+is there) or `ray://host:port` (a Ray client).  The
 key, the witness (or circuit.wasm and input.json) are read by the engine's
 node: on a cluster, give paths of a filesystem every node sees.  The proof
 comes back to this process and is written here, both files or neither, as
@@ -18,7 +19,8 @@ from engine.progress import make_progress, report_proof
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Ray cluster (pip install '.[ray]')")
     g.add_argument("--ray", metavar="ADDRESS", default=None, type=_address,
-                   help="prove on a Ray cluster: local (start one here), auto, or ray://host:port")
+                   help="prove on a Ray cluster: local (start one here), auto (this node's), HOST:PORT (its head's "
+                   "GCS) or ray://HOST:PORT (a Ray client)")
     g.add_argument("--engines", metavar="N", default=None,
                    help="engine actors to start: a count or per-gpu (default 1)")
 

@@ -8,19 +8,26 @@ and never ended here.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import signal
 import socket
 import threading
+import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from engine.errors import BackendUnavailableError
+from engine.distributed.transport import first_line
+from engine.errors import BackendUnavailableError, EngineError, EngineLostError, EngineStartError
 
 _GROUP_CLEANUP = "RAY_process_group_cleanup_enabled"
-CHECK_TIMEOUT_S = 10.0  # a TCP connection to the address given, before ray.init retries it for minutes
+_GCS_WAIT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"  # Ray's: a process without its GCS that long exits
+CHECK_TIMEOUT_S = 5.0  # the address answering as Ray does (connected, then its first bytes), before ray.init
+TIMEOUT_ENV = "GROTH16_RAY_CHECK_TIMEOUT_S"  # another number of seconds (0: no check, ray.init retries for minutes)
+# an HTTP/2 client's opening, its preface and an empty SETTINGS frame: Ray's gRPC servers answer with their SETTINGS
+_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 # the package root: local Ray workers import the same code as this driver
 _CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -42,6 +49,19 @@ class _Made:
     address: str | None = None
     gcs: str | None = None
     users: int = 0
+
+
+class AddressError(ConnectionError):
+    """An address where no Ray cluster is (or none can be): its message is the whole reason."""
+
+
+def checked_address(address: Any) -> str | None:
+    """A RayCluster's address, checked as its other arguments are: a number was Ray's AttributeError, bytes its
+    TypeError, an empty one "no port"."""
+    if address is None or (isinstance(address, str) and address.strip()):
+        return address
+    raise EngineError(f"address: {address!r} is not an address (None, 'local', 'auto', 'HOST:PORT' or "
+                      "'ray://HOST:PORT')")
 
 
 _made = _Made()
@@ -71,11 +91,26 @@ def join(address: str | None, ray_init: dict) -> bool:
             if address is None:
                 start_local_ray(**ray_init)
             else:
-                _check_answers(address)
-                ray.init(address=address, **{"include_dashboard": False, "logging_level": logging.WARNING,
-                                             **ray_init})
+                try:
+                    ray.init(address=address, **{"include_dashboard": False, "logging_level": logging.WARNING,
+                                                 **ray_init})
+                except ConnectionError as exc:
+                    raise _refused(exc) from None
         _made.address, _made.gcs, _made.users = address, _gcs_address(ray), 1
         return True
+
+
+async def joined(address: str | None, ray_init: dict) -> bool:
+    """join() for a RayCluster, the address checked first (awaited: Ctrl-C, a cancellation, ends the wait); a
+    failure is one EngineStartError naming the address."""
+    try:
+        if address not in (None, "local") and not import_ray().is_initialized():
+            await _check_answers(address)
+        return join(address, ray_init)
+    except Exception as exc:
+        where = "a local Ray instance" if address in (None, "local") else f"Ray at {address!r}"
+        why = exc if isinstance(exc, AddressError) else first_line(exc)  # an AddressError's message: the reason
+        raise EngineStartError(f"could not start or join {where}: {why}") from None
 
 
 def leave() -> None:
@@ -101,6 +136,16 @@ def _sigterm_kept() -> Iterator[None]:
             signal.signal(signal.SIGTERM, before)
 
 
+def _refused(exc: ConnectionError) -> BaseException:
+    """ray.init says "Failed to connect to Ray cluster at HOST:PORT", its reason in its cause's text: a token the
+    cluster refused (token authentication, Ray's default for a new cluster) is said, with what to set."""
+    cause = str(exc.__cause__ or "")
+    if "AuthenticationError" in cause or "InvalidAuthToken" in cause:
+        return AddressError("the cluster refused this process's authentication token: set RAY_AUTH_MODE=token, with "
+                            "the cluster's token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token")
+    return exc
+
+
 def _canonical(address: str) -> str:
     """host:port as Ray resolves it (localhost as the node's address, "auto" as the cluster it finds)."""
     try:
@@ -111,25 +156,191 @@ def _canonical(address: str) -> str:
         return address
 
 
-def _check_answers(address: str) -> None:
-    """Ray retries a GCS (or client server) that does not answer about 13 minutes, printing a retry line every
-    few seconds: a wrong port is said at once instead.  Addresses Ray cannot resolve are left to ray.init."""
-    if address.startswith("ray://"):
-        target = address[len("ray://"):].split("/", 1)[0]
+async def _check_answers(address: str) -> None:
+    """Ray retries an address where no Ray answers for minutes (a GCS it cannot reach; a service that is not Ray
+    and never answers its gRPC, such as a web server or a listener that says nothing): such an address is said
+    within seconds instead.  Ray answers an HTTP/2 opening with its SETTINGS frame at once (gRPC); TLS (RAY_USE_TLS)
+    is checked to the connection only.  "auto" with no cluster to find, and scheme modules, are left to ray.init."""
+    from engine.env_setting import number  # noqa: PLC0415
+
+    timeout = number(TIMEOUT_ENV, CHECK_TIMEOUT_S, AddressError, "leaves it to ray.init", "seconds", "s")
+    timeout = min(timeout, 86400.0)  # "inf" as a day: a socket's timeout has a limit (OverflowError beyond it)
+    target = _target(address)
+    if target is None or not timeout:
+        return
+    host, port, given = target
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    # a service on the loopback interface only is not where Ray goes for 127.0.0.1
+    moved = f", the address Ray uses for {given}" if given != host else ""
+    deadline = time.monotonic() + timeout
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except socket.gaierror as exc:
+        why = "" if exc.errno == socket.EAI_NONAME else f" ({exc.strerror})"
+        raise AddressError(f"host {host} does not resolve{why}") from None
+    except TimeoutError:
+        raise AddressError(f"nothing answers at {where} within {timeout:g} s{moved}") from None
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else exc.strerror or exc  # not asyncio's "Connect call failed"
+        raise AddressError(f"nothing answers at {where} ({why}){moved}") from None
+    try:
+        if os.environ.get("RAY_USE_TLS", "0").strip().lower() not in ("", "0", "false"):
+            return
+        answer = await _first_answer(reader, writer, deadline)
+    finally:
+        writer.close()
+    if answer is not None and len(answer) == 9 and answer[3] == 4 and answer[5:] == bytes(4):
+        return  # a SETTINGS frame on the connection's stream: gRPC, as Ray speaks it
+    if answer is None:
+        what = f"accepted the connection but did not answer within {timeout:g} s"
+    elif not answer:
+        what = "closed the connection without answering"
+    elif answer.startswith((b"HTTP/", b"<")):  # a status line, or a page without one
+        what = "answers HTTP (a web server), not Ray's gRPC"
     else:
+        what = f"answered {answer!r}, not Ray's gRPC"
+    raise AddressError(f"not a Ray cluster: the service at {where} {what}")
+
+
+def _target(address: str) -> tuple[str, int, str] | None:
+    """The host and port ray.init will connect to (localhost as this node's address, as Ray resolves it) and the
+    host as given; None where Ray finds the address itself ("auto") or a scheme module of Ray's takes it."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "", address
+    elif scheme.lower() in ("http", "https"):  # Ray's own words for these end mid-sentence on their first line
+        raise AddressError(f"{scheme}:// is not a Ray address (expected HOST:PORT or ray://HOST:PORT)")
+    elif scheme != "ray":
+        return None
+    if not scheme and address == "auto":
+        env = os.environ.get("RAY_ADDRESS", "")
+        if env.partition("://")[0].lower() in ("http", "https") and "://" in env:
+            raise AddressError(f"RAY_ADDRESS={env!r} is an HTTP address (a dashboard's?), not a Ray cluster's: set it "
+                               "to HOST:PORT (the head's GCS) or ray://HOST:PORT")
+        if env.startswith("ray://"):  # ray.init("auto") connects to it as a Ray client
+            return _target(env)
         try:
             from ray._private.services import canonicalize_bootstrap_address  # noqa: PLC0415
 
-            target = canonicalize_bootstrap_address(address)
-        except Exception:  # "auto" with no cluster, a malformed address: ray.init says which
-            return
-    host, _, port = (target or "").rpartition(":")
-    if not host or not port.isdigit():
-        return
+            rest = canonicalize_bootstrap_address(address)
+        except Exception:  # no cluster to find: ray.init says so
+            return None
+        if not rest:
+            return None
+    host, colon, port = rest.split("/", 1)[0].rpartition(":")
+    if not colon and scheme:
+        return None  # ray://HOST: Ray Client's own default port
+    if not colon or not port:
+        raise AddressError("no port (expected HOST:PORT)")
+    if not host.strip("[]"):
+        raise AddressError("no host (expected HOST:PORT)")
+    if not (port.isascii() and port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
+        raise AddressError(f"port {port} is not a port number (1-65535)")
+    host = given = host.strip("[]")
+    if not scheme:
+        try:
+            from ray._private.services import resolve_ip_for_localhost  # noqa: PLC0415
+
+            host = resolve_ip_for_localhost(host).strip("[]")
+        except Exception:  # Ray's private API moved: the host as given
+            pass
+    return host, int(port), given
+
+
+async def _first_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                        deadline: float) -> bytes | None:
+    """The first 9 bytes (a frame's header) the service sends after an HTTP/2 opening, fewer where it closed
+    the connection; None where it said nothing before the deadline."""
+    answer = b""
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CHECK_TIMEOUT_S).close()
-    except OSError as exc:
-        raise ConnectionError(f"nothing answers at {target} ({exc.strerror or exc})") from None
+        writer.write(_HELLO)
+        while len(answer) < 9:
+            got = await asyncio.wait_for(reader.read(9 - len(answer)), max(deadline - time.monotonic(), 0.01))
+            if not got:
+                break
+            answer += got
+    except TimeoutError:
+        return answer or None
+    except OSError:  # reset: it closed the connection
+        pass
+    return answer
+
+
+def watch_gcs(ray, gone: Callable[[str], None]) -> asyncio.Task | None:
+    """A task that calls `gone(why)` once the connected cluster's GCS has refused connections (or not taken one)
+    for most of the time Ray's own processes wait for it (RAY_gcs_rpc_server_reconnect_timeout_s, 60 s) before
+    they exit, this one with status 1 and Ray's line whatever the engine was doing: its jobs fail first, with the
+    reason.  A GCS that comes back sooner (fault-tolerant, restarted) is waited for, as Ray does."""
+    address = _gcs_address(ray)
+    host, _, port = (address or "").rpartition(":")
+    if not (host and port.isdigit()) or _client_mode():  # a Ray client has no GCS connection of its own to lose,
+        return None  # and the address it is told may be the cluster's inside, not reachable from here
+    try:
+        wait = float(os.environ.get(_GCS_WAIT_ENV) or 60)
+    except ValueError:
+        wait = 60.0
+    patience = max(wait - 20, wait / 3)  # then ray.shutdown (seconds) ends this process's wait before Ray ends it
+
+    async def watch() -> None:
+        since = None
+        while True:
+            try:
+                _, writer = await asyncio.wait_for(asyncio.open_connection(host.strip("[]"), int(port)), 1.0)
+                writer.close()
+                since = None
+            except (OSError, TimeoutError):
+                since = since or time.monotonic()
+                if time.monotonic() - since >= patience:
+                    return gone(f"the Ray cluster's GCS at {address} has not answered for "
+                                f"{time.monotonic() - since:.0f} s: the cluster is gone")
+            await asyncio.sleep(1.0)
+
+    return asyncio.create_task(watch())
+
+
+class Lifeline:
+    """A cluster's GCS as its watch sees it: why it is gone (None while it answers); the calls awaited through it
+    (a key's load) then fail with EngineLostError, where each would wait for Ray to end this process."""
+
+    def __init__(self) -> None:
+        self.why: str | None = None
+        self._calls: set[asyncio.Future] = set()
+
+    def lost(self, why: str) -> None:
+        self.why = why
+        for call in list(self._calls):
+            call.cancel()
+
+    async def answer(self, ref: Any, name: str) -> Any:
+        """What `await ref` gives; the caller's own cancellation stays a CancelledError."""
+        call = asyncio.ensure_future(ref)
+        self._calls.add(call)
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if self.why is not None and not asyncio.current_task().cancelling():
+                raise EngineLostError(f"{name}: {self.why}") from None
+            raise
+        finally:
+            self._calls.discard(call)
+
+
+def _client_mode() -> bool:
+    try:
+        from ray.util.client import ray as client  # noqa: PLC0415
+
+        return bool(client.is_connected())
+    except Exception:  # Ray's layout moved: a driver's connection
+        return False
+
+
+def resources(ray) -> str:
+    """What the cluster has, for a message."""
+    try:
+        res = ray.cluster_resources()
+    except Exception:
+        return "unknown resources"
+    return f"{res.get('CPU', 0):g} CPU, {res.get('GPU', 0):g} GPU"
 
 
 def _gcs_address(ray) -> str | None:
