@@ -42,7 +42,7 @@ from engine.groth16.kit import Groth16Kit
 from engine.jobs import (KeyHandle, StreamResult, _aiter, _default_host_budget, _JobHandle, _null,  # noqa: F401
                          _single, check_loop, checked_config, job_items, stream_limit, witness_items)
 from engine.key_loading import KeyLoading  # load_key, unload_key and their budget bookkeeping
-from engine.paths import is_pipe
+from engine.paths import is_pipe, read_off_thread
 
 log = logging.getLogger("engine")
 
@@ -402,9 +402,8 @@ class Engine(KeyLoading):
             try:
                 with handle.scope:
                     for i in sorted(piped):  # abandoned if cancelled: a reader blocked in open() cannot be woken
-                        parts[i] = await anyio.to_thread.run_sync(self._kit.make_partition, key._record.data, i,
-                                                                  items[i], abandon_on_cancel=True,
-                                                                  limiter=self._pipe_readers)
+                        async with self._pipe_readers:  # on a daemon thread, which the exit does not wait for
+                            parts[i] = await read_off_thread(self._kit.make_partition, key._record.data, i, items[i])
                     handle.value = await self._pipeline.run_job(handle.id, key._record, parts)
             except Exception as exc:
                 handle.error = exc

@@ -22,6 +22,7 @@ import _thread  # built in (threading would cost the CLI's start more)
 import json
 import os
 import socket
+import stat
 import sys
 import time
 
@@ -110,7 +111,11 @@ def token_file_tokens(path: str | os.PathLike) -> list[str]:
     a UnicodeDecodeError traceback)."""
     try:
         with open(path, encoding="utf-8-sig") as f:  # a byte order mark (Notepad's) is no part of the token
-            lines = [s.strip() for s in f.read().splitlines()]
+            regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)  # else at most 1 MiB: /dev/zero, `<(yes)`
+            text = f.read() if regular else f.read((1 << 20) + 1)  # took all the memory there was
+        if len(text) > 1 << 20:
+            raise InputFileError(path, "the token file gave more than 1 MiB without ending (not a regular file)")
+        lines = [s.strip() for s in text.splitlines()]
     except OSError as exc:
         raise InputFileError(path, f"cannot read the token file: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -28,6 +28,7 @@ import argparse
 import math
 import os
 import re
+import stat
 from typing import Any
 
 import msgspec
@@ -214,6 +215,9 @@ def convert(data: dict, source: str) -> EngineConfig:
         raise ConfigError(f"{source}: {exc}") from None
 
 
+STREAM_CAP = 1 << 20  # what a configuration file that is not a regular one may give
+
+
 def read_toml(path: str | os.PathLike) -> dict:
     """A configuration file's tables; every way it cannot be read is a one-line ConfigError naming it (a folder
     and a file that is not UTF-8 were tracebacks)."""
@@ -221,8 +225,11 @@ def read_toml(path: str | os.PathLike) -> dict:
 
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        with open(path, "rb") as f:  # a pipe or a device at most STREAM_CAP: /dev/zero or `<(yes)` took all memory
+            data = f.read() if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else f.read(STREAM_CAP + 1)
+        if len(data) > STREAM_CAP:
+            raise ConfigError(f"{path}: gave more than {STREAM_CAP >> 20} MiB without ending (not a regular file)")
+        return tomllib.loads(data.decode())
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such configuration file") from None
     except IsADirectoryError:

@@ -20,6 +20,7 @@ from scheduler.timeline import Stage
 
 from engine.errors import BudgetError, EngineClosedError
 from engine.jobs import KeyHandle
+from engine.paths import is_pipe, read_off_thread
 
 
 class KeyLoading:
@@ -95,7 +96,8 @@ class KeyLoading:
 
     async def _load_key(self, path: Any, wasm: Any, label: str | None, expected_proofs: int | None) -> KeyHandle:
         kit = self._kit
-        data = await anyio.to_thread.run_sync(kit.read_key, path, wasm)
+        data = await (read_off_thread(kit.read_key, path, wasm) if is_pipe(path) else  # a cancel does not wait
+                      anyio.to_thread.run_sync(kit.read_key, path, wasm))
         label = label or kit.key_label(data)
         self.timeline.emit(Stage.KEY_LOAD_START, key=label)
         resident: dict[int, Any] = {}

@@ -54,3 +54,37 @@ def closed_stream(path) -> str | None:
         if fd in started_closed:
             return "standard output" if fd == 1 else "standard error"
     return None
+
+
+async def read_off_thread(fn, *args):
+    """`fn(*args)` (a read of a pipe, which may never end: no writer, or one that stalls) on a daemon thread of
+    its own, awaited on the running asyncio loop.  A cancel returns at once and leaves the thread behind (nothing
+    wakes a thread blocked in open() or read()), and the interpreter's exit does not wait for it: an anyio
+    worker thread, which it does wait for, kept a script whose job was cancelled from ever ending, and anyio's
+    run_sync without abandon_on_cancel made the cancel itself wait for the read."""
+    import asyncio  # noqa: PLC0415 - the Engine's callers have it loaded
+    import threading  # noqa: PLC0415
+
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(result, error) -> None:
+        if future.done():  # cancelled meanwhile: nobody wants it
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def body() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # noqa: BLE001 - raised in the awaiting task
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop has closed: nobody waits any more
+            pass
+
+    threading.Thread(target=body, name="pipe reader", daemon=True).start()
+    return await future

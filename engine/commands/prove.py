@@ -269,6 +269,8 @@ def _prove_direct(args, config, wtns_path, proof_path, public_path, progress) ->
     from engine.progress import process_age
 
     try:
+        if config.backend == "gpu" and any(map(_piped, (args.zkey, wtns_path, args.input, args.r1cs))):
+            _refuse_no_gpu(getattr(args, "device_start", None))  # before a wait for a writer (see _refuse_no_gpu)
         with progress.timed("read key", 0.0):
             zkey = read_zkey(args.zkey)
         prime, values, witness_name = _prepare_witness(args, zkey, wtns_path, progress)
@@ -419,8 +421,46 @@ def _reader_of(timeline) -> int | None:
         return None
 
 
+def _piped(path) -> bool:
+    """An input that is a pipe (a FIFO, `<(...)`) is read on the main thread, before the Engine starts: there
+    a Ctrl-C or SIGTERM interrupts a wait for a writer that never comes (or one that stalls) at once.  The
+    Engine reads it on a thread that a signal cannot interrupt and that the exit then waited for: 2 or 3
+    signals were needed."""
+    from engine.paths import is_pipe
+
+    return path is not None and is_pipe(path)
+
+
+def _refuse_no_gpu(device_start=None) -> None:
+    """`--backend gpu` without a device, said before a piped input is waited for: the device's start is waited
+    for only after the reads (the direct path), or the Engine starts after them; a FIFO whose writer never came
+    hid the error behind a wait for ever."""
+    if device_start is not None:
+        if not device_start.wait():
+            device_start.take()  # raises: the start's own error, or no device
+        return
+    from engine.backends.select import cuda_device_count
+    from engine.errors import BackendUnavailableError
+
+    if not cuda_device_count():
+        raise BackendUnavailableError("--backend gpu: no CUDA device found on this machine")
+
+
+def _key_read_here(path):
+    """The key to give the Engine: its path, or a piped key's bytes read here (_piped), which the --r1cs check
+    and the Engine then both read (the Engine opened the pipe a second time and found it empty)."""
+    if not _piped(path):
+        return path
+    from engine.formats.binfile import InMemoryFile, open_binfile
+    from engine.formats.zkey import SECTION_NAMES
+
+    bf = open_binfile(path, "zkey", max_version=2, names=SECTION_NAMES)  # as read_zkey reads a pipe (its records)
+    return InMemoryFile(bf.path, bf.buf)
+
+
 class _CheckedWitness:
-    """A witness made and checked here (for --r1cs), handed to the Engine as values with their name."""
+    """A witness made and checked here (for --r1cs, or read from a pipe), handed to the Engine as values with their
+    name."""
 
     def __init__(self, values, prime: int, path: str):
         self.values, self.prime, self.path = values, prime, path
@@ -442,16 +482,20 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     reader = _reader_of(config.timeline)  # before the Engine's own open(), which Ctrl-C cannot interrupt
     try:
         with progress.timed("engine", 0.0):
-            if args.r1cs:  # the constraint check needs the values here first, as on the direct path
+            if config.backend == "gpu" and (args.r1cs or any(map(_piped, (args.zkey, wtns_path, args.input)))):
+                _refuse_no_gpu()  # before a wait here that the Engine's start would have spared
+            key = _key_read_here(args.zkey)
+            if args.r1cs or _piped(wtns_path) or _piped(args.input):  # the values made here first (see _piped)
                 from engine.formats import read_zkey
 
-                prime, values, name = _prepare_witness(args, read_zkey(args.zkey), wtns_path, progress)
+                prime, values, name = _prepare_witness(args, read_zkey(key), wtns_path, progress)
                 item = _CheckedWitness(values, prime, name)
             else:  # an input.json path is read in the Engine's synthesis worker; its errors name the file
                 item = InputsFile(args.input) if wtns_path is None else wtns_path
+            wasm = None if isinstance(item, _CheckedWitness) else args.wasm  # (a piped one was read here)
             try:
-                proofs, timeline_error = prove_files(args.zkey, [item], config=config, timeline=args.timeline,
-                                                     wasm=args.wasm), None
+                proofs, timeline_error = prove_files(key, [item], config=config, timeline=args.timeline,
+                                                     wasm=wasm), None
             except TimelineWriteError as exc:  # the disk filled under the timeline: the proof is still written
                 if not exc.results:
                     raise

@@ -17,8 +17,8 @@ Typical use (the prove command, the synthesis pool):
 from __future__ import annotations
 
 import os
+import stat
 import threading
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -215,10 +215,18 @@ def _compiled(wasm: bytes, quick: bool) -> tuple[wasmtime.Module, str, bool]:
 
 
 def _read_wasm(path: str) -> bytes:
+    """The file's bytes; a device is refused and a pipe read past its first 4 bytes only where they are wasm's
+    magic: /dev/zero or `<(yes)`, read whole first, took all the memory there was."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            data = f.read(4) if stat.S_ISREG(mode) or stat.S_ISFIFO(mode) else None
+            if data == b"\0asm":
+                data += f.read()
     except (OSError, ValueError) as exc:
         raise file_error(path, exc, "circuit.wasm", CircuitFileError) from None
+    if data is None:
+        raise CircuitFileError(path, "is not a file or a pipe (a device or a socket)")
     if data[:4] != b"\0asm":
         raise CircuitFileError(
             path, "not a WebAssembly file (no \\0asm magic); give circom's <circuit>_js/<circuit>.wasm"
