@@ -58,7 +58,7 @@ class Kit(Protocol):
 
     def check(self, key: Any, meta: Any, values: np.ndarray, label: str) -> None: ...
     def public(self, key: Any, values: np.ndarray) -> Any: ...
-    def finish(self, key: Any, core: Any, public: Any) -> Any: ...
+    def finish(self, key: Any, core: Any, public: Any) -> Any: ...  # optionally label, as verify
     def verify(self, key: Any, result: Any) -> None: ...  # optionally a third parameter, label: the witness
     # optionally inline(step, key, obj) -> bool: step ("finish" of a core, "verify" of a result) is
     # too little work to pay a worker thread's hand-off for; it runs on the event loop instead
@@ -121,6 +121,7 @@ class Pipeline:
         self._stop_kw = {d.index: _accepts(d.backend.compute, "stop") for d in self.devices}
         self._range_kw = _accepts(self.kit.check, "range_check")  # the kit can leave the range to the devices
         self._verify_label = _accepts(kit.verify, "label")  # a kit that names the witness when a proof fails
+        self._finish_label = _accepts(kit.finish, "label")  # (an unverified proof's own check, too)
         self._waiting: dict[tuple[int, int], list[_Waiter]] = {}  # staged partitions awaiting a slot, per key
         self._batches_running: dict[tuple[int, int], int] = {}  # batches of a key on a device, computing
         self._batch_changed: dict[tuple[int, int], anyio.Event] = {}  # set when either of the two above changes
@@ -223,8 +224,8 @@ class Pipeline:
                 host_res = None
                 tl.emit(Stage.HOST_RELEASED, job, p, bytes=key.host_bytes)
             tl.emit(Stage.EPILOGUE_START, job, p)
-            result = await self._step(self._inline("finish", key, core), self.kit.finish, key.data, core, public,
-                                      abandon=True)
+            args = (key.data, core, public, part.label) if self._finish_label else (key.data, core, public)
+            result = await self._step(self._inline("finish", key, core), self.kit.finish, *args, abandon=True)
             tl.emit(Stage.EPILOGUE_END, job, p)
             if self.verify:
                 tl.emit(Stage.VERIFY_START, job, p)

@@ -153,14 +153,15 @@ class Groth16Kit:
     # A backend that ran the epilogue and the pairing check itself (the GPU: CoreResult.proof
     # set) leaves only decoding: that happens here, in the calling thread, and `verify` has
     # nothing left to do for such a proof (a failed device check raises in `finish`).
-    def finish(self, key: Groth16Key, core: Any, public: np.ndarray) -> Any:
+    def finish(self, key: Groth16Key, core: Any, public: np.ndarray, label: str | None = None) -> Any:
         from engine.groth16.prover import KeyHeader, finish  # noqa: PLC0415
 
         if getattr(core, "proof", None) is not None:
-            return finish(key.zkey, core, public, verify=False)
+            return finish(key.zkey, core, public, verify=False, witness_name=label)
         if key.header is None:
             key.header = KeyHeader.from_zkey(key.zkey)
-        return self._in_pool(key, "the epilogue", finish, key.header, core, public, verify=False)
+        return self._in_pool(key, "the epilogue", finish, key.header, core, public, verify=False,
+                             witness_name=label)
 
     def inline(self, step: str, key: Groth16Key, obj: Any) -> bool:
         """A device-made proof's finish (decoding) and its verify (nothing: the device checked it)
