@@ -178,7 +178,8 @@ class RayCluster:
                 scheduling_strategy="SPREAD", name=None,
             ).remote(self.config, slot.index)
             self._engines.append(_Engine(slot, actor))
-        starts = [e.actor.start.remote() for e in self._engines]
+        # through the lifeline: a GCS gone meanwhile fails the start, where Ray would end this process for it
+        starts = [self._lifeline.answer(e.actor.start.remote(), "the engines' start") for e in self._engines]
         try:
             async with asyncio.timeout(self._start_timeout_s):  # not wait_for: an interrupted start left its
                 infos = await asyncio.gather(*starts)  # gather's error unretrieved, printed at exit

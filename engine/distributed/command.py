@@ -11,6 +11,8 @@ the local `prove` does.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from engine.errors import EngineError
 from engine.progress import make_progress, report_proof
@@ -84,7 +86,7 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
     progress = make_progress("prove", quiet=args.quiet, json=args.json)
     restore = None
     try:
-        restore = _ray_logs_as_warning_lines(args)  # Ray missing: its one line, as RayCluster says it
+        restore = _ray_logs_as_warning_lines(args, progress)  # Ray missing: its one line, as RayCluster says it
         with progress.timed("cluster", 0.0):
             import asyncio  # here: every `prove` (and `--help`) imports this module for its flags
 
@@ -100,10 +102,11 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
     return 0
 
 
-def _ray_logs_as_warning_lines(args: argparse.Namespace):
+def _ray_logs_as_warning_lines(args: argparse.Namespace, progress=None):
     """Ray's own log records in this process (its warning as a local instance starts, on token authentication)
     and what it prints on stdout, as the command's warning lines (a JSON object with --json), not Ray's
-    timestamped or coloured lines among them.  Returns what puts the loggers and stdout back."""
+    timestamped or coloured lines among them; with --json also what Ray's C++ core writes on descriptor 2
+    (_CoreLines).  Returns what puts the loggers, stdout and stderr back."""
     import contextlib  # noqa: PLC0415
     import io  # noqa: PLC0415
     import logging  # noqa: PLC0415
@@ -136,6 +139,12 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace):
     import_ray()  # Ray sets up its logger as it is imported: replaced after that
     # and the cluster's own (an engine lost): `cli` routes the engine's warnings only where logging was loaded
     # before the command's modules, and this command's (--ray's) do not load it
+    core = None
+    if args.json:
+        try:
+            core = _CoreLines(progress)
+        except OSError:  # no descriptor 2 to copy, no pipe or process to be had: Ray's lines as they come
+            pass
     loggers = [logging.getLogger(name) for name in ("ray", "engine.distributed")]
     saved = [(logger.handlers[:], logger.propagate) for logger in loggers]
     for logger in loggers:
@@ -146,9 +155,153 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace):
     redirect.__enter__()
 
     def restore() -> None:
-        redirect.__exit__(None, None, None)
-        printed.write("\n")  # a last line without its newline
-        for logger, (handlers, propagate) in zip(loggers, saved):
-            logger.handlers[:], logger.propagate = handlers, propagate
+        try:
+            if core is not None:
+                core.close()
+        finally:
+            redirect.__exit__(None, None, None)
+            printed.write("\n")  # a last line without its newline
+            for logger, (handlers, propagate) in zip(loggers, saved):
+                logger.handlers[:], logger.propagate = handlers, propagate
 
     return restore
+
+
+# _CoreLines' reader, a process of its own: Ray's core ends this one in C++ (_exit, abort) after its last line, a
+# signal's watchdog with os._exit after its own; a reader here would die with them, those last lines unsaid
+_PUMP = r"""
+import json, os, re, select, signal, sys
+for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"):  # the terminal's Ctrl-C (its group's) is the command's
+    signal.signal(getattr(signal, name), signal.SIG_IGN)
+parent, longest, idle, pending = os.getppid(), 1 << 16, 0.0, b""
+prefix = re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,.]+ [A-Z] \d+ \d+\] ")  # glog's time, level, pid, thread
+
+def say(line):
+    text = re.sub(r"\x1b\[[0-9;]*m", "", line.decode("utf-8", "replace")).strip()
+    if not text:
+        return
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        obj = None
+    if not (isinstance(obj, dict) and "event" in obj):  # (the command's own: the watchdog's line)
+        text = json.dumps({"event": "warning", "warning": "ray", "message": prefix.sub("", text)})
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace") + b"\n")  # (-I: the locale's may be ASCII)
+    sys.stdout.buffer.flush()
+
+try:
+    while True:
+        if not select.select([0], [], [], 0.5)[0]:
+            idle = idle + 0.5 if os.getppid() != parent else 0.0
+            if idle >= 2:  # the command is gone, and a process of its still holds the pipe
+                break
+            continue
+        data = os.read(0, longest)
+        if not data:
+            break
+        *lines, pending = (pending + data).split(b"\n")
+        for line in lines:
+            say(line)
+        if len(pending) >= longest:  # a line without its end: said in pieces, the memory it takes stays small
+            say(pending)
+            pending = b""
+    say(pending)
+except OSError:  # stderr's reader left
+    pass
+"""
+
+
+class _CoreLines:
+    """With --json, Ray's C++ core writes its log lines ("gcs_client.cc:210: Failed to get cluster ID from GCS
+    server: ...", "Failed to connect to GCS within 24 seconds ... The program will terminate.") straight to
+    descriptor 2, among the JSON objects.  While the connection is held, descriptor 2 is a pipe whose lines a
+    small process (_PUMP) writes as warning objects on the original stderr, where the command's own lines
+    (sys.stderr, the progress events) go too.  close() puts descriptor 2 back and waits for that process to say
+    what was left in the pipe; where this process ends first, it still does."""
+
+    WAIT_S = 5.0
+
+    def __init__(self, progress) -> None:
+        import io  # noqa: PLC0415
+        import subprocess  # noqa: PLC0415 - here: every `prove` imports this module for its flags
+
+        self.progress = progress
+        stderr = self.stderr = sys.stderr
+        stderr.flush()
+        self.saved = os.dup(2)
+        try:
+            read, write = os.pipe()
+        except OSError:
+            os.close(self.saved)
+            raise
+        try:
+            self.pump = subprocess.Popen([sys.executable, "-I", "-S", "-c", _PUMP], stdin=read, stdout=self.saved,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+        except BaseException:
+            for fd in (read, write, self.saved):
+                os.close(fd)
+            raise
+        os.close(read)
+        # the original stderr, for every line of this process's own while descriptor 2 is the pipe
+        self.stream = io.TextIOWrapper(io.BufferedWriter(_saved(self.saved)),
+                                       encoding=getattr(stderr, "encoding", None) or "utf-8",
+                                       errors=getattr(stderr, "errors", None) or "backslashreplace",
+                                       line_buffering=True)
+        self.progress_stream = getattr(progress, "stream", None)
+        os.dup2(write, 2)
+        os.close(write)
+        sys.stderr = self.stream
+        if self.progress_stream is stderr:
+            progress.stream = self.stream
+
+    def close(self) -> None:
+        import contextlib  # noqa: PLC0415
+        import subprocess  # noqa: PLC0415
+
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+        os.dup2(self.saved, 2)  # the pipe's last writer here: its reader drains it, then ends
+        try:
+            self.pump.wait(self.WAIT_S)
+        except subprocess.TimeoutExpired:  # a process of this one's still holds the pipe
+            self.pump.kill()
+            self.pump.wait()
+        finally:
+            sys.stderr = self.stderr
+            if self.progress_stream is self.stderr:
+                self.progress.stream = self.stderr
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.close()
+            os.close(self.saved)
+
+
+def _saved(fd: int):
+    """A raw stream on the original stderr's descriptor that fails as the CLI's stderr does (engine/__main__'s
+    _StdStream): a write it refuses (a full device) drops the line, not the command; a reader that left (EPIPE)
+    stays BrokenPipeError."""
+    import io  # noqa: PLC0415
+
+    class Saved(io.RawIOBase):
+        lost = False
+
+        def writable(self) -> bool:
+            return True
+
+        def fileno(self) -> int:
+            return fd
+
+        def write(self, data) -> int:
+            while not self.lost:
+                try:
+                    return os.write(fd, data)
+                except BrokenPipeError:
+                    raise
+                except BlockingIOError:  # a descriptor the caller made non-blocking: wait until it takes more
+                    import select  # noqa: PLC0415
+
+                    select.select([], [fd], [])
+                except OSError:
+                    self.lost = True
+            return len(data)
+
+    return Saved()

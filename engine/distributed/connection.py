@@ -49,6 +49,7 @@ class _Made:
     address: str | None = None
     gcs: str | None = None
     users: int = 0
+    ended: threading.Event | None = None  # set once it ends: a thread that started a local instance waits for it
 
 
 class AddressError(ConnectionError):
@@ -68,9 +69,10 @@ _made = _Made()
 _lock = threading.Lock()  # clusters on other threads' event loops join and leave too
 
 
-def join(address: str | None, ray_init: dict) -> bool:
+def join(address: str | None, ray_init: dict, ended: threading.Event | None = None) -> bool:
     """Connects for a cluster; True when the cluster must `leave()` (a connection clusters made),
-    False when it uses the user's own.  Ray's errors (no cluster at that address...) propagate."""
+    False when it uses the user's own.  Ray's errors (no cluster at that address...) propagate.  `ended`: set
+    when the connection this call makes ends."""
     ray = import_ray()
     if address == "local":  # the command line's word for None: ray.init("local") would lack start_local_ray's
         address = None  # per-worker process groups (a killed engine's workers left running)
@@ -96,7 +98,7 @@ def join(address: str | None, ray_init: dict) -> bool:
                                                  **ray_init})
                 except ConnectionError as exc:
                     raise _refused(exc) from None
-        _made.address, _made.gcs, _made.users = address, _gcs_address(ray), 1
+        _made.address, _made.gcs, _made.users, _made.ended = address, _gcs_address(ray), 1, ended
         return True
 
 
@@ -106,11 +108,79 @@ async def joined(address: str | None, ray_init: dict) -> bool:
     try:
         if address not in (None, "local") and not import_ray().is_initialized():
             await _check_answers(address)
+        if not import_ray().is_initialized() and not (address or "").startswith("ray://"):  # (Ray Client keeps
+            return await _joined_on_a_thread(address, ray_init)  # per-thread state: joined on this one)
         return join(address, ray_init)
     except Exception as exc:
         where = "a local Ray instance" if address in (None, "local") else f"Ray at {address!r}"
         why = exc if isinstance(exc, AddressError) else first_line(exc)  # an AddressError's message: the reason
         raise EngineStartError(f"could not start or join {where}: {why}") from None
+
+
+async def _joined_on_a_thread(address: str, ray_init: dict) -> bool:
+    """join() on a thread of its own: ray.init waits in C++ (20 tries, a second each, at a cluster that refuses
+    this process's token), where the main thread cannot run a signal's handler: Ctrl-C and SIGTERM waited for it.
+    Awaited, a cancellation ends the wait at once; the thread is left to finish, and a connection it made after
+    that is ended.  A local instance's processes die with the thread that started them (PR_SET_PDEATHSIG): the
+    thread that started one waits until its connection ends (or the process does)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future = loop.create_future()
+    abandoned = threading.Event()
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+
+    def settle(ok: bool, value: Any) -> None:
+        if not done.done():
+            (done.set_result if ok else done.set_exception)(value)
+        elif ok and value:  # the wait was cancelled after the thread looked: no one is left to use it
+            leave()
+
+    def run() -> None:
+        quiet = _NotMainThreadWarning()
+        worker_log = logging.getLogger("ray._private.worker")
+        worker_log.addFilter(quiet)
+        ended = threading.Event()
+        try:
+            made = join(address, ray_init, ended)
+            started = made and _made.ended is ended  # (read before the connection is handed on and can end)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            if not abandoned.is_set():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(settle, False, exc)
+            return
+        finally:
+            worker_log.removeFilter(quiet)
+        if abandoned.is_set():
+            if made:
+                leave()  # no one is left to use it
+            return
+        try:
+            loop.call_soon_threadsafe(settle, True, made)
+        except RuntimeError:  # the loop closed meanwhile
+            if made:
+                leave()
+        if started:
+            ended.wait()
+
+    threading.Thread(target=run, name="ray-join", daemon=True).start()
+    try:
+        return await done
+    except asyncio.CancelledError:
+        abandoned.set()
+        if done.done() and not done.cancelled() and done.exception() is None and done.result():
+            leave()  # joined just as the wait was cancelled
+        raise
+    finally:
+        if before not in (None, signal.SIG_DFL):  # Ray's core worker sets its own in C++ (see _sigterm_kept)
+            signal.signal(signal.SIGTERM, before)
+
+
+class _NotMainThreadWarning(logging.Filter):
+    """Ray's "SIGTERM handler is not set because current thread is not the main thread": joined on a thread on
+    purpose, the process's own handler kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("SIGTERM handler is not set")
 
 
 def leave() -> None:
@@ -119,7 +189,12 @@ def leave() -> None:
     with _lock:
         _made.users = max(_made.users - 1, 0)
         if _made.users == 0:
-            ray.shutdown()
+            try:
+                ray.shutdown()
+            finally:
+                if _made.ended is not None:  # the thread that started the local instance may end now
+                    _made.ended.set()
+                    _made.ended = None
 
 
 @contextlib.contextmanager
