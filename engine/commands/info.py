@@ -38,6 +38,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if os.fspath(args.file) == "-":  # (was "no such file"; /dev/stdin is a pipe, refused below)
+        raise InputFileError("-", '"-" is not standard input here, and info reads its file more than once: give '
+                             'the file\'s path (./- for a file named "-")')
     if is_pipe(args.file):  # detect() took the first bytes and the reader then missed them: "not a .zkey file"
         raise InputFileError(args.file, "is a pipe, and info reads its file more than once: give the file's path")
     summary = describe(args.file)

@@ -23,6 +23,8 @@ from engine.paths import closed_stream, real_path, same_file
 def check_outputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[str, object]]) -> None:
     """Refuse an output that is one of the inputs or another output: (role, path) pairs, None paths skipped."""
     given_inputs = [(role, path) for role, path in inputs if path is not None]
+    outputs = list(outputs)
+    refuse_dash(given_inputs, outputs)
     seen: list[tuple[str, object]] = []
     for role, path in outputs:
         if path is None:
@@ -42,6 +44,16 @@ def check_outputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[
                 raise EngineError(f"{os.fspath(path)}: given for both the {other_role} and the {role}; "
                                   "each output needs its own path")
         seen.append((role, path))
+
+
+def refuse_dash(inputs: Iterable[tuple[str, object]], outputs: Iterable[tuple[str, object]] = ()) -> None:
+    """"-" is no stream here (snarkjs has no such name either): as an input it was "no such file", with no word
+    of /dev/stdin, and as an output a file named "-" made in the working directory.  (role, path) pairs."""
+    for pairs, stream, device in ((inputs, "input", "/dev/stdin"), (outputs, "output", "/dev/stdout")):
+        for role, path in pairs:
+            if path is not None and os.fspath(path) == "-":
+                raise InputFileError("-", f'"-" is not standard {stream} here: give {device} for the {role} '
+                                     '(./- for a file named "-")')
 
 
 def _check_writable(path) -> None:

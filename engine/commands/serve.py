@@ -50,6 +50,20 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Until the event loop takes them, SIGTERM, SIGHUP and SIGQUIT stop serve as they stop `prove` (a --config
+    or --token-file on a FIFO nobody writes waited forever, or died of the signal with no line); once serve
+    leaves with an error or an interrupt, further signals are ignored (not a second death in the teardown)."""
+    from engine import interrupts
+
+    interrupts.stop_until_serving()
+    try:
+        return _serve(args)
+    except BaseException:
+        interrupts.ignore_from_here()
+        raise
+
+
+def _serve(args: argparse.Namespace) -> int:
     import logging
 
     from engine.api import run as run_loop
@@ -63,9 +77,11 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise EngineError(f"serve needs {exc.name}: pip install 'groth16-engine[serve]' "
                           "(aiohttp and prometheus-client)") from None
+    from engine.commands.outputs import refuse_dash
     from engine.service.settings import check_exposure, load_files, read_tokens, with_flags
 
     logging.basicConfig(level=logging.WARNING, format="engine serve: %(levelname)s %(name)s: %(message)s")
+    refuse_dash([("configuration", args.config)])
     engine_config, service_config = load_files(args.config)
     flags = copy.copy(args)
     flags.config = None  # the file was read above, [service] table and all
@@ -78,10 +94,11 @@ def run(args: argparse.Namespace) -> int:
         default_deadline_s=args.default_deadline, drain_timeout_s=args.drain_timeout,
         upload_timeout_s=args.upload_timeout, idle_timeout_s=args.idle_timeout,
     )
+    refuse_dash([("token file", service_config.token_file)], [("timeline", engine_config.timeline)])
     tokens = read_tokens(service_config.token_file)
     check_exposure(service_config, tokens)
     raise_descriptor_limit()
-    return run_loop(lambda: serve(engine_config, service_config, tokens))
+    return run_loop(lambda: serve(engine_config, service_config, tokens, interrupt_start=True))
 
 
 def raise_descriptor_limit() -> None:

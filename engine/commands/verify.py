@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     from engine.formats.json import read_proof, read_public, read_vkey
     from engine.groth16.verifier import checked_key, proof_problem, verify
 
+    from engine.commands.outputs import refuse_dash
+
+    refuse_dash([("verification key", args.vkey), ("public signals", args.public), ("proof", args.proof)])
     for path, what in ((args.vkey, "verification_key.json"), (args.public, "public.json"), (args.proof, "proof.json")):
         _refuse_binary(path, what)
     vk = checked_key(read_vkey(args.vkey), args.vkey)

@@ -6,6 +6,8 @@ answers (pollers included), then close the listener and the engine.  A second
 SIGINT: cancel every job now and exit (130).  A third: leave at once.  SIGHUP
 (a closed terminal) and SIGQUIT (Ctrl-\\) killed the server where it stood, its
 admitted jobs lost; one the process was started ignoring (nohup) stays ignored.
+Before the engine has started (nothing admitted), any of them ends serve at once: "interrupted [by SIGTERM]"
+and 128 + the signal, as for `prove`.
 """
 from __future__ import annotations
 
@@ -32,11 +34,15 @@ log = logging.getLogger("engine.service")
 
 
 async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list[str],
-                announce: Callable[[str], None] | None = None, make_engine: Callable[..., Any] = Engine) -> int:
+                announce: Callable[[str], None] | None = None, make_engine: Callable[..., Any] = Engine,
+                interrupt_start: bool = False) -> int:
     """Serve until a signal; returns the exit status (0 after a drain, 130 after an interrupt).
 
     `make_engine(engine_config, on_event=...)` gives the engine (an async context manager);
     perf/instant_serve.py passes a test double there to time the service and the wire alone.
+    `interrupt_start` (the CLI, which owns the process): until the engine has started, Ctrl-C (and the stop
+    signals, engine/interrupts.py) raise KeyboardInterrupt where this thread is, not the asyncio Runner's
+    cancellation, which waited forever behind a blocking call on this thread (a --timeline FIFO's open()).
     """
     announce = announce or _say
     metrics = Metrics()
@@ -66,10 +72,15 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
     listener = listen(config.host, config.port)  # before the engine starts: a taken port fails at once
     port = listener.getsockname()[1]
     handled = (signal.SIGTERM, signal.SIGINT, *_drain_signals())
-    for signum in handled:
-        loop.add_signal_handler(signum, on_signal, signum)
+    if interrupt_start and callable(signal.getsignal(signal.SIGINT)):  # (not one ignored since the start)
+        signal.signal(signal.SIGINT, _interrupt_start)  # the loop's handler replaces it below
     try:
         async with make_engine(engine_config, on_event=metrics.on_event) as eng:
+            # Only now: while the engine starts (kernels compiled, a --timeline FIFO opened on this thread) a
+            # signal stops serve as it stops `prove` (engine/interrupts.py: 128 + it), nothing admitted yet; the
+            # loop's own handlers could not even run while an open() waited on this thread.
+            for signum in handled:
+                loop.add_signal_handler(signum, on_signal, signum)
             async with anyio.create_task_group() as tg:
                 service = Service(eng, config, metrics, tg)
                 runner = web.AppRunner(build_app(service, tokens), handler_cancellation=True, access_log=None,
@@ -97,6 +108,15 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
                 signal.signal(signum, signal.SIG_IGN)
     announce("engine serve: stopped")
     return 130 if state["forced"] else 0
+
+
+def _interrupt_start(signum, frame) -> None:
+    """Ctrl-C (or a stop signal, through engine/interrupts.py) while the engine starts: KeyboardInterrupt here;
+    a second one while that start is undone ends the process at once, with the first one's line."""
+    from engine import interrupts  # noqa: PLC0415
+
+    interrupts.exit_on_another()
+    raise KeyboardInterrupt
 
 
 def _drain_signals() -> tuple:
