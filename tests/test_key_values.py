@@ -82,10 +82,17 @@ def outside_subgroup(curve, g2: bool):
 
 
 def put_outside_subgroup(path: Path, name: str) -> None:
+    put_point(path, name, outside_subgroup(read_zkey(path).curve, name.endswith("2")))
+
+
+def put_point(path: Path, name: str, point) -> None:
+    """Header point `name` replaced by `point` (affine; None: the point at infinity, written (0, 0))."""
     z = read_zkey(path)
     g2 = name.endswith("2")
-    point = outside_subgroup(z.curve, g2)
-    raw = (g2_to_mont(z.curve, [point]) if g2 else g1_to_mont(z.curve, [point])).tobytes()
+    if point is None:
+        raw = bytes((4 if g2 else 2) * z.curve.n8q)
+    else:
+        raw = (g2_to_mont(z.curve, [point]) if g2 else g1_to_mont(z.curve, [point])).tobytes()
     off = header_offset(z, name)
     del z
     data = bytearray(path.read_bytes())
@@ -106,6 +113,21 @@ def one_error_line(proc, *words: str) -> str:
     for word in words:
         assert re.search(word, lines[0]), f"the error does not say /{word}/: {lines[0]}"
     return lines[0]
+
+
+def refused_verified_or_not(path: Path, wtns: Path, pattern: str) -> None:
+    """The key is refused before the backend runs, whether or not the proof would be verified after."""
+    z, w = read_zkey(path), read_wtns(wtns)
+    for verify in (False, True):
+        with pytest.raises(FormatError, match=rf"^{re.escape(str(path))}: {pattern}"):
+            prove(z, w.values, NoWork(workers=1), verify=verify)
+
+
+def cli_no_verify_refuses(tmp_path: Path, path: Path, wtns: Path, *words: str) -> None:
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    proc = run_engine("prove", "--no-verify", "--backend", "cpu", path, wtns, proof, public)
+    one_error_line(proc, re.escape(str(path)), *words)
+    assert not proof.exists() and not public.exists()
 
 
 # ---------------------------------------------------------------- coordinates not below q
@@ -229,19 +251,13 @@ def test_api_prove_refuses_a_header_point_outside_its_subgroup(tmp_path, curve, 
     path, wtns = example(tmp_path, curve)
     put_outside_subgroup(path, name)
     vk_name = dict((n, v) for n, _, v in HEADER)[name]
-    z, w = read_zkey(path), read_wtns(wtns)
-    for verify in (False, True):
-        with pytest.raises(FormatError, match=rf"^{re.escape(str(path))}: {vk_name} .*outside its prime-order"):
-            prove(z, w.values, NoWork(workers=1), verify=verify)
+    refused_verified_or_not(path, wtns, rf"{vk_name} .*outside its prime-order")
 
 
 def test_cli_no_verify_refuses_a_header_point_outside_its_subgroup(tmp_path):
     path, wtns = example(tmp_path, "bls12381")
     put_outside_subgroup(path, "alpha1")
-    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    proc = run_engine("prove", "--no-verify", "--backend", "cpu", path, wtns, proof, public)
-    one_error_line(proc, re.escape(str(path)), "vk_alpha_1", "subgroup")
-    assert not proof.exists() and not public.exists()
+    cli_no_verify_refuses(tmp_path, path, wtns, "vk_alpha_1", "subgroup")
 
 
 # ---------------------------------------------------------------- section points off their curves
@@ -286,17 +302,6 @@ def test_cli_no_verify_writes_no_proof_off_its_curve(tmp_path):
 
 # ---------------------------------------------------------------- header points at infinity
 
-def put_infinity(path: Path, name: str) -> None:
-    """The header point `name` written as (0, 0): how a zkey stores the point at infinity."""
-    z = read_zkey(path)
-    size = (4 if name.endswith("2") else 2) * z.curve.n8q
-    off = header_offset(z, name)
-    del z
-    data = bytearray(path.read_bytes())
-    data[off:off + size] = bytes(size)
-    path.write_bytes(bytes(data))
-
-
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 @pytest.mark.parametrize("name", ["alpha1", "beta1", "beta2", "delta1", "delta2"])
 def test_a_header_point_at_infinity_is_refused(tmp_path, curve, name):
@@ -304,34 +309,18 @@ def test_a_header_point_at_infinity_is_refused(tmp_path, curve, name):
     so a proof showed its witness's sum in the clear, and --no-verify returned it; alpha, beta or delta2 at
     infinity cannot come from a setup either (each is a secret scalar times a generator)."""
     path, wtns = example(tmp_path, curve)
-    put_infinity(path, name)
-    z, w = read_zkey(path), read_wtns(wtns)
+    put_point(path, name, None)
     vk_name = dict((n, v) for n, _, v in HEADER)[name]
-    for verify in (False, True):
-        with pytest.raises(FormatError, match=rf"^{re.escape(str(path))}: {vk_name} is the point at infinity"):
-            prove(z, w.values, NoWork(workers=1), verify=verify)
+    refused_verified_or_not(path, wtns, rf"{vk_name} is the point at infinity")
 
 
 def test_cli_no_verify_refuses_delta1_at_infinity(tmp_path):
     path, wtns = example(tmp_path, "bn128")
-    put_infinity(path, "delta1")
-    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    proc = run_engine("prove", "--no-verify", "--backend", "cpu", path, wtns, proof, public)
-    one_error_line(proc, re.escape(str(path)), "vk_delta_1", "infinity")
-    assert not proof.exists() and not public.exists()
+    put_point(path, "delta1", None)
+    cli_no_verify_refuses(tmp_path, path, wtns, "vk_delta_1", "infinity")
 
 
 # ---------------------------------------------------------------- beta1/beta2 and delta1/delta2 of one scalar
-
-def put_point(path: Path, name: str, point) -> None:
-    z = read_zkey(path)
-    raw = (g2_to_mont(z.curve, [point]) if name.endswith("2") else g1_to_mont(z.curve, [point])).tobytes()
-    off = header_offset(z, name)
-    del z
-    data = bytearray(path.read_bytes())
-    data[off:off + len(raw)] = raw
-    path.write_bytes(bytes(data))
-
 
 @pytest.mark.parametrize("curve", ["bn128", "bls12381"])
 @pytest.mark.parametrize("name", ["beta1", "beta2", "delta1", "delta2"])
@@ -346,11 +335,8 @@ def test_a_header_pair_of_two_scalars_is_refused(tmp_path, curve, name):
     point = (ec.g2_mul if name.endswith("2") else ec.g1_mul)(c, c.g2_gen if name.endswith("2") else c.g1_gen, 12345)
     del z
     put_point(path, name, point)
-    z, w = read_zkey(path), read_wtns(wtns)
     pair = "vk_beta_1 and vk_beta_2" if name.startswith("beta") else "vk_delta_1 and vk_delta_2"
-    for verify in (False, True):
-        with pytest.raises(FormatError, match=rf"^{re.escape(str(path))}: {pair} are not"):
-            prove(z, w.values, NoWork(workers=1), verify=verify)
+    refused_verified_or_not(path, wtns, rf"{pair} are not")
 
 
 def test_cli_no_verify_refuses_a_delta_pair_of_two_scalars(tmp_path):
@@ -359,7 +345,4 @@ def test_cli_no_verify_refuses_a_delta_pair_of_two_scalars(tmp_path):
     path, wtns = example(tmp_path, "bls12381")
     c = read_zkey(path).curve
     put_point(path, "delta1", ec.g1_mul(c, c.g1_gen, 7))
-    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    proc = run_engine("prove", "--no-verify", "--backend", "cpu", path, wtns, proof, public)
-    one_error_line(proc, re.escape(str(path)), "vk_delta_1 and vk_delta_2")
-    assert not proof.exists() and not public.exists()
+    cli_no_verify_refuses(tmp_path, path, wtns, "vk_delta_1 and vk_delta_2")
