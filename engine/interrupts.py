@@ -93,7 +93,7 @@ def stop_until_serving() -> None:
     """serve, before its event loop takes SIGTERM, SIGHUP and SIGQUIT (engine/service/server.py): own_process left
     them at their default action for it, so one that came while serve read its --config or --token-file (a FIFO
     nobody writes) killed it with no line (SIGQUIT a core).  Until then they stop it as they stop `prove`."""
-    if not _owned or threading.current_thread() is not threading.main_thread():
+    if not _owning_main():
         return
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is signal.SIG_DFL:
@@ -105,22 +105,27 @@ def ignore_from_here() -> None:
     """serve failed or was stopped before it served, its line about to be said (its engine, if started, closed): a
     second signal must not kill it in the interpreter's teardown (which puts Python's handlers back to the default
     action: exit -15, -2 after the line) nor raise into it.  Nothing runs any more that a signal could stop."""
-    if not _owned or threading.current_thread() is not threading.main_thread():
-        return
-    for signum in (signal.SIGINT, *STOP_SIGNALS):
-        if signal.getsignal(signum) not in (signal.SIG_IGN, None):
-            signal.signal(signum, signal.SIG_IGN)
+    _every_handled_signal_to(signal.SIG_IGN)
 
 
 def exit_on_another() -> None:
     """serve was stopped while its engine started, and undoes that start: another signal now ends it at once,
     with the first one's line and code (_force_exit), not inside that clean-up, which it cut short (the engine's
     threads were never stopped, and the exit waited for them forever)."""
-    if not _owned or threading.current_thread() is not threading.main_thread():
+    _every_handled_signal_to(_leave_now)
+
+
+def _owning_main() -> bool:
+    return _owned and threading.current_thread() is threading.main_thread()
+
+
+def _every_handled_signal_to(handler) -> None:
+    """SIGINT and the stop signals to `handler`, but one the process was started ignoring (nohup) or not Python's."""
+    if not _owning_main():
         return
     for signum in (signal.SIGINT, *STOP_SIGNALS):
         if signal.getsignal(signum) not in (signal.SIG_IGN, None):
-            signal.signal(signum, _leave_now)
+            signal.signal(signum, handler)
 
 
 def _leave_now(signum, frame) -> None:

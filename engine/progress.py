@@ -62,7 +62,9 @@ class BarProgress(Progress):
         except (AttributeError, ValueError, OSError):
             columns = 0
         if not columns:  # a terminal no one sized (`script`, `docker exec -t`) says 0: COLUMNS, if set, or the bar
-            columns = _env_columns()
+            from engine.commands.parsing import env_columns  # noqa: PLC0415 - a terminal's bar is the CLI's
+
+            columns = env_columns()
         if columns:
             self._columns = max(min(self._columns, columns - 1), 1)
 
@@ -86,13 +88,6 @@ class BarProgress(Progress):
         self.done()  # the line above the bar, which the next stage draws again
         self.stream.write(text + "\n")
         self.stream.flush()
-
-
-def _env_columns() -> int:
-    try:
-        return max(int(os.environ.get("COLUMNS", "")), 0)
-    except ValueError:
-        return 0
 
 
 class JsonProgress(Progress):

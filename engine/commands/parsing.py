@@ -6,12 +6,17 @@ import os
 import sys
 
 
+def env_columns() -> int:
+    """$COLUMNS as a width, 0 where it is unset or not a number > 0."""
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 0)
+    except ValueError:
+        return 0
+
+
 def terminal_columns() -> int:
     """shutil.get_terminal_size()'s columns ($COLUMNS, else stdout's terminal, else 80), without shutil."""
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        columns = 0
+    columns = env_columns()
     if columns <= 0:
         try:
             columns = os.get_terminal_size(sys.__stdout__.fileno()).columns

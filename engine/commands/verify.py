@@ -35,7 +35,6 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from engine.formats.json import read_proof, read_public, read_vkey
     from engine.groth16.verifier import checked_key, proof_problem, verify
-
     from engine.commands.outputs import refuse_dash
 
     refuse_dash([("verification key", args.vkey), ("public signals", args.public), ("proof", args.proof)])

@@ -16,9 +16,8 @@ import numpy as np
 
 from engine.algebra.curves import Curve, curve_by_base_prime, curve_by_scalar_prime
 from engine.errors import FormatError
-from engine.formats.binfile import BinFile, Section, open_binfile, rows_ge_mask, write_binfile
+from engine.formats.binfile import BinFile, Section, first_row_ge, open_binfile, write_binfile
 from engine.formats.coeffs_scan import CoeffError, CoeffScan, scan_coeffs
-from engine.formats.rows import over_rows
 
 SECTION_NAMES = {
     1: "protocol", 2: "Groth16 header", 3: "IC", 4: "coeffs", 5: "A", 6: "B1", 7: "B2", 8: "C", 9: "H",
@@ -178,7 +177,7 @@ def check_coordinates(key) -> None:
         if arr.size == 0:
             continue
         coords = 4 if arr.ndim == (3 if field else 4) else 2  # G2 (a point of two Fq2 coordinates) or G1
-        bad = _first_unreduced(arr.reshape(-1, lq), q)
+        bad = first_row_ge(arr.reshape(-1, lq), q)
         if bad >= 0:
             point, coord = divmod(bad, coords)
             what = field if field is not None else f"point {point}"
@@ -186,22 +185,6 @@ def check_coordinates(key) -> None:
                               f"{label}: {what}'s {_COORDS[coords][coord]} coordinate is not below the "
                               f"{curve.name} base field prime q (not a reduced Montgomery value: a corrupt or "
                               "forged key)")
-
-
-def _first_unreduced(rows: np.ndarray, q: int) -> int:
-    """The first row (uint64 limbs) not below q, or -1: binfile.first_row_ge, but a part whose top limbs all
-    lie below q's (each part of a sound key) costs one max over them, no masks (a third less time)."""
-    top = np.uint64(q >> (64 * (rows.shape[1] - 1)))
-
-    def part(lo: int, hi: int) -> int:
-        sub = rows[lo:hi]
-        if sub.shape[0] == 0 or sub[:, -1].max() < top:
-            return -1
-        bad = np.flatnonzero(rows_ge_mask(sub, q))  # not first_row_ge: this runs on the threads it would use
-        return lo + int(bad[0]) if bad.size else -1
-
-    found = [i for i in over_rows(rows.shape[0], rows.shape[1] * 8, part) if i >= 0]
-    return found[0] if found else -1
 
 
 def _read_coeffs(bf: BinFile, curve: Curve, n_vars: int, domain_size: int) -> tuple[np.ndarray, CoeffScan]:

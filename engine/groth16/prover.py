@@ -138,14 +138,17 @@ def check_key(zkey) -> None:
         if not (ec.g2_is_on_curve if is_g2 else ec.g1_is_on_curve)(curve, point):
             raise FormatError(zkey.path or "proving key",
                               f"{what} is not a point of the {curve.name} {'twist ' if is_g2 else ''}curve")
-    for point, is_g2, what in named[:len(_HEADER_POINTS)]:
-        if point is None and what not in _VERIFIERS_ONLY:  # a secret scalar times a generator in any setup
+    header = named[:len(_HEADER_POINTS)]
+    for point, is_g2, what in header:
+        if what in _VERIFIERS_ONLY:
+            continue
+        if point is None:  # a secret scalar times a generator in any setup
             raise FormatError(zkey.path or "proving key", f"{what} is the point at infinity: a degenerate key "
                               "(delta1 there takes the blinding out of pi_a and pi_c); the key is corrupt or forged")
-        problem = None if what in _VERIFIERS_ONLY else subgroup_problem(curve, point, is_g2, what)
+        problem = subgroup_problem(curve, point, is_g2, what)
         if problem is not None:
             raise FormatError(zkey.path or "proving key", problem)
-    _check_pairs(zkey, curve, dict((what, point) for point, _, what in named[:len(_HEADER_POINTS)]))
+    _check_pairs(zkey, curve, {what: point for point, _, what in header})
     with _keys_lock:
         _keys_checked[ident] = True
         while len(_keys_checked) > 64:
