@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             return report(args, "Interrupted", *_interrupted())
         if isinstance(exc.__cause__, BrokenPipeError):  # an output on a pipe whose reader left (/dev/stdout | head):
             raise exc.__cause__  # quietly 141 (engine/__main__), as for the command's own lines
-        return report(args, type(exc).__name__, str(exc) + _cwd_note(exc), exc.exit_code, _answer_fields(exc))
+        return report(args, type(exc).__name__, str(exc) + _cwd_note(exc), exc.exit_code, _answer_fields(exc),
+                      path=getattr(exc, "path", None))
     except KeyboardInterrupt:
         return report(args, "Interrupted", *_interrupted())
     except (MemoryError, OSError, ImportError) as exc:
@@ -206,9 +207,9 @@ def _cwd_note(exc: Exception) -> str:
 def one_line(text: str) -> str:
     """`text` with its control characters escaped (a newline in a file name, a terminal's escape sequence): an
     error or warning stays one line, and a name cannot drive the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+    from engine.paths import escaped  # noqa: PLC0415 - small (os, stat)
+
+    return escaped(text)
 
 
 def _warning_line(args: "argparse.Namespace"):
@@ -277,16 +278,23 @@ def _answer_fields(exc: Exception) -> dict:
 
 
 def report(args: "argparse.Namespace | None", kind: str, message: str, exit_code: int,
-           fields: dict | None = None) -> int:
+           fields: dict | None = None, path: str | None = None) -> int:
     """The one line a failed command prints on stderr (a JSON object with --json, with `fields` added);
-    returns the exit code."""
+    returns the exit code.  `path`, the input the message starts with, is shown as engine.paths.shown() does
+    (a backslash in it doubled: `a\\nb.zkey` and `a<newline>b.zkey` read differently); --json keeps it as it is."""
     if getattr(args, "json", False) if args is not None else json_line:
         import json  # noqa: PLC0415
 
         line = json.dumps({"event": "error", "error": kind, "message": message, "exit_code": exit_code,
                            **(fields or {})})
     else:
-        line = one_line(message) if kind == "Interrupted" else f"error: {one_line(message)}"
+        if isinstance(path, str) and path and message.startswith(path + ":"):
+            from engine.paths import shown  # noqa: PLC0415
+
+            text = shown(path) + one_line(message[len(path):])
+        else:
+            text = one_line(message)
+        line = text if kind == "Interrupted" else f"error: {text}"
     try:
         stderr_line(line)
     except (OSError, ValueError, AttributeError):  # stderr closed, full, or a terminal that hung up: the code says it

@@ -49,7 +49,8 @@ def cache_dir() -> Path:
 
 def sources() -> dict[str, str]:
     """Every .cu/.cuh beside this file, by name."""
-    return {p.name: p.read_text() for p in sorted(SOURCE_DIR.iterdir()) if p.suffix in (".cu", ".cuh")}
+    return {p.name: p.read_text(encoding="utf-8")  # not the locale's: LC_ALL=C PYTHONUTF8=0 read ASCII
+            for p in sorted(SOURCE_DIR.iterdir()) if p.suffix in (".cu", ".cuh")}
 
 
 def nvrtc_version() -> tuple[int, int]:

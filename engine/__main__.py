@@ -1,3 +1,4 @@
+import codecs
 import errno
 import io
 import os
@@ -29,7 +30,8 @@ class _StdStream(io.RawIOBase):
     terminal that hung up, a stream closed at the start) is one error for stdout, the first time
     (InputFileError "standard output: cannot write: ...", exit 2: what was printed is lost), and nothing for
     stderr (progress and messages are dropped, the command's result and exit code stand); later writes are
-    dropped.  A reader that left (EPIPE) stays BrokenPipeError: _reader_gone below."""
+    dropped.  Stdout's reader that left (EPIPE) stays BrokenPipeError: _reader_gone below; stderr's is one more
+    loss (`prove --json 2>&1 >r.json | head -1` ended with 141 before the proof was written)."""
 
     def __init__(self, fd: int, closed: bool, raises: bool):
         super().__init__()
@@ -50,7 +52,10 @@ class _StdStream(io.RawIOBase):
         while self._lost is None:
             try:
                 return os.write(self._fd, data)
-            except BrokenPipeError:
+            except BrokenPipeError as exc:
+                if not self._raises:  # the progress stream's reader: the outputs and the result stand
+                    self._lost = exc
+                    break
                 raise
             except BlockingIOError:  # a descriptor the caller made non-blocking: wait until it takes more
                 import select  # noqa: PLC0415
@@ -66,8 +71,31 @@ class _StdStream(io.RawIOBase):
         return len(data)
 
 
+def _as_written(exc: UnicodeError):
+    """stdout's errors: a name's byte that is not UTF-8 (argv's surrogate escape) as that byte, as ls writes it
+    into a pipe (`$(python -m engine cache path)` gets the folder back), anything else the encoding cannot take
+    as a backslash escape.  Python's choice, strict for PYTHONIOENCODING=ascii or a UTF-8 locale outside its
+    UTF-8 mode, made `info ø.zkey` a UnicodeEncodeError traceback."""
+    if isinstance(exc, UnicodeEncodeError) and "\udc80" <= exc.object[exc.start] <= "\udcff":
+        return bytes([ord(exc.object[exc.start]) - 0xDC00]), exc.start + 1
+    return codecs.backslashreplace_errors(exc)
+
+
+def _as_escapes(exc: UnicodeError):
+    """stderr's errors: what the encoding cannot take as a backslash escape, a name's byte that is not UTF-8 as
+    \\xff (the byte it is), not backslashreplace's \\udcff (Python's stand-in for it)."""
+    if isinstance(exc, UnicodeEncodeError) and "\udc80" <= exc.object[exc.start] <= "\udcff":
+        return f"\\x{ord(exc.object[exc.start]) - 0xDC00:02x}", exc.start + 1
+    return codecs.backslashreplace_errors(exc)
+
+
+codecs.register_error("groth16.stdout", _as_written)
+codecs.register_error("groth16.stderr", _as_escapes)
+
+
 def _own_streams(closed: list[int]) -> None:
-    """sys.stdout and sys.stderr over _StdStream, with the encoding, errors and buffering Python chose."""
+    """sys.stdout and sys.stderr over _StdStream, with the encoding and buffering Python chose, and errors that
+    never raise (_as_written, _as_escapes)."""
     for fd, name in ((1, "stdout"), (2, "stderr")):
         old = getattr(sys, name)
         if old is not None:
@@ -79,8 +107,7 @@ def _own_streams(closed: list[int]) -> None:
         unbuffered = old is not None and not hasattr(getattr(old, "buffer", None), "raw")  # python -u
         stream = io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw),
                                   encoding=getattr(old, "encoding", None) or "utf-8",
-                                  errors=getattr(old, "errors", None) or ("backslashreplace" if fd == 2 else
-                                                                          "strict"),
+                                  errors="groth16.stderr" if fd == 2 else "groth16.stdout",
                                   line_buffering=getattr(old, "line_buffering", fd == 2),
                                   write_through=getattr(old, "write_through", False))
         setattr(sys, name, stream)

@@ -520,4 +520,9 @@ def prove_files(
     wasm: Any = None,
 ) -> list[Any]:
     """The CLI's entry: `prove_files(zkey, [wtns...], config=from_args(args), timeline=args.timeline)`."""
-    return run(lambda: aprove_files(zkey, witnesses, config=config, timeline=timeline, wasm=wasm))
+    try:  # where a loop runs already (a notebook, an async function), asyncio's refusal was two chained errors
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run(lambda: aprove_files(zkey, witnesses, config=config, timeline=timeline, wasm=wasm))
+    raise RuntimeError("prove_files: this thread runs an event loop already (a notebook, an async function), and "
+                       "prove_files runs its own: there, await engine.aprove_files(...) with the same arguments")

@@ -145,6 +145,14 @@ def _cpus() -> int:
     return resolve_workers(None)
 
 
+# Counts the engine starts that many of at once: `--compute-slots 100000000` built two threads a slot and took the
+# machine's memory for minutes before the kernel killed it.  Synthesis workers scale with the machine (a 2-socket
+# host has 384 CPUs): four a CPU, at least 256.
+def _started_at_once() -> tuple[tuple[str, int, str], ...]:
+    return (("synthesis_workers", max(256, 4 * (os.cpu_count() or 1)), "a process each"),
+            ("compute_slots", 1024, "two threads each"), ("device_threads", 1024, "a thread each"))
+
+
 class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     backend: str = "auto"
     devices: list[int] | None = None
@@ -181,6 +189,11 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for name in ("synthesis_workers", "compute_slots", "device_threads", "epilogue_threads", "max_in_flight"):
             if getattr(self, name) != "auto" and getattr(self, name) < 1:
                 raise ConfigError(f"{name}: need at least 1, got {getattr(self, name)}")
+        for name, most, what in _started_at_once():
+            value = getattr(self, name)
+            if value != "auto" and value > most:
+                raise ConfigError(f"{name}: {value} is more than this machine can use ({what}, all started with "
+                                  f"the engine); give at most {most}")
         if self.devices is not None and (not self.devices or min(self.devices) < 0):
             raise ConfigError(f"devices: {self.devices} is not a list of device indices")
         if self.devices is not None and len(set(self.devices)) != len(self.devices):  # was two workers on one GPU
@@ -188,8 +201,8 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ConfigError(f"devices: {self.devices} names device {twice} more than once")
         refuse_nan(self.idle_trim_s, "idle_trim_s")
         refuse_nan(self.shutdown_timeout_s, "shutdown_timeout_s")
-        if self.idle_trim_s is not None and self.idle_trim_s <= 0:
-            raise ConfigError(f"idle_trim_s: must be positive (or absent to never trim), got {self.idle_trim_s}")
+        if self.idle_trim_s is not None and self.idle_trim_s < 0:  # 0 (or None): never; a TOML file has no None
+            raise ConfigError(f"idle_trim_s: {self.idle_trim_s} is negative (0: never trim)")
         if self.shutdown_timeout_s is not None and self.shutdown_timeout_s < 0:
             raise ConfigError(f"shutdown_timeout_s: {self.shutdown_timeout_s} is negative (absent: wait for every job)")
 
@@ -245,11 +258,14 @@ def read_toml(path: str | os.PathLike) -> dict:
 
 
 def load(path: str | os.PathLike) -> EngineConfig:
-    """Read a TOML file (keys at the top level or under [engine])."""
+    """Read a TOML file (keys at the top level or under [engine]).  A `[service]` table is serve's
+    (engine/service/settings.py): one file serves both, so `prove --config` sets it aside."""
     path = os.fspath(path)
     data = read_toml(path)
     if "engine" in data and isinstance(data["engine"], dict):
         data = data["engine"]
+    elif isinstance(data.get("service"), dict):
+        data = {k: v for k, v in data.items() if k != "service"}
     return convert(data, path)
 
 
@@ -278,4 +294,13 @@ def from_args(args: argparse.Namespace, base: EngineConfig | None = None) -> Eng
     try:
         return config.replace(**changes)
     except ConfigError as exc:
-        raise ConfigError(f"command-line flags: {exc}".replace("configuration: ", "")) from None
+        raise ConfigError(_as_flag(str(exc).removeprefix("configuration: "), changes)) from None
+
+
+def _as_flag(message: str, changes: dict[str, Any]) -> str:
+    """A refused value named by the flag that gave it (`--synthesis-workers: need at least 1`), not by the
+    configuration key the user never wrote; a problem with no one flag keeps the general prefix."""
+    for name in changes:
+        if message.startswith(name + ":"):
+            return "--" + name.replace("_", "-") + message[len(name):]
+    return f"command-line flags: {message}"

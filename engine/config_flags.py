@@ -50,9 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] 
                    help="processes that compute or read witnesses (default 2)")
     g.add_argument("--compute-slots", type=slots_arg, metavar="K", default=None,
                    help="proofs computing at once per device, or auto (default: two on a GPU, used by keys whose "
-                        "proofs are long enough to gain from it)")
-    g.add_argument("--vram-budget", metavar="SIZE", default=None, help="device memory per device for proofs")
-    g.add_argument("--host-budget", metavar="SIZE", default=None, help="host memory for waiting witnesses")
+                        "proofs are long enough to gain from it; one on the CPU)")
+    g.add_argument("--vram-budget", metavar="SIZE", default=None,
+                   help="device memory per device for keys and proofs (default: 90%% of what is free at the start)")
+    g.add_argument("--host-budget", metavar="SIZE", default=None,
+                   help="host memory for waiting witnesses (default: half the RAM)")
     g.add_argument("--lock-mode", choices=LOCK_MODES, default=None,
                    help="split: a memory lock and compute slots per device (default); single: one lock over "
                         "both phases (for comparisons)")

@@ -26,23 +26,81 @@ def same_file(a, b) -> bool:
         return os.path.normpath(os.fsdecode(a)) == os.path.normpath(os.fsdecode(b))
 
 
+def escaped(text: str, backslash: bool = False) -> str:
+    """`text` with what a terminal would not show as itself escaped: a control character as \\n, \\t, \\x1b, a
+    name's byte that is not UTF-8 as \\xff (the byte, not Python's stand-in \\udcff), and with `backslash` a
+    backslash as \\\\ too, so that every escape reads one way."""
+    if text.isprintable() and not (backslash and "\\" in text):
+        return text
+    out = []
+    for c in text:
+        if c == "\\":
+            out.append("\\\\" if backslash else c)
+        elif c.isprintable():
+            out.append(c)
+        elif "\udc80" <= c <= "\udcff":
+            out.append(f"\\x{ord(c) - 0xDC00:02x}")
+        else:
+            out.append(repr(c)[1:-1])
+    return "".join(out)
+
+
+def shown(path) -> str:
+    """`path` as a message shows it: on one line, each name one way (a newline as \\n, a backslash as \\\\: the
+    file `a\\nb` and the file `a<newline>b` read differently), whatever its bytes."""
+    try:
+        return escaped(os.fsdecode(path), backslash=True)
+    except TypeError:  # not a path at all: as str() shows it
+        return escaped(str(path), backslash=True)
+
+
+def folder_name_problem(path) -> str | None:
+    """Why `path`, an output, cannot name a file: `out/`, `out/.` or `out/..` name a folder, and realpath drops
+    what says so (a file `out` was written); None for a file's name, or a folder that exists (its own error)."""
+    name = os.fsdecode(path)
+    if os.path.basename(name) not in ("", os.curdir, os.pardir) or os.path.isdir(name):
+        return None
+    return (f'cannot write: there is no folder {shown(name)} (a name that ends in "/", "/." or "/.." names a folder, '
+            "not a file)")
+
+
 def real_path(path) -> str:
     """os.path.realpath(path), whose error for a relative path in a working directory that was deleted (a bare
     "No such file or directory" from getcwd) says so."""
     try:
-        return os.path.realpath(path)
+        resolved = os.path.realpath(path)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, "the current directory no longer exists") from None
+    return _within_path_max(resolved)
+
+
+def _within_path_max(resolved):
+    """`resolved` (absolute), or where it is PATH_MAX or longer (a working directory that deep, where relative
+    names still work) the same path relative to the working directory: the kernel refuses the absolute one
+    (ENAMETOOLONG), and every relative output there was "in a folder that does not exist"."""
+    try:
+        limit = os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError, AttributeError):
+        limit = 4096
+    if len(os.fsencode(resolved)) < limit:
+        return resolved
+    try:
+        return os.path.relpath(resolved, os.getcwdb() if isinstance(resolved, bytes) else os.getcwd())
+    except (OSError, ValueError):
+        return resolved
 
 
 # Standard descriptors this process was started without, which engine/__main__ opened on /dev/null: an output
-# named as one of them (/dev/stdout with `>&-`) would go to /dev/null without a word.
+# named as one of them (/dev/stdout with `>&-`) would go to /dev/null without a word, and an input (/dev/stdin
+# with `<&-`) was read as /dev/null ("not valid JSON", "is not a file or a pipe").
 started_closed: set[int] = set()
-_STREAM_NAMES = {"stdout": 1, "stderr": 2, "fd/1": 1, "fd/2": 2}
+_STREAM_NAMES = {"stdin": 0, "stdout": 1, "stderr": 2, "fd/0": 0, "fd/1": 1, "fd/2": 2}
+_STREAMS = ("standard input", "standard output", "standard error")
 
 
 def closed_stream(path) -> str | None:
-    """"standard output" or "standard error" where `path` names one that the process was started without."""
+    """"standard input", "standard output" or "standard error" where `path` names one that the process was
+    started without."""
     if not started_closed:
         return None
     try:
@@ -52,7 +110,7 @@ def closed_stream(path) -> str | None:
     for prefix in ("/dev/", "/proc/self/", f"/proc/{os.getpid()}/"):
         fd = _STREAM_NAMES.get(name[len(prefix):]) if name.startswith(prefix) else None
         if fd in started_closed:
-            return "standard output" if fd == 1 else "standard error"
+            return _STREAMS[fd]
     return None
 
 

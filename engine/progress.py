@@ -32,6 +32,12 @@ class Progress:
     def note(self, text: str) -> None:
         """A line the user should read while the task runs (a long first-run step); silent here."""
 
+    def log(self, text: str) -> None:
+        """A line of the task's own (a circuit's log()), shown unless --quiet: on stderr here, above a bar
+        (BarProgress), a {"event": "log"} object with --json."""
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
     @contextmanager
     def timed(self, name: str, fraction: float | None = None) -> Iterator[None]:
         self.stage(name, fraction)
@@ -89,6 +95,9 @@ class BarProgress(Progress):
         self.stream.write(text + "\n")
         self.stream.flush()
 
+    def log(self, text: str) -> None:
+        self.note(text)  # a plain handler's line was appended to the bar's
+
 
 class JsonProgress(Progress):
     """One JSON object per stage on a stream: {"event": "stage", "name": ..., "fraction": ..., "t": ...}."""
@@ -108,11 +117,22 @@ class JsonProgress(Progress):
         """Another line of the command's (a circuit's log line: {"event": "log", "text": ...})."""
         self._emit({"event": event, **fields})
 
+    def log(self, text: str) -> None:
+        self.event("log", text=text)
+
     def _emit(self, msg: dict) -> None:
         import msgspec  # noqa: PLC0415 - only --json needs it; every command imports this module
 
         msg["t"] = round(time.perf_counter() - self._t0, 6)
-        self.stream.write(msgspec.json.encode(msg).decode() + "\n")
+        try:
+            line = msgspec.json.encode(msg).decode()
+        except UnicodeEncodeError:  # a name's byte that is not UTF-8 (a surrogate escape): msgspec refuses it
+            line = None
+        if line is None or not line.isascii():  # \u escapes: an ASCII stderr made é \xe9, which is no JSON
+            import json  # noqa: PLC0415
+
+            line = json.dumps(msg, separators=(",", ":"), default=str)
+        self.stream.write(line + "\n")
         self.stream.flush()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import multiprocessing
 import os
 import pickle
 import signal
@@ -80,6 +81,7 @@ def serve_tasks(conn, handle: Callable[[Any], bytes]) -> None:
     """A pool worker's life: say ready, then send `handle(task)` (the reply, pickled) for each task on
     the pipe until it closes or sends None.  Ctrl-C is the main process's business: SIGINT is ignored."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_parent()
     try:
         conn.send_bytes(pickle.dumps(("ready", os.getpid())))
     except OSError:  # the parent is gone (it exited while this worker started): nothing to serve
@@ -92,12 +94,38 @@ def serve_tasks(conn, handle: Callable[[Any], bytes]) -> None:
         task = pickle.loads(data)
         if task is None:
             return
-        conn.send_bytes(handle(task))
+        try:
+            conn.send_bytes(handle(task))
+        except OSError:  # the parent ended while this task ran: nobody to answer (was a BrokenPipeError traceback)
+            return
+
+
+def end_with_parent() -> None:
+    """End this worker as soon as the process that started it ends, whatever the task it runs.  A parent killed
+    by SIGKILL (the OOM killer) or by a signal it has no handler for closes no pipe it could say so on; its
+    workers ran their task to the end (minutes of a large witness or MSM, for nobody), then printed a
+    traceback.  multiprocessing's parent sentinel (forkserver and spawn) is a pipe whose other end only the
+    parent holds: the kernel closes it however the parent ends.  A daemon thread waits on it."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        try:
+            parent.join()  # waits on the sentinel: readable (EOF) once the parent is gone
+        except (OSError, ValueError):  # no sentinel to wait on: the worker ends with its pipe, as before
+            return
+        os._exit(1)
+
+    try:
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    except RuntimeError:  # no thread to be had: as before, the pipe's end still ends the worker between tasks
+        pass
 
 
 def describe_exit(code: int | None) -> str:
-    """A worker's end in words: "exit code 3", "killed by SIGKILL" (not "exit code -9"), SIGBUS with its usual
-    cause here (a mapped file that shrank under it, or a RAM disk out of room)."""
+    """A worker's end in words: "exit code 3", "killed by SIGKILL" (not "exit code -9"), SIGKILL and SIGBUS with
+    their usual cause here (out of memory; a mapped file that shrank under it, or a RAM disk out of room)."""
     if code is None:
         return "exit code unknown"
     if code >= 0:
@@ -106,6 +134,8 @@ def describe_exit(code: int | None) -> str:
         name = signal.Signals(-code).name
     except ValueError:
         return f"killed by signal {-code}"
+    if name == "SIGKILL":  # the only signal the kernel's OOM killer sends: the likely cause, where a user can act
+        return "killed by SIGKILL (out of memory? the kernel's OOM killer ends processes so)"
     if name == "SIGBUS":
         return ("killed by SIGBUS: a file it read was cut short while it read it (changed on disk?), "
                 "or the shared memory it wrote to ran out")

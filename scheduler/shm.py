@@ -29,6 +29,7 @@ import logging
 import mmap
 import os
 import tempfile
+import time
 
 import numpy as np
 
@@ -221,12 +222,22 @@ class ShmBlock:
 # makes there removes the blocks of every mark nobody holds.  A process that exits removes its own.
 
 _OWNED: dict[tuple[int, str, str], tuple[int, str]] = {}  # (pid, directory, prefix) -> (locked fd, mark path)
+SAY_FREED_BYTES = 64 << 20  # a dead process's blocks holding this much RAM or more: removed with a warning
+# A long-lived maker (a service) sweeps again on a block it makes this long after its last sweep: only its first
+# block swept, the blocks of a process killed beside it stayed in RAM until the service itself restarted.
+SWEEP_EVERY_S = 60.0
+_swept: dict[tuple[str, str], float] = {}  # (directory, prefix) -> time.monotonic() of this process's last sweep
 
 
 def own_blocks(directory: str, prefix: str) -> None:
-    """Hold this process's owner mark for `prefix` blocks in `directory`; the first time, remove orphans."""
+    """Hold this process's owner mark for `prefix` blocks in `directory`; the first time (and then once a
+    SWEEP_EVERY_S at most), remove orphans."""
     key = (os.getpid(), directory, prefix)
     if key in _OWNED:
+        last = _swept.get((directory, prefix))
+        if last is not None and time.monotonic() - last >= SWEEP_EVERY_S:
+            _swept[(directory, prefix)] = time.monotonic()
+            remove_orphans(directory, prefix)
         return
     mark = os.path.join(directory, f"{prefix}.owner-{os.getpid()}-{_TOKEN}")
     try:
@@ -239,6 +250,7 @@ def own_blocks(directory: str, prefix: str) -> None:
     if not _OWNED:
         atexit.register(_remove_own)
     _OWNED[key] = (fd, mark)
+    _swept[(directory, prefix)] = time.monotonic()
     remove_orphans(directory, prefix)
 
 
@@ -263,25 +275,40 @@ def remove_orphans(directory: str, prefix: str) -> int:
             os.close(fd)
             continue
         try:
-            _remove_blocks(directory, prefix + "-" + name[len(prefix) + len(".owner-"):], names)
+            owner = name[len(prefix) + len(".owner-"):]
+            count, nbytes = _remove_blocks(directory, f"{prefix}-{owner}", names)
             _unlink(mark)
             removed += 1
         finally:
             os.close(fd)
+        if count:  # said (a warning where it was memory worth a word): where it went, and that a process was killed
+            log.log(logging.WARNING if nbytes >= SAY_FREED_BYTES else logging.INFO,
+                    "removed %d shared-memory block(s) (%s) from %s: left by process %s, which ended without "
+                    "removing them (killed? out of memory?)", count, _size(nbytes), directory, owner.split("-", 1)[0])
     return removed
 
 
-def _remove_blocks(directory: str, stem: str, names: list[str]) -> None:
+def _remove_blocks(directory: str, stem: str, names: list[str]) -> tuple[int, int]:
+    """Remove the blocks named stem-*: (how many, their bytes)."""
+    count = nbytes = 0
     for name in names:
         if name.startswith(stem + "-"):
-            _unlink(os.path.join(directory, name))
+            path = os.path.join(directory, name)
+            try:
+                size = os.stat(path).st_blocks * 512  # what they held of the RAM disk (sparse: not their length)
+            except OSError:
+                continue
+            if _unlink(path):
+                count, nbytes = count + 1, nbytes + size
+    return count, nbytes
 
 
-def _unlink(path: str) -> None:
+def _unlink(path: str) -> bool:
     try:
         os.unlink(path)
+        return True
     except OSError:
-        pass
+        return False
 
 
 def _remove_own() -> None:

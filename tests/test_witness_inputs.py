@@ -69,7 +69,7 @@ def test_bus_inputs_are_qualified_as_circom_names_them():
 
 @pytest.mark.parametrize(
     "value, shown",
-    [("abc", '"abc"'), ("", '""'), ("1.5", '"1.5"'), (1.5, "1.5"), (None, "null"), ("1e3", '"1e3"'), ("0x", '"0x"')],
+    [("abc", '"abc"'), ("1.5", '"1.5"'), (1.5, "1.5"), (None, "null"), ("1e3", '"1e3"'), ("0x", '"0x"')],
 )
 def test_value_that_is_not_a_number_is_clear_error(value, shown):
     with pytest.raises(WitnessInputError) as err:

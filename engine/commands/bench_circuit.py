@@ -9,6 +9,7 @@ import argparse
 import json
 
 from engine.commands.setup import quiet_prints_nothing
+from engine.paths import shown
 from engine.progress import add_output_flags
 
 DESCRIPTION = """\
@@ -62,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"event": "result", **summary, "timings": prog.timings}))
         return 0
     if not args.quiet:  # --quiet: nothing on success, as `prove --quiet`
-        print(f"wrote {r1cs_path} and {wtns_path}: {r.curve.name}, {r.n_constraints} constraints, {r.n_wires} wires, "
-              f"{terms} terms, {r.n_public} public signals; a key's domain is 2^{k}")
+        print(f"wrote {shown(r1cs_path)} and {shown(wtns_path)}: {r.curve.name}, {r.n_constraints} constraints, "
+              f"{r.n_wires} wires, {terms} terms, {r.n_public} public signals; a key's domain is 2^{k}")
     if args.verbose:
         print(format_timings(prog.timings))
     return 0

@@ -12,6 +12,8 @@ import json
 import os
 import time
 
+from engine.paths import shown
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"dir": str(where), "removed": removed, "bytes": freed}))
         else:
-            print(f"{where}: removed {removed} file(s), {freed / 2**20:.1f} MiB")
+            print(f"{shown(where)}: removed {removed} file(s), {freed / 2**20:.1f} MiB")
         return 0
     rows = []
     for info in cache.entries():
@@ -73,13 +75,20 @@ def run(args: argparse.Namespace) -> int:
             continue
         rows.append({"entry": info.path, "bytes": info.nbytes, "zkey": ident.zkey_path if ident else None,
                      "layout": ident.layout if ident else None, "stale": stale, "created": info.created})
+    # a load killed while it wrote its entry left a partial one (as large as the key's): shown, or the disk it
+    # takes was nowhere to be seen (`cache clear` and the next entry stored remove them)
+    partial = [{"file": path, "bytes": nbytes} for path, nbytes in cache.partial()]
     if args.json:
-        print(json.dumps({"dir": str(where), "entries": rows}))
+        print(json.dumps({"dir": str(where), "entries": rows, "partial": partial}))
         return 0
-    print(f"{where}: {len(rows)} entr{'y' if len(rows) == 1 else 'ies'}, "
+    print(f"{shown(where)}: {len(rows)} entr{'y' if len(rows) == 1 else 'ies'}, "
           f"{sum(r['bytes'] for r in rows) / 2**20:.1f} MiB")
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])) if r["created"] else "?"
         state = "stale" if r["stale"] else "current"
-        print(f"  {r['bytes'] / 2**20:9.1f} MiB  {when}  {state:<7}  {r['zkey'] or '(unreadable entry)'}")
+        zkey = shown(r["zkey"]) if r["zkey"] else "(unreadable entry)"
+        print(f"  {r['bytes'] / 2**20:9.1f} MiB  {when}  {state:<7}  {zkey}")
+    if partial:
+        print(f"  and {len(partial)} partial entr{'y' if len(partial) == 1 else 'ies'} of a load that was killed "
+              f"while it wrote, {sum(p['bytes'] for p in partial) / 2**20:.1f} MiB (`cache clear` removes them)")
     return 0

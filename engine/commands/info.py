@@ -15,7 +15,7 @@ import stat
 
 from engine.config_flags import proofs_arg
 from engine.errors import EngineError, FormatError, InputFileError, file_error
-from engine.paths import is_pipe
+from engine.paths import closed_stream, escaped, is_pipe, shown as shown_path
 
 
 def register(subparsers) -> None:
@@ -41,14 +41,17 @@ def run(args: argparse.Namespace) -> int:
     if os.fspath(args.file) == "-":  # (was "no such file"; /dev/stdin is a pipe, refused below)
         raise InputFileError("-", '"-" is not standard input here, and info reads its file more than once: give '
                              'the file\'s path (./- for a file named "-")')
+    if closed_stream(args.file) is not None:  # /dev/stdin under `<&-` (read as /dev/null: "not a file or a pipe")
+        raise InputFileError(args.file, f"cannot read: {closed_stream(args.file)} is closed")
     if is_pipe(args.file):  # detect() took the first bytes and the reader then missed them: "not a .zkey file"
         raise InputFileError(args.file, "is a pipe, and info reads its file more than once: give the file's path")
     summary = describe(args.file)
     if summary.get("kind") == "zkey":
-        summary["footprint"] = _footprint(args.file, args.vram_budget or "16GiB",
+        summary["footprint"] = _footprint(args.file, "16GiB" if args.vram_budget is None else args.vram_budget,
                                           "auto" if args.proofs is None else args.proofs)
-    else:  # they plan a key's footprint: on another file they would be ignored without a word
-        given = [flag for flag, value in (("--vram-budget", args.vram_budget), ("--proofs", args.proofs)) if value]
+    else:  # they plan a key's footprint: on another file they would be ignored without a word (an empty one too)
+        given = [flag for flag, value in (("--vram-budget", args.vram_budget), ("--proofs", args.proofs))
+                 if value is not None]
         if given:
             raise EngineError(f"{' and '.join(given)} {'plan' if len(given) > 1 else 'plans'} a key's GPU footprint, "
                               f"but {args.file} is a {summary.get('kind')} file, not a .zkey")
@@ -308,7 +311,7 @@ def render(summary: dict) -> str:
     rows = [(k, v) for k, v in summary.items() if k not in ("sections", "values", "footprint", "names")]
     width = max(len(_LABELS.get(k, k)) for k, _ in rows)
     for k, v in rows:
-        lines.append(f"{_LABELS.get(k, k) + ':':<{width + 1}} {_text(v)}")
+        lines.append(f"{_LABELS.get(k, k) + ':':<{width + 1}} {shown_path(v) if k == 'file' else _text(v)}")
     if "names" in summary:
         names = summary["names"]
         lines.append(f"{'names:':<{width + 1}} {', '.join(names[:20]) + (', ...' if len(names) > 20 else '')}")
@@ -324,7 +327,7 @@ def render(summary: dict) -> str:
         for s in summary["sections"]:
             label = f"{s['id']} ({s['name']})" if s["name"] else str(s["id"])
             lines.append(f"  {label:<22} {s['size']:>14,} bytes at offset {s['offset']:,}")
-    return "\n".join(lines)
+    return "\n".join(escaped(line) for line in lines)  # a file's own names: one line each, not the terminal's
 
 
 def _text(v) -> str:

@@ -49,10 +49,13 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, formatter_class: type = argparse.HelpFormatter, **kwargs):
         super().__init__(*args, formatter_class=sized(formatter_class), **kwargs)
 
+    _flags: list = []
+
     def parse_known_args(self, args=None, namespace=None):
         given = sys.argv[1:] if args is None else list(args)
         flags = given[:given.index("--")] if "--" in given else given
         self._json_errors = "--json" in flags
+        self._flags = flags
         return super().parse_known_args(args, namespace)
 
     def parse_args(self, args=None, namespace=None):
@@ -70,9 +73,25 @@ class Parser(argparse.ArgumentParser):
         return None
 
     def error(self, message: str):
+        message += self._dash_hint()
         if self._json_errors:
             import json  # noqa: PLC0415
 
             self.exit(2, json.dumps({"event": "error", "error": "UsageError", "message": message, "exit_code": 2})
                       + "\n")
-        super().error(message)
+        from engine.paths import escaped  # noqa: PLC0415
+
+        super().error(escaped(message))  # an argument's newline or escape sequence: one line, not the terminal's
+
+    def _dash_hint(self) -> str:
+        """A file named with a leading "-" (`info -k.zkey`) is read as an unknown option, and the error was "the
+        following arguments are required: file": say what happened and how to give it."""
+        for arg in self._flags:
+            if not isinstance(arg, str) or not arg.startswith("-") or arg.startswith("--") or arg == "-":
+                continue
+            if arg in self._option_string_actions or self._negative_number_matcher.match(arg):
+                continue
+            if "." in arg or "/" in arg or os.path.lexists(arg):
+                return (f' ({arg} was read as an option: give a file whose name starts with "-" as ./{arg}, '
+                        "or after --)")
+        return ""

@@ -146,7 +146,7 @@ def _witness_from_wasm(zkey, wasm: str, inputs: str):
     from engine.witness.calculator import WasmCircuit, parse_inputs
 
     circuit = WasmCircuit.load(wasm, quick=True)  # one witness: compile time dominates
-    circuit.check_prime(zkey.curve.r, zkey.path)
+    circuit.check_key(zkey)  # its field and witness size: the wasm of another circuit is named
     return circuit.prime, circuit.calculate(parse_inputs(inputs), source=inputs)
 
 
@@ -233,8 +233,11 @@ def _prepare_witness(args, zkey, wtns_path, progress):
 
     with progress.timed("witness", 0.1):
         if wtns_path is None:
+            from engine.commands.witness import circuit_log_shown  # the circuit's log() lines, as in `witness`
+
             witness_name = args.input
-            prime, values = _witness_from_wasm(zkey, args.wasm, args.input)
+            with circuit_log_shown(progress, quiet=args.quiet):
+                prime, values = _witness_from_wasm(zkey, args.wasm, args.input)
         else:
             witness_name = wtns_path
             w = read_wtns(wtns_path)

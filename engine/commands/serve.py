@@ -27,25 +27,27 @@ def register(subparsers) -> None:
                    help="bearer tokens, one a line: every request but /healthz must carry one")
     s.add_argument("--max-body", metavar="SIZE", default=None, help="largest request body (default 1GiB)")
     s.add_argument("--memory-upload-max", metavar="SIZE", default=None,
-                   help="witness uploads up to SIZE are parsed in memory, larger ones spooled to a file (default 64MiB)")
+                   help="witness uploads up to SIZE are parsed in memory, larger ones spooled to a file "
+                        "(default 64MiB; 0: always spooled)")
     s.add_argument("--max-queued-per-key", type=int, metavar="N", default=None,
                    help="queued jobs per key before 429 (default 64)")
     s.add_argument("--running-jobs", type=int, metavar="N", default=None,
-                   help="jobs handed to the engine at once (default: each compute slot and synthesis worker gets a job and "
-                        "one waiting; where the CPU ends proofs, each epilogue thread one too)")
+                   help="jobs handed to the engine at once (default: on GPUs with resident keys, each compute slot and "
+                        "synthesis worker gets a job and one waiting; where the CPU ends proofs, each of them and each "
+                        "epilogue thread one job; 0: that default)")
     s.add_argument("--default-deadline", type=float, metavar="S", default=None,
-                   help="deadline in seconds for requests that give none (default none)")
+                   help="deadline in seconds for requests that give none (default none; 0: none)")
     s.add_argument("--drain-timeout", type=float, metavar="S", default=None,
-                   help="on SIGTERM, cancel what is left after S seconds (default: wait for all)")
+                   help="on SIGTERM, cancel what is left after S seconds (default, or 0: wait for all)")
     s.add_argument("--upload-timeout", type=float, metavar="S", default=None,
                    help="drop a request whose body sends no byte for S seconds, or trickles in slower than 1 KiB/s "
                         "after them, freeing its queue place (default 30; 0: never)")
     s.add_argument("--idle-timeout", type=float, metavar="S", default=None,
                    help="close a connection that sends no request (or not all of its head) for S seconds; behind a "
                         "proxy, keep it above the proxy's own idle timeout (default 75; 0: never)")
-    from engine.config_flags import add_arguments
+    from engine.config_flags import PROVING_BACKENDS, add_arguments
 
-    add_arguments(p)
+    add_arguments(p, backends=PROVING_BACKENDS)  # "simulated" answers no request: its proofs are no proofs
     p.set_defaults(func=run)
 
 
@@ -67,7 +69,7 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
 
     from engine.api import run as run_loop
-    from engine.config import from_args
+    from engine.config import ConfigError, from_args
     from engine.errors import EngineError
 
     try:
@@ -86,6 +88,8 @@ def _serve(args: argparse.Namespace) -> int:
     flags = copy.copy(args)
     flags.config = None  # the file was read above, [service] table and all
     engine_config = from_args(flags, base=engine_config)
+    if engine_config.backend == "simulated":  # a --config file's: every request was a 500 (no proof to send)
+        raise ConfigError(f"{args.config}: backend 'simulated' makes no real proofs; use auto, cpu or gpu to serve")
     _check_gpu_flags(args, engine_config.backend)
     service_config = with_flags(
         service_config, host=args.host, port=args.port, token_file=args.token_file, max_body=args.max_body,

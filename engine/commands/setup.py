@@ -14,6 +14,7 @@ import sys
 
 from engine.commands.outputs import check_outputs
 from engine.config_flags import positive_int
+from engine.paths import shown
 from engine.progress import add_output_flags
 
 HELP = "make a DEVELOPMENT Groth16 key (toxic waste known to whoever runs it) for an .r1cs"
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"event": "result", **summary, "timings": prog.timings}), file=out)
         return 0
     if not args.quiet:  # --quiet: nothing on success, as `prove --quiet` (--verbose still asks for the timings)
-        print(f"wrote {args.zkey}: {key.curve.name}, domain 2^{key.log_domain}, {key.n_vars} wires, "
+        print(f"wrote {shown(args.zkey)}: {key.curve.name}, domain 2^{key.log_domain}, {key.n_vars} wires, "
               f"{key.n_public} public signals ({ops.name})", file=out)
         print(f"WARNING: {DEV_WARNING}", file=sys.stderr)
     if args.verbose:

@@ -14,6 +14,7 @@ import stat
 import sys
 
 from engine.errors import FormatError, MismatchError
+from engine.paths import shown
 
 
 
@@ -24,7 +25,7 @@ def register(subparsers) -> None:
         description="Verify proof.json against verification_key.json and public.json as "
         "`snarkjs groth16 verify` does: prints OK! (exit 0) or Invalid proof (exit 1).  A file it cannot read, or "
         "files that do not belong together (another curve, another number of public signals), is one error line "
-        "(exit 2).",
+        "(exit 2); so is a number not below its field's prime.",
     )
     p.add_argument("vkey", metavar="verification_key.json")
     p.add_argument("public", metavar="public.json")
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     print("Invalid proof")
     problem = proof_problem(vk, proof)  # snarkjs too says why ("Proof commitments are not valid.")
     if problem is not None:
-        print(f"{args.proof}: {problem}", file=sys.stderr)
+        print(f"{shown(args.proof)}: {problem}", file=sys.stderr)
     return 1
 
 

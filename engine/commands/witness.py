@@ -7,9 +7,9 @@ the circuit are wrong.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
-import sys
 
 from engine.commands.outputs import check_outputs
 from engine.errors import WitnessGenerationError
@@ -38,16 +38,6 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([("witness", args.output)], [("wasm", args.wasm), ("input signals", args.input)])
 
     progress = make_progress("witness", quiet=args.quiet, json=args.json)
-    # the circuit's own log() lines, which snarkjs prints too (on stderr here: stdout is for --json; with --json
-    # as JSON lines, {"event": "log", "text": ...}, as every line there is)
-    circuit_log = logging.getLogger("engine.witness.calculator")
-    handler = None if args.quiet else _JsonLog(progress) if args.json else logging.StreamHandler(sys.stderr)
-    level = circuit_log.level
-    if handler is not None:
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        circuit_log.addHandler(handler)
-        if circuit_log.getEffectiveLevel() > logging.INFO:
-            circuit_log.setLevel(logging.INFO)
     try:
         with progress.timed("load circuit", 0.0):
             circuit = WasmCircuit.load(args.wasm, quick=True)  # one witness: compile time dominates
@@ -59,15 +49,12 @@ def run(args: argparse.Namespace) -> int:
             )
         with progress.timed("read inputs", 0.2):
             inputs = parse_inputs(args.input)
-        with progress.timed("calculate", 0.3):
+        with progress.timed("calculate", 0.3), circuit_log_shown(progress, quiet=args.quiet):
             values = circuit.calculate(inputs, source=args.input)
         with progress.timed("write", 0.9):
             write_witness(args.output, circuit.prime, values)
     finally:
         progress.done()
-        if handler is not None:
-            circuit_log.removeHandler(handler)
-            circuit_log.setLevel(level)
     if args.json:
         curve = circuit.curve.name if circuit.curve else None
         print(json.dumps({"event": "result", "wtns": args.output, "curve": curve, "n_witness": circuit.n_witness,
@@ -77,8 +64,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def circuit_log_shown(progress, *, quiet: bool):
+    """The circuit's own log() lines while the block runs, which snarkjs prints too (`wtns calculate`, `groth16
+    fullprove`): on stderr here (stdout is for --json; with --json as JSON lines, {"event": "log", "text": ...},
+    as every line there is); none with --quiet.  Shared with `prove --wasm`, which showed none."""
+    if quiet:
+        yield
+        return
+    circuit_log = logging.getLogger("engine.witness.calculator")
+    handler = _JsonLog(progress)  # above a terminal's bar too (Progress.log)
+    level = circuit_log.level
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    circuit_log.addHandler(handler)
+    if circuit_log.getEffectiveLevel() > logging.INFO:
+        circuit_log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        circuit_log.removeHandler(handler)
+        circuit_log.setLevel(level)
+
+
 class _JsonLog(logging.Handler):
-    """A circuit's log line as the --json progress's {"event": "log", "text": ...} line."""
+    """A circuit's log line through the progress (Progress.log): a line on stderr, above a terminal's bar, or
+    with --json the {"event": "log", "text": ...} line."""
 
     def __init__(self, progress) -> None:
         super().__init__()
@@ -86,7 +96,7 @@ class _JsonLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.progress.event("log", text=self.format(record))
+            self.progress.log(self.format(record))
         except Exception:  # noqa: BLE001 - never what fails the command (it runs inside the circuit's call;
             pass  # a reader that left ends it at the next progress line, with 141)
 

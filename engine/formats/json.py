@@ -6,7 +6,8 @@ points with z = "1", infinity as ["0","1","0"] (G1) or
 [["0","0"],["1","0"],["0","0"]] (G2), Fq2 as [c0, c1].
 
 Readers accept what snarkjs's verifier accepts: numbers as decimal or "0x" hex strings (ffjavascript's
-unstringifyBigInts) or JSON integers that JavaScript holds exactly (up to 2^53); points as [x, y] or
+unstringifyBigInts) or JSON numbers that JavaScript holds exactly (integral doubles: up to 2^53, and
+larger ones such as 10^18 a double holds exactly); points as [x, y] or
 [x, y, z] where z = 0 is infinity, z = 1 affine and any other z Jacobian (X/Z², Y/Z³), and affine
 (0, 0) is infinity too (ffjavascript's zeroAffine; on neither curve).  Anything else is a one-line
 FormatError naming the file and the field.
@@ -159,9 +160,11 @@ class _Reader:
         return n
 
     def _js_integer(self, v: int | float, where: str) -> int:
+        """A JSON number as snarkjs reads it: a double, so an integral one is exact (1e18, and 10^18 written
+        out); an integer literal a double would round (2^53 + 1) is refused by name, never rounded here."""
         if v < 0 or (isinstance(v, float) and not (math.isfinite(v) and v.is_integer())):
             raise self.fail(f"{where}: expected a decimal string, got {_short(v)}")
-        if v > _JS_SAFE:
+        if isinstance(v, int) and v > _JS_SAFE and not _double_exact(v):
             raise self.fail(f"{where}: the JSON number {_short(v)} is above 2^53, which JavaScript (snarkjs) would "
                             "round: write it as a decimal string")
         return int(v)
@@ -209,6 +212,14 @@ class _Reader:
         if k not in d:
             raise self.fail(f"missing \"{k}\" (not a {what}?)")
         return d[k]
+
+
+def _double_exact(value: int) -> bool:
+    """True when the IEEE double nearest to `value` (what JSON.parse gives) is `value` itself."""
+    try:
+        return float(value) == value  # Python compares a float with an int exactly
+    except OverflowError:  # beyond the largest double: JavaScript's Infinity
+        return False
 
 
 def _short(v: Any) -> str:

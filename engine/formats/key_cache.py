@@ -22,8 +22,9 @@ File: magic, u32 format version, u32 header length, a JSON header (identity,
 arrays: name, dtype, shape, offset, nbytes), then each array at a 4096-byte
 aligned offset.  Written to a temporary file and renamed, so readers only ever
 see whole entries; the writer holds an flock on that file, so `clear` removes a
-dead writer's leftover but never a live writer's file.  Where the cache lives:
-an explicit directory (EngineConfig `key_cache_dir`, `--key-cache-dir`), else
+dead writer's leftover but never a live writer's file (so does the next store, with a
+warning, and `cache list` shows them: a killed load's partial entry is as large as its
+key).  Where the cache lives: an explicit directory (EngineConfig `key_cache_dir`, `--key-cache-dir`), else
 $GROTH16_KEY_CACHE, else $XDG_CACHE_HOME/groth16-engine/keys; "off" there
 disables it.  `python -m engine cache` lists and clears it.  This module
 imports numpy only to map an entry's arrays, so listing and clearing stay light.
@@ -286,7 +287,44 @@ class KeyCache:
                     and info.identity.zkey_path == identity.zkey_path
                     and _family(info.identity.layout) == _family(identity.layout)):
                 _unlink(info.path)  # the same file's older contents, or an older layout: never served again
+        self._remove_leftovers()
         return os.fspath(target)
+
+    def _remove_leftovers(self) -> None:
+        """Remove the partial entries of writers that were killed (SIGKILL, the OOM killer) while they wrote, said
+        in a warning: each stayed in the cache, as large as its key, until an explicit `cache clear`."""
+        for path, _ in self.partial():
+            size = _remove_leftover(path)
+            if size is not None:
+                log.warning("key cache: removed %s (%.1f MiB), a partial entry left in %s by a load that was killed "
+                            "(out of memory? SIGKILL?) while it wrote it", os.path.basename(path), size / 2**20,
+                            self.directory)
+
+    def partial(self) -> list[tuple[str, int]]:
+        """The temporary files of writers that ended before they finished (no lock held on them; not one made a
+        moment ago): (path, bytes) each, for `cache list` to show and a store to remove."""
+        try:
+            names = sorted(n for n in os.listdir(self.directory) if n.startswith(".tmp-") and n.endswith(SUFFIX))
+        except (OSError, ValueError):
+            return []
+        out = []
+        for name in names:
+            path = os.path.join(self.directory, name)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            except (OSError, ValueError):
+                continue
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or (st.st_size == 0 and abs(time.time() - st.st_mtime) < 10):
+                    continue  # not a writer's file, or one made a moment ago by a writer about to lock it
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released at the close: a look, not a hold
+            except OSError:  # a live writer holds it (or no locks here: nothing can be told)
+                continue
+            finally:
+                os.close(fd)
+            out.append((path, st.st_size))
+        return out
 
     # ---- listing and clearing (`python -m engine cache`)
     def entries(self) -> list[EntryInfo]:

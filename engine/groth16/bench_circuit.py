@@ -432,10 +432,11 @@ def _count(label: str, value) -> int:
 def _write_pair(prog: Progress, files: list) -> None:
     """Write (stage, at, path, write) files all or none: each to a temporary name beside its target, renamed
     once all are whole.  A full disk after the .r1cs left the new circuit beside an older run's witness."""
-    from engine.file_writes import written_in_place  # noqa: PLC0415
+    from engine.file_writes import release_temporary, temporary_file, written_in_place  # noqa: PLC0415
     from engine.paths import real_path  # noqa: PLC0415
 
     temps: list[tuple[str, str, str]] = []  # (temporary, target, the user's path)
+    renamed: set[str] = set()
     try:
         for stage, at, path, write in files:
             with prog.timed(stage, at):
@@ -443,7 +444,10 @@ def _write_pair(prog: Progress, files: list) -> None:
                     write(path)
                     continue
                 target = real_path(path)  # a symlink is written through
-                tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)[:96]}.{os.getpid()}.tmp")
+                try:  # locked, and found by the next run if this one is killed (engine/file_writes.py)
+                    tmp = temporary_file(target)
+                except OSError as exc:
+                    raise InputFileError(path, f"cannot write: {exc.strerror or exc}") from None
                 temps.append((tmp, target, path))
                 try:
                     write(tmp)
@@ -456,11 +460,9 @@ def _write_pair(prog: Progress, files: list) -> None:
                 except FileNotFoundError:
                     pass
                 os.replace(tmp, target)
+                renamed.add(tmp)
             except OSError as exc:
                 raise InputFileError(path, f"cannot write: {exc.strerror or exc}") from None
     finally:
         for tmp, _, _ in temps:
-            try:
-                os.unlink(tmp)
-            except OSError:  # renamed: gone, as it should be
-                pass
+            release_temporary(tmp, tmp in renamed)

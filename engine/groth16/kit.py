@@ -70,7 +70,7 @@ class Groth16Kit:
             from engine.witness.calculator import WasmCircuit  # noqa: PLC0415
 
             # the optimised build the workers load, so they map it from the disk cache instead of compiling
-            WasmCircuit.load(key.wasm).check_prime(*self._prime_check(key))
+            WasmCircuit.load(key.wasm).check_key(key.zkey, self._prime_check(key)[1])
         return key
 
     def _prime_check(self, key: Groth16Key) -> tuple[int, str]:

@@ -172,14 +172,15 @@ def _given(vk, public, proof) -> tuple[VerificationKey, list, Proof]:
 
 def _signals(public) -> list:
     """Public signals as ints where they are integers: strings as snarkjs reads them (decimal, 0x-hex), numpy's
-    integers, integral floats JavaScript holds exactly (those were not ints to `_public_ok`: a valid proof was
-    False), as read_public reads public.json; anything else is left to refuse."""
+    integers, integral floats (json.load's 4.0 or 1e18: the double JavaScript holds, so the number snarkjs
+    verifies with; they were not ints to `_public_ok`: a valid proof was False), as read_public reads
+    public.json; anything else is left to refuse."""
     out = []
     for v in public:
         if isinstance(v, str):
             n = number_value(v)
             out.append(v if n is None else n)
-        elif isinstance(v, float) and v.is_integer() and 0 <= v <= 2**53:  # json.load's 4.0: JavaScript's 4
+        elif isinstance(v, float) and v.is_integer() and v >= 0:  # json.load's 4.0 is JavaScript's 4
             out.append(int(v))
         else:
             out.append(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v)

@@ -30,6 +30,7 @@ from engine.witness import modcache
 from engine.witness.errors import (
     CircuitAssertionError,
     CircuitFileError,
+    CircuitMismatchError,
     CircuitPrimeError,
     WitnessInputError,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "fnv1a64",
     "CircuitFileError",
     "CircuitAssertionError",
+    "CircuitMismatchError",
     "CircuitPrimeError",
     "WitnessInputError",
 ]
@@ -184,6 +186,17 @@ class WasmCircuit:
         theirs = other.name if other else f"prime {prime:#x}"
         hint = f" (compile it with circom --prime {other.name})" if other else ""
         raise CircuitPrimeError(f"{self.path}: compiled for {mine}, but {against} is for {theirs}{hint}")
+
+    def check_key(self, zkey, against: str | None = None) -> None:
+        """check_prime, then the witness's size against the key's wires: the wasm of another circuit of the same
+        field was refused only after its calculation, as input.json's fault ("input.json: has 4 values"), and an
+        Engine loaded it with the key, to fail every proof.  `against` names the key (default: its path)."""
+        name = against or zkey.path or "the proving key"
+        self.check_prime(int(zkey.curve.r), name)
+        if self.n_witness != zkey.n_vars:
+            raise CircuitMismatchError(f"{self.path}: computes {self.n_witness} witness values, but {name} is a key "
+                                       f"of {zkey.n_vars} wires (the circuit.wasm of another circuit, or of another "
+                                       "circom --O level?)")
 
     def input_names(self) -> list[str] | None:
         """The circuit's input signal names when circom's .sym file sits next to the wasm, else None."""

@@ -5,7 +5,7 @@ kind of problem (a bad input file, a curve mismatch).
 """
 from __future__ import annotations
 
-from engine.errors import CurveMismatchError, InputFileError, WitnessGenerationError
+from engine.errors import CurveMismatchError, InputFileError, MismatchError, WitnessGenerationError
 
 
 class WitnessInputError(WitnessGenerationError, InputFileError):
@@ -22,3 +22,7 @@ class CircuitAssertionError(WitnessGenerationError):
 
 class CircuitPrimeError(WitnessGenerationError, CurveMismatchError):
     """circuit.wasm was compiled for another prime than the key it is used with."""
+
+
+class CircuitMismatchError(WitnessGenerationError, MismatchError):
+    """circuit.wasm computes a witness of another size than the key's wires: the wasm of another circuit."""

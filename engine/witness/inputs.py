@@ -7,9 +7,11 @@ same, convert once to Python ints, and name the signal and index of any value
 that is not an integer.  Reduction modulo the circuit's prime happens later,
 when the prime is known.
 
-One deliberate difference: an integer literal above 2^53 in input.json is an
-error.  snarkjs parses it as a JavaScript double and silently computes with
-a rounded value; we ask for a string instead of disagreeing with it quietly.
+One deliberate difference: an integer literal above 2^53 that a double does
+not hold exactly (2^64 + 1) is an error.  snarkjs parses it as a JavaScript
+double and silently computes with a rounded value; we ask for a string instead
+of disagreeing with it quietly.  One a double holds exactly (10^18, 2^64) is
+read as snarkjs reads it.  A blank string is 0, as BigInt("") is.
 (Python ints in a dict given to the API are exact and always accepted.)
 """
 from __future__ import annotations
@@ -34,7 +36,8 @@ _INT_RE = re.compile(r"0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|[+-]?[0-9]+")
 _JS_SPACE = "\t\n\v\f\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
             "\u2028\u2029\u202f\u205f\u3000\ufeff"
 _BASES = {"x": 16, "b": 2, "o": 8}
-_JS_SAFE = 2**53  # JSON numbers above this are not exact in JavaScript
+_JS_SAFE = 2**53  # JSON numbers up to this are exact in JavaScript; above it, only some are
+_DOUBLE_DIGITS = 309  # digits of the largest finite double (1.8e308)
 
 
 def parse_inputs(path: str | os.PathLike) -> Inputs:
@@ -64,10 +67,20 @@ class _UnsafeJsonInt(str):
 
 
 def _json_int(text: str) -> int | _UnsafeJsonInt:
-    if len(text.lstrip("-")) > 16:  # above 2^53 (JSON has no leading zeros); int() refuses 4300 digits and more
-        return _UnsafeJsonInt(text)
+    """The literal's value where JavaScript's double holds it exactly (snarkjs computes with just that: 10^18
+    wei), else a marker refused by name: a double would round it (or overflow to Infinity beyond 309 digits)."""
+    if len(text.lstrip("-")) > _DOUBLE_DIGITS:  # no double is this long (JSON has no leading zeros); int() also
+        return _UnsafeJsonInt(text)  # refuses 4300 digits and more
     value = int(text)
-    return value if abs(value) <= _JS_SAFE else _UnsafeJsonInt(text)
+    return value if abs(value) <= _JS_SAFE or _double_exact(value) else _UnsafeJsonInt(text)
+
+
+def _double_exact(value: int) -> bool:
+    """True when the IEEE double nearest to `value` (what JSON.parse gives) is `value` itself."""
+    try:
+        return float(value) == value  # Python compares a float with an int exactly
+    except OverflowError:  # beyond the largest double: JavaScript's Infinity
+        return False
 
 
 def normalise_inputs(raw: Any, source: str = "inputs") -> Inputs:
@@ -98,6 +111,9 @@ def _qualify(prefix: str, value: Any, out: Inputs, source: str, depth: int) -> N
     if depth > MAX_DEPTH:
         raise _TooDeep
     if isinstance(value, Mapping):
+        if not value and prefix:  # names no signal (circom's JS drops it): snarkjs refuses it, and so do we
+            raise WitnessInputError(source, f"{_where(prefix, '')}: {{}} is not a number (expected an integer, "
+                                            "decimal or 0x-hex string)")
         for key, item in value.items():
             if not isinstance(key, str) or not key:
                 raise WitnessInputError(source, f"signal name {shown_name(repr(key))} under '{shown_name(prefix)}' "
@@ -168,11 +184,15 @@ def _to_int(v: Any, name: str, index: str, source: str) -> int:
         return int(v)
     if isinstance(v, _UnsafeJsonInt):
         raise WitnessInputError(
-            source, f"{_where(name, index)}: the JSON number {_short(v)} is above 2^53, which snarkjs would "
-            f'silently round; write it as a string ("{_short(v)}")'
+            source, f"{_where(name, index)}: the JSON number {_short(v)} is "
+            f"{'below -2^53' if v.startswith('-') else 'above 2^53'}, which snarkjs would "
+            + ("refuse (JavaScript's Infinity)" if math.isinf(float(v)) else "silently round")
+            + f'; write it as a string ("{_short(v)}")'
         )
     if isinstance(v, str):
         s = v.strip(_JS_SPACE)
+        if not s:  # BigInt("") and BigInt("  ") are 0n: snarkjs computes with 0
+            return 0
         if _INT_RE.fullmatch(s):
             sign = -1 if s[0] == "-" else 1
             digits = s.lstrip("+-")

@@ -294,6 +294,10 @@ class CircuitInstance:
 
     def _on_show_memory(self, caller) -> None:
         value = str(self._shared_value(caller, self.circuit.n32))
+        _, minor, patch = self.circuit.version
+        if minor < 1 and patch < 7:  # circom < 2.0.7: each log() value is a line (no writeBufferMessage ends it),
+            log.info("%s: log: %s", self.circuit.path, value)  # as circom_runtime prints it; they were lost
+            return
         self.log_line = f"{self.log_line} {value}" if self.log_line else value
 
     # ---- one witness

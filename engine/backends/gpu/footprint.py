@@ -463,6 +463,14 @@ def _fits(fp: KeyFootprint, budget: int, proofs: int) -> bool:
     return fp.device_bytes + proofs * fp.working_set_bytes <= budget
 
 
+def _most_fitting(fp: KeyFootprint, budget: int) -> int:
+    """The most proofs `_fits` lets beside `fp`: 0 where the key alone does not fit the budget."""
+    room = budget - fp.device_bytes
+    if room < 0:
+        return 0
+    return room // fp.working_set_bytes if fp.working_set_bytes > 0 else 1 << 62
+
+
 def _grant_sort_bins(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: int) -> KeyFootprint:
     """`fp` with the binned bucket sort (msm_sort.py: H's MSM 116.7 -> 109.6 ms in a BN254 2^24 proof on the
     H200 with msm_place, 120.3 -> 110.0 in a BLS12-381 one with the regrouping passes; its curves:
@@ -573,9 +581,9 @@ def _plan_key(candidates: KeyCandidates, budget_bytes: int, *, proofs: int, labe
     budget = int(budget_bytes)
     # every count from `proofs` down: where 2 of 3 fit, 2 (only `proofs` or 1 were tried, so compute_slots 2 in
     # split mode, asking 3, got one working set where compute_slots 1, asking 2, got two)
-    wanted = range(max(1, int(proofs)), 0, -1)
+    wanted = max(1, int(proofs))  # each candidate from the most that fit (`info --proofs 10**20` never ended)
     fitting = [dataclasses.replace(fp, proofs_in_flight=n, budget_bytes=budget) for fp in candidates.every
-               for n in wanted if _fits(fp, budget, n)]
+               for n in range(min(wanted, _most_fitting(fp, budget)), 0, -1) if _fits(fp, budget, n)]
     if fitting:
         def cost(fp: KeyFootprint) -> float:
             return fp.msm_cost + (fp.table_seconds / proofs_per_load if proofs_per_load else 0.0)
