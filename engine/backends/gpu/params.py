@@ -6,7 +6,6 @@ kernels.cu is compiled against.
 """
 from __future__ import annotations
 
-
 from engine.algebra import glv
 from engine.algebra.curves import Curve
 from engine.env_setting import choice, config_error, integer, switch

@@ -8,7 +8,6 @@ module (proof_streams.b2_beside), so that a test's replacement reaches every one
 """
 from __future__ import annotations
 
-
 from engine.backends.gpu import msm as gmsm
 from engine.env_setting import config_error, switch
 
