@@ -102,3 +102,14 @@ def test_key_cache_variable_naming_a_file_is_named_as_the_source(tmp_path):
                        timeout=120, env={**os.environ, "GROTH16_KEY_CACHE": str(tmp_path / "f")})
     assert p.returncode == 2, p.stdout
     assert "GROTH16_KEY_CACHE" in p.stderr and "--dir" not in p.stderr, p.stderr
+
+
+def test_the_witness_window_setting_loads_no_configuration_module():
+    """The GPU's direct proof plans its key (footprint_limits.witness_max_window) without engine.config and msgspec
+    (about 60 ms of a cold CLI's imports, tests/test_cli_startup.py on a GPU): reading the variable imported them."""
+    probe = ("import sys; from engine.backends.gpu.footprint_limits import witness_max_window; "
+             "assert witness_max_window(20) == 20; print(sorted(m for m in ('engine.config', 'msgspec') "
+             "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60,
+                         env={k: v for k, v in os.environ.items() if k != "GROTH16_WITNESS_MAX_WINDOW"})
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)
