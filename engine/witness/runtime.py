@@ -338,8 +338,9 @@ class CircuitInstance:
         table until the store goes, so a dropped instance was never collected (one a failed witness, with all its
         wasm memory, for the process's life) and was freed only in the interpreter's teardown."""
         store, self.store = self.store, None
-        if store is not None:
-            store.close()
+        close = getattr(store, "close", None)  # (wasmtime-py's Managed.close; an older one frees it when collected)
+        if close is not None:
+            close()
 
     def calculate(self, inputs: Inputs, source: str, out: np.ndarray | None) -> np.ndarray:
         c = self.circuit
