@@ -301,15 +301,6 @@ class CircuitInstance:
         self.log_line = f"{self.log_line} {value}" if self.log_line else value
 
     # ---- one witness
-    def close(self) -> None:
-        """Free the store now: its host functions' callbacks (bound methods of this object) sit in wasmtime's own
-        table until the store goes, so a dropped instance was never collected (one a failed witness, with all its
-        wasm memory, for the process's life) and was freed only in the interpreter's teardown."""
-        store, self.store = self.store, None
-        close = getattr(store, "close", None)  # (wasmtime-py's Managed.close; an older one frees it when collected)
-        if close is not None:
-            close()
-
     def calculate(self, inputs: Inputs, source: str, out: np.ndarray | None) -> np.ndarray:
         c = self.circuit
         n8, n32 = c.n8, c.n32
