@@ -23,6 +23,7 @@ from engine.api import Engine
 from engine.config import EngineConfig, SimulationConfig
 from engine.distributed import EngineLostError, RayCluster
 from engine.distributed.cluster import start_local_ray
+from engine.distributed.fault_signals import fault_handlers_kept
 from engine.errors import EngineClosedError, EngineError, InputFileError, MismatchError
 from engine.formats import read_wtns
 
@@ -87,7 +88,8 @@ def local_ray():
     with marked() as mark:
         start_local_ray(**RAY_INIT)
     yield mark
-    ray.shutdown()
+    with fault_handlers_kept():  # Ray puts SIG_DFL back: a later test's wasm trap would kill pytest
+        ray.shutdown()
     assert wait_for_no_marked_processes(mark) == [], "processes left after ray.shutdown()"
 
 

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from engine.distributed.fault_signals import fault_handlers_kept
 from engine.distributed.transport import first_line
 from engine.errors import BackendUnavailableError, EngineError, EngineLostError, EngineStartError
 
@@ -89,7 +90,7 @@ def join(address: str | None, ray_init: dict, ended: threading.Event | None = No
             # ray.init would say "Maybe you called ray.init twice by accident?"
             raise ConnectionError(f"this process is already connected to the Ray at {current or 'another address'} "
                                   "(address=None uses that connection; ray.shutdown() it to join another)")
-        with _sigterm_kept():
+        with _sigterm_kept(), fault_handlers_kept():
             if address is None:
                 start_local_ray(**ray_init)
             else:
@@ -190,7 +191,8 @@ def leave() -> None:
         _made.users = max(_made.users - 1, 0)
         if _made.users == 0:
             try:
-                ray.shutdown()
+                with fault_handlers_kept():  # (Ray puts SIG_DFL back: a circuit's wasm trap would kill the process)
+                    ray.shutdown()
             finally:
                 if _made.ended is not None:  # the thread that started the local instance may end now
                     _made.ended.set()
@@ -444,7 +446,8 @@ def start_local_ray(**kwargs: Any) -> None:
     saved = os.environ.get(_GROUP_CLEANUP)
     os.environ[_GROUP_CLEANUP] = "1"
     try:
-        ray.init(**kwargs)
+        with fault_handlers_kept():
+            ray.init(**kwargs)
     finally:
         if saved is None:
             os.environ.pop(_GROUP_CLEANUP, None)
