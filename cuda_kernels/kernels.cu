@@ -229,6 +229,12 @@ extern "C" __global__ void __launch_bounds__(1024) scan_add(uint32_t* out, uint3
         uint32_t m, const uint32_t* prefix, const uint32_t* leaves, const uint32_t* totals, uint32_t* out) {        \
         extern __shared__ uint32_t shm[];                                                                           \
         AFF::backward(sorted, in, in_off, out_off, K, m, prefix, leaves, totals, out, shm);                         \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(256) msm_affine_round_##G(                                         \
+        const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off, const uint32_t* out_off, uint32_t K,    \
+        uint32_t m, uint32_t* out) {                                                                                \
+        extern __shared__ uint32_t shm[];                                                                           \
+        AFF::fused(sorted, in, in_off, out_off, K, m, out, shm);                                                    \
     }
 
 #define MSM_GROUP_KERNELS(G, MSM, AFF)                                                                              \

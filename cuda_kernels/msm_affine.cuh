@@ -22,6 +22,7 @@
 #pragma once
 #include "curve.cuh"
 #include "msm_buckets.cuh"
+#include "inverse.cuh"
 
 template <class Aff>
 struct msm_affine_kernels {
@@ -60,6 +61,26 @@ struct msm_affine_kernels {
         p = load_point(sorted, pts, a);
         if (a + 1 < in_off[k + 1]) q = load_point(sorted, pts, a + 1);
         else q = {F::zero(), F::zero()};
+    }
+
+    // The slope denominator of output slot o in bucket k, from the pair's x coordinates alone
+    // where they differ and neither is 0 (an ADD: half the pair's bytes); else from both points.
+    static __device__ __forceinline__ F den_of(const uint32_t* sorted, const uint32_t* pts, const uint32_t* in_off,
+                                               const uint32_t* out_off, uint32_t k, uint32_t o) {
+        const uint32_t a = in_off[k] + 2 * (o - out_off[k]);
+        if (a + 1 >= in_off[k + 1]) return F::one();  // a last odd point, copied
+        const F px = load_x(sorted, pts, a), qx = load_x(sorted, pts, a + 1);
+        if (px != qx && !px.is_zero() && !qx.is_zero()) return qx - px;
+        Aff p, q;
+        load_pair(sorted, pts, in_off, out_off, k, o, p, q);
+        F den;
+        classify(p, q, den);
+        return den;
+    }
+
+    static __device__ __forceinline__ F load_x(const uint32_t* sorted, const uint32_t* pts, uint32_t p) {
+        if (sorted == nullptr) return F::load(pts + (uint64_t)p * Aff::WORDS);
+        return F::load_ro(pts + (uint64_t)(sorted[p] & 0x7fffffffu) * Aff::WORDS);  // the sign bit flips y only
     }
 
     // Product tree over the block's leaves tree[NT + t] (NT = blockDim.x, a power of two):
@@ -125,12 +146,8 @@ struct msm_affine_kernels {
         for (uint32_t j = 0; j < cnt; j++) {
             const uint32_t o = first + j;
             k = bucket_after(out_off, K, k, o);
-            Aff p, q;
-            load_pair(sorted, in, in_off, out_off, k, o, p, q);
-            F den;
-            classify(p, q, den);
             acc.store(prefix + prefix_at(m, j));
-            acc = acc * den;
+            acc = acc * den_of(sorted, in, in_off, out_off, k, o);
         }
         const uint32_t NT = blockDim.x, tid = threadIdx.x;
         acc.store(leaves + ((uint64_t)blockIdx.x * NT + tid) * FW);
@@ -145,20 +162,12 @@ struct msm_affine_kernels {
         if (b < count) F::load(totals + (uint64_t)b * FW).inverse().store(totals + (uint64_t)b * FW);
     }
 
-    // Pass 3: the block's tree rebuilt from the leaves, its root's inverse from `totals` pushed
-    // down to every thread, then the slots backwards: each pair's own inverse, its sum.
-    static __device__ __forceinline__ void backward(const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off,
-                                                    const uint32_t* out_off, uint32_t K, uint32_t m,
-                                                    const uint32_t* prefix, const uint32_t* leaves,
-                                                    const uint32_t* totals, uint32_t* out, uint32_t* tree) {
-        uint32_t first, cnt, k;
-        if (!slots(out_off, K, m, first, cnt, k)) return;
-        const uint32_t NT = blockDim.x, tid = threadIdx.x;
-        F::load(leaves + ((uint64_t)blockIdx.x * NT + tid) * FW).store(tree + (NT + tid) * FW);
-        tree_up(tree);
-        if (tid == 0) F::load(totals + (uint64_t)blockIdx.x * FW).store(tree + FW);
-        tree_down(tree);
-        F inv = F::load(tree + (NT + tid) * FW);
+    // The slots [first, first + cnt) backwards from `inv`, the inverse of their denominators'
+    // product: each pair's own inverse (inv times the slot's prefix, from `prefix_of(j)`), its sum.
+    template <class Prefix>
+    static __device__ __forceinline__ void walk_back(const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off,
+                                                     const uint32_t* out_off, uint32_t K, uint32_t first, uint32_t cnt,
+                                                     uint32_t k, F inv, Prefix prefix_of, uint32_t* out) {
         const uint32_t k_first = k;
         if (cnt) k = bucket_after(out_off, K, k, first + cnt - 1);
 #pragma unroll 1
@@ -169,7 +178,7 @@ struct msm_affine_kernels {
             load_pair(sorted, in, in_off, out_off, k, o, p, q);
             F den;
             const uint32_t kind = classify(p, q, den);
-            const F dinv = inv * F::load(prefix + prefix_at(m, j));
+            const F dinv = inv * prefix_of(j);
             inv = inv * den;
             Aff r;
             if (kind == TAKE_P) r = p;
@@ -188,6 +197,53 @@ struct msm_affine_kernels {
             }
             r.store(out + (uint64_t)o * Aff::WORDS);
         }
+    }
+
+    // Pass 3: the block's tree rebuilt from the leaves, its root's inverse from `totals` pushed
+    // down to every thread, then the slots backwards.
+    static __device__ __forceinline__ void backward(const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off,
+                                                    const uint32_t* out_off, uint32_t K, uint32_t m,
+                                                    const uint32_t* prefix, const uint32_t* leaves,
+                                                    const uint32_t* totals, uint32_t* out, uint32_t* tree) {
+        uint32_t first, cnt, k;
+        if (!slots(out_off, K, m, first, cnt, k)) return;
+        const uint32_t NT = blockDim.x, tid = threadIdx.x;
+        F::load(leaves + ((uint64_t)blockIdx.x * NT + tid) * FW).store(tree + (NT + tid) * FW);
+        tree_up(tree);
+        if (tid == 0) F::load(totals + (uint64_t)blockIdx.x * FW).store(tree + FW);
+        tree_down(tree);
+        walk_back(sorted, in, in_off, out_off, K, first, cnt, k, F::load(tree + (NT + tid) * FW),
+                  [&](uint32_t j) { return F::load(prefix + prefix_at(m, j)); }, out);
+    }
+
+    // The whole round in one kernel: the prefixes in shared memory (slot j of thread t at
+    // tree + (2 NT + j NT + t) FW, after the tree's 2 NT elements), the block's root inverted
+    // by its thread 0 (divsteps, inverse.cuh) while the SM's other resident blocks compute.
+    // Points are read one and a half times (forward their x, backward both coordinates) and the
+    // sums written: no prefix, leaf or total goes through global memory.  Shared memory: (2 + m) * blockDim.x elements.
+    static __device__ __forceinline__ void fused(const uint32_t* sorted, const uint32_t* in, const uint32_t* in_off,
+                                                 const uint32_t* out_off, uint32_t K, uint32_t m, uint32_t* out,
+                                                 uint32_t* shm) {
+        uint32_t first, cnt, k;
+        if (!slots(out_off, K, m, first, cnt, k)) return;
+        const uint32_t NT = blockDim.x, tid = threadIdx.x;
+        uint32_t* tree = shm;
+        uint32_t* pre = shm + (uint64_t)(2 * NT + tid) * FW;  // this thread's slot 0; slot j NT * FW further
+        F acc = F::one();
+        uint32_t kf = k;
+#pragma unroll 1
+        for (uint32_t j = 0; j < cnt; j++) {
+            const uint32_t o = first + j;
+            kf = bucket_after(out_off, K, kf, o);
+            acc.store(pre + (uint64_t)j * NT * FW);
+            acc = acc * den_of(sorted, in, in_off, out_off, kf, o);
+        }
+        acc.store(tree + (NT + tid) * FW);
+        tree_up(tree);
+        if (tid == 0) tail_inverse(F::load(tree + FW)).store(tree + FW);
+        tree_down(tree);
+        walk_back(sorted, in, in_off, out_off, K, first, cnt, k, F::load(tree + (NT + tid) * FW),
+                  [&](uint32_t j) { return F::load(pre + (uint64_t)j * NT * FW); }, out);
     }
 };
 

@@ -17,8 +17,9 @@ addition (3 a bucket), with the affine rounds' additions taken from the plan's
 bounds.  `--scalars witness:Z,O` draws Z zeros and O ones (fractions), the rest
 uniform (perf/witness_share.py measures real circuits' shares); its rows carry
 the ratio to random scalars of the same size.  `--batch K` also times K vectors
-against the same bases in one pass, beside one.  `--affine 128x8,256x4` sweeps
-the affine rounds' block size and slots a thread.  `--breakdown` adds a table of each
+against the same bases in one pass, beside one.  `--affine 128x8,256x4s` sweeps
+the affine rounds' block size and slots a thread (a trailing s: each round in three kernels,
+msm.AFFINE_FUSED off).  `--breakdown` adds a table of each
 phase's time (CUDA events between the kernels: digit count, scan, scatter, accumulation,
 fix-up, segment reduction with the tree's first pass, later tree passes, combine), the
 kernel launches and the planner's serial chain (`depth`, dependent point operations).
@@ -144,6 +145,13 @@ def time_both(stream, fn, repeats: int, warmup: int = 2) -> tuple[float, float]:
     return statistics.median(events), statistics.median(walls)
 
 
+def _affine_label(plan) -> str:
+    """THREADSxM of the plan's affine rounds, with s where each round runs in three kernels."""
+    if not plan.affine_rounds:
+        return ""
+    return "x".join(map(str, gmsm.affine_shape())) + ("" if gmsm.AFFINE_FUSED else "s")
+
+
 def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, rates, accumulation: str,
           scalars: str, batch: int = 1, window: int | str | None = None, phases: list | None = None,
           sets: int = 1, kernels: list | None = None) -> list[dict]:
@@ -232,7 +240,7 @@ def bench(backend: GpuBackend, curve, log_n: int, g2: bool, fold, repeats: int, 
             extra[f"{sets} apart ms"] = round(time_ms(stream, lambda: run_sets(False), repeats=repeats), 3)
         rows.append({
             "curve": curve.name, "group": group.upper(), "log2 n": log_n, "batch": batch, "scalars": scalars,
-            "acc": accumulation, "aff": "x".join(map(str, gmsm.affine_shape())) if plan.affine_rounds else "",
+            "acc": accumulation, "aff": _affine_label(plan),
             "c": plan.c, "fold": plan.fold, "rounds": plan.affine_rounds,
             "Mprod": round(products * (3 if g2 else 1) / 1e6, 1),
             "ms": round(ms, 3), "wall ms": round(wall, 3), "floor ms": round(floor_ms, 3),
@@ -286,7 +294,7 @@ def main() -> None:
     ap.add_argument("--accumulation", default=gmsm.default_accumulation(), help="comma list of xyzz, affine")
     ap.add_argument("--scalars", default="random", help="comma list: random, witness:ZERO,ONE")
     ap.add_argument("--batch", type=int, default=1, help="also time this many vectors in one pass")
-    ap.add_argument("--affine", default="", help="comma list of THREADSxM for the affine rounds")
+    ap.add_argument("--affine", default="", help="comma list of THREADSxM[s] (s: a round in three kernels)")
     ap.add_argument("--breakdown", action="store_true", help="also each phase's time")
     ap.add_argument("--sets", type=int, default=1, help="also time this many MSMs of one sorted vector")
     ap.add_argument("--window", default="",
@@ -310,8 +318,8 @@ def main() -> None:
     dev = backend.device
     curves = [curve_by_name(c) for c in args.curves.split(",")]
     rates = measure_rates(backend, curves[0])
-    shapes = [tuple(int(v) for v in a.split("x")) for a in args.affine.split(",") if a] or [
-        (gmsm.AFFINE_THREADS, gmsm.AFFINE_PER_THREAD)]
+    shapes = [(*(int(v) for v in a.rstrip("s").split("x")), not a.endswith("s")) for a in args.affine.split(",")
+              if a] or [(gmsm.AFFINE_THREADS, gmsm.AFFINE_PER_THREAD, gmsm.AFFINE_FUSED)]
     scalar_kinds = args.scalars.replace("random", "random;").replace(",witness", ";witness").strip(";").split(";")
     scalar_kinds = [s.strip(",") for s in scalar_kinds if s.strip(",")]
     groups = [] if args.g2_only else [(c, False) for c in curves]
@@ -337,8 +345,8 @@ def main() -> None:
     for curve, g2 in groups:
         for s in args.sizes.split(","):
             for accumulation in args.accumulation.split(","):
-                for threads, m in shapes if accumulation == "affine" else shapes[:1]:
-                    gmsm.AFFINE_THREADS, gmsm.AFFINE_PER_THREAD = threads, m
+                for threads, m, fused in shapes if accumulation == "affine" else shapes[:1]:
+                    gmsm.AFFINE_THREADS, gmsm.AFFINE_PER_THREAD, gmsm.AFFINE_FUSED = threads, m, fused
                     base = None
                     for kind in scalar_kinds:
                         for batch in sorted({1, args.batch}):

@@ -39,13 +39,23 @@ def curve(request):
     return request.param
 
 
+@pytest.fixture(params=[True, False], ids=["one-kernel", "three-kernels"])
+def affine_round(request, monkeypatch):
+    """Each affine case under both forms of a round: one kernel (msm.AFFINE_FUSED: prefixes in shared
+    memory, the block's root inverted by divsteps) and three (forward, invert, backward)."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(gmsm, "AFFINE_FUSED", request.param)
+    return request.param
+
+
 def g1(backend, curve, pts, scalars, **kw):
     return backend._msm(curve, g1_to_mont(curve, pts), from_ints(scalars, 4), False, **kw)
 
 
 @pytest.mark.parametrize("n,fold,rounds", [(1, "full", 3), (3, 1, 2), (100, "full", None), (1000, 2, 4),
                                            (5001, "full", 3), (5001, 1, None)])
-def test_affine_rounds_match_cpu(backend, curve, n, fold, rounds):
+def test_affine_rounds_match_cpu(backend, curve, n, fold, rounds, affine_round):
     rng = random.Random(n)
     pts = points(curve, n, rng)
     scalars = rand_fr(curve, n, rng)  # 0, 1, r-1, 2 first
@@ -57,7 +67,7 @@ def test_affine_rounds_match_cpu(backend, curve, n, fold, rounds):
     assert g1(backend, curve, pts, scalars, fold=fold, accumulation="xyzz") == expect
 
 
-def test_affine_rounds_on_witness_like_scalars(backend, curve):
+def test_affine_rounds_on_witness_like_scalars(backend, curve, affine_round):
     """Mostly 0 and 1, repeated points and P, -P pairs: doublings and cancellations inside the
     affine rounds, one bucket holding most entries."""
     rng = random.Random(7)
@@ -74,7 +84,7 @@ def test_affine_rounds_on_witness_like_scalars(backend, curve):
         assert g1(backend, curve, pts, scalars, accumulation="affine", rounds=rounds) == expect
 
 
-def test_affine_cancellation_and_doubling(backend, curve):
+def test_affine_cancellation_and_doubling(backend, curve, affine_round):
     rng = random.Random(3)
     p = points(curve, 1, rng)[0]
     pts = [p] * 64 + [ec.g1_neg(curve, p)] * 64
@@ -85,7 +95,7 @@ def test_affine_cancellation_and_doubling(backend, curve):
     assert g1(backend, curve, [p], [curve.r - 1], accumulation="affine", rounds=3) == ec.g1_neg(curve, p)
 
 
-def test_affine_rounds_over_inlined_products_match_cpu(backend, curve, monkeypatch):
+def test_affine_rounds_over_inlined_products_match_cpu(backend, curve, monkeypatch, affine_round):
     """The batch-affine rounds over G1's inlined split products (msm_affine_*_g1i, product ABI "split_inline"):
     random scalars with infinity and a repeated point, n = 1 and r - 1, doublings and cancellations."""
     from engine.backends.gpu import msm_builds
@@ -106,7 +116,7 @@ def test_affine_rounds_over_inlined_products_match_cpu(backend, curve, monkeypat
 
 
 @pytest.mark.parametrize("n,rounds", [(1, 2), (5, 3), (300, 2)])
-def test_affine_rounds_g2_match_cpu(backend, curve, n, rounds):
+def test_affine_rounds_g2_match_cpu(backend, curve, n, rounds, affine_round):
     rng = random.Random(n + 1)
     pts = points(curve, n, rng, g2=True)
     scalars = rand_fr(curve, n, rng)
@@ -117,6 +127,30 @@ def test_affine_rounds_g2_match_cpu(backend, curve, n, rounds):
     got = backend._msm(curve, g2_to_mont(curve, pts), from_ints(scalars, 4), True, accumulation="affine",
                        rounds=rounds)
     assert got == expect
+
+
+@pytest.mark.parametrize("threads,m", [(32, 3), (64, 8), (128, 5)])
+def test_affine_round_in_one_kernel_under_other_shapes(backend, curve, threads, m, monkeypatch):
+    """The one-kernel round under blocks of 32 to 128 threads and slots a thread that divide nothing (threads
+    left with fewer slots, or none, in the last block); G2's shared memory past 48 KiB (BLS12-381: 128 x 7
+    elements of 96 bytes)."""
+    from engine.backends.gpu import msm as gmsm
+
+    monkeypatch.setattr(gmsm, "AFFINE_FUSED", True)
+    monkeypatch.setattr(gmsm, "AFFINE_THREADS", threads)
+    monkeypatch.setattr(gmsm, "AFFINE_PER_THREAD", m)
+    rng = random.Random(threads + m)
+    pts = points(curve, 3001, rng)
+    pts[5], pts[6] = None, pts[7]
+    scalars = rand_fr(curve, 3001, rng)
+    assert g1(backend, curve, pts, scalars, fold="full", accumulation="affine", rounds=4) == cpu_msm_g1(curve, pts,
+                                                                                                         scalars)
+    g2_pts = points(curve, 400, rng, g2=True)
+    g2_pts[3], g2_pts[4] = None, g2_pts[2]
+    g2_scalars = rand_fr(curve, 400, rng)
+    got = backend._msm(curve, g2_to_mont(curve, g2_pts), from_ints(g2_scalars, 4), True, accumulation="affine",
+                       rounds=3)
+    assert got == cpu_msm_g2(curve, g2_pts, g2_scalars)
 
 
 @pytest.mark.parametrize("accumulation", ["affine", "xyzz"])

@@ -193,7 +193,8 @@ def test_bucket_scratch_sizes_cover_the_rounds():
     assert gmsm.BucketScratch.sizes([(none, gmsm.AccumulateLayout.for_plan(none, 132))])[4:6] == (0, 0)
 
 
-def test_affine_scratch_covers_every_round_and_block():
+def test_affine_scratch_covers_every_round_and_block(monkeypatch):
+    monkeypatch.setattr(gmsm, "AFFINE_FUSED", False)  # three kernels a round: the prefixes through global memory
     plan = gmsm.plan_msm(1 << 16, 254, "full", rounds=3)
     threads, m = gmsm.affine_shape()
     assert threads & (threads - 1) == 0 and 2 * threads * 96 <= 48 * 1024  # the tree in default shared memory
@@ -273,3 +274,10 @@ def test_the_block_list_spreads_over_its_slices(monkeypatch):
         monkeypatch.setattr(gmsm, "HEAVY_SLICES", bad)
         with pytest.raises(ValueError, match="HEAVY_SLICES"):
             gmsm.heavy_slices()
+
+
+def test_one_kernel_rounds_keep_no_inversion_scratch(monkeypatch):
+    """The one-kernel round keeps its prefixes in shared memory: no prefix, leaf or total buffer."""
+    monkeypatch.setattr(gmsm, "AFFINE_FUSED", True)
+    assert gmsm.AffineScratchSize.for_plan(gmsm.plan_msm(1 << 16, 254, "full", rounds=3)) == (
+        gmsm.AffineScratchSize(0, 0, 0))

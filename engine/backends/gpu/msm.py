@@ -70,6 +70,12 @@ MAX_BUCKET_KEYS = SCAN_BLOCK * SCAN_BLOCK  # what the two-level scan covers
 AFFINE_THREADS = 128
 AFFINE_PER_THREAD = 8
 AFFINE_LEFT = 3  # rounds stop when a random-scalar bucket would keep about this many points
+# A round in one kernel (msm_affine_round_<G>: prefixes in shared memory, the block's root inverted
+# by divsteps on its thread 0) or in three (forward, invert, backward: prefixes through global
+# memory).  Three: on an H100 BN254 G1 2^24 took 55.0 ms in three against 61.9 in one (128x8; the
+# one-kernel's blocks wait on their inversion with the SM's registers held), 2^20 5.6 ms either way
+# (perf/RESULTS.md, "Session 47").
+AFFINE_FUSED = False
 ACCUMULATIONS = ("affine", "xyzz")
 ACCUMULATE_THREADS = 128  # a block of msm_accumulate (perf/msm.py reports how many an SM holds)
 
@@ -335,7 +341,7 @@ class AffineScratchSize:
 
     @staticmethod
     def for_plan(plan: MsmPlan) -> "AffineScratchSize":
-        if plan.affine_rounds == 0:
+        if plan.affine_rounds == 0 or AFFINE_FUSED:
             return AffineScratchSize(0, 0, 0)
         threads, m = affine_shape()
         blocks = -(-plan.entry_bounds()[1] // (threads * m))  # round 0 is the largest
@@ -412,19 +418,26 @@ def affine_rounds(mod: Module, group: str, plan: MsmPlan, bases: DeviceBuffer | 
     threads, m = affine_shape()
     shared = 2 * threads * field_bytes
     src_sorted, src_pts, src_off = sort.sorted.ptr, _ptr(bases), sort.offsets.ptr
-    forward, invert, backward = (affine_kernel(k, group, getattr(mod, "curve", None))
-                                 for k in ("forward", "invert", "backward"))
+    forward, invert, backward, fused = (affine_kernel(k, group, getattr(mod, "curve", None))
+                                        for k in ("forward", "invert", "backward", "round"))
+    fused_shared = (2 + m) * threads * field_bytes
+    if AFFINE_FUSED and plan.affine_rounds and fused_shared > 48 * 1024:
+        mod.allow_shared(fused, fused_shared)
     for r in range(plan.affine_rounds):
         out_pts, out_off = b.pts[r % 2].ptr, b.offs[r % 2].ptr
         # the halved counts go to the heavy list's space (unused until the XYZZ pass)
         launch(mod, "msm_halve", -(-K // 256), 256, stream, src_off, U32(K), b.heavy)
         scan(mod, b.heavy.ptr, K, out_off, b.heavy.ptr, sums, prefix, stream)
         blocks = -(-bounds[r + 1] // (threads * m))
-        launch(mod, forward, blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
-               U32(K), U32(m), b.prefix, b.leaves, b.totals, shared=shared)
-        launch(mod, invert, -(-blocks // 128), 128, stream, b.totals, U32(blocks))
-        launch(mod, backward, blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
-               U32(K), U32(m), b.prefix, b.leaves, b.totals, out_pts, shared=shared)
+        if AFFINE_FUSED:
+            launch(mod, fused, blocks, threads, stream, src_sorted, src_pts, src_off, out_off, U32(K), U32(m),
+                   out_pts, shared=fused_shared)
+        else:
+            launch(mod, forward, blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
+                   U32(K), U32(m), b.prefix, b.leaves, b.totals, shared=shared)
+            launch(mod, invert, -(-blocks // 128), 128, stream, b.totals, U32(blocks))
+            launch(mod, backward, blocks, threads, stream, src_sorted, src_pts, src_off, out_off,
+                   U32(K), U32(m), b.prefix, b.leaves, b.totals, out_pts, shared=shared)
         src_sorted, src_pts, src_off = 0, out_pts, out_off
     return src_sorted, src_pts, src_off
 

@@ -135,7 +135,7 @@ def xyzz_kernel(name: str, group: str, curve: str | None = None) -> str:
 
 
 def affine_kernel(name: str, group: str, curve: str | None = None) -> str:
-    """The batch-affine round's kernel `name` (forward, invert, backward): over G1's inlined split products
+    """The batch-affine round's kernel `name` (forward, invert, backward; round: all three in one): over G1's inlined split products
     where "split_inline" is G1's build, else over the base field's plain out-of-line product (msm_affine_*_<G>:
     ~384 IMAD-pipe slots a product, its operands through the stack, against ~273 and none inlined)."""
     inlined = group == "g1" and product_abi(group, curve) == "split_inline"
