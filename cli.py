@@ -44,9 +44,10 @@ def build_parser(only: str | None = None) -> "argparse.ArgumentParser":
     from engine.commands.parsing import Parser  # noqa: PLC0415 - argparse: not on `prove --server`'s path
 
     parser = Parser(
-        prog="python -m engine",
+        prog=program_name(),
         description="Groth16 prover for circom/snarkjs circuits (BN254 and BLS12-381), on GPU or CPU.",
     )
+    parser.add_argument("--version", nargs=0, action=_version_action(), help="print the engine's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module in COMMANDS.items():
@@ -60,6 +61,54 @@ def build_parser(only: str | None = None) -> "argparse.ArgumentParser":
             continue  # a command not built yet
         mod.register(sub)
     return parser
+
+
+def program_name() -> str:
+    """The name the command was run as, for usage lines: the installed script's (`groth16-engine`: it showed
+    `python -m engine`), which imports engine.__main__ (`python -m engine` runs it as __main__ instead) or, an
+    older install's, calls this main from its own __main__; else
+    `python -m engine` (main() called by another program, a test's, names that program's argv[0] no more)."""
+    import os  # noqa: PLC0415 - loaded with the interpreter
+
+    script = "engine.__main__" in sys.modules or getattr(sys.modules.get("__main__"), "main", None) is main
+    name = os.path.basename(sys.argv[0]) if script and sys.argv and sys.argv[0] else ""
+    return "python -m engine" if name in ("", "-c", "-m", "__main__.py") else name
+
+
+def _version_action():
+    """argparse's "version" action, with the version read only when --version is given (every command builds
+    this parser; importlib.metadata costs a cold start milliseconds)."""
+    import argparse  # noqa: PLC0415 - build_parser's caller has loaded it
+
+    class Version(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            print(f"groth16-engine {version()}")
+            parser.exit()
+
+    return Version
+
+
+def version() -> str:
+    """The installed distribution's version; pyproject.toml's beside this file where it is not installed (a
+    checkout on sys.path).  Read only for --version: importlib.metadata is not on any command's path."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version as installed  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - every supported Python has it
+        installed, PackageNotFoundError = None, Exception
+    if installed is not None:
+        try:
+            return installed("groth16-engine")
+        except PackageNotFoundError:
+            pass
+    import os  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyproject.toml"), encoding="utf-8") as f:
+            found = re.search(r'(?m)^version\s*=\s*"([^"]+)"', f.read())
+    except OSError:
+        found = None
+    return found.group(1) if found else "unknown"
 
 
 def only_command(argv: list[str]) -> str | None:
@@ -94,6 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     json_line = "--json" in (argv[:argv.index("--")] if "--" in argv else argv)
     args = None
+    if argv == ["--version"]:  # before any parser is built (that imports every command's module)
+        try:
+            print(f"groth16-engine {version()}")
+            sys.stdout.flush()
+        except EngineError as exc:  # a stdout that cannot take it (/dev/full): one line, not a traceback
+            return report(None, type(exc).__name__, str(exc), exc.exit_code)
+        return 0
     try:
         args = quick_args(argv)
         if args is None:

@@ -14,12 +14,15 @@ an older driver).  A failed compile raises KernelCompileError with the log.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import re
+import stat
 import sys
-import tempfile
 import threading
+import time
 from pathlib import Path
 
 SOURCE_DIR = Path(__file__).resolve().parent
@@ -29,6 +32,15 @@ NVRTC_MEMO = "nvrtc.json"
 # the environment cuda.pathfinder's search for libnvrtc reads (besides the package directories)
 NVRTC_SEARCH_ENV = ("CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "CONDA_PREFIX")
 _lock = threading.Lock()
+# A cache file is written to `.<name>.<random>.tmp` beside it, flock'ed until it is renamed into place; one that
+# no process holds is a killed writer's (SIGKILL, the OOM killer, the CLI's forced exit) and the next process to
+# use the directory removes it.  An older version's temporary files (`tmp*.tmp` here, `<key>.cwasm.<pid>.tmp` in
+# the wasm cache) had no lock: removed once older than OLD_STYLE_STALE_S.  Only names of these shapes are touched
+# (the cache may be pointed at a shared folder).  Used by engine/witness/modcache.py too (standard library).
+FRESH_S = 10.0  # an empty unlocked one younger than this: a writer's between its create and its lock
+OLD_STYLE_STALE_S = 600.0
+OLD_STYLE_TEMPORARY = re.compile(r"tmp[a-z0-9_]{8}\.tmp")  # tempfile.mkstemp(suffix=".tmp") before
+_swept: set[str] = set()  # directories this process has swept
 
 
 class CompileFailed(Exception):
@@ -37,6 +49,81 @@ class CompileFailed(Exception):
     def __init__(self, message: str, log: str):
         super().__init__(message)
         self.log = log
+
+
+def write_cache_file(path: Path, data: bytes) -> bool:
+    """`data` as `path`, whole or not at all (concurrent readers never see half a file); False where it could not
+    be written (a best-effort cache).  Its temporary file is locked while it exists: see remove_dead_temporaries."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while True:  # (not mkstemp's 0600: an entry keeps the umask's permissions, as before, for a shared cache)
+            tmp = str(path.parent / f".{path.name[:96]}.{os.urandom(4).hex()}.tmp")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+                break
+            except FileExistsError:
+                continue
+    except OSError:
+        return False
+    renamed = False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: no sweep can tell it is ours (nor remove it)
+            pass
+        rest = memoryview(data)
+        while rest:
+            rest = rest[os.write(fd, rest):]
+        os.replace(tmp, path)
+        renamed = True
+    except OSError:
+        pass
+    finally:
+        if not renamed:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        os.close(fd)  # (the lock goes with it, after the rename)
+    return renamed
+
+
+def remove_dead_temporaries(directory: Path | str, suffixes: tuple[str, ...] = (".cubin", NVRTC_MEMO),
+                            old_style: re.Pattern = OLD_STYLE_TEMPORARY) -> None:
+    """Remove the temporary files in `directory` of entries named `*<suffix>` (write_cache_file's; `old_style`:
+    an older version's) whose writer has ended without renaming them; once a process a directory."""
+    directory = os.fspath(directory)
+    if directory in _swept:
+        return
+    _swept.add(directory)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        made = re.fullmatch(r"\.(.+)\.[a-z0-9_]{8}\.tmp", name)
+        ours = made is not None and made.group(1).endswith(suffixes)
+        if not ours and not old_style.fullmatch(name):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            age = time.time() - st.st_mtime
+            # (a non-empty one of ours is a leftover at any age once its lock is free)
+            if not stat.S_ISREG(st.st_mode) or (ours and not st.st_size and age < FRESH_S) or \
+                    (not ours and age < OLD_STYLE_STALE_S):
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # OSError: a live writer holds it
+            if os.stat(path).st_ino == st.st_ino:
+                os.unlink(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def cache_dir() -> Path:
@@ -111,15 +198,7 @@ def remember_nvrtc_version(version: tuple[int, int]) -> None:
     if identity is None:
         return
     memo = {"version": list(version), "library": library, "identity": identity, "search": _nvrtc_search()}
-    try:
-        path = _memo_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(memo, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_cache_file(_memo_path(), json.dumps(memo).encode())
 
 
 def known_nvrtc_version() -> tuple[int, int]:
@@ -151,6 +230,7 @@ def cache_key(params: str, arch: str, options: tuple[str, ...], version: tuple[i
 def cached_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = DEFAULT_OPTIONS) -> bytes | None:
     """The disk cache's CUBIN of this build, or None: nothing is compiled."""
     path = cache_dir() / f"{cache_key(params, arch, options)}.cubin"
+    remove_dead_temporaries(path.parent)  # a killed build's
     return path.read_bytes() if path.exists() else None
 
 
@@ -170,11 +250,8 @@ def compile_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = D
             return path.read_bytes(), ""
         cubin, log = _nvrtc_compile(params, arch, options)
         if use_cache:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                f.write(cubin)
-            os.replace(tmp, path)  # atomic: concurrent processes never read half a file
+            remove_dead_temporaries(path.parent)
+            write_cache_file(path, cubin)  # atomic: concurrent processes never read half a file
         return cubin, log
 
 

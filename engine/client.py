@@ -38,6 +38,9 @@ from engine.client_wire import (
     BadResponse,
     ServerClosed,
     TimedReads,
+    dropped,
+    gone_message,
+    lost_job_message,
     quote,
     read_async,
     read_sync,
@@ -134,12 +137,13 @@ def token_file_tokens(path: str | os.PathLike) -> list[str]:
 class _Request:
     """`fields`: what a success answer must hold (a JSON object with these), None: text (/metrics)."""
 
-    __slots__ = ("method", "path", "body", "content_type", "fields")
+    __slots__ = ("method", "path", "body", "content_type", "fields", "job")
 
     def __init__(self, method: str, path: str, body: bytes = b"", content_type: str | None = None,
-                 fields: tuple[str, ...] | None = ()):
+                 fields: tuple[str, ...] | None = (), job: bool = False):
         self.method, self.path, self.body, self.content_type = method, path, body, content_type
         self.fields = fields
+        self.job = job  # it makes a job: never sent twice (a server that got it once may have proved it)
 
 
 def _witness_body(witness: Any) -> tuple[bytes, str, str | None]:
@@ -164,7 +168,7 @@ def _prove_request(kind: str, key: str, witness: Any, priority: str, deadline: f
     body, ctype, default_name = _witness_body(witness)
     path = with_query(f"/v1/keys/{quote(key)}/{kind}", priority=priority, deadline=deadline,
                   name=name or default_name)
-    return _Request("POST", path, body, ctype, _PROOF if kind == "prove" else _JOB)
+    return _Request("POST", path, body, ctype, _PROOF if kind == "prove" else _JOB, job=True)
 
 
 _JOB = ("id", "key", "state")
@@ -227,6 +231,17 @@ def _proof_result(view: dict) -> ProofResult:
 
 def _timed_out(url: str, timeout: float | None) -> ServerError:
     return ServerError(0, "timeout", f"the prover server at {url} timed out: no answer within {timeout:g} s")
+
+
+def _gone(url: str, exc: BaseException, req: _Request, retry: BaseException | None = None) -> ServerError:
+    """A server that took the request and closed its connection without an answer (SIGKILLed, crashed, OOM-killed
+    mid-job): said as such, not as "cannot reach" (what a second try on a fresh connection then met)."""
+    return ServerError(0, "server_gone", gone_message(url, exc, req.job, retry))
+
+
+def _lost_job(job_id: str, exc: ServerError) -> ServerError:
+    """`wait`'s request failed without the server's answer: the error names the job and how to find out."""
+    return exc if exc.status else ServerError(0, exc.code, lost_job_message(job_id, exc.message))
 
 
 def _unreachable(url: str, exc: BaseException) -> ServerError:
@@ -326,8 +341,12 @@ class Client(_Base):
     def _call_alone(self, req: _Request) -> Any:
         head = self._head(req)
         route = f"{req.method} {req.path.partition('?')[0]}"
+        lost = None  # the first try's connection, closed by the server without an answer
+        if self._sock is not None and dropped(self._sock):
+            self.close()
         for attempt in (0, 1):
             reused = self._sock is not None
+            sent = False
             try:
                 if self._sock is None:
                     self._open()  # a timeout here: the server cannot be reached
@@ -335,6 +354,7 @@ class Client(_Base):
                     send_all(self._sock, head, req.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the server answered early (413, 429) and closed: read that answer
+                sent = True
                 deadline = None if self.timeout is None else time.perf_counter() + self.timeout
                 self.answers.wait(self._sock, route, self.timeout)
                 self._reads.deadline = deadline  # the answer's reads share the one timeout
@@ -343,15 +363,22 @@ class Client(_Base):
                 self._sock.settimeout(self.timeout)
             except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
                 self.close()
-                if reused and attempt == 0 and not getattr(exc, "mid_answer", False):
-                    continue  # an idle keep-alive connection the server had closed: once more, afresh
-                raise _unreachable(self.url, exc) from None
+                if getattr(exc, "mid_answer", False) or not sent:
+                    raise (_gone(self.url, lost, req, exc) if lost else _unreachable(self.url, exc)) from None
+                if reused and attempt == 0 and not req.job:  # closed as the request went (idle, at that moment):
+                    lost = exc  # once more, afresh; a job never (the server may have it)
+                    continue
+                raise _gone(self.url, exc, req) from None
             except TimeoutError as exc:  # connecting, or (connected) waiting for the answer
                 connected = self._sock is not None
                 self.close()
+                if lost is not None and not connected:
+                    raise _gone(self.url, lost, req, exc) from None
                 raise (_timed_out(self.url, self.timeout) if connected else _unreachable(self.url, exc)) from None
             except (OSError, BadResponse) as exc:  # refused, unreachable, not HTTP
                 self.close()
+                if lost is not None and isinstance(exc, OSError):
+                    raise _gone(self.url, lost, req, exc) from None
                 raise _unreachable(self.url, exc) from None
             except BaseException:  # interrupted (Ctrl-C) mid-request: the connection is half-used, and
                 self.close()  # closing it is what cancels the server's job
@@ -403,7 +430,10 @@ class Client(_Base):
         """Poll (long-polling, 30 s a request, or half the client's timeout) until the job ends; its proof, or
         its error as ServerError."""
         while True:
-            view = self.job(job_id, wait=_poll_s(self.timeout))
+            try:
+                view = self.job(job_id, wait=_poll_s(self.timeout))
+            except ServerError as exc:
+                raise _lost_job(job_id, exc) from None
             if view["state"] not in ("queued", "running"):
                 return _job_outcome(view)
 
@@ -481,6 +511,9 @@ class AsyncClient(_Base):
         import asyncio  # noqa: PLC0415
 
         head = self._head(req)
+        lost = None  # the first try's connection, closed by the server without an answer
+        while self._idle and (self._idle[-1][0].at_eof() or self._idle[-1][1].is_closing()):
+            self._idle.pop()[1].close()  # closed by the server while idle: found before a request goes on it
         for attempt in (0, 1):
             reused = attempt == 0 and bool(self._idle)  # a retry goes on a fresh connection: others may be stale too
             try:
@@ -490,16 +523,19 @@ class AsyncClient(_Base):
                     connect = self._connect()
                     reader, writer = await (asyncio.wait_for(connect, self.timeout) if self.timeout else connect)
             except OSError as exc:  # refused, unreachable, timed out connecting
-                raise _unreachable(self.url, exc) from None
+                raise (_gone(self.url, lost, req, exc) if lost else _unreachable(self.url, exc)) from None
             done = False
             try:
                 coro = self._exchange(reader, writer, head, req.body)
                 status, ctype, raw, keep = await (asyncio.wait_for(coro, self.timeout) if self.timeout else coro)
                 done = True
             except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
-                if reused and attempt == 0 and not getattr(exc, "mid_answer", False):  # not once it answered
+                if getattr(exc, "mid_answer", False):  # not once it answered
+                    raise _unreachable(self.url, exc) from None
+                if reused and attempt == 0 and not req.job:  # a job is never sent twice (the server may have it)
+                    lost = exc
                     continue
-                raise _unreachable(self.url, exc) from None
+                raise _gone(self.url, exc, req) from None
             except TimeoutError:  # asyncio.wait_for's
                 raise _timed_out(self.url, self.timeout) from None
             except (OSError, BadResponse) as exc:
@@ -554,7 +590,10 @@ class AsyncClient(_Base):
 
     async def wait(self, job_id: str) -> ProofResult:
         while True:
-            view = await self.job(job_id, wait=_poll_s(self.timeout))
+            try:
+                view = await self.job(job_id, wait=_poll_s(self.timeout))
+            except ServerError as exc:
+                raise _lost_job(job_id, exc) from None
             if view["state"] not in ("queued", "running"):
                 return _job_outcome(view)
 

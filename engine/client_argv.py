@@ -57,7 +57,7 @@ def read_prove_server(argv: list[str]) -> ServerArgs | None:
         arg = rest[i]
         i += 1
         if not arg.startswith("-") or arg == "-":
-            if run_ended:
+            if run_ended or not arg:  # an empty name: argparse's usage error (engine/commands/parsing.py)
                 return None
             positional.append(arg)
             continue

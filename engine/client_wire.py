@@ -312,3 +312,35 @@ class TimedReads(io.RawIOBase):
                 return self.sock.recv_into(b)
             except InterruptedError:
                 continue
+
+
+def gone_message(url: str, exc: BaseException, job: bool, retry: BaseException | None = None) -> str:
+    """What the client says of a server that closed the connection without an answer after it got the request
+    (`exc`; `retry`: what a second try on a fresh connection met); `job`: the request makes a job."""
+    how = "closed the connection" if isinstance(exc, ServerClosed) else f"reset the connection ({_why(exc)})"
+    then = f"; connecting again: {_why(retry)}" if retry is not None else ""
+    fate = "; the job's fate is unknown and it was not sent again: see the server's log" if job else ""
+    return f"the prover server at {url} went away while working on this request (it {how} without an answer: " \
+           f"stopped or crashed?{then}){fate}"
+
+
+def lost_job_message(job_id: str, message: str) -> str:
+    return (f"job {job_id}: {message}; its fate is unknown: ask for it once the server answers again "
+            f"(job({job_id!r}), GET /v1/jobs/{quote(job_id)}; a server that was restarted no longer knows it)")
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def dropped(sock) -> bool:
+    """Whether an idle kept connection was closed by the server (its end readable before any request): found
+    before a request is sent on it, so that it goes on a fresh one and is never sent twice."""
+    import select  # noqa: PLC0415 - built in; not on a first request's path
+
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True

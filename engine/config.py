@@ -107,6 +107,9 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+MAX_SIMULATED_DEVICES = 1024  # as compute_slots' bound: what one engine starts at once
+
+
 class SimulationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The simulated device (backend = "simulated"): a model, not a GPU."""
 
@@ -132,6 +135,9 @@ class SimulationConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
         check_field_types(self, "simulation.")
         if self.devices < 1:
             raise ConfigError(f"simulation.devices: need at least 1, got {self.devices}")
+        if self.devices > MAX_SIMULATED_DEVICES:  # a device worker each, all started with the engine
+            raise ConfigError(f"simulation.devices: {self.devices} is more than the engine starts (a device worker "
+                              f"each, all started at once); give at most {MAX_SIMULATED_DEVICES}")
         for name in ("synth_ms", "stage_host_ms", "upload_ms", "gpu_ms", "epilogue_ms", "verify_ms",
                      "concurrency_gain", "jitter"):
             refuse_nan(getattr(self, name), f"simulation.{name}")
@@ -180,6 +186,8 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         self.vram_budget = parse_size(self.vram_budget, "vram_budget")  # sizes first: a float (16e9) is a size too
         self.host_budget = parse_size(self.host_budget, "host_budget")
         check_field_types(self, paths=("timeline", "key_cache_dir"))
+        if self.timeline == "":  # was no timeline, without a word
+            raise ConfigError("timeline: an empty file name (leave it out for no timeline)")
         _choice("backend", self.backend, BACKENDS)
         _choice("lock_mode", self.lock_mode, LOCK_MODES)
         _choice("synthesis_start_method", self.synthesis_start_method, START_METHODS,
@@ -237,6 +245,8 @@ def read_toml(path: str | os.PathLike) -> dict:
     import tomllib  # noqa: PLC0415 - only a --config run reads TOML
 
     path = os.fspath(path)
+    if not path:  # was ": no such configuration file"
+        raise ConfigError("an empty name is not a configuration file")
     try:
         with open(path, "rb") as f:  # a pipe or a device at most STREAM_CAP: /dev/zero or `<(yes)` took all memory
             data = f.read() if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else f.read(STREAM_CAP + 1)
@@ -261,12 +271,22 @@ def load(path: str | os.PathLike) -> EngineConfig:
     """Read a TOML file (keys at the top level or under [engine]).  A `[service]` table is serve's
     (engine/service/settings.py): one file serves both, so `prove --config` sets it aside."""
     path = os.fspath(path)
-    data = read_toml(path)
-    if "engine" in data and isinstance(data["engine"], dict):
-        data = data["engine"]
-    elif isinstance(data.get("service"), dict):
-        data = {k: v for k, v in data.items() if k != "service"}
-    return convert(data, path)
+    return convert(engine_part(read_toml(path), path), path)
+
+
+def engine_part(data: dict, path: str) -> dict:
+    """The engine's keys of a configuration file: its `[engine]` table, else its top level (a `[service]` table
+    set aside).  Keys at the top level beside an `[engine]` table were ignored without a word: refused."""
+    rest = {k: v for k, v in data.items() if k != "service"}
+    if not isinstance(data.get("engine"), dict):
+        return rest
+    beside = [k for k in rest if k != "engine"]
+    if beside:
+        keys = ", ".join(beside[:8]) + (", ..." if len(beside) > 8 else "")
+        raise ConfigError(f"{path}: {keys} {'sits' if len(beside) == 1 else 'sit'} at the top level beside an "
+                          "[engine] table, which alone is read: put the engine's keys in one place (all under "
+                          "[engine], or all at the top level without it)")
+    return data["engine"]
 
 
 # ------------------------------------------------------------------ command-line flags

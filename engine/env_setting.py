@@ -1,5 +1,6 @@
-"""A number from an environment variable (the spin and polling budgets in ms, the CLI's staging bound in MiB),
-read one way: unset or empty is the default, anything but a number >= 0 is one clear error naming the variable."""
+"""A number from an environment variable (the spin and polling budgets in ms, the CLI's staging bound in MiB, the
+A/B switches' counts), read one way: unset or empty is the default, anything else out of range is one clear error
+naming the variable."""
 from __future__ import annotations
 
 import os
@@ -20,3 +21,45 @@ def number(env: str, default: float, error: type[Exception], off: str, unit: str
 def milliseconds(env: str, default_ms: float, error: type[Exception], off: str) -> float:
     """`env`'s value in ms, else `default_ms`."""
     return number(env, default_ms, error, off, "milliseconds", "ms")
+
+
+def integer(env: str, default: int | None, error: type[Exception], least: int = 0, most: int | None = None,
+            what: str = "") -> int | None:
+    """`env`'s value as a whole number in [least, most], else `default`; `error(message)` for a bad one (int() of
+    it was a ValueError traceback).  `what`: what the number is, for the message."""
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    span = f">= {least}" if most is None else f"from {least} to {most}"
+    try:
+        value = int(raw, 10)
+    except ValueError:
+        raise error(f"{env}={raw!r}: expected a whole number {span}{what and ' (' + what + ')'}") from None
+    if value < least or (most is not None and value > most):
+        raise error(f"{env}={raw!r}: must be {span}{what and ' (' + what + ')'}")
+    return value
+
+
+def choice(env: str, default: str | None, choices, error: type[Exception]) -> str | None:
+    """`env`'s value, one of `choices`, else `default`; `error(message)` for any other (an A/B switch given
+    "true" or "yes" was ignored without a word, a variant name was a ValueError traceback)."""
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    if raw not in choices:
+        raise error(f"{env}={raw!r}: expected one of {', '.join(choices)} (or unset)")
+    return raw
+
+
+def switch(env: str, error: type[Exception]) -> bool | None:
+    """An A/B switch: "1" True, "0" False, unset or empty None (the measured default)."""
+    value = choice(env, None, ("0", "1"), error)
+    return None if value is None else value == "1"
+
+
+def config_error(message: str) -> Exception:
+    """The engine's ConfigError for `message`, for the helpers' `error` where the caller does not import
+    engine.config (msgspec) itself."""
+    from engine.config import ConfigError  # noqa: PLC0415 - only for a bad value
+
+    return ConfigError(message)

@@ -10,13 +10,14 @@ not a regular one (/dev/null, /dev/stdout, a pipe) is written where it is: renam
 device node itself (`prove ... /dev/null`, as root), or the /dev/stdout link.  A symlink is written
 through (its target is replaced), as snarkjs and `>` do.
 
-Only os, stat, fcntl, time and the engine's error types are imported: the CLI client uses this too.
+Only os, stat, fcntl, sys, time and the engine's error types are imported: the CLI client uses this too.
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import stat
+import sys
 import time
 
 from engine.errors import InputFileError, write_error
@@ -227,6 +228,7 @@ def write_files(outputs: "Sequence[tuple[object, Content]]") -> None:
                     raise write_error(name, exc) from exc
                 except OSError as exc:
                     raise write_error(name, exc) from None
+        _outputs_made()
         for tmp, target, name in temps:
             try:
                 os.replace(tmp, target)
@@ -259,6 +261,13 @@ def _open_in_place(name: str) -> "BinaryIO":
             return open(name, "wb")
     except OSError as exc:
         raise write_error(name, exc) from None
+
+
+def _outputs_made() -> None:
+    """engine.interrupts.outputs_made() where the CLI loaded it: from here its command has succeeded."""
+    interrupts = sys.modules.get("engine.interrupts")
+    if interrupts is not None:
+        interrupts.outputs_made()
 
 
 def _interruptible():

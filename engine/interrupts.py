@@ -39,6 +39,11 @@ _seen = False
 _owned = False  # the CLI runs as this process's main program (cli.main under engine/__main__)
 _finished = False  # finished() ran: every interrupt is too late
 _stopped_by: int | None = None  # the first of STOP_SIGNALS that came (None: none, or only Ctrl-C)
+# finished() and the watchdog's forced exit: whichever takes it first rules out the other.  The watchdog checked
+# _finished, lost the CPU to the main thread, which wrote the proof, and still exited 130; now it holds this lock
+# from its check to its exit, and finished() (before any output is renamed into place) waits for it.  Reentrant:
+# a handler that exits (_leave_now) may run in the main thread while it is inside finished()
+_end = threading.RLock()
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
 
@@ -78,8 +83,8 @@ def own_process(stop_signals: bool = True, json: bool = False) -> None:
     `stop_signals` (not for serve, which handles SIGTERM itself), to `_on_stop` for STOP_SIGNALS; a signal
     whose handler is anything else (ignored since the process started) is left alone.  With `stop_signals`, a
     watchdog (_watch) ends a main thread that cannot run the handlers; `json`: its line is a JSON object."""
-    global _owned, _finished, _stopped_by, _json
-    _owned, _finished, _stopped_by, _json = True, False, None, json
+    global _owned, _finished, _stopped_by, _json, _one_command
+    _owned, _finished, _stopped_by, _json, _one_command = True, False, None, json, stop_signals
     if getattr(signal.getsignal(signal.SIGINT), "loading", False):
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
     for signum in STOP_SIGNALS:
@@ -197,13 +202,18 @@ def _watch(read_end: int) -> None:
             if now is None or (now, now.f_lasti) != at:  # the main thread runs Python: its handler acts
                 break
         else:
-            if not _finished:
-                _force_exit(signums[0])
+            _force_exit(signums[0], unless_finished=True)
 
 
-def _force_exit(signum: int) -> None:
-    """The main thread is stuck in C code: the command's interrupted line, its temporary files removed, exit."""
+def _force_exit(signum: int, unless_finished: bool = False) -> None:
+    """The main thread is stuck in C code: the command's interrupted line, its temporary files and shared memory
+    removed, exit.  `unless_finished` (the watchdog): not where finished() came first; once past that check the
+    lock is held to the exit, so no output is renamed into place after it."""
     global _stopped_by
+    _end.acquire()  # never released: the process ends holding it
+    if unless_finished and _finished:
+        _end.release()
+        return
     if signum != signal.SIGINT and _stopped_by is None:
         _stopped_by = signum
     line, code = interrupted()
@@ -216,6 +226,17 @@ def _force_exit(signum: int) -> None:
     file_writes = sys.modules.get("engine.file_writes")
     if file_writes is not None:
         file_writes.remove_temporaries()
+    for path in _started:  # a --timeline this command began: Ctrl-C's way out removes it too (engine/commands/prove)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    shm = sys.modules.get("scheduler.shm")
+    if shm is not None:  # its at-exit removal, which os._exit skips: the witness blocks stayed in /dev/shm (RAM)
+        try:
+            shm._remove_own()
+        except Exception:  # noqa: BLE001 - leaving anyway; the next maker's sweep removes what is left
+            pass
     try:
         os.write(2, line.encode() + b"\n")
     except OSError:
@@ -255,11 +276,30 @@ def finished() -> None:
     too)."""
     global _finished, _sigint_before
     if _owned and threading.current_thread() is threading.main_thread() and not _finished:
-        _finished = True
-        _sigint_before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with _end:  # (waits forever where the watchdog is already on its way out: nothing is written)
+            _sigint_before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a pending one raises before the mark)
+            _finished = True
 
 
 _sigint_before = None  # SIGINT's handler before finished() (interruptible() puts it back for a while)
+_one_command = False  # own_process() for a command that ends with its outputs (not serve)
+
+
+_started: list[str] = []  # files a command began that are not its outputs (a --timeline): gone at a forced exit
+
+
+def started_file(path: str) -> None:
+    """A file this command created as it went (scheduler/timeline.py's JsonlSink): the forced exit removes it."""
+    if _one_command:
+        _started.append(path)
+
+
+def outputs_made() -> None:
+    """engine/file_writes.py, its outputs made, before it renames them into place: from there a command has
+    succeeded (finished()).  `witness` and `setup` exited 130 (or 143) with their file written when the signal
+    came after the rename; and the watchdog could exit between its check and the rename.  Not serve's."""
+    if _one_command:
+        finished()
 
 
 @contextlib.contextmanager
@@ -270,13 +310,15 @@ def interruptible() -> Iterator[None]:
     if not _finished or threading.current_thread() is not threading.main_thread():
         yield
         return
-    _finished = False
-    signal.signal(signal.SIGINT, _sigint_before if _sigint_before is not None else signal.SIG_IGN)
+    with _end:
+        _finished = False
+        signal.signal(signal.SIGINT, _sigint_before if _sigint_before is not None else signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _finished = True
+        with _end:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _finished = True
 
 
 def _exit_now(signum, frame) -> None:

@@ -10,6 +10,7 @@ GPU_START..GPU_END intervals per device over the wall time of the run.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import Sequence
@@ -104,10 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gantt", metavar="PNG", help="write a Gantt chart")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
+    logging.basicConfig(format="warning: %(message)s")  # load_events' word on a cut last line
     try:
         events = load_events(args.file)
     except (OSError, msgspec.DecodeError) as exc:
         print(f"error: {args.file}: {exc}", file=sys.stderr)
+        return 2
+    if args.gantt and not events:  # (a run killed before its first whole line): min() of nothing was a traceback
+        print(f"error: {args.file}: no events to draw", file=sys.stderr)
         return 2
     summary = summarize(events)
     print(msgspec.json.encode(summary).decode() if args.json else format_summary(summary))

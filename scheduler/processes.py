@@ -72,7 +72,14 @@ def start_process(process) -> None:
     # so the forkserver and the worker are spawned with the mask still in place.
     from multiprocessing import resource_tracker  # noqa: PLC0415
 
-    resource_tracker.ensure_running()
+    # It ignores SIGINT and SIGTERM only: a closed terminal's SIGHUP or Ctrl-\'s SIGQUIT to the group killed it, and
+    # the clean-up relaunched it with a warning beside the command's one line.  Blocked here, they stay blocked there
+    stop = {getattr(signal, name) for name in ("SIGHUP", "SIGQUIT") if hasattr(signal, name)}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
     with ours_as_main(), interrupts_blocked():
         process.start()
 

@@ -24,6 +24,7 @@ import errno
 import multiprocessing as mp
 import os
 import pickle
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ import numpy as np
 
 from engine.errors import InputFileError, MismatchError, WitnessGenerationError, file_error
 
+from scheduler import task_log
 from scheduler.budget import fmt_bytes
 from scheduler.locks import FifoSlots
 from scheduler.processes import describe_exit, serve_tasks, start_process
@@ -98,7 +100,7 @@ REUSE_BLOCKS = 48
 
 def _worker_main(conn, index: int) -> None:
     """A synthesis worker: serve (fn, args, block name, capacity) until told to stop."""
-    serve_tasks(conn, _synthesise)
+    serve_tasks(conn, _synthesise_logged)
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,22 @@ def check_open_files(workers: int, spare: int = 64) -> None:
         raise OSError(errno.EMFILE, f"{workers} synthesis workers need about {need} open files")
 
 
+def _synthesise_logged(task: tuple) -> bytes:
+    """A worker's task: _synthesise's reply and what the task logged (task_log.TaskLog), pickled together."""
+    handler = task_log.capture()
+    try:
+        reply = _reply(task)
+    finally:
+        log = task_log.release(handler)
+    return pickle.dumps((reply, log))
+
+
 def _synthesise(task: tuple) -> bytes:
+    """One task's reply, pickled (as _synthesise_logged's, without the log)."""
+    return pickle.dumps(_reply(task))
+
+
+def _reply(task: tuple) -> tuple:
     """One task: fn(*args) -> (meta, values); the values go into the shared block, the rest back."""
     fn, args, block_name, capacity = task
     try:
@@ -166,7 +183,7 @@ def _synthesise(task: tuple) -> bytes:
             reply = ("ok", meta, shape, dtype)
     except BaseException as exc:  # reported to the caller; the worker lives on
         reply = ("error", *describe_error(exc))
-    return pickle.dumps(reply)
+    return reply
 
 
 def _alive(process) -> bool:
@@ -379,7 +396,8 @@ class SynthPool:
                     raise WitnessGenerationError(f"{label}: the synthesis pool cannot start workers: {start_error}")
             if on_start is not None:
                 on_start(idx)
-            reply = await self._receive(worker, label)
+            reply, log = await self._receive(worker, label)
+            task_log.emit(log, label)  # before the reply's error, as the lines came before it
         except BaseException as exc:
             if block is not None:
                 block.release()
@@ -428,9 +446,17 @@ class SynthPool:
         return sum(map(len, self._free_blocks.values()))
 
     async def _receive(self, worker: _Worker, label: str) -> tuple:
-        await anyio.wait_readable(worker.conn.fileno())
+        fd = worker.conn.fileno()
+        await anyio.wait_readable(fd)
         try:
-            data = worker.conn.recv_bytes()
+            # uvloop leaves the descriptor non-blocking: a reply longer than the socket holds at once (a task's
+            # long log) stopped half-way with EAGAIN, read as the worker's death.  Blocking again; a long reply is
+            # read in a thread, so that the event loop never waits on the rest of it.
+            os.set_blocking(fd, True)
+            if _pending_bytes(fd) < _INLINE_REPLY_BYTES:  # one write of the worker's (all here, or soon)
+                data = worker.conn.recv_bytes()
+            else:
+                data = await anyio.to_thread.run_sync(worker.conn.recv_bytes)
         except (EOFError, OSError):
             self.crashes += 1
             code = await anyio.to_thread.run_sync(_exit_code, worker.process)
@@ -453,8 +479,13 @@ class SynthPool:
         thread = threading.Thread(
             target=self._spawn, args=(idx, token, count_restart), name=f"synth-restart-{idx}", daemon=True
         )
-        self._restarts.append(thread)
-        thread.start()
+        try:
+            self._restarts.append(thread)
+            thread.start()
+        except BaseException:  # Ctrl-C as it started: a thread never started must not be joined (close())
+            if thread.ident is None and thread in self._restarts:
+                self._restarts.remove(thread)
+            raise
 
     def _spawn(self, idx: int, token: "_LoopToken", count_restart: bool) -> None:
         """Thread body: reap the old process, start a new one (again, after a pause, if it died before it was
@@ -523,6 +554,20 @@ class SynthPool:
             self._idle.release(idx)
         elif self._workers[idx] is not None:
             self._idle.release(idx)
+
+
+_INLINE_REPLY_BYTES = 16 << 10  # multiprocessing sends a message up to this long in one write
+
+
+def _pending_bytes(fd: int) -> int:
+    """Bytes waiting on the worker's socket (FIONREAD); where that cannot be asked, as if a long reply."""
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only
+        import termios  # noqa: PLC0415
+
+        return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+    except (ImportError, OSError, AttributeError):
+        return _INLINE_REPLY_BYTES
 
 
 def _exit_code(process) -> int | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import time
 from enum import StrEnum
 from typing import Callable, Iterable, Sequence
@@ -80,31 +81,62 @@ Sink = Callable[[Event], None]
 log = logging.getLogger("scheduler.timeline")
 
 
-class JsonlSink:
-    """Writes events to a file (replacing it), one JSON line each; `close()` flushes.
+def _started_file(path: str) -> None:
+    """A new timeline file: the CLI's forced exit (engine/interrupts.py) removes it, as Ctrl-C's way out does."""
+    import sys  # noqa: PLC0415
 
-    A write that fails (a full disk, a reader that left) stops this sink, never the proof that emitted the
-    event: the error is logged once and kept in `error` for whoever closes the timeline to report.
+    interrupts = sys.modules.get("engine.interrupts")
+    if interrupts is not None:
+        interrupts.started_file(path)
+
+
+class JsonlSink:
+    """Writes events to a file (replacing it), one JSON line each, each line one write(2) as it comes.
+
+    A run killed by SIGKILL (or the CLI's watchdog, engine/interrupts.py) used to lose the events still in an
+    8 KiB buffer, and could leave a line cut in two; now the file holds every event emitted, in whole lines
+    (a line cut by a full disk is taken back).  A write that fails (a full disk, a reader that left) stops this
+    sink, never the proof that emitted the event: the error is logged once and kept in `error` for whoever
+    closes the timeline to report.  `flush_every_s` is accepted for older callers and has no effect.
     """
 
     def __init__(self, path: str | os.PathLike, flush_every_s: float = 1.0):
         self.path = os.fspath(path)
-        self._file = open(self.path, "wb")
+        created = not os.path.lexists(self.path)
+        self._file = open(self.path, "wb", buffering=0)
+        try:  # where the lines begin (0 but for a descriptor shared with others: /dev/stdout on a file)
+            self._end: int | None = os.lseek(self._file.fileno(), 0, os.SEEK_CUR)
+        except OSError:  # a pipe: what its reader got, it keeps
+            self._end = None
         self._encoder = msgspec.json.Encoder()
-        self._flush_every_ns = int(flush_every_s * 1e9)
-        self._last_flush = time.monotonic_ns()
         self.error: OSError | None = None
+        if created:
+            _started_file(self.path)
 
     def __call__(self, event: Event) -> None:
         if self.error is not None:
             return
+        line = self._encoder.encode(event) + b"\n"
         try:
-            self._file.write(self._encoder.encode(event) + b"\n")
-            if event.t_ns - self._last_flush > self._flush_every_ns:
-                self._file.flush()
-                self._last_flush = event.t_ns
+            rest = memoryview(line)
+            while rest:  # one write but where it comes back short (a full disk, a signal on a pipe)
+                rest = rest[self._file.write(rest):]
         except OSError as exc:
+            self._take_back()
             self._failed(exc)
+            return
+        if self._end is not None:
+            self._end += len(line)
+
+    def _take_back(self) -> None:
+        """Cut a regular file back to the end of its last whole line (a full disk took part of this one)."""
+        try:
+            fd = self._file.fileno()
+            if self._end is not None and stat.S_ISREG(os.fstat(fd).st_mode) and \
+                    os.lseek(fd, 0, os.SEEK_CUR) > self._end:
+                os.ftruncate(fd, self._end)
+        except (OSError, ValueError):
+            pass
 
     def _failed(self, exc: OSError) -> None:
         self.error = exc
@@ -194,10 +226,24 @@ class Timeline:
 # ---------------------------------------------------------------- analysis
 
 def load_events(path: str | os.PathLike) -> list[Event]:
-    """Read a JSON-lines timeline; blank lines are skipped."""
+    """Read a JSON-lines timeline; blank lines are skipped, and so is a last line without its newline that does
+    not decode (a run killed while writing it: said as a warning).  A bad line elsewhere is msgspec.DecodeError
+    naming its number."""
     decoder = msgspec.json.Decoder(Event)
+    events = []
     with open(path, "rb") as f:
-        return [decoder.decode(line) for line in f if line.strip()]
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                events.append(decoder.decode(line))
+            except msgspec.DecodeError as exc:
+                if not line.endswith(b"\n") and not f.read(1):
+                    log.warning("timeline %s: its last line is cut short (the run was killed while writing it?); "
+                                "read without it", os.fspath(path))
+                    break
+                raise msgspec.DecodeError(f"line {number}: {exc}") from None
+    return events
 
 
 def percentile(values: Sequence[float], q: float) -> float:

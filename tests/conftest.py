@@ -253,6 +253,16 @@ def _run_engine_fixture():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _wasm_stores_closed_at_the_end():
+    """Every circuit's wasmtime store closed before pytest's own end (its last collection, the interpreter's
+    teardown), as engine.witness.calculator's atexit handler does for a user's process."""
+    yield
+    calculator = sys.modules.get("engine.witness.calculator")
+    if calculator is not None:
+        calculator._release_at_exit()
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _key_cache_in_a_temporary_directory(tmp_path_factory):
     """GPU keys loaded by tests (and by the CLI they run) cache in a directory of this session,
     never in the user's ~/.cache (engine/formats/key_cache.py); a test may still name its own."""

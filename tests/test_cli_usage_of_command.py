@@ -37,4 +37,4 @@ def test_no_command_still_shows_the_top_level(capsys):
     with pytest.raises(SystemExit) as leaving:
         cli.main(["--bogus"])
     assert leaving.value.code == 2
-    assert capsys.readouterr().err.startswith("usage: python -m engine [-h] COMMAND ...")
+    assert capsys.readouterr().err.startswith("usage: python -m engine [-h] [--version] COMMAND ...")

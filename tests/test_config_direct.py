@@ -21,7 +21,7 @@ def _parse(*argv: str):
     return build_parser(only="prove").parse_args(["prove", *argv])
 
 
-@pytest.mark.parametrize("backend, verify, cache, other", itertools.product(BACKENDS, VERIFY, CACHE, OTHER))
+@pytest.mark.parametrize("backend, verify, cache, other", list(itertools.product(BACKENDS, VERIFY, CACHE, OTHER)))
 def test_direct_settings_match_from_args(backend, verify, cache, other):
     args = _parse(*backend, *verify, *cache, *other, *FILES)
     assert direct_path(args)

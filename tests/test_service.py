@@ -650,7 +650,7 @@ def test_serve_reads_the_service_table_and_names_bad_settings(tmp_path):
     assert r.returncode == 2 and r.stderr.strip() == f"error: {tmp_path / 'binary'}: the token file is not UTF-8 text"
     # nan passed every range check, and SIGTERM's drain then failed with an ExceptionGroup traceback
     r = cli("serve", "--backend", "cpu", "--port", "0", "--drain-timeout", "nan")
-    assert r.returncode == 2 and "service.drain_timeout_s: nan is not a number" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--drain-timeout: nan is not a number" in r.stderr, r.stderr
     bad.write_text('[service]\njob_ttl_s = nan\n')
     r = cli("serve", "--config", bad)
     assert r.returncode == 2 and "service.job_ttl_s: nan is not a number" in r.stderr, r.stderr

@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     if where is None:
         raise EngineError("the key cache is off (--dir or $GROTH16_KEY_CACHE says so): nothing to show")
     if os.path.exists(where) and not os.path.isdir(where):  # was "0 entries" (list) or "removed 0" (clear)
-        raise InputFileError(where, "is not a directory (--dir names the key cache's directory)")
+        source = "--dir" if args.dir is not None else "$GROTH16_KEY_CACHE" if os.environ.get(
+            "GROTH16_KEY_CACHE", "").strip() else "the default"  # (it said --dir where the variable named it)
+        raise InputFileError(where, f"is not a directory ({source} names the key cache's directory)")
     cache = KeyCache(where)
     if args.action != "path":
         try:

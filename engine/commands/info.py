@@ -98,9 +98,14 @@ def _sections(bf) -> list[dict]:
 # ---------------------------------------------------------------- binary files
 
 def _r1cs(path) -> dict:
-    from engine.formats.r1cs import prime_name, read_r1cs_header
+    from engine.formats.r1cs import custom_gates, prime_name, read_r1cs_header
 
-    h, bf = read_r1cs_header(path)
+    try:
+        h, bf = read_r1cs_header(path)
+    except FormatError:  # a prime no supported curve has: described as a .wtns of it is (the prime named)
+        h, bf = _other_prime_header(path) or (None, None)
+        if h is None:
+            raise
     # the counts it shows, held against the section table (as read_r1cs does, without reading the sections):
     # a corrupt header's 2^27 constraints in a 600-byte file were shown as the circuit's
     constraints = bf.section(2)
@@ -114,7 +119,7 @@ def _r1cs(path) -> dict:
         "file": bf.path,
         "kind": "r1cs",
         "version": bf.version,
-        "curve": h.curve.name,
+        "curve": h.curve.name if h.curve else None,
         "prime": str(h.prime),
         "prime_name": prime_name(h.prime),
         "constraints": h.n_constraints,
@@ -124,12 +129,41 @@ def _r1cs(path) -> dict:
         "public_signals": h.n_pub_out + h.n_pub_in,
         "private_inputs": h.n_prv_in,
         "labels": h.n_labels,
+        "custom_gates": custom_gates(bf),  # {"gates": names, "uses": n}: PLONK's; setup and prove --r1cs refuse it
         "sections": _sections(bf),
     }
 
 
+def _other_prime_header(path):
+    """(header, binfile) of an .r1cs whose only fault for reading is its prime (no supported curve has it: another
+    of circom's, as `witness` computes for), else None (the reader's own error then stands).  The engine proves
+    none of them (setup and prove refuse the file); info describes it, as it describes a .wtns of that prime."""
+    from engine.algebra.curves import curve_by_scalar_prime
+    from engine.formats.binfile import open_binfile
+    from engine.formats.r1cs import SECTION_NAMES, R1CSHeader
+
+    try:
+        bf = open_binfile(path, "r1cs", max_version=1, names=SECTION_NAMES)
+        cur = bf.cursor(bf.section(1))
+        n8 = cur.u32("n8")
+        if n8 == 0 or n8 % 8 or n8 > 64:
+            return None
+        prime = cur.bigint(n8, "the prime")
+        if curve_by_scalar_prime(prime) is not None:
+            return None
+        n_wires, n_pub_out, n_pub_in, n_prv_in = (cur.u32(what) for what in ("nWires", "nPubOut", "nPubIn", "nPrvIn"))
+        n_labels, n_constraints = cur.u64("nLabels"), cur.u32("mConstraints")
+        cur.finish()
+    except FormatError:
+        return None
+    if n_wires == 0 or 1 + n_pub_out + n_pub_in > n_wires:
+        return None
+    return R1CSHeader(prime, None, n_wires, n_pub_out, n_pub_in, n_prv_in, n_labels, n_constraints), bf
+
+
 def _wtns(path) -> dict:
     from engine.formats.binfile import open_binfile
+    from engine.formats.r1cs import prime_name
     from engine.formats.wtns import SECTION_NAMES, read_wtns
     from engine.algebra.limbs import to_ints
 
@@ -141,6 +175,7 @@ def _wtns(path) -> dict:
         "version": bf.version,
         "curve": w.curve.name if w.curve else None,
         "prime": str(w.prime),
+        "prime_name": prime_name(w.prime),
         "witness_values": int(w.values.shape[0]),
         "w0": str(to_ints(w.values[:1])[0]),
         "sections": _sections(bf),
@@ -149,6 +184,7 @@ def _wtns(path) -> dict:
 
 def _wasm(path) -> dict:
     """circom's circuit.wasm: its field, witness size and inputs, as the witness calculator loads it."""
+    from engine.formats.r1cs import prime_name
     from engine.witness.calculator import WasmCircuit
 
     c = WasmCircuit.load(path, quick=True)  # compiled by the baseline compiler, or served from the disk cache
@@ -158,6 +194,7 @@ def _wasm(path) -> dict:
         "circom_runtime": ".".join(map(str, c.version)),
         "curve": c.curve.name if c.curve else None,
         "prime": str(c.prime),
+        "prime_name": prime_name(c.prime),
         "witness_values": c.n_witness,
         "input_values": c.n_inputs,
     }
@@ -295,6 +332,7 @@ def _describe_json(path) -> dict:
 # ---------------------------------------------------------------- text
 
 _LABELS = {
+    "custom_gates": "custom gates",
     "public_outputs": "public outputs", "public_inputs": "public inputs", "public_signals": "public signals",
     "private_inputs": "private inputs", "private_vars": "private wires", "domain_size": "domain size",
     "log_domain": "log2(domain)", "coefficients_a": "coefficients (A)", "coefficients_b": "coefficients (B)",
@@ -311,7 +349,12 @@ def render(summary: dict) -> str:
     rows = [(k, v) for k, v in summary.items() if k not in ("sections", "values", "footprint", "names")]
     width = max(len(_LABELS.get(k, k)) for k, _ in rows)
     for k, v in rows:
-        lines.append(f"{_LABELS.get(k, k) + ':':<{width + 1}} {shown_path(v) if k == 'file' else _text(v)}")
+        text = shown_path(v) if k == "file" else _text(v)
+        if k == "curve" and v is None and summary.get("prime_name"):  # a prime that no supported curve has
+            name = summary["prime_name"]
+            text += f" ({'prime ' + name if name != 'unknown' else 'an unknown prime'}: not bn128's or bls12381's, " \
+                    "so not one this engine proves with)"
+        lines.append(f"{_LABELS.get(k, k) + ':':<{width + 1}} {text}")
     if "names" in summary:
         names = summary["names"]
         lines.append(f"{'names:':<{width + 1}} {', '.join(names[:20]) + (', ...' if len(names) > 20 else '')}")
@@ -335,6 +378,9 @@ def _text(v) -> str:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if isinstance(v, dict) and "gates" in v:  # an .r1cs's custom gates
+        uses = f"{v['uses']} use{'s' * (v['uses'] != 1)}"
+        return f"{', '.join(v['gates'])} ({uses}; PLONK only: setup and prove --r1cs refuse it)"
     if isinstance(v, int):
         return f"{v:,}" if v >= 10000 else str(v)
     return str(v)

@@ -56,7 +56,28 @@ class Parser(argparse.ArgumentParser):
         flags = given[:given.index("--")] if "--" in given else given
         self._json_errors = "--json" in flags
         self._flags = flags
-        return super().parse_known_args(args, namespace)
+        parsed, extras = super().parse_known_args(args, namespace)
+        self._refuse_empty_names(parsed)
+        return parsed, extras
+
+    def _refuse_empty_names(self, parsed: argparse.Namespace) -> None:
+        """An empty file name (`''`, an unset shell variable) is a usage error naming the argument: `prove --config
+        ''` and `--r1cs ''` were read as not given (a proof without its configuration or its check, exit 0), and
+        `info ''` said "no such file", naming nothing.  Every positional argument is a file (or a choice), and so
+        is every option whose metavar is FILE or a file's name (circuit.r1cs); folders' are their commands' to judge
+        (`--key-cache-dir ''` is the default, bench-circuit's directory says what "" would be)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) or action.choices is not None:  # noqa: SLF001
+                continue
+            metavar = action.metavar if isinstance(action.metavar, str) else ""
+            if action.option_strings and not (metavar == "FILE" or "." in metavar):
+                continue
+            if (metavar or action.dest) in ("DIR", "directory"):  # a folder's: its command names an empty one
+                continue
+            value = getattr(parsed, action.dest, None)
+            if value == "" or (isinstance(value, list) and "" in value):
+                name = max(action.option_strings, key=len) if action.option_strings else metavar or action.dest
+                self.error(f"argument {name}: an empty name is not a file")
 
     def parse_args(self, args=None, namespace=None):
         """An argument the command does not take is the command's usage error (with the flags it takes), not the

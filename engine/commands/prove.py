@@ -472,6 +472,7 @@ class _CheckedWitness:
 def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
     """The same proof through the asyncio Engine (timeline, budgets, synthesis pool)."""
     from engine.api import prove_files
+    from engine.commands.witness import circuit_log_shown
     from engine.config_flags import gpu_flags_given
     from engine.errors import TimelineWriteError
     from engine.groth16.kit import InputsFile
@@ -497,8 +498,9 @@ def _run_engine(args, config, wtns_path, proof_path, public_path) -> int:
                 item = InputsFile(args.input) if wtns_path is None else wtns_path
             wasm = None if isinstance(item, _CheckedWitness) else args.wasm  # (a piped one was read here)
             try:
-                proofs, timeline_error = prove_files(key, [item], config=config, timeline=args.timeline,
-                                                     wasm=wasm), None
+                with circuit_log_shown(progress, quiet=args.quiet):  # its lines from the synthesis worker
+                    proofs, timeline_error = prove_files(key, [item], config=config, timeline=args.timeline,
+                                                         wasm=wasm), None
             except TimelineWriteError as exc:  # the disk filled under the timeline: the proof is still written
                 if not exc.results:
                     raise

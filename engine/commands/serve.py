@@ -63,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         interrupts.ignore_from_here()
         raise
+    finally:
+        # engine and listener closed, stopped or not: leave without the interpreter's teardown (engine/__main__),
+        # where a second Ctrl-C was a traceback in an atexit hook or the default action's death (-2) with no line,
+        # and a KeyboardInterrupt that had passed through exec'd code made the exit a death by SIGINT (-2)
+        args.left_clean = True
 
 
 def _serve(args: argparse.Namespace) -> int:

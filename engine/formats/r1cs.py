@@ -130,6 +130,52 @@ def read_r1cs_header(path) -> tuple[R1CSHeader, BinFile]:
     return _read_header(bf), bf
 
 
+_GATE_NAMES_SHOWN = 5
+_GATE_NAME_MAX = 100
+
+
+def custom_gates(bf: BinFile) -> dict | None:
+    """{"gates": names, "uses": count} of the custom gates (circom `pragma custom_templates;`) the file's sections
+    4 and 5 declare and apply, or None where it has none (no such sections, or both empty: the pragma alone).
+    Names are read as far as they are well formed (a few, each cut short); a count word is all the rest needs."""
+    gates, uses = bf.optional(4), bf.optional(5)
+    n_gates = _count_word(bf, gates)
+    n_uses = _count_word(bf, uses)
+    if not n_gates and not n_uses:
+        return None
+    names: list[str] = []
+    if gates is not None:
+        raw = bf.bytes(gates, 4, min(gates.size - 4, _GATE_NAMES_SHOWN * (_GATE_NAME_MAX + 4 + 64 * N8)))
+        at = 0
+        while len(names) < min(n_gates, _GATE_NAMES_SHOWN):
+            end = raw.find(b"\0", at)
+            if end < 0 or at + 4 > len(raw):
+                break
+            names.append(raw[at:end][:_GATE_NAME_MAX].decode("utf-8", "replace"))
+            if end + 5 > len(raw):
+                break
+            at = end + 5 + N8 * int.from_bytes(raw[end + 1:end + 5], "little")  # skip its parameters
+        names += ["..."] * (len(names) < n_gates)
+    return {"gates": names, "uses": n_uses}
+
+
+def _count_word(bf: BinFile, sec) -> int:
+    return int.from_bytes(bf.bytes(sec, 0, 4), "little") if sec is not None and sec.size >= 4 else 0
+
+
+def refuse_custom_gates(bf: BinFile) -> None:
+    """A Groth16 key or check of a circuit with custom gates would not enforce them: the gates' own constraints
+    are not in the R1CS (PLONK applies them), so any value of a gate's output signals satisfies it; snarkjs's
+    setup made such a key all the same (unsound).  One line naming the file and the gates."""
+    found = custom_gates(bf)
+    if found is None:
+        return
+    names = ", ".join(found["gates"]) or "?"
+    raise bf.error(f"uses custom gates ({names}; {found['uses']} use{'s' * (found['uses'] != 1)}: circom `pragma "
+                   "custom_templates;`), which only PLONK enforces; a Groth16 key or proof of it would not check "
+                   "them: compile the circuit with ordinary templates instead")
+
+
 def _lc_counts_py(flat: np.ndarray, n_lcs: int) -> tuple[np.ndarray, int]:
     """Walk the nTerms words of `n_lcs` linear combinations -> (counts, words consumed).
 
@@ -257,6 +303,7 @@ def read_r1cs(path) -> R1CS:
     `UnreducedCoefficientWarning`.
     """
     h, bf = read_r1cs_header(path)
+    refuse_custom_gates(bf)
     sec = bf.section(2)
     if sec.size % 4:
         raise bf.error(f"{bf.label(2)} has {sec.size} bytes, not a whole number of u32 words")

@@ -26,8 +26,8 @@ from typing import Any
 
 import msgspec
 
-from engine.config import (ConfigError, EngineConfig, check_field_types, convert, parse_size, read_toml,
-                           refuse_nan)
+from engine.config import (ConfigError, EngineConfig, check_field_types, convert, engine_part, parse_size,
+                           read_toml, refuse_nan)
 from engine.errors import InputFileError
 
 
@@ -50,6 +50,8 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         self.max_body = parse_size(self.max_body, "service.max_body")
         self.memory_upload_max = parse_size(self.memory_upload_max, "service.memory_upload_max")
         check_field_types(self, "service.", paths=("token_file",))
+        if self.token_file == "":  # was "cannot read the token file: No such file or directory", naming none
+            raise ConfigError("service.token_file: an empty file name (leave it out for no tokens)")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"service.port: {self.port} is not a TCP port")
         for name in ("max_queued_per_key", "max_jobs_kept"):
@@ -70,8 +72,8 @@ def load_files(path: str | os.PathLike | None) -> tuple[EngineConfig, ServiceCon
         return EngineConfig(), ServiceConfig()
     path = os.fspath(path)
     data = read_toml(path)
-    service = data.pop("service", {})
-    engine = data["engine"] if isinstance(data.get("engine"), dict) else data
+    engine = engine_part(data, path)
+    service = data.get("service", {})
     try:
         service_config = msgspec.convert(service, ServiceConfig)
     except (ConfigError, msgspec.ValidationError) as exc:
@@ -89,7 +91,19 @@ def with_flags(config: ServiceConfig, **flags: Any) -> ServiceConfig:
     try:
         return msgspec.convert(data, ServiceConfig)
     except (ConfigError, msgspec.ValidationError) as exc:
-        raise ConfigError(f"command-line flags: {exc}") from None
+        raise ConfigError(_as_flag(str(exc), changes)) from None
+
+
+def _as_flag(message: str, changes: dict[str, Any]) -> str:
+    """A refused value named by the flag that gave it (`--port: 99999 is not a TCP port`), not by the [service]
+    key the user never wrote (engine/config.py's _as_flag does the same for the engine's flags)."""
+    for name in changes:
+        flag = "--" + name.removesuffix("_s").replace("_", "-")  # drain_timeout_s: --drain-timeout
+        if message.startswith(f"service.{name}:"):
+            return flag + message[len(f"service.{name}"):]
+        if message.endswith(f"- at `$.{name}`"):  # msgspec's own: "Expected `int`, got `str` - at `$.port`"
+            return f"{flag}: {message[:-len(f' - at `$.{name}`')]}"
+    return f"command-line flags: {message}"
 
 
 def read_tokens(path: str | None) -> list[str]:
@@ -125,5 +139,6 @@ def check_exposure(config: ServiceConfig, tokens: list[str]) -> None:
     """Binding beyond loopback without a token is refused: anyone could prove with (and unload) our keys."""
     if not tokens and not is_loopback(config.host):
         raise ConfigError(
-            f"--host {config.host}: serving beyond loopback needs --token-file (every request would be anonymous)"
+            f"--host {config.host or repr(config.host)}: serving beyond loopback needs --token-file (every request "
+            "would be anonymous)"
         )

@@ -16,9 +16,12 @@ Typical use (the prove command, the synthesis pool):
 """
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import stat
 import threading
+import weakref
 from typing import Any, ClassVar
 
 import numpy as np
@@ -69,6 +72,7 @@ class WasmCircuit:
 
     _cache: ClassVar[dict[str, tuple[tuple[int, int], "WasmCircuit"]]] = {}
     _cache_lock: ClassVar[threading.Lock] = threading.Lock()
+    _live: ClassVar["weakref.WeakSet[WasmCircuit]"] = weakref.WeakSet()  # for _release_at_exit
 
     path: str
     prime: int
@@ -115,6 +119,7 @@ class WasmCircuit:
         self._check_interface()
         self._lock = threading.Lock()
         self._rt: CircuitInstance | None = None
+        WasmCircuit._live.add(self)
         self._input_names: list[str] | None | bool = False  # False: not looked up yet
         rt = self._runtime()
         self.version = rt.version()
@@ -174,8 +179,13 @@ class WasmCircuit:
             try:
                 return self._runtime().calculate(parsed, source, out)
             except BaseException:
-                self._rt = None  # never reuse an instance that stopped half-way
+                self._drop_runtime()  # never reuse an instance that stopped half-way
                 raise
+
+    def _drop_runtime(self) -> None:
+        rt, self._rt = self._rt, None
+        if rt is not None:
+            rt.close()
 
     def check_prime(self, prime: int, against: str = "the proving key") -> None:
         """Raise CircuitPrimeError when this circuit's field is not `prime` (the key's r)."""
@@ -202,6 +212,21 @@ class WasmCircuit:
         """The circuit's input signal names when circom's .sym file sits next to the wasm, else None."""
         with self._lock:
             return self._runtime().input_names()
+
+
+@atexit.register
+def _release_at_exit() -> None:
+    """Free every circuit's wasmtime store while the interpreter is whole.  A store, its instances and the
+    Python callbacks they call form cycles that only the collector frees; left to the interpreter's teardown
+    they were freed after the modules their finalizers call were gone ("Exception ignored ... 'NoneType' object
+    is not callable" at the end of a run, once a segmentation fault: CI's pytest exited 139).  A circuit used
+    after this makes its store again."""
+    with WasmCircuit._cache_lock:
+        WasmCircuit._cache.clear()
+    for circuit in list(WasmCircuit._live):
+        with circuit._lock:
+            circuit._drop_runtime()
+    gc.collect()
 
 
 def compute_witness(wasm_path: str | os.PathLike, inputs: Any) -> np.ndarray:

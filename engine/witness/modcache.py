@@ -15,12 +15,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from importlib import metadata
 from pathlib import Path
 
 import wasmtime
 
+from cuda_kernels.build import remove_dead_temporaries, write_cache_file
+
 ENV_VAR = "GROTH16_ENGINE_CACHE"
+_OLD_TEMPORARY = re.compile(r"[0-9a-f]{64}\.cwasm\.[0-9]+\.tmp")  # `<key>.cwasm.<pid>.tmp`, before the lock
+
+
+def _sweep(directory: Path) -> None:
+    """A killed writer's temporary files removed (once a process): cuda_kernels/build.py."""
+    remove_dead_temporaries(directory, (".cwasm",), _OLD_TEMPORARY)
 
 
 def cache_dir() -> Path | None:
@@ -44,6 +53,8 @@ def cache_key(wasm: bytes, settings: str) -> str:
 def lookup(engine: wasmtime.Engine, wasm: bytes, settings: str) -> wasmtime.Module | None:
     """The cached machine code for `wasm` under these settings, or None."""
     entry = _entry(wasm, settings)
+    if entry is not None:
+        _sweep(entry.parent)
     if entry is None or not entry.is_file():
         return None
     try:
@@ -67,13 +78,8 @@ def _entry(wasm: bytes, settings: str) -> Path | None:
 
 
 def _store(entry: Path, module: wasmtime.Module) -> None:
-    tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(module.serialize())
-        os.replace(tmp, entry)  # atomic: concurrent workers never read half an entry
-    except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+    """Atomic (concurrent workers never read half an entry); its temporary file, `<key>.<pid>.tmp` before, stayed
+    for good where the writer was killed: now locked while written, and a dead writer's removed by the next run
+    (cuda_kernels/build.py, whose kernel cache does the same)."""
+    _sweep(entry.parent)
+    write_cache_file(entry, module.serialize())

@@ -48,6 +48,7 @@ CIRCOM_ERRORS = {
     7: "out of bounds array access",
 }
 
+MESSAGE_MAX = 10_000  # characters of one circuit message read (the helper's $msg page holds 64 KiB)
 READOUT_BLOCK = 1 << 20  # witness values per copy: bounds the helper's memory to 32 MiB on our curves
 
 HELPER_WAT = r"""
@@ -57,8 +58,34 @@ HELPER_WAT = r"""
   (import "c" "readSharedRWMemory" (func $read (param i32) (result i32)))
   (import "c" "writeSharedRWMemory" (func $write (param i32 i32)))
   (import "c" "setInputSignal" (func $set (param i32 i32 i32)))
+  (import "c" "getMessageChar" (func $msgChar (result i32)))
   (memory $own (export "buffer") 1)
+  (memory $msg (export "messages") 1)
   (global $done (export "done") (mut i32) (i32.const 0))
+
+  ;; the circuit's message (log() text, an error's place): getMessageChar until 0 or $max chars, into $msg from
+  ;; 0; returns its length.  One call from Python instead of one a character: a circuit that logs much took ~50x
+  ;; snarkjs's time, nearly all of it in those calls.  $msg is apart from $own, which holds the input values
+  ;; still to be set while the circuit runs and logs.
+  (func (export "readMessage") (param $max i32) (result i32)
+    (local $n i32) (local $c i32)
+    (block $stop (loop $next
+      (br_if $stop (i32.ge_u (local.get $n) (local.get $max)))
+      (local.set $c (call $msgChar))
+      (br_if $stop (i32.eqz (local.get $c)))
+      (i32.store8 $msg (local.get $n) (local.get $c))
+      (local.set $n (i32.add (local.get $n) (i32.const 1)))
+      (br $next)))
+    (local.get $n))
+
+  ;; the shared memory's $n32 words (a logged value) into $msg from 0
+  (func (export "readShared") (param $n32 i32)
+    (local $j i32)
+    (block $stop (loop $next
+      (br_if $stop (i32.ge_u (local.get $j) (local.get $n32)))
+      (i32.store $msg (i32.shl (local.get $j) (i32.const 2)) (call $read (local.get $j)))
+      (local.set $j (i32.add (local.get $j) (i32.const 1)))
+      (br $next))))
 
   ;; witness values [first, first+n) into $own from offset 0: n32 words each,
   ;; copied from the circuit's shared memory at $src after every getWitness
@@ -185,6 +212,11 @@ def _use_winch(config: wasmtime.Config) -> None:
     _ffi.wasmtime_config_strategy_set(config.ptr(), 2)
 
 
+def _no_message(store) -> wasmtime.Func:
+    """getMessageChar for a module without one: no message (as before: "")."""
+    return wasmtime.Func(store, wasmtime.FuncType([], [wasmtime.ValType.i32()]), lambda: 0)
+
+
 def fnv1a64(name: str) -> int:
     """64-bit FNV-1a over the UTF-16 code units of `name`, as circom hashes signal names."""
     h = 0xCBF29CE484222325
@@ -232,6 +264,7 @@ class CircuitInstance:
             instance = wasmtime.Instance(store, circuit.module, imports)
             self.ex = ex = instance.exports(store)
             link = [ex[n] for n in ("memory", "getWitness", "readSharedRWMemory", "writeSharedRWMemory", "setInputSignal")]
+            link.append(ex["getMessageChar"] if "getMessageChar" in ex else _no_message(store))
             hx = wasmtime.Instance(store, helper, link).exports(store)
         except (wasmtime.WasmtimeError, wasmtime.Trap) as exc:
             if "mmap failed" in str(exc):  # the OS's refusal, not the module's fault
@@ -242,6 +275,8 @@ class CircuitInstance:
             raise CircuitFileError(circuit.path,
                                    f"cannot be instantiated as a circom module ({_first_line(exc)})") from None
         self.buffer: wasmtime.Memory = hx["buffer"]
+        self.messages: wasmtime.Memory = hx["messages"]
+        self.read_message, self.read_shared = hx["readMessage"], hx["readShared"]
         self.done: wasmtime.Global = hx["done"]
         self.copy_witness, self.read_witness, self.set_signal = hx["copyWitness"], hx["readWitness"], hx["setSignal"]
         self.shared_start = self.call("getSharedRWMemoryStart") if self.has("getSharedRWMemoryStart") else None
@@ -273,13 +308,8 @@ class CircuitInstance:
         raise _CircomTrap(code)
 
     def _message(self, caller) -> str:
-        if "getMessageChar" not in self.ex:
-            return ""
-        get = self.ex["getMessageChar"]
-        chars = []
-        while (c := get(caller)) != 0 and len(chars) < 10_000:
-            chars.append(chr(c & 0xFF))
-        return "".join(chars)
+        n = self.read_message(caller, MESSAGE_MAX)
+        return self.messages.read(caller, 0, n).decode("latin-1") if n else ""
 
     def _on_error_message(self, caller) -> None:
         self.errors.append(self._message(caller))
@@ -293,7 +323,9 @@ class CircuitInstance:
             self.log_line = f"{self.log_line} {msg}" if self.log_line else msg
 
     def _on_show_memory(self, caller) -> None:
-        value = str(self._shared_value(caller, self.circuit.n32))
+        n32 = self.circuit.n32
+        self.read_shared(caller, n32)
+        value = str(int.from_bytes(self.messages.read(caller, 0, 4 * n32), "little"))
         _, minor, patch = self.circuit.version
         if minor < 1 and patch < 7:  # circom < 2.0.7: each log() value is a line (no writeBufferMessage ends it),
             log.info("%s: log: %s", self.circuit.path, value)  # as circom_runtime prints it; they were lost
@@ -301,6 +333,15 @@ class CircuitInstance:
         self.log_line = f"{self.log_line} {value}" if self.log_line else value
 
     # ---- one witness
+    def close(self) -> None:
+        """Free the store now: its host functions' callbacks (bound methods of this object) sit in wasmtime's own
+        table until the store goes, so a dropped instance was never collected (one a failed witness, with all its
+        wasm memory, for the process's life) and was freed only in the interpreter's teardown."""
+        store, self.store = self.store, None
+        close = getattr(store, "close", None)  # (wasmtime-py's Managed.close; an older one frees it when collected)
+        if close is not None:
+            close()
+
     def calculate(self, inputs: Inputs, source: str, out: np.ndarray | None) -> np.ndarray:
         c = self.circuit
         n8, n32 = c.n8, c.n32

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import threading
 from dataclasses import dataclass
 
@@ -30,7 +29,7 @@ from engine.backends.gpu import epilogue as gepi
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import proof_streams
-from engine.backends.gpu.footprint_limits import no_plan_error, plannable
+from engine.backends.gpu.footprint_limits import no_plan_error, plannable, witness_max_window
 from engine.backends.gpu.ntt import shoup_twiddles, twiddle_bytes
 from engine.errors import BudgetError
 from engine.formats.coeffs_scan import scan_of
@@ -283,10 +282,8 @@ def witness_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WI
     """The plan of a proof's witness MSMs (A, B1, C in G1 and B2 in G2 share one sorted vector), on
     n of the key's wires, with the curve's planner terms (msm_costs.py).  GROTH16_WITNESS_MAX_WINDOW=c bounds
     its window (A/B measurements)."""
-    bound = os.environ.get("GROTH16_WITNESS_MAX_WINDOW")
-    if bound:
-        max_c = min(max_c, int(bound))
-    return _plan_msm(n, shape.scalar_bits, fold, max_c, shape.curve.name, tuple(gmsm.WITNESS_GROUPS))
+    return _plan_msm(n, shape.scalar_bits, fold, witness_max_window(max_c), shape.curve.name,
+                     tuple(gmsm.WITNESS_GROUPS))
 
 
 def h_plan(shape: "KeyShape", n: int, fold: str | int, max_c: int = MAX_WINDOW_BITS) -> gmsm.MsmPlan:

@@ -1,9 +1,18 @@
 """Where footprint.plan_key's candidates end: folds and sizes past the MSM sort's 32-bit ranges (a 2^28
-domain's H has no full-fold plan: n * fold reaches 2^31)."""
+domain's H has no full-fold plan: n * fold reaches 2^31), and the environment's bound on the witness MSMs' window."""
 from __future__ import annotations
 
 from engine.backends.gpu.msm import NoPlanError
+from engine.env_setting import config_error, integer
 from engine.errors import BudgetError
+
+
+def witness_max_window(max_c: int) -> int:
+    """max_c, or GROTH16_WITNESS_MAX_WINDOW where that is smaller (A/B measurements); a value that is not a window
+    width is one ConfigError naming the variable (int() of it was a ValueError traceback under `info`)."""
+    bound = integer("GROTH16_WITNESS_MAX_WINDOW", None, config_error, least=1, what="the witness MSMs' largest "
+                    "window in bits")  # (config_error imports engine.config, msgspec, only for a bad value)
+    return max_c if bound is None else min(max_c, bound)
 
 
 def plannable(make, *args):

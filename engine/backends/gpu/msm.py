@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass
 
 from cuda_kernels.driver import Device, DeviceBuffer, Module, Ptr, Stream, U32, launch
 from engine.backends.gpu import msm_costs
+from engine.env_setting import choice, config_error
 from engine.backends.gpu.msm_builds import affine_kernel, precompute_kernel, xyzz_kernel
 from engine.backends.gpu.msm_sort import SCAN_BLOCK, Mark, SortScratch, _mark, scan, sort_scalars
 from engine.backends.gpu.msm_costs import ENTRY_COST, LATENCY_ENTRIES, PLAN_SM_COUNT, WITNESS_GROUPS  # noqa: F401
@@ -149,10 +149,7 @@ def default_accumulation() -> str:
     """XYZZ only, unless GROTH16_MSM_ACCUMULATION says affine: on the H200 the affine rounds
     measured slower (BN254 G1 2^20: 8.66 against 6.45 ms; perf/RESULTS.md), so they are a
     selectable path until they are tuned."""
-    acc = os.environ.get("GROTH16_MSM_ACCUMULATION", "xyzz")
-    if acc not in ACCUMULATIONS:
-        raise ValueError(f"GROTH16_MSM_ACCUMULATION: {acc!r} is not one of {ACCUMULATIONS}")
-    return acc
+    return choice("GROTH16_MSM_ACCUMULATION", "xyzz", ACCUMULATIONS, config_error)
 
 
 def plan_msm(n: int, scalar_bits: int, fold: str | int = "full", max_c: int = 22, *, batch: int = 1,

@@ -66,7 +66,9 @@ def _env_abi() -> dict[str, str] | None:
     pairs = [part.split("=", 1) for part in text.split(",")]
     table = dict(p for p in pairs if len(p) == 2)
     if len(table) != len(pairs) or set(table) - {"g1", "g2"} or set(table.values()) - set(PRODUCT_ABIS):
-        raise ValueError(f"GROTH16_MSM_PRODUCTS={text!r}: g1=ABI,g2=ABI with ABI one of {PRODUCT_ABIS}")
+        from engine.env_setting import config_error  # noqa: PLC0415 - only for a bad value
+
+        raise config_error(f"GROTH16_MSM_PRODUCTS={text!r}: g1=ABI,g2=ABI with ABI one of {PRODUCT_ABIS}")
     return table
 
 

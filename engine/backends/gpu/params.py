@@ -6,10 +6,9 @@ kernels.cu is compiled against.
 """
 from __future__ import annotations
 
-import os
-
 from engine.algebra import glv
 from engine.algebra.curves import Curve
+from engine.env_setting import choice, config_error, integer, switch
 
 # Which Montgomery product the kernels use (cuda_kernels/field.cuh): "auto" takes the
 # 64-bit-product form for 8-limb fields and the carry-chain form for 12-limb ones, the
@@ -28,9 +27,9 @@ NTT_MIN_BLOCKS_MONTGOMERY = 4
 
 def ntt_min_blocks(curve: Curve, shoup: bool = True) -> int:
     """For the passes on Shoup twiddles (shoup) or on Montgomery ones (the `_m` kernels)."""
-    env = os.environ.get("GROTH16_NTT_MIN_BLOCKS")
-    if env:
-        return int(env)
+    forced = integer("GROTH16_NTT_MIN_BLOCKS", None, config_error)
+    if forced is not None:
+        return forced
     return NTT_MIN_BLOCKS_SHOUP if shoup and allows_shoup(curve.r, curve.n8r) else NTT_MIN_BLOCKS_MONTGOMERY
 
 
@@ -50,7 +49,7 @@ def fq_mul_out_of_line() -> bool:
     use: a mixed point addition inlines ten products, which overflowed the instruction cache
     in the MSM's accumulation loop (perf/RESULTS.md).  The scalar field's stays inline (the
     NTT's few call sites).  GROTH16_FQ_MUL_INLINE=1 inlines it again, for experiments."""
-    return os.environ.get("GROTH16_FQ_MUL_INLINE") != "1"
+    return switch("GROTH16_FQ_MUL_INLINE", config_error) is not True
 
 
 def _arr(vals: list[int]) -> str:
@@ -96,7 +95,7 @@ def field_struct(name: str, p: int, n_bytes: int, mul_out_of_line: bool = False)
 
 
 def params_header(curve: Curve, field_mul: str | None = None) -> str:
-    variant = field_mul or os.environ.get("GROTH16_FIELD_MUL") or DEFAULT_FIELD_MUL
+    variant = field_mul or choice("GROTH16_FIELD_MUL", DEFAULT_FIELD_MUL, tuple(FIELD_MUL_VARIANTS), config_error)
     if variant not in FIELD_MUL_VARIANTS:
         raise ValueError(f"GROTH16_FIELD_MUL: {variant!r} is not one of {sorted(FIELD_MUL_VARIANTS)}")
     return (

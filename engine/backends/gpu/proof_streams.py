@@ -8,9 +8,8 @@ module (proof_streams.b2_beside), so that a test's replacement reaches every one
 """
 from __future__ import annotations
 
-import os
-
 from engine.backends.gpu import msm as gmsm
+from engine.env_setting import config_error, switch
 
 
 def b2_beside(plan_w: gmsm.MsmPlan, granted: bool = False) -> bool:
@@ -22,9 +21,9 @@ def b2_beside(plan_w: gmsm.MsmPlan, granted: bool = False) -> bool:
     2^22 67.7-67.9 -> 64.9-66.0, BLS12-381 2^20 43.3-43.4 -> 38.3-38.6), so they take it where their footprint was
     `granted` the second scratch (KeyFootprint.b2_stream: it costs real memory there).  GROTH16_B2_BESIDE=0
     keeps every proof on the one path, =1 puts every resident proof on the small path (A/B measurements)."""
-    forced = os.environ.get("GROTH16_B2_BESIDE")
-    if forced in ("0", "1"):
-        return forced == "1"
+    forced = switch("GROTH16_B2_BESIDE", config_error)
+    if forced is not None:
+        return forced
     return granted or gmsm.fused_sets(plan_w) > 1
 
 
@@ -39,9 +38,9 @@ def front_beside(domain: int) -> bool:
     the tail's side stream after the early phase, beside the A, B1, C MSMs, instead of on the compute stream
     between them and H: both need only the witness.  It needs no memory of its own (the front's buffers are
     its own already).  GROTH16_FRONT_BESIDE=1 / 0 forces it either way (A/B measurements)."""
-    forced = os.environ.get("GROTH16_FRONT_BESIDE")
-    if forced in ("0", "1"):
-        return forced == "1"
+    forced = switch("GROTH16_FRONT_BESIDE", config_error)
+    if forced is not None:
+        return forced
     return domain >= FRONT_BESIDE_MIN_DOMAIN
 
 
@@ -50,7 +49,7 @@ def pi_b_beside() -> bool:
     and inversion) on B2's stream right after B2, beside the H MSM and the mid phase, instead of at the start
     of its final phase, where the Miller loop's line maker waits for it.  GROTH16_PI_B_BESIDE=0 keeps it in
     the final phase (A/B measurements)."""
-    return os.environ.get("GROTH16_PI_B_BESIDE") != "0"
+    return switch("GROTH16_PI_B_BESIDE", config_error) is not False
 
 
 # A small proof's s·A and r·B1 come from MSMs beside the others up to this domain (products_beside).
@@ -66,9 +65,9 @@ def products_beside(plan_w: gmsm.MsmPlan, domain: int) -> bool:
     GROTH16_PRODUCTS_BESIDE=1 / 0 forces it either way (A/B measurements)."""
     if not b2_beside(plan_w):
         return False
-    forced = os.environ.get("GROTH16_PRODUCTS_BESIDE")
-    if forced in ("0", "1"):
-        return forced == "1"
+    forced = switch("GROTH16_PRODUCTS_BESIDE", config_error)
+    if forced is not None:
+        return forced
     return domain <= PRODUCTS_MAX_DOMAIN
 
 
@@ -79,4 +78,4 @@ def products_now(idle: bool) -> bool:
     at the 2^14 domain made 595 proofs/s with them for every proof against 780 without, and 497 with this rule
     against 507 without (perf/RESULTS.md, "Session 27").  GROTH16_PRODUCTS_BESIDE=1 runs them always (A/B
     measurements)."""
-    return idle or os.environ.get("GROTH16_PRODUCTS_BESIDE") == "1"
+    return idle or switch("GROTH16_PRODUCTS_BESIDE", config_error) is True
