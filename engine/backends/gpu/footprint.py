@@ -460,12 +460,12 @@ def _fits(fp: KeyFootprint, budget: int, proofs: int) -> bool:
     return fp.device_bytes + proofs * fp.working_set_bytes <= budget
 
 
-def _most_fitting(fp: KeyFootprint, budget: int) -> int:
-    """The most proofs `_fits` lets beside `fp`: 0 where the key alone does not fit the budget."""
+def _most_fitting(fp: KeyFootprint, budget: int, wanted: int) -> int:
+    """The most proofs, up to `wanted`, that `_fits` lets beside `fp`: 0 where the key alone does not fit."""
     room = budget - fp.device_bytes
     if room < 0:
         return 0
-    return room // fp.working_set_bytes if fp.working_set_bytes > 0 else 1 << 62
+    return min(wanted, room // fp.working_set_bytes) if fp.working_set_bytes > 0 else wanted
 
 
 def _grant_sort_bins(fp: KeyFootprint, shape: KeyShape, budget: int, sm_count: int) -> KeyFootprint:
@@ -576,11 +576,14 @@ def _plan_key(candidates: KeyCandidates, budget_bytes: int, *, proofs: int, labe
               proofs_per_load: float | None) -> KeyFootprint:
     shape, sm_count = candidates.shape, candidates.sm_count
     budget = int(budget_bytes)
-    # every count from `proofs` down: where 2 of 3 fit, 2 (only `proofs` or 1 were tried, so compute_slots 2 in
-    # split mode, asking 3, got one working set where compute_slots 1, asking 2, got two)
-    wanted = max(1, int(proofs))  # each candidate from the most that fit (`info --proofs 10**20` never ended)
+    # each candidate at the most of `proofs` that fit beside it: where 2 of 3 fit, 2 (only `proofs` or 1 were
+    # tried, so compute_slots 2 in split mode, asking 3, got one working set where compute_slots 1, asking 2, got
+    # two).  Fewer never wins: a candidate's cost does not depend on its count and more proofs are preferred.
+    # (Every count from there down to 1 was listed: `info --proofs 10**9` beside a small key took minutes, and
+    # a working set of 0 bytes never ended.)
+    wanted = max(1, int(proofs))
     fitting = [dataclasses.replace(fp, proofs_in_flight=n, budget_bytes=budget) for fp in candidates.every
-               for n in range(min(wanted, _most_fitting(fp, budget)), 0, -1) if _fits(fp, budget, n)]
+               for n in [_most_fitting(fp, budget, wanted)] if n > 0 and _fits(fp, budget, n)]
     if fitting:
         def cost(fp: KeyFootprint) -> float:
             return fp.msm_cost + (fp.table_seconds / proofs_per_load if proofs_per_load else 0.0)
