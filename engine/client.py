@@ -39,6 +39,7 @@ from engine.client_wire import (
     ServerClosed,
     TimedReads,
     dropped,
+    gist,
     gone_message,
     lost_job_message,
     quote,
@@ -50,15 +51,20 @@ from engine.client_wire import (
     tls_failure,
     token_problem,
     url_problem,
+    witness_body,
+    with_log,
     with_query,
 )
-from engine.errors import EngineError, InputFileError, file_error
+from engine.env_setting import switch
+from engine.errors import EngineError, InputFileError
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 
 class ServerError(EngineError):
     """The server answered with an error (status >= 400), or could not be reached (status 0)."""
+
+    log, log_left_out = [], 0  # a failed job's circuit log() lines, as ProofResult's
 
     def __init__(self, status: int, code: str, message: str):
         self.status, self.code, self.message = status, code, message
@@ -72,11 +78,14 @@ class ClientSettingError(EngineError, ValueError):
 class ProofResult:
     """A finished proof as the server returned it (snarkjs's proof.json object and public signals)."""
 
-    __slots__ = ("proof", "public", "job", "key", "timings")
+    __slots__ = ("proof", "public", "job", "key", "timings", "log", "log_left_out", "verified")
 
-    def __init__(self, proof: dict, public: list[str], job: str, key: str, timings: dict | None = None):
+    def __init__(self, proof: dict, public: list[str], job: str, key: str, timings: dict | None = None,
+                 log: list[str] | None = None, log_left_out: int = 0):
         self.proof, self.public, self.job, self.key = proof, public, job, key
         self.timings = {} if timings is None else timings
+        self.log, self.log_left_out = [] if log is None else log, log_left_out  # the circuit's log() lines
+        self.verified = None  # whether the server checked the proof (its answer's "verified"; None: not said)
 
     def __repr__(self) -> str:
         return f"ProofResult(job={self.job!r}, key={self.key!r}, public={self.public!r})"
@@ -137,38 +146,24 @@ def token_file_tokens(path: str | os.PathLike) -> list[str]:
 class _Request:
     """`fields`: what a success answer must hold (a JSON object with these), None: text (/metrics)."""
 
-    __slots__ = ("method", "path", "body", "content_type", "fields", "job")
+    __slots__ = ("method", "path", "body", "content_type", "fields", "job", "early")
 
     def __init__(self, method: str, path: str, body: bytes = b"", content_type: str | None = None,
                  fields: tuple[str, ...] | None = (), job: bool = False):
         self.method, self.path, self.body, self.content_type = method, path, body, content_type
         self.fields = fields
         self.job = job  # it makes a job: never sent twice (a server that got it once may have proved it)
-
-
-def _witness_body(witness: Any) -> tuple[bytes, str, str | None]:
-    """(body, content type, a name for messages) of a .wtns path, .wtns bytes, or a dict of inputs."""
-    if isinstance(witness, dict):
-        return json.dumps(witness).encode(), "application/json", None
-    if isinstance(witness, (bytes, bytearray, memoryview)):
-        return bytes(witness), "application/octet-stream", None
-    if not isinstance(witness, (str, os.PathLike)):  # was os.fspath's "expected str, bytes or os.PathLike"
-        raise TypeError(f"witness: a .wtns path, a .wtns file's bytes or a dict of circuit inputs, not a "
-                        f"{type(witness).__name__} (values are sent as a .wtns: engine.formats.write_wtns)")
-    path = os.fspath(witness)
-    try:
-        with open(path, "rb") as f:
-            return f.read(), "application/octet-stream", path
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise file_error(path, exc, "a .wtns file") from None
+        self.early: dict | None = None  # a waiting proof's: the headers of interim answers (its Job-Id)
 
 
 def _prove_request(kind: str, key: str, witness: Any, priority: str, deadline: float | None,
                    name: str | None) -> _Request:
-    body, ctype, default_name = _witness_body(witness)
+    body, ctype, default_name = witness_body(witness)
     path = with_query(f"/v1/keys/{quote(key)}/{kind}", priority=priority, deadline=deadline,
                   name=name or default_name)
-    return _Request("POST", path, body, ctype, _PROOF if kind == "prove" else _JOB, job=True)
+    req = _Request("POST", path, body, ctype, _PROOF if kind == "prove" else _JOB, job=True)
+    req.early = {} if kind == "prove" else None  # the server names a waiting job first, for an error if it dies
+    return req
 
 
 _JOB = ("id", "key", "state")
@@ -190,19 +185,20 @@ def _answer(url: str, status: int, ctype: str, raw: bytes, fields: tuple[str, ..
         try:
             data = json.loads(raw)
         except ValueError:  # not JSON, not UTF-8, a number of 4300 digits
-            raise _not_ours(url, status, f"JSON that does not parse: {_gist(raw)}") from None
+            raise _not_ours(url, status, f"JSON that does not parse: {gist(raw)}") from None
     if status >= 400 and isinstance(data, dict) and isinstance(data.get("error"), str):
-        raise ServerError(status, data["error"], " ".join(str(data.get("message", data["error"])).split()))
+        raise with_log(ServerError(status, data["error"], " ".join(str(data.get("message", data["error"])).split())),
+                        data)
     if status == 503 and data == {"status": "draining"}:  # /healthz's own 503 (docs/service.md)
         raise ServerError(503, "shutting_down", f"the prover server at {url} is draining: it is shutting down and "
                                                 "takes no new jobs")
     if data is None:
         raise _not_ours(url, status, f"{ctype.split(';')[0] or 'no content type'}, not the prover's JSON: "
-                                     f"{_gist(raw)}")
+                                     f"{gist(raw)}")
     if status >= 400 or not isinstance(data, dict) or any(name not in data for name in fields):
         missing = [name for name in fields if name not in data] if isinstance(data, dict) else []
         what = f"no {missing[0]!r} in it" if missing else f"a {type(data).__name__}"
-        raise _not_ours(url, status, f"JSON that is not the prover's answer ({what}): {_gist(raw)}")
+        raise _not_ours(url, status, f"JSON that is not the prover's answer ({what}): {gist(raw)}")
     return data
 
 
@@ -210,33 +206,29 @@ def _not_ours(url: str, status: int, what: str) -> ServerError:
     return ServerError(status, "bad_response", f"the prover server at {url} answered HTTP {status} with {what}")
 
 
-def _gist(raw: bytes, limit: int = 120) -> str:
-    """A body as a short line: an HTML page's title, else its text without tags, whitespace collapsed."""
-    text = raw[:4096].decode(errors="replace")
-    if "<" in text:
-        import re  # noqa: PLC0415 - an error's path only
-
-        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
-        text = title.group(1) if title else re.sub(r"<[^>]*>", " ", text)
-    text = " ".join(text.split()) or "(empty)"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
 def _proof_result(view: dict) -> ProofResult:
     if "proof" not in view or "public" not in view:
         raise ServerError(200, "bad_response", f"job {view.get('id')}: the server said {view.get('state')!r} "
                                                 "and sent no proof")
-    return ProofResult(view["proof"], view["public"], view["id"], view["key"], view.get("timings", {}))
+    return with_log(ProofResult(view["proof"], view["public"], view["id"], view["key"], view.get("timings", {})),
+                     view)
 
 
-def _timed_out(url: str, timeout: float | None) -> ServerError:
-    return ServerError(0, "timeout", f"the prover server at {url} timed out: no answer within {timeout:g} s")
+def _timed_out(url: str, timeout: float | None, req: _Request | None = None) -> ServerError:
+    return ServerError(0, "timeout", f"{_job_named(req)}the prover server at {url} timed out: no answer within "
+                                     f"{timeout:g} s")
 
 
 def _gone(url: str, exc: BaseException, req: _Request, retry: BaseException | None = None) -> ServerError:
     """A server that took the request and closed its connection without an answer (SIGKILLed, crashed, OOM-killed
     mid-job): said as such, not as "cannot reach" (what a second try on a fresh connection then met)."""
-    return ServerError(0, "server_gone", gone_message(url, exc, req.job, retry))
+    return ServerError(0, "server_gone", _job_named(req) + gone_message(url, exc, req.job, retry))
+
+
+def _job_named(req: _Request | None) -> str:
+    """The "job 7: " of a request whose job the server named before it went quiet (an interim answer's Job-Id)."""
+    job_id = (req.early or {}).get("job-id") if req is not None else None
+    return f"job {job_id}: " if job_id else ""
 
 
 def _lost_job(job_id: str, exc: ServerError) -> ServerError:
@@ -276,6 +268,9 @@ class _Base:
         self.tls = scheme == "https"
         self.timeout = timeout
         self.headers = {"Accept": "application/json"}
+        # a 102 with the job's id (http.py): asked for only where GROTH16_CLIENT_JOB_ID=1, since a proxy that takes
+        # any 1xx for the answer itself (nginx before 1.29) would fail every proof that runs past 0.1 s
+        self.job_id_first = switch("GROTH16_CLIENT_JOB_ID", ClientSettingError) is True
         token = read_token(token, token_file)
         if token and (problem := token_problem(token)) is not None:
             raise ClientSettingError(f"token: it {problem}")
@@ -283,7 +278,8 @@ class _Base:
             self.headers["Authorization"] = f"Bearer {token}"
 
     def _head(self, req: _Request) -> bytes:
-        return request_head(req.method, self.base + req.path, self.host, self.port, self.headers, len(req.body),
+        headers = self.headers if req.early is None or not self.job_id_first else {**self.headers, "Prefer": "job-id"}
+        return request_head(req.method, self.base + req.path, self.host, self.port, headers, len(req.body),
                             req.content_type)
 
 
@@ -358,11 +354,13 @@ class Client(_Base):
                 deadline = None if self.timeout is None else time.perf_counter() + self.timeout
                 self.answers.wait(self._sock, route, self.timeout)
                 self._reads.deadline = deadline  # the answer's reads share the one timeout
-                status, ctype, raw, keep = read_sync(self._stream)
+                status, ctype, raw, keep = read_sync(self._stream, req.early)
                 self._reads.deadline = None
                 self._sock.settimeout(self.timeout)
             except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
                 self.close()
+                if req.early:  # it had named the job: it went away while working on it
+                    raise _gone(self.url, exc, req) from None
                 if getattr(exc, "mid_answer", False) or not sent:
                     raise (_gone(self.url, lost, req, exc) if lost else _unreachable(self.url, exc)) from None
                 if reused and attempt == 0 and not req.job:  # closed as the request went (idle, at that moment):
@@ -374,7 +372,7 @@ class Client(_Base):
                 self.close()
                 if lost is not None and not connected:
                     raise _gone(self.url, lost, req, exc) from None
-                raise (_timed_out(self.url, self.timeout) if connected else _unreachable(self.url, exc)) from None
+                raise (_timed_out(self.url, self.timeout, req) if connected else _unreachable(self.url, exc)) from None
             except (OSError, BadResponse) as exc:  # refused, unreachable, not HTTP
                 self.close()
                 if lost is not None and isinstance(exc, OSError):
@@ -475,7 +473,7 @@ def _job_outcome(view: dict) -> ProofResult:
         return _proof_result(view)
     code = str(view.get("error", view["state"]))
     status = _STATUS.get(code, {"expired": 504, "cancelled": 409}.get(view["state"], 422))
-    raise ServerError(status, code, str(view.get("message", view["state"])))
+    raise with_log(ServerError(status, code, str(view.get("message", view["state"]))), view)
 
 
 # ------------------------------------------------------------------ asyncio
@@ -526,10 +524,12 @@ class AsyncClient(_Base):
                 raise (_gone(self.url, lost, req, exc) if lost else _unreachable(self.url, exc)) from None
             done = False
             try:
-                coro = self._exchange(reader, writer, head, req.body)
+                coro = self._exchange(reader, writer, head, req.body, req.early)
                 status, ctype, raw, keep = await (asyncio.wait_for(coro, self.timeout) if self.timeout else coro)
                 done = True
             except ConnectionError as exc:  # reset, or closed before answering (ServerClosed)
+                if req.early:  # it had named the job: it went away while working on it
+                    raise _gone(self.url, exc, req) from None
                 if getattr(exc, "mid_answer", False):  # not once it answered
                     raise _unreachable(self.url, exc) from None
                 if reused and attempt == 0 and not req.job:  # a job is never sent twice (the server may have it)
@@ -537,7 +537,7 @@ class AsyncClient(_Base):
                     continue
                 raise _gone(self.url, exc, req) from None
             except TimeoutError:  # asyncio.wait_for's
-                raise _timed_out(self.url, self.timeout) from None
+                raise _timed_out(self.url, self.timeout, req) from None
             except (OSError, BadResponse) as exc:
                 raise _unreachable(self.url, exc) from None
             finally:
@@ -548,13 +548,13 @@ class AsyncClient(_Base):
             return _answer(self.url, status, ctype, raw, req.fields)
 
     @staticmethod
-    async def _exchange(reader, writer, head: bytes, body: bytes) -> tuple[int, str, bytes, bool]:
+    async def _exchange(reader, writer, head: bytes, body: bytes, early: dict | None) -> tuple[int, str, bytes, bool]:
         writer.writelines((head, body) if body else (head,))
         try:
             await writer.drain()
         except ConnectionError:
             pass  # an early answer (413, 429) before the whole body went: read it
-        return await read_async(reader)
+        return await read_async(reader, early)
 
     async def healthz(self) -> dict:
         return await self._call(_Request("GET", "/healthz"))

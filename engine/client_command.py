@@ -7,7 +7,8 @@ import os
 import sys
 import time
 
-from engine.client import Client
+from engine.client import Client, ServerError
+from engine.client_argv import show_log
 from engine.client_flags import LOCAL_ONLY
 from engine.errors import EngineError, InputFileError
 
@@ -45,9 +46,16 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
     with Client(args.server, token_file=args.token_file) as client:
         requested = time.monotonic()
         key = client.load_key(os.path.abspath(args.zkey), os.path.abspath(args.wasm) if args.wasm else None)
-        result = client.prove(key["id"], witness, priority=args.priority or "normal", deadline=args.deadline,
-                               name=name)
+        try:
+            result = client.prove(key["id"], witness, priority=args.priority or "normal", deadline=args.deadline,
+                                  name=name)
+        except ServerError as exc:
+            show_log(exc, args, t0)  # the circuit's log() lines before the job's error, as the local path
+            raise
         answered = time.monotonic()
+    show_log(result, args, t0)
+    if result.verified is False and not getattr(args, "quiet", False) and not getattr(args, "json", False):
+        print("warning: the prover server did not verify this proof (it runs with --no-verify)", file=sys.stderr)
     result.write(proof_path, public_path)
     elapsed = time.perf_counter() - t0
     if getattr(args, "json", False):
@@ -55,6 +63,7 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
         # command's wall time at these two stamps (start -> first request, requests, answer -> exit)
         print(json.dumps({"event": "result", "proof": proof_path, "public": public_path, "server": args.server,
                           "key": result.key, "job": result.job, "curve": result.proof.get("curve"),
+                          "verified": result.verified,
                           "seconds": round(elapsed, 6), "timings": result.timings,
                           "monotonic": {"first_request": requested, "answered": answered}}))
     elif getattr(args, "verbose", False):

@@ -9,6 +9,8 @@ imports only socket and json beyond this.
 from __future__ import annotations
 
 import io
+import json
+import os
 import time
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -37,8 +39,9 @@ class BadResponse(ValueError):
 
 
 def quote(text: str) -> str:
-    """Percent-encode everything but RFC 3986's unreserved characters (a path segment or a query value)."""
-    return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in str(text).encode())
+    """Percent-encode everything but RFC 3986's unreserved characters (a path segment or a query value).  A name
+    that is not UTF-8 (a file's, os.fsdecode's surrogates) goes as its bytes: it was a UnicodeEncodeError."""
+    return "".join(chr(b) if b in _UNRESERVED else f"%{b:02X}" for b in str(text).encode("utf-8", "surrogateescape"))
 
 
 def with_query(path: str, **params) -> str:
@@ -135,11 +138,12 @@ def request_head(method: str, target: str, host: str, port: int, headers: dict[s
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def read_response():
+def read_response(early: dict | None = None):
     """Sans-IO reader of one response.  Yields (LINE, None), (EXACT, n) or (REST, None) and is sent
     back a line, exactly n bytes, or the rest of the stream; returns (status, content type, body,
     keep-alive).  An empty line where the status belongs is ServerClosed (an idle connection the
-    server had closed), anything malformed BadResponse."""
+    server had closed), anything malformed BadResponse.  `early` gets the headers of 1xx answers
+    (a waiting proof's Job-Id), as they come: known if the answer never does."""
     for interim in range(MAX_INTERIM + 1):  # 1xx answers (a CDN's 103 Early Hints) come before the answer
         status_line = yield LINE, None
         if not status_line:
@@ -165,6 +169,8 @@ def read_response():
             headers[name.strip().lower()] = value.strip()
         if not 100 <= status < 200 or status == 101:
             break
+        if early is not None:
+            early.update(headers)
     else:
         raise BadResponse(f"more than {MAX_INTERIM} interim (1xx) answers")
     if headers.get("transfer-encoding", "").lower() == "chunked":
@@ -208,9 +214,9 @@ def _check_size(length: int) -> None:
         raise BadResponse(f"an answer of {length} bytes (the client reads at most {MAX_ANSWER})")
 
 
-def read_sync(stream) -> tuple[int, str, bytes, bool]:
+def read_sync(stream, early: dict | None = None) -> tuple[int, str, bytes, bool]:
     """Drive read_response over a blocking buffered binary stream (socket.makefile("rb"))."""
-    reader = read_response()
+    reader = read_response(early)
     want = next(reader)
     try:
         while True:
@@ -234,11 +240,11 @@ def read_sync(stream) -> tuple[int, str, bytes, bool]:
         return done.value
 
 
-async def read_async(stream) -> tuple[int, str, bytes, bool]:
+async def read_async(stream, early: dict | None = None) -> tuple[int, str, bytes, bool]:
     """Drive read_response over an asyncio.StreamReader."""
     import asyncio  # noqa: PLC0415
 
-    reader = read_response()
+    reader = read_response(early)
     want = next(reader)
     try:
         while True:
@@ -344,3 +350,47 @@ def dropped(sock) -> bool:
         return bool(select.select([sock], [], [], 0)[0])
     except (OSError, ValueError):
         return True
+
+
+def gist(raw: bytes, limit: int = 120) -> str:
+    """A body as a short line: an HTML page's title, else its text without tags, whitespace collapsed."""
+    text = raw[:4096].decode(errors="replace")
+    if "<" in text:
+        import re  # noqa: PLC0415 - an error's path only
+
+        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+        text = title.group(1) if title else re.sub(r"<[^>]*>", " ", text)
+    text = " ".join(text.split()) or "(empty)"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def with_log(target, view: dict):
+    """A job's circuit log() lines (its "log", and "log_left_out": how many more the server did not keep), and
+    whether its proof was checked ("verified")."""
+    log, left = view.get("log"), view.get("log_left_out")
+    if isinstance(view.get("verified"), bool):
+        target.verified = view["verified"]
+    if isinstance(log, list):
+        target.log = [str(line) for line in log]
+    if isinstance(left, int) and not isinstance(left, bool) and left > 0:
+        target.log_left_out = left
+    return target
+
+
+def witness_body(witness: object) -> tuple[bytes, str, str | None]:
+    """(body, content type, a name for messages) of a .wtns path, .wtns bytes, or a dict of inputs."""
+    if isinstance(witness, dict):
+        return json.dumps(witness).encode(), "application/json", None
+    if isinstance(witness, (bytes, bytearray, memoryview)):
+        return bytes(witness), "application/octet-stream", None
+    if not isinstance(witness, (str, os.PathLike)):  # was os.fspath's "expected str, bytes or os.PathLike"
+        raise TypeError(f"witness: a .wtns path, a .wtns file's bytes or a dict of circuit inputs, not a "
+                        f"{type(witness).__name__} (values are sent as a .wtns: engine.formats.write_wtns)")
+    from engine.errors import file_error  # noqa: PLC0415 - loaded by the client already
+
+    path = os.fspath(witness)
+    try:
+        with open(path, "rb") as f:
+            return f.read(), "application/octet-stream", path
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise file_error(path, exc, "a .wtns file") from None

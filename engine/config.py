@@ -185,6 +185,9 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         self.vram_budget = parse_size(self.vram_budget, "vram_budget")  # sizes first: a float (16e9) is a size too
         self.host_budget = parse_size(self.host_budget, "host_budget")
+        for name in ("vram_budget", "host_budget"):  # a server started with 0, then failed every proof
+            if getattr(self, name) == 0:
+                raise ConfigError(f"{name}: 0 bytes holds no key or witness (leave it out for the default)")
         check_field_types(self, paths=("timeline", "key_cache_dir"))
         if self.timeline == "":  # was no timeline, without a word
             raise ConfigError("timeline: an empty file name (leave it out for no timeline)")

@@ -136,12 +136,13 @@ class JsonProgress(Progress):
         self.stream.flush()
 
 
-def add_output_flags(parser) -> None:
-    """--quiet | --json and --verbose, the same for every long-running command."""
+def add_output_flags(parser, *, quiet: str = "no progress bar", json: str = "progress and the result as JSON lines",
+                     verbose: str = "print the elapsed time of every stage") -> None:
+    """--quiet | --json and --verbose, the same for every command (the help words where a command means more)."""
     out = parser.add_mutually_exclusive_group()
-    out.add_argument("--quiet", action="store_true", help="no progress bar")
-    out.add_argument("--json", action="store_true", help="progress and the result as JSON lines")
-    parser.add_argument("--verbose", action="store_true", help="print the elapsed time of every stage")
+    out.add_argument("--quiet", action="store_true", help=quiet)
+    out.add_argument("--json", action="store_true", help=json)
+    parser.add_argument("--verbose", action="store_true", help=verbose)
 
 
 def make_progress(title: str, *, quiet: bool = False, json: bool = False, stream: TextIO | None = None) -> Progress:

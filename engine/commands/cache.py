@@ -2,7 +2,8 @@
 
 `list` shows each entry with its zkey and whether it can still be served;
 `clear` removes every entry (`--stale`, for both: only those whose zkey is gone
-or has changed); `path` prints the directory.  The directory is --dir, else
+or has changed); `path` prints the directory (--quiet: nothing printed on success, as for every command; --json: one
+JSON object, an error a JSON line on stderr).  The directory is --dir, else
 $GROTH16_KEY_CACHE, else the default, the same rule the prover follows.
 """
 from __future__ import annotations
@@ -27,8 +28,13 @@ def register(subparsers) -> None:
                    "$XDG_CACHE_HOME/groth16-engine/keys, ~/.cache/... where that is unset)")
     p.add_argument("--stale", action="store_true",
                    help="clear or list: only entries whose zkey is gone or changed")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    out = p.add_mutually_exclusive_group()  # as every command's (engine/progress.py's add_output_flags)
+    out.add_argument("--quiet", action="store_true", help="nothing printed on success (errors still are)")
+    out.add_argument("--json", action="store_true", help="print the result as JSON (an error as a JSON line)")
     p.set_defaults(func=run)
+
+
+_MISSING = " (no such directory: nothing is cached there yet)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,25 +44,29 @@ def run(args: argparse.Namespace) -> int:
     if args.dir is not None and not args.dir.strip():  # `--dir "$UNSET"` cleared the default cache
         raise EngineError("--dir is empty: name the key cache's directory, or leave --dir out for the default")
     where = resolve_dir(args.dir)
-    if where is None:
-        raise EngineError("the key cache is off (--dir or $GROTH16_KEY_CACHE says so): nothing to show")
+    source = "--dir" if args.dir is not None else "$GROTH16_KEY_CACHE" if os.environ.get(
+        "GROTH16_KEY_CACHE", "").strip() else "the default"  # (it said --dir where the variable named it)
+    if where is None:  # (it said "--dir or $GROTH16_KEY_CACHE says so", whichever it was)
+        setting = f"--dir {args.dir}" if args.dir is not None else \
+            f"$GROTH16_KEY_CACHE={os.environ['GROTH16_KEY_CACHE']}"
+        raise EngineError(f"{setting}: the key cache is off: nothing to show")
     if os.path.exists(where) and not os.path.isdir(where):  # was "0 entries" (list) or "removed 0" (clear)
-        source = "--dir" if args.dir is not None else "$GROTH16_KEY_CACHE" if os.environ.get(
-            "GROTH16_KEY_CACHE", "").strip() else "the default"  # (it said --dir where the variable named it)
         raise InputFileError(where, f"is not a directory ({source} names the key cache's directory)")
     cache = KeyCache(where)
+    exists = True
     if args.action != "path":
         try:
             os.listdir(where)
-        except FileNotFoundError:
-            pass  # no cache yet: nothing to list or clear
+        except FileNotFoundError:  # no cache yet: nothing to list or clear (said, for a --dir with a typo: it
+            exists = False         # read as an empty cache)
         except OSError as exc:  # was "0 entries" or "removed 0 file(s)", exit 0
             reason = "permission denied" if isinstance(exc, PermissionError) else exc.strerror or str(exc)
             raise InputFileError(where, f"cannot read the key cache's directory: {reason}") from None
     if args.action == "path":
         if args.stale:  # was ignored without a word
             raise EngineError("--stale picks entries to clear or list; `cache path` names the directory only")
-        print(json.dumps({"dir": str(where)}) if args.json else where)
+        if not args.quiet:
+            print(json.dumps({"event": "result", "dir": str(where)}) if args.json else where)
         return 0
     if args.action == "clear":
         removed, freed = cache.clear(stale_only=args.stale)
@@ -65,9 +75,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputFileError(where, f"could not remove {len(cache.failures)} file(s) (removed {removed}): "
                                  f"{reason} ({os.path.basename(path)} first)")
         if args.json:
-            print(json.dumps({"dir": str(where), "removed": removed, "bytes": freed}))
-        else:
-            print(f"{shown(where)}: removed {removed} file(s), {freed / 2**20:.1f} MiB")
+            print(json.dumps({"event": "result", "dir": str(where), "exists": exists, "removed": removed,
+                              "bytes": freed}))
+        elif not args.quiet:
+            print(f"{shown(where)}: removed {removed} file(s), {freed / 2**20:.1f} MiB{_MISSING * (not exists)}")
         return 0
     rows = []
     for info in cache.entries():
@@ -81,10 +92,13 @@ def run(args: argparse.Namespace) -> int:
     # takes was nowhere to be seen (`cache clear` and the next entry stored remove them)
     partial = [{"file": path, "bytes": nbytes} for path, nbytes in cache.partial()]
     if args.json:
-        print(json.dumps({"dir": str(where), "entries": rows, "partial": partial}))
+        print(json.dumps({"event": "result", "dir": str(where), "exists": exists, "entries": rows,
+                          "partial": partial}))
+        return 0
+    if args.quiet:  # `cache list --quiet`: the directory could be read (exit 0), as a script may want to know
         return 0
     print(f"{shown(where)}: {len(rows)} entr{'y' if len(rows) == 1 else 'ies'}, "
-          f"{sum(r['bytes'] for r in rows) / 2**20:.1f} MiB")
+          f"{sum(r['bytes'] for r in rows) / 2**20:.1f} MiB{_MISSING * (not exists)}")
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])) if r["created"] else "?"
         state = "stale" if r["stale"] else "current"

@@ -107,12 +107,25 @@ class Parser(argparse.ArgumentParser):
     def _dash_hint(self) -> str:
         """A file named with a leading "-" (`info -k.zkey`) is read as an unknown option, and the error was "the
         following arguments are required: file": say what happened and how to give it."""
-        for arg in self._flags:
+        for i, arg in enumerate(self._flags):
             if not isinstance(arg, str) or not arg.startswith("-") or arg.startswith("--") or arg == "-":
                 continue
             if arg in self._option_string_actions or self._negative_number_matcher.match(arg):
                 continue
+            if _number(arg):  # `--idle-timeout -1.5e3` (or -inf): argparse reads only -1 and -1.5 as numbers,
+                before = self._flags[i - 1] if i else ""  # and the hint below took it for a file's name
+                flag = before if before in self._option_string_actions else "--flag"
+                return f" ({arg} was read as an option: write {flag}={arg})"
             if "." in arg or "/" in arg or os.path.lexists(arg):
                 return (f' ({arg} was read as an option: give a file whose name starts with "-" as ./{arg}, '
                         "or after --)")
         return ""
+
+
+def _number(text: str) -> bool:
+    """Whether float() reads `text` (1e3, inf, nan, 1_000: what the commands' number flags take)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -35,14 +35,14 @@ def register(subparsers) -> None:
                    help="jobs handed to the engine at once (default: on GPUs with resident keys, each compute slot and "
                         "synthesis worker gets a job and one waiting; where the CPU ends proofs, each of them and each "
                         "epilogue thread one job; 0: that default)")
-    s.add_argument("--default-deadline", type=float, metavar="S", default=None,
+    s.add_argument("--default-deadline", metavar="S", default=None,
                    help="deadline in seconds for requests that give none (default none; 0: none)")
-    s.add_argument("--drain-timeout", type=float, metavar="S", default=None,
+    s.add_argument("--drain-timeout", metavar="S", default=None,
                    help="on SIGTERM, cancel what is left after S seconds (default, or 0: wait for all)")
-    s.add_argument("--upload-timeout", type=float, metavar="S", default=None,
+    s.add_argument("--upload-timeout", metavar="S", default=None,
                    help="drop a request whose body sends no byte for S seconds, or trickles in slower than 1 KiB/s "
                         "after them, freeing its queue place (default 30; 0: never)")
-    s.add_argument("--idle-timeout", type=float, metavar="S", default=None,
+    s.add_argument("--idle-timeout", metavar="S", default=None,
                    help="close a connection that sends no request (or not all of its head) for S seconds; behind a "
                         "proxy, keep it above the proxy's own idle timeout (default 75; 0: never)")
     from engine.config_flags import PROVING_BACKENDS, add_arguments
@@ -100,14 +100,47 @@ def _serve(args: argparse.Namespace) -> int:
         service_config, host=args.host, port=args.port, token_file=args.token_file, max_body=args.max_body,
         memory_upload_max=args.memory_upload_max,
         max_queued_per_key=args.max_queued_per_key, running_jobs=args.running_jobs,
-        default_deadline_s=args.default_deadline, drain_timeout_s=args.drain_timeout,
-        upload_timeout_s=args.upload_timeout, idle_timeout_s=args.idle_timeout,
+        default_deadline_s=seconds("--default-deadline", args.default_deadline),
+        drain_timeout_s=seconds("--drain-timeout", args.drain_timeout),
+        upload_timeout_s=seconds("--upload-timeout", args.upload_timeout),
+        idle_timeout_s=seconds("--idle-timeout", args.idle_timeout),
     )
     refuse_dash([("token file", service_config.token_file)], [("timeline", engine_config.timeline)])
-    tokens = read_tokens(service_config.token_file)
-    check_exposure(service_config, tokens)
+    tokens = read_tokens(service_config.token_file, None if args.token_file is not None or not args.config
+                         else f"{args.config}: [service] token_file")
+    check_exposure(service_config, tokens, "--host" if args.host is not None or not args.config
+                   else f"{args.config}: [service] host")
     raise_descriptor_limit()
     return run_loop(lambda: serve(engine_config, service_config, tokens, interrupt_start=True))
+
+
+_ZERO = {"--default-deadline": "no deadline", "--drain-timeout": "a drain that waits for every job",
+         "--upload-timeout": "no upload timeout", "--idle-timeout": "no idle timeout"}  # what each one's 0 says
+
+
+def seconds(flag: str, text: str | None) -> float | None:
+    """A flag's seconds: a finite number, not negative, named as it was typed where it is not (`--upload-timeout
+    1e400` was taken as an endless timeout, `--default-deadline inf` as a deadline that never came, and `-1`
+    was refused as "-1.0")."""
+    import math
+
+    from engine.config import ConfigError
+
+    if text is None:
+        return None
+    shown = text if text and text.strip() == text and len(text) <= 40 else \
+        repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{flag}: {shown} is not a number of seconds") from None
+    if math.isnan(value):
+        raise ConfigError(f"{flag}: {shown} is not a number")
+    if not math.isfinite(value):
+        raise ConfigError(f"{flag}: {shown} is not a finite number of seconds (for {_ZERO[flag]}, give 0)")
+    if value < 0:
+        raise ConfigError(f"{flag}: {shown} is negative")
+    return value
 
 
 def raise_descriptor_limit() -> None:

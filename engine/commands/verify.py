@@ -4,18 +4,19 @@ Prints "OK!" and exits 0 for a valid proof, prints "Invalid proof" and exits 1
 for one that is not (with the reason on stderr where it is more than the pairing
 check: a point off its curve); unreadable or inconsistent files are a one-line error
 with exit 2 (a proof of another curve, a public.json of another length, a key
-point off its curve or outside its subgroup, ...).
+point off its curve or outside its subgroup, ...).  `--quiet` leaves out the OK! line, `--json` gives the
+verdict as a JSON result line (and an error as a JSON line on stderr), as every other command does.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import stat
 import sys
 
 from engine.errors import FormatError, MismatchError
 from engine.paths import shown
-
 
 
 def register(subparsers) -> None:
@@ -30,30 +31,52 @@ def register(subparsers) -> None:
     p.add_argument("vkey", metavar="verification_key.json")
     p.add_argument("public", metavar="public.json")
     p.add_argument("proof", metavar="proof.json")
+    from engine.progress import add_output_flags  # noqa: PLC0415
+
+    add_output_flags(p, quiet="no OK! line for a valid proof (the exit code says it); Invalid proof and errors "
+                     "still print", json="the verdict as one JSON line on stdout ({\"valid\": ...}; exit 0 or 1 as "
+                     "without it), an error as a JSON line on stderr",
+                     verbose="the elapsed time of every stage, on stderr")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """--quiet and --json as every other command takes them (they were usage errors); without them the output is
+    snarkjs's.  --json's verdict is a result line ({"valid": false} with exit 1), not an error line: the files
+    were read, and the proof is not one of them."""
     from engine.formats.json import read_proof, read_public, read_vkey
     from engine.groth16.verifier import checked_key, proof_problem, verify
     from engine.commands.outputs import refuse_dash
+    from engine.progress import format_timings, make_progress
 
     refuse_dash([("verification key", args.vkey), ("public signals", args.public), ("proof", args.proof)])
     for path, what in ((args.vkey, "verification_key.json"), (args.public, "public.json"), (args.proof, "proof.json")):
         _refuse_binary(path, what)
-    vk = checked_key(read_vkey(args.vkey), args.vkey)
-    public = read_public(args.public, vk.curve)
-    proof = read_proof(args.proof, vk.curve, against=args.vkey)
+    progress = make_progress("verify", quiet=True, json=args.json)  # no bar: snarkjs's output is one line
+    with progress.timed("read", 0.0):
+        vk = checked_key(read_vkey(args.vkey), args.vkey)
+        public = read_public(args.public, vk.curve)
+        proof = read_proof(args.proof, vk.curve, against=args.vkey)
     if len(public) != vk.n_public:
         raise MismatchError(
             f"{args.public}: has {len(public)} public signals but {args.vkey} expects nPublic = {vk.n_public}"
         )
     proof.public = public
-    if verify(vk, public, proof):
-        print("OK!")
+    with progress.timed("verify", 0.5):
+        valid = verify(vk, public, proof)
+        problem = None if valid else proof_problem(vk, proof)  # snarkjs too says why ("Proof commitments are ...")
+    progress.done()
+    if args.json:
+        print(json.dumps({"event": "result", "valid": valid, "problem": problem, "curve": vk.curve.name,
+                          "public_signals": vk.n_public, "timings": progress.timings}))
+        return 0 if valid else 1
+    if args.verbose:
+        print(format_timings(progress.timings), file=sys.stderr)  # stdout stays snarkjs's one line
+    if valid:
+        if not args.quiet:
+            print("OK!")
         return 0
     print("Invalid proof")
-    problem = proof_problem(vk, proof)  # snarkjs too says why ("Proof commitments are not valid.")
     if problem is not None:
         print(f"{shown(args.proof)}: {problem}", file=sys.stderr)
     return 1

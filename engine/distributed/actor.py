@@ -22,7 +22,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from engine.distributed.transport import Failure, failure
+from engine.distributed.transport import RAY_LOG_CHARS, RAY_LOG_LINES, Failure, Logged, failure
 from engine.errors import InputFileError
 from engine.jobs import key_info
 
@@ -109,7 +109,7 @@ class EngineActor:
             return failure(exc)
         return {**key_info(handle), "identity": key_identity(handle)}  # what ClusterKey mirrors, and checks
 
-    async def prove(self, spec: KeySpec, *items: Any) -> list[Any] | Failure:
+    async def prove(self, spec: KeySpec, *items: Any) -> list[Any] | Logged | Failure:
         """One job of len(items) proofs, as Engine.prove(partitions=[...]).
 
         Each item arrives as its own argument, so Ray resolves each object reference here,
@@ -118,12 +118,16 @@ class EngineActor:
             handle = await self._key(spec)
         except Exception as exc:  # the driver sends the job where the key is resident
             return failure(exc, loading=True)
+        from engine.service.jobs import JobLog, collecting  # noqa: PLC0415
+
+        log = JobLog(RAY_LOG_LINES, RAY_LOG_CHARS)  # the circuit's log() lines: sent back with the job
         try:
-            proofs = await self._engine.prove(handle, partitions=list(items))
+            with collecting(log):
+                proofs = await self._engine.prove(handle, partitions=list(items))
         except Exception as exc:
-            return failure(exc)
+            return failure(exc, log=log)
         self.proofs += len(proofs)
-        return proofs
+        return Logged(proofs, log) if log.lines or log.left_out else proofs
 
     async def unload_key(self, key_id: int) -> None | Failure:
         """Release a key the driver has no more jobs of (nothing when it was never loaded here)."""

@@ -39,7 +39,7 @@ from engine.distributed import connection
 from engine.distributed.actor import EngineActor, KeySpec
 from engine.distributed.connection import import_ray, resources as _resources, start_local_ray  # noqa: F401
 from engine.distributed.placement import EngineSlot, Placement
-from engine.distributed.transport import Failure, first_line as _first_line, task_error as _task_error, unpack
+from engine.distributed.transport import Failure, first_line as _first_line, received, task_error as _task_error, unpack
 from engine.errors import (
     BackendUnavailableError,
     EngineClosedError,
@@ -470,7 +470,7 @@ class RayCluster:
             call = engine.actor.prove.remote(key._spec, *refs)
             completed = False
             try:
-                result = await call
+                result = received(await call)  # the job's circuit log lines logged here (transport.py)
                 completed = not isinstance(result, Failure)
             except asyncio.CancelledError:
                 ray.cancel(call)

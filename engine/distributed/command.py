@@ -76,10 +76,12 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
     # on stdout) would come among the JSON objects: the error line says what failed, the session's logs the rest
     ray_init = {"log_to_driver": False} if args.json else None
 
+    from engine.commands.witness import circuit_log_shown  # noqa: PLC0415
+
     async def main():
         async with RayCluster(address, engines, config, ray_init=ray_init) as cluster:
             key = await cluster.load_key(args.zkey, wasm=args.wasm)
-            with progress.timed("prove", 0.5):
+            with progress.timed("prove", 0.5), circuit_log_shown(progress, quiet=args.quiet):  # as without Ray
                 proof = await cluster.prove(key, witness)
             return key, proof
 

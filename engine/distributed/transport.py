@@ -24,6 +24,40 @@ class Failure:
 
     packed: bytes
     loading: bool = False  # the job's key would not load on that engine (others may hold it): not the job's fault
+    log: Any = None  # the job's circuit log lines before its error (a JobLog), shown by the driver (`received`)
+
+
+@dataclass(frozen=True)
+class Logged:
+    """A job's result with its circuit's log() lines, made in the actor's process (a JobLog, bounded)."""
+
+    value: Any
+    log: Any
+
+
+# A job's lines that come back through Ray: one witness's as the local path keeps them (its synthesis worker keeps
+# 2001: task_log), within 8 MiB of text a job however many witnesses it has.
+RAY_LOG_LINES = 10_000
+RAY_LOG_CHARS = 8 << 20
+
+
+def received(result: Any) -> Any:
+    """An actor's answer in the driver: the job's carried log lines logged here (under the same logger, each
+    record's `witness` naming its witness, as the local Engine logs them), the result without them."""
+    log = result.log if isinstance(result, (Logged, Failure)) else None
+    if log is not None and (log.lines or log.left_out):
+        import logging  # noqa: PLC0415
+
+        for name, level, text, witness in log.lines:
+            logger = logging.getLogger(name)
+            if logger.isEnabledFor(level):
+                logger.handle(logger.makeRecord(name, level, "(ray engine)", 0, text, None, None,
+                                                extra={"witness": witness}))
+        if log.left_out:
+            logging.getLogger(log.lines[0][0] if log.lines else "engine.witness.calculator").info(
+                "%d more log lines of this job left out (an engine sends back its first %d)", log.left_out,
+                len(log.lines))
+    return result.value if isinstance(result, Logged) else result
 
 
 def _rebuild(cls: type, args: tuple, state: dict) -> BaseException:
@@ -65,8 +99,8 @@ def unpack(packed: bytes) -> BaseException:
         return EngineError(f"an engine raised an error this process cannot rebuild ({type(exc).__name__}: {exc})")
 
 
-def failure(exc: BaseException, *, loading: bool = False) -> Failure:
-    return Failure(pack(exc), loading)
+def failure(exc: BaseException, *, loading: bool = False, log: Any = None) -> Failure:
+    return Failure(pack(exc), loading, log if log is not None and (log.lines or log.left_out) else None)
 
 
 def task_error(key: Any, exc: BaseException, theirs: bool) -> EngineError:

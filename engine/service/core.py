@@ -15,6 +15,7 @@ import itertools
 import json
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -24,7 +25,7 @@ from typing import Any
 import anyio
 
 from engine.errors import EngineError
-from engine.service.jobs import PRIORITIES, Job, JobQueue
+from engine.service.jobs import PRIORITIES, Job, JobQueue, collecting
 from engine.service.keys import KeyRegistry, ServedKey, resident_bytes
 from engine.service.metrics import Metrics
 from engine.service.problems import Problem, bad_request, from_engine_error, not_found
@@ -90,6 +91,9 @@ class Service:
         self.jobs: dict[str, Job] = {}
         self._kept: OrderedDict[str, float] = OrderedDict()  # detached jobs that ended -> when
         self._ids = itertools.count(1)
+        # A job's id is what a client asks for after losing its server: a restarted one counted from 1 again and
+        # gave the lost job's id (and a `wait` for it another witness's proof); this server's token in each id.
+        self._run_token = secrets.token_hex(4)
         self._uploads = itertools.count(1)
         self._tg = task_group
         self._active = 0
@@ -188,8 +192,8 @@ class Service:
             remove_file(spool)
             raise
         deadline_s = deadline_s or self.config.default_deadline_s or None
-        job = Job(id=str(next(self._ids)), key=key, priority=priority, witness=witness, label=label, spool=spool,
-                  deadline_s=deadline_s, detached=detached, upload=upload, received=received)
+        job = Job(id=f"{next(self._ids)}-{self._run_token}", key=key, priority=priority, witness=witness, label=label,
+                  spool=spool, deadline_s=deadline_s, detached=detached, upload=upload, received=received)
         self._purge()
         self.jobs[job.id] = job
         key.active += 1
@@ -214,9 +218,11 @@ class Service:
                 job.scope = scope
                 if job.cancel_as:
                     scope.cancel()  # cancelled between its start and this task's first step
-                job.proof = await self.engine.prove(job.key.handle, job.witness)
+                with collecting(job.log):  # the circuit's log() lines, which the job's answer carries
+                    job.proof = await self.engine.prove(job.key.handle, job.witness)
+                job.verified = getattr(getattr(self.engine, "config", None), "verify", None)
         except EngineError as exc:
-            problem = from_engine_error(exc, {job.spool: job.label} if job.spool else None)
+            problem = _named_problem(exc, job)
         except Exception as exc:  # a bug of ours or the engine's: the client gets a 500, the server goes on
             log.exception("job %s failed unexpectedly", job.id)
             problem = Problem(500, "internal_error", f"{type(exc).__name__}: {exc}")
@@ -406,6 +412,22 @@ def _read_zkey(path: str) -> Any:
     from engine.formats.zkey import read_zkey  # noqa: PLC0415
 
     return read_zkey(path)
+
+
+def _named_problem(exc: EngineError, job: Job) -> Problem:
+    """The Problem of a job's engine error, naming its witness as the client did (`name`): the spooled file's
+    path, and for inputs sent as JSON what the engine calls a dict ("inputs: unknown input signal 'y'", "circuit
+    assertion failed for inputs", "inputs for circuit.wasm"), where the local path names the input.json."""
+    names = {job.spool: job.label} if job.spool else {}
+    if isinstance(job.witness, dict) and job.label != "inputs":
+        wasm = getattr(job.key, "wasm", None)
+        if wasm:
+            names[f"inputs for {os.path.basename(wasm)}"] = job.label
+        names[" for inputs"] = f" for {job.label}"
+    problem = from_engine_error(exc, names)
+    if names and getattr(exc, "path", None) == "inputs" and problem.message.startswith("inputs: "):
+        problem.message = f"{job.label}: {problem.message[len('inputs: '):]}"
+    return problem
 
 
 def _cancel_problem(job: Job) -> Problem:

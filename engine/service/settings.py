@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import socket
 from typing import Any
@@ -29,6 +30,10 @@ import msgspec
 from engine.config import (ConfigError, EngineConfig, check_field_types, convert, engine_part, parse_size,
                            read_toml, refuse_nan)
 from engine.errors import InputFileError
+
+
+# The keys that are seconds: finite, not negative (0: none or never, as each documents; job_ttl_s: more than 0)
+SECONDS = ("job_ttl_s", "default_deadline_s", "drain_timeout_s", "upload_timeout_s", "idle_timeout_s")
 
 
 class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -47,6 +52,7 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     idle_timeout_s: float = 75.0
 
     def __post_init__(self) -> None:
+        given_body = self.max_body  # as written, for its message: "0.4" is 0 bytes
         self.max_body = parse_size(self.max_body, "service.max_body")
         self.memory_upload_max = parse_size(self.memory_upload_max, "service.memory_upload_max")
         check_field_types(self, "service.", paths=("token_file",))
@@ -57,13 +63,17 @@ class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         for name in ("max_queued_per_key", "max_jobs_kept"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"service.{name}: need at least 1, got {getattr(self, name)}")
-        for name in ("running_jobs", "job_ttl_s", "default_deadline_s", "drain_timeout_s", "upload_timeout_s",
-                     "idle_timeout_s"):
-            refuse_nan(getattr(self, name), f"service.{name}")
-            if getattr(self, name) < 0:
-                raise ConfigError(f"service.{name}: {getattr(self, name)} is negative")
+        for name in ("running_jobs", *SECONDS):
+            value = getattr(self, name)
+            refuse_nan(value, f"service.{name}")
+            if isinstance(value, float) and math.isinf(value):  # TOML's inf, 1e400: a timeout that never came
+                raise ConfigError(f"service.{name}: {value} is not a finite number of seconds")
+            if value < 0:
+                raise ConfigError(f"service.{name}: {value} is negative")
+        if self.job_ttl_s == 0:  # every detached job's result was dropped before its owner could fetch it
+            raise ConfigError("service.job_ttl_s: 0 keeps no finished job to fetch; give more than 0 seconds")
         if self.max_body < 1:
-            raise ConfigError("service.max_body: must be at least 1 byte")
+            raise ConfigError(f"service.max_body: {given_body!r} is less than 1 byte")
 
 
 def load_files(path: str | os.PathLike | None) -> tuple[EngineConfig, ServiceConfig]:
@@ -106,19 +116,26 @@ def _as_flag(message: str, changes: dict[str, Any]) -> str:
     return f"command-line flags: {message}"
 
 
-def read_tokens(path: str | None) -> list[str]:
-    """The bearer tokens of a token file (one a line, blank lines and #comments skipped)."""
+def read_tokens(path: str | None, source: str | None = None) -> list[str]:
+    """The bearer tokens of a token file (one a line, blank lines and #comments skipped).  `source`, where the
+    name came from a configuration file (`engine.toml: [service] token_file`), is named in the error with it: a
+    relative name is read from the current directory, not the file's (it said "tok: cannot read ...")."""
     from engine.client import token_file_tokens  # noqa: PLC0415 - the client reads the same file the same way
 
     if path is None:
         return []
+    where = path if source is None else f"{source} = {path!r}"
     try:
         tokens = token_file_tokens(path)
     except InputFileError as exc:
-        raise ConfigError(str(exc)) from None
+        if source is None:
+            raise ConfigError(str(exc)) from None
+        relative = " (a relative name is read from the current directory)" \
+            if not os.path.isabs(path) and "cannot read" in exc.problem else ""
+        raise ConfigError(f"{where}: {exc.problem}{relative}") from None
     short = [t for t in tokens if len(t) < 16]
     if short:
-        raise ConfigError(f"{path}: a token of {len(short[0])} characters is too easy to guess (use 16 or more)")
+        raise ConfigError(f"{where}: a token of {len(short[0])} characters is too easy to guess (use 16 or more)")
     return tokens
 
 
@@ -130,15 +147,41 @@ def is_loopback(host: str) -> bool:
         pass
     try:
         infos = socket.getaddrinfo(host, None)
-    except socket.gaierror:
+    except (socket.gaierror, UnicodeError, ValueError):  # (a label over 63 characters, a NUL)
         return False
     return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
 
 
-def check_exposure(config: ServiceConfig, tokens: list[str]) -> None:
-    """Binding beyond loopback without a token is refused: anyone could prove with (and unload) our keys."""
-    if not tokens and not is_loopback(config.host):
-        raise ConfigError(
-            f"--host {config.host or repr(config.host)}: serving beyond loopback needs --token-file (every request "
-            "would be anonymous)"
-        )
+def unresolved(host: str) -> str | None:
+    """Why `host` names no address to listen on, or None ("" is every interface)."""
+    if not host:
+        return None
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(host, None)
+    except socket.gaierror as exc:
+        return exc.strerror or str(exc)
+    except (UnicodeError, ValueError) as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def check_exposure(config: ServiceConfig, tokens: list[str], source: str = "--host") -> None:
+    """Binding beyond loopback without a token is refused: anyone could prove with (and unload) our keys; a
+    host that names no address, whatever the tokens, is said to be one (not "cannot listen on", naming no source).
+    `source` says where the host came from: the flag, or a configuration file's key (`engine.toml: [service]
+    host`), which the message names (it said --host for a host that no flag had given)."""
+    where = f"--host {config.host}" if source == "--host" else f"{source} = {config.host!r}"
+    if (why := unresolved(config.host)) is not None:  # it asked for a token, then the server could not bind
+        raise ConfigError(f"{where}: names no address to listen on ({why})")
+    if tokens or is_loopback(config.host):
+        return
+    if source == "--host":
+        raise ConfigError(f"--host {config.host or repr(config.host)}: serving beyond loopback needs --token-file "
+                          "(every request would be anonymous)")
+    raise ConfigError(f"{source} = {config.host!r}: serving beyond loopback needs a token file (token_file in "
+                      "[service], or --token-file): every request would be anonymous")
