@@ -57,9 +57,10 @@ def prove_on_ray(args: argparse.Namespace, config, wtns_path: str | None, proof_
     address = None if args.ray == "local" else args.ray
     if wtns_path is None:  # read here as the local path reads it (a file that is not UTF-8, a number that
         # JavaScript would round: each named, where json.load took the second and raised the first)
+        from engine.groth16.kit import NamedInputs  # noqa: PLC0415
         from engine.witness.inputs import parse_inputs  # noqa: PLC0415
 
-        witness = parse_inputs(args.input)
+        witness = NamedInputs(parse_inputs(args.input), args.input)  # its errors name the file, as without Ray
     else:
         witness = wtns_path
     from engine.paths import is_pipe  # noqa: PLC0415

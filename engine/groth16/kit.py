@@ -41,6 +41,15 @@ class InputsFile(str):
     """The path of a circuit's input.json, whatever its name ends with (a plain str path must end in .json)."""
 
 
+class NamedInputs(dict):
+    """Circuit inputs read here from a file another process cannot open (`prove --ray`: the engine's node), with
+    that file's name for errors to name (a plain dict's are "inputs")."""
+
+    def __init__(self, values: dict, source: str):
+        super().__init__(values)
+        self.source = source
+
+
 @dataclass
 class Groth16Key:
     """What the Groth16 kit keeps per key: the parsed zkey, the optional circuit.wasm, the cached vk."""
@@ -122,7 +131,10 @@ class Groth16Kit:
                 return Partition(index, path, task=(synthesise_wasm, (key.wasm, path, *prime_check)))
             from engine.witness.inputs import normalise_inputs  # noqa: PLC0415
 
-            item = normalise_inputs(item, "inputs")  # here: nested beyond the stack, it could not be pickled
+            source = getattr(item, "source", None)  # NamedInputs: its file's name
+            item = normalise_inputs(item, source or "inputs")  # here: nested beyond the stack, not picklable
+            if source is not None:
+                return Partition(index, source, task=(synthesise_wasm, (key.wasm, item, *prime_check, source)))
             return Partition(index, f"inputs for {os.path.basename(key.wasm)}",
                              task=(synthesise_wasm, (key.wasm, item, *prime_check)))
         if hasattr(item, "values") and hasattr(item, "prime"):
