@@ -275,6 +275,8 @@ def test_bad_requests_get_4xx_json_and_server_keeps_serving(server, tmp_path):
         # query parameters
         expect(400, "bad_request", c.prove, key, f"{SUDOKU}.wtns", priority="urgent")
         expect(400, "bad_request", c.prove, key, f"{SUDOKU}.wtns", deadline=-1)
+        assert "finite" in expect(400, "bad_request", c.prove, key, f"{SUDOKU}.wtns", deadline=float("inf"))
+        assert "finite" in expect(400, "bad_request", c.job, "1", wait=float("inf"))
         expect(400, "bad_request", c.job, "1", wait="soon")
         # an oversized body (the limit is 64 KiB here): refused from its Content-Length, before the upload
         assert "limit" in expect(413, "body_too_large", c.prove, key, b"wtns" + b"\0" * (70 << 10))

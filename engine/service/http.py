@@ -262,6 +262,8 @@ def _number(request: web.Request, name: str, low: float, high: float = math.inf,
         value = float(raw)
     except ValueError:
         raise bad_request(f"{name}: {raw!r} is not a number") from None
+    if math.isinf(value):  # `deadline=inf` was taken as no deadline, reported as null (serve refuses it too)
+        raise bad_request(f"{name}: {raw} is not a finite number of seconds (leave it out for none)")
     above_low = low <= value if low_included else low < value
     if not (above_low and value <= high) or math.isnan(value):
         raise bad_request(f"{name}: {raw} is out of range ({'at least' if low_included else 'more than'} {low:g}" +
