@@ -147,6 +147,9 @@ class WasmCircuit:
 
     def _runtime(self) -> CircuitInstance:
         if self._rt is None:
+            if self.module is None:  # closed at exit (_release_at_exit): compiled again (or mapped from the cache)
+                self.module, self.compiler, self.from_disk_cache = _compiled(_read_wasm(self._abspath),
+                                                                             self.compiler == "winch")
             self._rt = CircuitInstance(self)
         return self._rt
 
@@ -219,14 +222,20 @@ def _release_at_exit() -> None:
     """Free every circuit's wasmtime store while the interpreter is whole.  A store, its instances and the
     Python callbacks they call form cycles that only the collector frees; left to the interpreter's teardown
     they were freed after the modules their finalizers call were gone ("Exception ignored ... 'NoneType' object
-    is not callable" at the end of a run, once a segmentation fault: CI's pytest exited 139).  A circuit used
-    after this makes its store again."""
+    is not callable" at the end of a run), with the circuits' compiled modules and the process's engines (the
+    same lines from their finalizers).  A circuit used after this is compiled and given a store again."""
     with WasmCircuit._cache_lock:
         WasmCircuit._cache.clear()
     for circuit in list(WasmCircuit._live):
-        with circuit._lock:
+        with circuit._lock:  # (a calculation on another thread ends first)
             circuit._drop_runtime()
+            module, circuit.module = circuit.module, None
+            if module is not None:
+                module.close()  # the compiled code, before its engine
     gc.collect()
+    from engine.witness.runtime import release_engines  # noqa: PLC0415
+
+    release_engines()
 
 
 def compute_witness(wasm_path: str | os.PathLike, inputs: Any) -> np.ndarray:

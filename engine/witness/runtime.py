@@ -205,6 +205,17 @@ def wasm_engine(compiler: str = "cranelift") -> tuple[wasmtime.Engine, wasmtime.
         return _PROCESS[compiler]
 
 
+def release_engines() -> None:
+    """Close this process's engines and helper modules (at exit, after every circuit's store and module): left to
+    the interpreter's teardown, their finalizers ran after wasmtime's own module was cleared ("Exception ignored
+    in: Managed.__del__ ... 'NoneType' object is not callable" at the end of a pytest run)."""
+    with _PROCESS_LOCK:
+        for engine, helper in _PROCESS.values():
+            helper.close()
+            engine.close()
+        _PROCESS.clear()
+
+
 def _use_winch(config: wasmtime.Config) -> None:
     """wasmtime-py's Config.strategy names only auto and cranelift; the C API's WASMTIME_STRATEGY_WINCH is 2."""
     from wasmtime import _ffi  # noqa: PLC0415
