@@ -43,7 +43,21 @@ def build_parser(only: str | None = None) -> "argparse.ArgumentParser":
     others are never built, nor their modules imported."""
     from engine.commands.parsing import Parser  # noqa: PLC0415 - argparse: not on `prove --server`'s path
 
-    parser = Parser(
+    class CliParser(Parser):  # (its subcommands' parsers are of its class: argparse's parser_class)
+        def _print_message(self, message, file=None):
+            """argparse's, but a reader of stdout that left is not dropped: under `python -u` (no buffer to flush
+            later) `--help | head` exited 0 where the buffered command exits 141 (engine/__main__)."""
+            if message:
+                file = file or sys.stderr
+                try:
+                    file.write(message)
+                except BrokenPipeError:
+                    if file is sys.stdout:
+                        raise
+                except (AttributeError, OSError):
+                    pass
+
+    parser = CliParser(
         prog=program_name(),
         description="Groth16 prover for circom/snarkjs circuits (BN254 and BLS12-381), on GPU or CPU.",
     )
@@ -157,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         start = getattr(args, "start", None)
         if start is not None:  # what can begin before those imports (prove: the device, on a thread)
             start(args)
-        for module in getattr(args, "preload", lambda a: ())(args):  # the command's heavy imports, now
+        for module in getattr(args, "preload", _load_first)(args):  # the command's heavy imports, now
             importlib.import_module(module)
     except KeyboardInterrupt:  # Ctrl-C while the commands load
         return report(None, "Interrupted", "interrupted", 130)
@@ -174,30 +188,36 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return report(args, "MemoryError", f"out of host memory while loading the engine ({_memory_detail(exc)}); "
                       "raise the memory limit (ulimit -v)", 2)
-    if any(getattr(signal.getsignal(s), "loading", False) for s in (signal.SIGINT, *_stop_signals())):
-        from engine import interrupts  # noqa: PLC0415 - small (os, signal, threading, contextlib)
+    log_lines = None
+    try:  # (from own_process on, a signal is a KeyboardInterrupt: one while it starts the watchdog was a traceback)
+        if any(getattr(signal.getsignal(s), "loading", False) for s in (signal.SIGINT, *_stop_signals())):
+            from engine import interrupts  # noqa: PLC0415 - small (os, signal, threading, contextlib)
 
-        # engine/__main__'s start-up handlers: from here Ctrl-C is KeyboardInterrupt, SIGTERM/SIGHUP/SIGQUIT too
-        interrupts.own_process(stop_signals=named_command(argv) != "serve", json=bool(getattr(args, "json", 0)))
-    import warnings  # noqa: PLC0415 - loaded with the interpreter
+            # engine/__main__'s start-up handlers: from here Ctrl-C is KeyboardInterrupt, SIGTERM/SIGHUP/SIGQUIT too
+            interrupts.own_process(stop_signals=named_command(argv) != "serve", json=bool(getattr(args, "json", 0)))
+        import warnings  # noqa: PLC0415 - loaded with the interpreter
 
-    warnings.showwarning = _warning_line(args)
-    log_lines = _route_log_warnings(args, named_command(argv))
-    try:
+        warnings.showwarning = _warning_line(args)
+        log_lines = _route_log_warnings(args, named_command(argv))
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # what it printed, here: a stdout that cannot take it is this command's error
+        _said(args, argv)
         return code
     except EngineError as exc:
-        if _stop_signal_came():  # a worker that the same signal ended (sent to the group) failed first
-            return report(args, "Interrupted", *_interrupted())
+        if _stop_signal_came() or _of_interrupt(exc):  # a worker that the same signal ended (sent to the group)
+            return _report_interrupted(args)  # failed first
         if isinstance(exc.__cause__, BrokenPipeError):  # an output on a pipe whose reader left (/dev/stdout | head):
             raise exc.__cause__  # quietly 141 (engine/__main__), as for the command's own lines
-        return report(args, type(exc).__name__, str(exc) + _cwd_note(exc), exc.exit_code, _answer_fields(exc),
+        code = report(args, type(exc).__name__, str(exc) + _cwd_note(exc), exc.exit_code, _answer_fields(exc),
                       path=getattr(exc, "path", None))
+        _said(args, argv)
+        return code
     except KeyboardInterrupt:
-        return report(args, "Interrupted", *_interrupted())
-    except (MemoryError, OSError, ImportError) as exc:
-        if not out_of_memory(exc):
+        return _report_interrupted(args)
+    except Exception as exc:
+        if _stop_signal_came() or _of_interrupt(exc):  # a KeyboardInterrupt that code turned into another error
+            return _report_interrupted(args)
+        if not (isinstance(exc, (MemoryError, OSError, ImportError)) and out_of_memory(exc)):
             raise
         return report(args, "MemoryError", "out of host memory", 2)
     finally:
@@ -206,16 +226,58 @@ def main(argv: list[str] | None = None) -> int:
             sys.modules["logging"].getLogger().removeHandler(log_lines)
 
 
+def _said(args: "argparse.Namespace", argv: list[str]) -> None:
+    """The command has said its result or its error: a signal from here is too late (engine/interrupts.py's
+    finished(), which a command that writes no file never reached: `verify` printed OK! and died of a SIGTERM
+    in the interpreter's teardown, which puts Python's handlers back to the default action, exit -15).  Not
+    where engine/__main__ ends the process without that teardown (`prove`, args.left_clean: its _leave), nor
+    after an interrupt: there another one still ends the wait for a thread at once."""
+    interrupts = sys.modules.get("engine.interrupts")
+    if interrupts is not None and named_command(argv) != "prove" and not getattr(args, "left_clean", False):
+        interrupts.outputs_made()
+
+
+# Commands that name no preload of their own but import numpy whatever their input (an error's path included)
+NUMPY_FIRST = {"verify", "info", "export-vkey", "setup"}
+
+
+def _load_first(args: "argparse.Namespace") -> list[str]:
+    """The heavy imports of a command that names none (args.preload), made before Ctrl-C and the stop signals
+    become KeyboardInterrupts: numpy's C init swallowed one (SIGTERM 40 ms into `verify`) and failed, an
+    ImportError traceback and exit 1 instead of `interrupted by SIGTERM`."""
+    return ["numpy"] if getattr(args, "command", None) in NUMPY_FIRST else []
+
+
 def _stop_signals() -> tuple:
     """SIGTERM, SIGHUP and SIGQUIT, where this platform has them (engine.interrupts.STOP_SIGNALS, not imported
     for this)."""
     return tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
 
+def _report_interrupted(args: "argparse.Namespace") -> int:
+    """The interrupted line and code, another interrupt held meanwhile (engine/interrupts.py's hold_further)."""
+    interrupts = sys.modules.get("engine.interrupts")
+    if interrupts is not None:
+        interrupts.hold_further()
+    return report(args, "Interrupted", *_interrupted())
+
+
 def _interrupted() -> tuple[str, int]:
     """The interrupted command's line and exit code (engine/interrupts.py; plain Ctrl-C where it is not loaded)."""
     interrupts = sys.modules.get("engine.interrupts")
     return interrupts.interrupted() if interrupts is not None else ("interrupted", 130)
+
+
+def _of_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the causes of `exc`: one raised inside a dataclass made at import
+    came out as `RuntimeError: Error calling __set_name__`, a traceback and exit 1."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _stop_signal_came() -> bool:

@@ -156,6 +156,15 @@ def _interrupted_while_loading(signum, frame):
 
 _interrupted_while_loading.loading = True
 
+# Before any further import (the bytecode cache's: a SIGHUP there killed the command with no word); cli.main
+# replaces them once loaded (engine/interrupts.py); a signal the process was started ignoring (a background
+# job's SIGINT, nohup's SIGHUP) stays ignored
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_loading)
+for _signum in _STOP_SIGNALS:
+    if signal.getsignal(_signum) is signal.SIG_DFL:
+        signal.signal(_signum, _interrupted_while_loading)
+
 # Where this Python may not write bytecode beside the modules (PYTHONDONTWRITEBYTECODE, common in images), keep it
 # in the engine's cache instead of compiling every module on every command: engine/bytecode_cache.py.
 from engine import bytecode_cache  # noqa: E402
@@ -166,14 +175,6 @@ PYCACHE = bytecode_cache.enable()
 # 16-core host (perf/RESULTS.md, sessions 31 and 34).  The engine runs no floating-point linear algebra, so its
 # commands take one; a value the user set is kept.  (An application that imports the engine keeps its own.)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# cli.main replaces them once loaded (engine/interrupts.py); a signal the process was started ignoring (a
-# background job's SIGINT, nohup's SIGHUP) stays ignored
-if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _interrupted_while_loading)
-for _signum in _STOP_SIGNALS:
-    if signal.getsignal(_signum) is signal.SIG_DFL:
-        signal.signal(_signum, _interrupted_while_loading)
-
 try:
     import cli
     from cli import main, only_command

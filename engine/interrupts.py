@@ -85,6 +85,9 @@ def own_process(stop_signals: bool = True, json: bool = False) -> None:
     watchdog (_watch) ends a main thread that cannot run the handlers; `json`: its line is a JSON object."""
     global _owned, _finished, _stopped_by, _json, _one_command
     _owned, _finished, _stopped_by, _json, _one_command = True, False, None, json, stop_signals
+    _stops_ignored.clear()
+    _made.clear()
+    _removed.clear()
     if getattr(signal.getsignal(signal.SIGINT), "loading", False):
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
     for signum in STOP_SIGNALS:
@@ -216,16 +219,17 @@ def _force_exit(signum: int, unless_finished: bool = False) -> None:
         return
     if signum != signal.SIGINT and _stopped_by is None:
         _stopped_by = signum
-    line, code = interrupted()
-    if _json:
-        import json  # noqa: PLC0415
-
-        line = json.dumps({"event": "error", "error": "Interrupted", "message": line, "exit_code": code})
     import sys  # noqa: PLC0415
 
     file_writes = sys.modules.get("engine.file_writes")
     if file_writes is not None:
         file_writes.remove_temporaries()
+    remove_made_directories()  # (after the temporaries: they may be what was in them)
+    line, code = interrupted()
+    if _json:
+        import json  # noqa: PLC0415
+
+        line = json.dumps({"event": "error", "error": "Interrupted", "message": line, "exit_code": code})
     for path in _started:  # a --timeline this command began: Ctrl-C's way out removes it too (engine/commands/prove)
         try:
             os.unlink(path)
@@ -238,10 +242,25 @@ def _force_exit(signum: int, unless_finished: bool = False) -> None:
         except Exception:  # noqa: BLE001 - leaving anyway; the next maker's sweep removes what is left
             pass
     try:
-        os.write(2, line.encode() + b"\n")
+        os.write(2, (b"" if _json else _line_start()) + line.encode() + b"\n")  # (--json draws no bar)
     except OSError:
         pass
     os._exit(code)
+
+
+def _line_start() -> bytes:
+    """On a terminal, its line cleared first as BarProgress.done() clears it: a bar drawn there (the main thread
+    stuck in its stage) got the interrupted line on its end.  Harmless where the cursor starts a line."""
+    try:
+        if not os.isatty(2):
+            return b""
+        width = os.get_terminal_size(2).columns
+    except OSError:
+        return b""
+    if not width:  # a terminal no one sized says 0: $COLUMNS, as the bar took it, or wider than a bar's default
+        columns = os.environ.get("COLUMNS", "")
+        width = (int(columns) if columns.isdigit() else 0) or 121
+    return b"\r" + b" " * max(width - 1, 0) + b"\r"
 
 
 def _on_stop(signum, frame) -> None:
@@ -265,20 +284,70 @@ def stopped_by() -> int | None:
 
 
 def interrupted() -> tuple[str, int]:
-    """The line and exit code of a command that was interrupted: by Ctrl-C, 130; by a stop signal, 128 + it."""
+    """The line and exit code of a command that was interrupted: by Ctrl-C, 130; by a stop signal, 128 + it;
+    the line says which directories it removed (remove_made_directories)."""
+    note = f"; removed {_removed_note()}, which this run had created" if _removed else ""
     if _stopped_by is None:
-        return "interrupted", 128 + signal.SIGINT
-    return f"interrupted by {signal.Signals(_stopped_by).name}", 128 + _stopped_by
+        return "interrupted" + note, 128 + signal.SIGINT
+    return f"interrupted by {signal.Signals(_stopped_by).name}{note}", 128 + _stopped_by
+
+
+_made: list[str] = []  # directories this command created, outermost first (made_directories)
+_removed: list[str] = []  # those remove_made_directories() removed, innermost first
+
+
+def made_directories(paths: list[str]) -> None:
+    """The directories (outermost first, as the user named them) a command is about to create for its outputs
+    (bench-circuit's DIR and its missing parents): an interrupt, a failure or the watchdog's exit removes them
+    while they are empty (remove_made_directories), never one that was there before.  [] once they hold the
+    outputs."""
+    _made[:] = paths
+    _removed.clear()
+
+
+def remove_made_directories() -> list[str]:
+    """Remove, innermost first, the made_directories() that exist and are empty; returns those removed (an
+    interrupted line names them: interrupted()).  One that holds anything, another writer's file included, stays,
+    and so do the ones above it."""
+    for path in reversed(_made):
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:  # (not made yet)
+            continue
+        except OSError:
+            break
+        _removed.append(path)
+    _made.clear()
+    return list(_removed)
+
+
+def _removed_note() -> str:
+    from engine.paths import shown  # noqa: PLC0415 - small (os, stat)
+
+    names = [shown(p) for p in _removed]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def finished() -> None:
-    """The files are about to be written and the process to exit: from here Ctrl-C is ignored (a stop signal
-    too)."""
+    """The files are about to be written and the process to exit: from here Ctrl-C is ignored, and a stop signal
+    too.  Ignored, not only answered by a handler that returns: the interpreter's teardown (a command that ends
+    by sys.exit) puts every Python handler back to the default action, and a SIGTERM or SIGHUP there killed the
+    process (exit -15, -1, no word) after its witness or key was written."""
     global _finished, _sigint_before
     if _owned and threading.current_thread() is threading.main_thread() and not _finished:
         with _end:  # (waits forever where the watchdog is already on its way out: nothing is written)
             _sigint_before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a pending one raises before the mark)
             _finished = True
+            _stops_ignored[:] = [s for s in STOP_SIGNALS if signal.getsignal(s) is _on_stop]
+            _stops_to(signal.SIG_IGN)
+
+
+_stops_ignored: list[int] = []  # the stop signals finished() ignored (not one the process was started ignoring)
+
+
+def _stops_to(handler) -> None:
+    for signum in _stops_ignored:
+        signal.signal(signum, handler)
 
 
 _sigint_before = None  # SIGINT's handler before finished() (interruptible() puts it back for a while)
@@ -313,11 +382,13 @@ def interruptible() -> Iterator[None]:
     with _end:
         _finished = False
         signal.signal(signal.SIGINT, _sigint_before if _sigint_before is not None else signal.SIG_IGN)
+        _stops_to(_on_stop)  # (and the stop signals finished() ignored)
     try:
         yield
     finally:
         with _end:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _stops_to(signal.SIG_IGN)
             _finished = True
 
 
@@ -327,10 +398,33 @@ def _exit_now(signum, frame) -> None:
 
 def leaving() -> None:
     """The process is on its way out (engine/__main__'s _leave): an interrupt from here ends it at once with its
-    code, unless it is ignored (finished(), or since the start)."""
+    code, unless it is ignored (finished(), or since the start); one held while the line was said, now."""
     for signum in (signal.SIGINT, *STOP_SIGNALS):
         handler = signal.getsignal(signum)
         if handler is signal.SIG_IGN or (handler is _on_stop and _finished):
             continue
-        if signum == signal.SIGINT or handler is _on_stop:
+        if signum == signal.SIGINT or handler in (_on_stop, _hold):
             signal.signal(signum, _exit_now)
+    if _held is not None:
+        os._exit(interrupted()[1])  # (the code of the line said: the first signal's)
+
+
+_held: int | None = None  # a signal that came while an interrupted command said its line (hold_further)
+
+
+def hold_further() -> None:
+    """An interrupted command is saying its line (cli.main): another interrupt until the process leaves is held
+    (leaving() then ends it at once), not a KeyboardInterrupt raised inside the line's write (a traceback, exit
+    -2, after SIGTERM and a Ctrl-C 3 ms apart).  Not serve's, and not a signal the process ignores."""
+    if not (_one_command and _owning_main()):
+        return
+    for signum in (signal.SIGINT, *STOP_SIGNALS):
+        handler = signal.getsignal(signum)
+        if signum == signal.SIGINT and callable(handler) or handler is _on_stop:
+            signal.signal(signum, _hold)
+
+
+def _hold(signum, frame) -> None:
+    global _held
+    if _held is None:
+        _held = signum

@@ -294,4 +294,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     sys.exit(main())

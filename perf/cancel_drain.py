@@ -68,6 +68,8 @@ async def main(jobs: int, after: float, zkey: str, wtns: str) -> dict:
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=30)
     ap.add_argument("--after", type=float, default=3.0)

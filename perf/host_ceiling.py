@@ -59,4 +59,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     sys.exit(main())

@@ -11,7 +11,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def require_gpu(script: str | None = None) -> None:
-    """Exit 2 with one line naming the script when no CUDA device can be used here."""
+    """Exit 2 with one line naming the script when no CUDA device can be used here.  Also the GPU scripts' one
+    shared call: their stdout's reader that leaves (`| head`) ends them quietly with 141 (perf/pipe_exit.py)."""
+    import pipe_exit  # noqa: PLC0415 - beside this file
+
+    pipe_exit.install()
     from engine.backends.select import cuda_device_count  # noqa: PLC0415 - the engine's own test of a device
 
     if cuda_device_count() == 0:

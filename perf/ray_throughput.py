@@ -123,6 +123,8 @@ async def main(args) -> list[dict]:
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     args = parse_args(None)
     rows = asyncio.run(main(args))
     load = os.getloadavg()[0]

@@ -100,5 +100,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     sys.exit(main())

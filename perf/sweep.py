@@ -256,4 +256,6 @@ def sweep(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     sys.exit(main())

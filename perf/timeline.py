@@ -114,13 +114,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.gantt and not events:  # (a run killed before its first whole line): min() of nothing was a traceback
         print(f"error: {args.file}: no events to draw", file=sys.stderr)
         return 2
+    if args.gantt:  # before the summary: it was a ModuleNotFoundError traceback after it
+        try:
+            from matplotlib.backend_bases import FigureCanvasBase  # noqa: PLC0415
+        except ImportError:
+            print("error: --gantt needs matplotlib (pip install matplotlib)", file=sys.stderr)
+            return 2
+        kinds = FigureCanvasBase.get_supported_filetypes()
+        ext = os.path.splitext(args.gantt)[1][1:].lower()
+        if ext and ext not in kinds:  # (a ValueError traceback after the summary)
+            print(f"error: {args.gantt}: matplotlib writes no .{ext} files (name one of: {', '.join(sorted(kinds))})",
+                  file=sys.stderr)
+            return 2
     summary = summarize(events)
     print(msgspec.json.encode(summary).decode() if args.json else format_summary(summary))
     if args.gantt:
-        plot_gantt(events, args.gantt, title=os.path.basename(args.file))
+        try:
+            plot_gantt(events, args.gantt, title=os.path.basename(args.file))
+        except OSError as exc:  # (a folder that does not exist, a full disk): a traceback after the summary
+            sys.stdout.flush()
+            print(f"error: {args.gantt}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+            return 2
         print(f"wrote {args.gantt}")
     return 0
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     sys.exit(main())

@@ -395,4 +395,6 @@ def write_section(text: str, section: str = SECTION) -> None:
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     sys.exit(main())

@@ -50,6 +50,8 @@ async def main(path: str, repeats: int) -> None:
 
 
 if __name__ == "__main__":
+    import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
+    pipe_exit.install()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("wtns")
     ap.add_argument("--repeats", type=int, default=3)

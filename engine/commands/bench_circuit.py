@@ -38,22 +38,36 @@ def register(subparsers) -> None:
     p.add_argument("--name", default="bench", help="file name stem (default bench)")
     add_output_flags(p)
     quiet_prints_nothing(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, preload=preload)
+
+
+def preload(args: argparse.Namespace) -> list[str]:
+    """Modules `run` imports, loaded while a signal still ends the start cleanly (cli.main): a SIGTERM inside
+    numpy's C init was swallowed there and failed as an ImportError traceback (exit 1)."""
+    return ["numpy", "engine.groth16.bench_circuit"]
 
 
 def run(args: argparse.Namespace) -> int:
     from engine.groth16.bench_circuit import write_bench_circuit
+    from engine import interrupts
     from engine.errors import EngineError
     from engine.progress import format_timings, make_progress
 
     prog = make_progress("bench-circuit", quiet=args.quiet, json=args.json)
+    interrupts.made_directories(directories_to_make(args.directory))
     try:
         r1cs_path, wtns_path, bench = write_bench_circuit(
             args.directory, args.curve, args.constraints, n_public=args.public, seed=args.seed, name=args.name,
             progress=prog,
         )
     except ValueError as exc:
+        interrupts.remove_made_directories()
         raise EngineError(str(exc)) from None
+    except BaseException:  # Ctrl-C, a stop signal, a full disk: DIR was left created and empty (its line says so)
+        prog.done()  # (a terminal's bar cleared: the line was written on its end)
+        interrupts.remove_made_directories()
+        raise
+    interrupts.made_directories([])  # they hold the outputs now
     r = bench.r1cs
     k = max(1, (r.n_constraints + r.n_public).bit_length())
     terms = int(r.a.row_ptr[-1] + r.b.row_ptr[-1] + r.c.row_ptr[-1])
@@ -68,3 +82,23 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose:
         print(format_timings(prog.timings))
     return 0
+
+
+def directories_to_make(directory) -> list[str]:
+    """The directories os.makedirs(directory) would create, outermost first, named as the user's path names them
+    (`new/deeper`: new, new/deeper); none where it exists, or is no path at all (write_bench_circuit's error)."""
+    import os  # noqa: PLC0415
+
+    try:
+        path = os.fsdecode(directory)
+    except TypeError:
+        return []
+    head, made = path, []
+    while head and not os.path.lexists(head):
+        parent, tail = os.path.split(head)
+        if tail not in ("", ".", ".."):
+            made.append(head)
+        if parent == head:
+            break
+        head = parent
+    return made[::-1]

@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     prog = make_progress("setup", quiet=args.quiet, json=args.json)
     try:
         key = setup_file(args.r1cs, args.zkey, ops, curve=args.curve, progress=prog)
+    except BaseException:
+        prog.done()  # a terminal's bar cleared: the error or `interrupted` line was written on its end
+        raise
     finally:
         ops.close()
     out = _summary_stream(args.zkey)

@@ -29,7 +29,13 @@ def register(subparsers) -> None:
     p.add_argument("input", metavar="input.json", help="input signals: numbers, decimal or 0x-hex strings, arrays")
     p.add_argument("output", metavar="witness.wtns", help="where to write the witness")
     add_output_flags(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, preload=preload)
+
+
+def preload(args: argparse.Namespace) -> list[str]:
+    """Modules `run` imports, loaded while a signal still ends the start cleanly (cli.main): a SIGTERM inside
+    numpy's C init, imported in `run`, was swallowed there and failed as an ImportError traceback (exit 1)."""
+    return ["numpy", "engine.witness.calculator", "engine.formats.wtns"]
 
 
 def run(args: argparse.Namespace) -> int:
