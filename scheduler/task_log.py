@@ -27,6 +27,18 @@ class TaskLog:
     left_out_logger: str = ""  # the logger of the first line left out, which says so in the parent
 
 
+def record_text(record: logging.LogRecord) -> str:
+    """A record's message, cut at LOG_LINE_MAX characters (saying how many more there were); a record whose
+    arguments do not fit its format is said as it is, not raised in the handler."""
+    try:
+        text = record.getMessage()
+    except Exception:  # noqa: BLE001
+        text = f"{record.msg!r} {record.args!r}"
+    if len(text) > LOG_LINE_MAX:
+        text = f"{text[:LOG_LINE_MAX]}... ({len(text) - LOG_LINE_MAX} more characters)"
+    return text
+
+
 class _TaskLogHandler(logging.Handler):
     """Keeps a task's records in the worker, bounded (TaskLog)."""
 
@@ -39,13 +51,7 @@ class _TaskLogHandler(logging.Handler):
         self.saved_level = logging.NOTSET  # the root logger's level before capture()
 
     def emit(self, record: logging.LogRecord) -> None:
-        try:
-            text = record.getMessage()
-        except Exception:  # noqa: BLE001 - a record whose arguments do not fit its format: said as it is
-            text = f"{record.msg!r} {record.args!r}"
-        if len(text) > LOG_LINE_MAX:
-            text = f"{text[:LOG_LINE_MAX]}... ({len(text) - LOG_LINE_MAX} more characters)"
-        line = (record.name, record.levelno, text)
+        line = (record.name, record.levelno, record_text(record))
         if len(self.head) < LOG_KEEP_FIRST:
             self.head.append(line)
             return

@@ -9,21 +9,9 @@ import json
 
 import pytest
 
-from conftest import REPO, circom_compile, run_engine
+from conftest import run_engine
 
-GUARDED = REPO / "tests" / "circuits" / "witness" / "guarded.circom"
-
-
-@pytest.fixture(scope="module")
-def guarded(tmp_path_factory):
-    out = tmp_path_factory.mktemp("guarded")
-    r1cs, wasm = circom_compile(GUARDED, "bn128", out)
-    zkey = out / "guarded.zkey"
-    done = run_engine("setup", r1cs, zkey, "--quiet")
-    assert done.returncode == 0, done.stderr
-    (out / "in.json").write_text('{"x": 3}')
-    (out / "bad.json").write_text('{"x": 5}')
-    return zkey, wasm, out
+from test_circuit_logs_engine import guarded  # noqa: F401 - the fixture: guarded.circom, its key and inputs
 
 
 @pytest.mark.snarkjs

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from scheduler.task_log import record_text
+
 PRIORITIES = ("high", "normal", "low")
 RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 FINAL = ("done", "failed", "cancelled", "expired")
@@ -30,7 +32,6 @@ CIRCUIT_LOGGER = "engine.witness.calculator"  # a circuit's log() lines (schedul
 # and 64 KiB a job bounds what a chatty circuit costs: an answer stays small, 10000 kept jobs under 1 GiB.
 SERVICE_LOG_LINES = 200
 SERVICE_LOG_CHARS = 64 << 10
-LINE_MAX = 4 << 10  # one line's characters (a synthesis worker cuts them so too: task_log.LOG_LINE_MAX)
 
 
 class JobLog:
@@ -44,12 +45,7 @@ class JobLog:
         self.left_out = 0
 
     def add(self, record: logging.LogRecord) -> None:
-        try:
-            text = record.getMessage()
-        except Exception:  # noqa: BLE001 - a record whose arguments do not fit its format: said as it is
-            text = f"{record.msg!r} {record.args!r}"
-        if len(text) > LINE_MAX:
-            text = f"{text[:LINE_MAX]}... ({len(text) - LINE_MAX} more characters)"
+        text = record_text(record)  # cut as a synthesis worker cuts them
         if len(self.lines) >= self.max_lines or self.chars + len(text) > self.max_chars or self.left_out:
             self.left_out += 1  # the first lines only, in order: none after one was left out
             return
