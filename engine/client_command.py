@@ -8,7 +8,6 @@ import sys
 import time
 
 from engine.client import Client, ServerError
-from engine.client_argv import show_log
 from engine.client_flags import LOCAL_ONLY
 from engine.errors import EngineError, InputFileError
 
@@ -71,3 +70,29 @@ def prove_command(args, wtns_path: str | None, proof_path: str, public_path: str
         print(f"server {args.server}, key {result.key}, job {result.job}: queued {t.get('queue_s') or 0:.4f} s, "
               f"proved {t.get('prove_s') or 0:.4f} s; whole command {elapsed:.4f} s", file=sys.stderr)
     return 0
+
+
+def show_log(carrier, args, t0: float) -> None:
+    """A job's circuit log() lines (`carrier`: a ProofResult, or a failed job's ServerError) as the local path
+    shows them: each a line on stderr, {"event": "log", "text": ...} with --json, none with --quiet."""
+    if getattr(args, "quiet", False):
+        return
+    lines = list(getattr(carrier, "log", ()))
+    if getattr(carrier, "log_left_out", 0):
+        lines.append(f"{carrier.log_left_out} more log lines left out (the prover server keeps the first "
+                     f"{len(lines)} of a job)")
+    if not lines:
+        return
+    import sys  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    if getattr(args, "json", False):
+        import json  # noqa: PLC0415
+
+        t = round(time.perf_counter() - t0, 6)
+        lines = [json.dumps({"event": "log", "text": line, "t": t}) for line in lines]
+    try:
+        sys.stderr.write("".join(line + "\n" for line in lines))
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # a reader of stderr that left, none (2>&-): the proof stands
+        pass
