@@ -177,6 +177,22 @@ def test_r1cs_wasm_walk_matches_python_walk(tmp_path):
         assert np.array_equal(c1, c2) and p1 == p2
 
 
+def test_r1cs_wasm_walks_module_is_closed_at_exit_and_made_again_after():
+    """The walk's wasmtime engine and module were left to the interpreter's teardown, whose finalizers ran after
+    wasmtime's own module was cleared (CI's pytest ended in two "Exception ignored ... 'NoneType' object is not
+    callable" lines); an exit handler closes them, and a walk after it makes them again."""
+    from engine.formats import r1cs as r1cs_module
+
+    words = np.zeros(8, dtype="<u4")
+    assert _lc_counts_wasm(words, 2)[1] == 2
+    engine, module = r1cs_module._walk_module
+    r1cs_module._release_walk_module()
+    for obj in (engine, module):
+        with pytest.raises(ValueError, match="closed"):
+            obj.ptr()
+    assert _lc_counts_wasm(words, 2)[1] == 2 and r1cs_module._walk_module is not None
+
+
 def test_r1cs_large_read_is_fast(tmp_path):
     m = 1 << 17
     r = random_r1cs(m, m, seed=7, max_terms=3)

@@ -8,6 +8,7 @@ the count words, and what remains is a (nnz, 9) array of u32 term rows.
 """
 from __future__ import annotations
 
+import atexit
 import warnings
 from dataclasses import dataclass
 
@@ -226,6 +227,17 @@ _WALK_MIN_LCS = 1 << 16  # below this the Python walk is quicker than starting w
 _walk_module = None  # (engine, module), compiled once per process; each walk gets its own Store
 
 
+def _release_walk_module() -> None:
+    """The walk's module and engine closed at exit, while wasmtime is whole: left to the interpreter's teardown,
+    their finalizers ran after wasmtime's own module was cleared ("Exception ignored in: Managed.__del__ ...
+    'NoneType' object is not callable")."""
+    global _walk_module
+    walk, _walk_module = _walk_module, None
+    if walk is not None:
+        walk[1].close()
+        walk[0].close()
+
+
 def _lc_counts_wasm(flat: np.ndarray, n_lcs: int) -> tuple[np.ndarray, int]:
     """`_lc_counts_py` in WebAssembly: copy the section through a wasm buffer chunk by chunk.
 
@@ -238,6 +250,7 @@ def _lc_counts_wasm(flat: np.ndarray, n_lcs: int) -> tuple[np.ndarray, int]:
     if _walk_module is None:
         engine = wasmtime.Engine()
         _walk_module = (engine, wasmtime.Module(engine, _WALK_WAT))
+        atexit.register(_release_walk_module)
     engine, module = _walk_module
     store = wasmtime.Store(engine)
     exports = wasmtime.Instance(store, module, []).exports(store)
