@@ -14,7 +14,6 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -23,57 +22,16 @@ from conftest import FIXTURES, REPO
 
 from engine.client import AsyncClient, Client, ServerError
 from engine.errors import EngineError
+from test_client_server_death_fake import FakeServer
 from test_service import ServerProcess, raw_request
 
 SLOW = FIXTURES / "interop" / "bn128" / "power_table"  # about 2.5 s a proof on the CPU backend
 
 
-class InterimThenDeath:
-    """A fake server: answers a key load; on a proof request it sends `102 Processing` with a Job-Id (only if
-    the request asked for it), then closes the connection without an answer, as a server SIGKILLed mid-job."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.heads: list[str] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
-
-    def _connection(self, conn) -> None:
-        f = conn.makefile("rb")
-        with conn:
-            while line := f.readline():
-                head, length = [line.decode()], 0
-                while (header := f.readline()) not in (b"\r\n", b""):
-                    head.append(header.decode())
-                    if header.lower().startswith(b"content-length:"):
-                        length = int(header.split(b":")[1])
-                f.read(length)
-                self.heads.append("".join(head))
-                if "/prove" in line.decode():
-                    if "prefer: job-id" in "".join(head).lower():
-                        conn.sendall(b"HTTP/1.1 102 Processing\r\nJob-Id: 7\r\n\r\n")
-                    time.sleep(0.05)
-                    return  # dies
-                body = json.dumps({"id": "k1", "path": "/k.zkey"}).encode()
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                             % (len(body), body))
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 @pytest.fixture
 def fake(monkeypatch):
     monkeypatch.setenv("GROTH16_CLIENT_JOB_ID", "1")
-    server = InterimThenDeath()
+    server = FakeServer("/v1/keys/k1/prove", keep_listening=True, interim_id="7")  # sends 102 Job-Id: 7, dies
     yield server
     server.close()
 

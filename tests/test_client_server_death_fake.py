@@ -21,14 +21,19 @@ from engine.client import AsyncClient, Client, ServerError
 
 
 class FakeServer:
-    """Answers POST /v1/keys (keep-alive) and, once `die_on` is a request's path prefix, closes instead."""
+    """Answers POST /v1/keys (keep-alive) and, once `die_on` is a request's path prefix, closes instead: first
+    sending `102 Processing` with the Job-Id `interim_id` where that is given and the request asked for it
+    (`Prefer: job-id`)."""
 
-    def __init__(self, die_on: str, keep_listening: bool = False, idle_close_after: int | None = None):
+    def __init__(self, die_on: str, keep_listening: bool = False, idle_close_after: int | None = None,
+                 interim_id: str | None = None):
         self.die_on, self.keep_listening = die_on, keep_listening
         self.idle_close_after = idle_close_after  # close a connection at once after this many answers on it
+        self.interim_id = interim_id
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.requests: list[str] = []
+        self.heads: list[str] = []  # each request's line and headers, as sent
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -49,15 +54,19 @@ class FakeServer:
                 if not line:
                     return
                 method, path, _ = line.decode().split(" ", 2)
-                length = 0
+                length, head = 0, [line.decode()]
                 while (header := f.readline()) not in (b"\r\n", b""):
+                    head.append(header.decode())
                     name, _, value = header.decode().partition(":")
                     if name.lower() == "content-length":
                         length = int(value)
                 f.read(length)
                 path = path.partition("?")[0]
                 self.requests.append(f"{method} {path}")
+                self.heads.append("".join(head))
                 if path.startswith(self.die_on):
+                    if self.interim_id is not None and "prefer: job-id" in self.heads[-1].lower():
+                        conn.sendall(f"HTTP/1.1 102 Processing\r\nJob-Id: {self.interim_id}\r\n\r\n".encode())
                     time.sleep(0.05)  # the job runs a while, then the server dies
                     if not self.keep_listening:
                         self.listener.close()

@@ -40,6 +40,33 @@ def _run_module(tmp_path: Path, body: str, *argv) -> subprocess.CompletedProcess
                           text=True, stdin=subprocess.DEVNULL, timeout=120)
 
 
+def _stderr_on_a_terminal(tmp_path: Path) -> str:
+    """Run tmp_path/patch_h34.py with its stderr on a pseudo-terminal (so that the bar is drawn); what it wrote
+    there, once it ended by SIGTERM (143)."""
+    import pty
+
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO), *inherited]), COLUMNS="80")
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "patch_h34"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # (EIO: the terminal's other end closed)
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait(timeout=60) == 143
+    finally:
+        os.close(master)
+    return b"".join(chunks).decode()
+
+
 def test_sigterm_while_it_builds_removes_the_directories_it_made(tmp_path):
     proc = _run_module(tmp_path, STOP_IN_BUILD.format(name="SIGTERM"),
                        "bench-circuit", "--constraints", "8", "new/deeper")
@@ -115,7 +142,6 @@ TERMINAL_CASES = {
 @pytest.mark.parametrize("command", sorted(TERMINAL_CASES))
 def test_the_interrupted_line_on_a_terminal_is_not_appended_to_the_bar(tmp_path, command):
     """stderr a terminal: the bar was left drawn and `interrupted by SIGTERM` written on its end."""
-    import pty
     import re
 
     module, name, progress, argv, note = TERMINAL_CASES[command]
@@ -134,33 +160,13 @@ def test_the_interrupted_line_on_a_terminal_is_not_appended_to_the_bar(tmp_path,
         sys.argv = ["engine", *{[str(a) for a in argv]!r}]
         runpy.run_module("engine", run_name="__main__", alter_sys=True)
         """))
-    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO), *inherited]), COLUMNS="80")
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "patch_h34"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=slave)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # (EIO: the terminal's other end closed)
-                break
-            if not data:
-                break
-            chunks.append(data)
-        assert proc.wait(timeout=60) == 143
-    finally:
-        os.close(master)
-    text = b"".join(chunks).decode()
+    text = _stderr_on_a_terminal(tmp_path)
     assert "inputs" in text, text
     assert re.search(r"\r +\rinterrupted by SIGTERM" + re.escape(note) + r"\r?\n$", text), repr(text)
 
 
 def test_the_watchdogs_line_on_a_terminal_is_not_appended_to_the_bar(tmp_path):
     """The watchdog's exit (a main thread stuck in C code with the bar drawn) wrote its line on the bar's end."""
-    import pty
     import re
 
     (tmp_path / "patch_h34.py").write_text(textwrap.dedent("""
@@ -177,25 +183,6 @@ def test_the_watchdogs_line_on_a_terminal_is_not_appended_to_the_bar(tmp_path):
         sys.argv = ["engine", "bench-circuit", "--constraints", "8", "."]
         runpy.run_module("engine", run_name="__main__", alter_sys=True)
         """))
-    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO), *inherited]), COLUMNS="80")
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "patch_h34"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=slave)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
-        assert proc.wait(timeout=60) == 143
-    finally:
-        os.close(master)
-    text = b"".join(chunks).decode()
+    text = _stderr_on_a_terminal(tmp_path)
     assert "inputs" in text, text
     assert re.search(r"\r +\rinterrupted by SIGTERM\r?\n$", text), repr(text)

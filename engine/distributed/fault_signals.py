@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import signal
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ FAULT_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
 _SIGACTION_BYTES = 256  # glibc's struct sigaction: 152 bytes on x86-64 and aarch64, its handler first
 
 
+@functools.cache
 def _sigaction():
     libc = ctypes.CDLL(None, use_errno=True)
     call = libc.sigaction
