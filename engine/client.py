@@ -159,6 +159,8 @@ class _Request:
 def _prove_request(kind: str, key: str, witness: Any, priority: str, deadline: float | None,
                    name: str | None) -> _Request:
     body, ctype, default_name = witness_body(witness)
+    if deadline == float("inf"):  # none (`--deadline inf`): not sent, since the server takes finite seconds only
+        deadline = None
     path = with_query(f"/v1/keys/{quote(key)}/{kind}", priority=priority, deadline=deadline,
                   name=name or default_name)
     req = _Request("POST", path, body, ctype, _PROOF if kind == "prove" else _JOB, job=True)
