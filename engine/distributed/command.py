@@ -109,7 +109,8 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace, progress=None):
     """Ray's own log records in this process (its warning as a local instance starts, on token authentication)
     and what it prints on stdout, as the command's warning lines (a JSON object with --json), not Ray's
     timestamped or coloured lines among them; with --json also what Ray's C++ core writes on descriptor 2
-    (_CoreLines).  Returns what puts the loggers, stdout and stderr back."""
+    (_CoreLines).  Returns what puts the loggers, stdout and stderr back (with --json the loggers drop records
+    from then on: what follows is the command's result or error, the last object)."""
     import contextlib  # noqa: PLC0415
     import io  # noqa: PLC0415
     import logging  # noqa: PLC0415
@@ -165,6 +166,10 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace, progress=None):
             redirect.__exit__(None, None, None)
             printed.write("\n")  # a last line without its newline
             for logger, (handlers, propagate) in zip(loggers, saved):
+                if args.json:  # the command's last object (its error) is next: a record from here on, of a start
+                    # that Ctrl-C abandoned (ray.init's thread: "ERROR services.py:1500 -- 'NoneType' object has
+                    # no attribute 'internal_kv_get'"), is dropped, not Ray's own line after the error
+                    handlers, propagate = [logging.NullHandler()], False
                 logger.handlers[:], logger.propagate = handlers, propagate
 
     return restore
