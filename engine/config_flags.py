@@ -8,6 +8,9 @@ BACKENDS = ("auto", "cpu", "gpu", "simulated")
 LOCK_MODES = ("split", "single")
 PROVING_BACKENDS = ("auto", "cpu", "gpu")  # what a command that writes real proofs offers ("simulated" makes none)
 ENGINE_ONLY_FLAGS = ("synthesis_workers", "compute_slots", "vram_budget", "host_budget", "lock_mode", "devices")
+# an empty key_cache_dir (`--key-cache-dir "$UNSET"`) was the default directory, even where $GROTH16_KEY_CACHE
+# named another; said the same by the configuration (engine/config.py) and by prove's direct path (below)
+EMPTY_KEY_CACHE_DIR = 'an empty directory name (leave it out for $GROTH16_KEY_CACHE or the default; "off": no cache)'
 
 
 def slots_arg(text: str) -> int | str:
@@ -123,6 +126,10 @@ class DirectSettings:
 def direct_settings(args: argparse.Namespace) -> DirectSettings:
     """The direct path's settings from the flags that were given (every default None: not given)."""
     given = {name: getattr(args, name, None) for name in ("backend", "verify", "key_cache_dir")}
+    if given["key_cache_dir"] is not None and not given["key_cache_dir"].strip():
+        from engine.env_setting import config_error  # noqa: PLC0415 - engine.config (msgspec) only for the error
+
+        raise config_error(f"--key-cache-dir: {EMPTY_KEY_CACHE_DIR}")
     return DirectSettings(**{k: v for k, v in given.items() if v is not None})
 
 

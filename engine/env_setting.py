@@ -4,6 +4,13 @@ naming the variable."""
 from __future__ import annotations
 
 import os
+import re
+
+
+def _shown(env: str, raw: str) -> str:
+    """`NAME='value'` for a message, the value cut where it is long (5000 digits were a 5000-character line)."""
+    text = repr(raw)
+    return f"{env}={text if len(text) <= 40 else text[:37] + '...'}"
 
 
 def number(env: str, default: float, error: type[Exception], off: str, unit: str, short: str) -> float:
@@ -12,9 +19,9 @@ def number(env: str, default: float, error: type[Exception], off: str, unit: str
     try:
         value = float(raw) if raw else default
     except ValueError:
-        raise error(f"{env}={raw!r}: expected a number of {unit} (0 {off})") from None
+        raise error(f"{_shown(env, raw)}: expected a number of {unit} (0 {off})") from None
     if not value >= 0:  # negative or NaN
-        raise error(f"{env}={raw!r}: must be >= 0 {short} (0 {off})")
+        raise error(f"{_shown(env, raw)}: must be >= 0 {short} (0 {off})")
     return value
 
 
@@ -31,12 +38,15 @@ def integer(env: str, default: int | None, error: type[Exception], least: int = 
     if not raw:
         return default
     span = f">= {least}" if most is None else f"from {least} to {most}"
+    said = what and f" ({what})"
     try:
         value = int(raw, 10)
     except ValueError:
-        raise error(f"{env}={raw!r}: expected a whole number {span}{what and ' (' + what + ')'}") from None
+        if re.fullmatch(r"[+-]?[0-9]+", raw, re.ASCII):  # whole, but over Python's 4300 digits (int() refuses)
+            raise error(f"{_shown(env, raw)}: a number of over 4300 digits; must be {span}{said}") from None
+        raise error(f"{_shown(env, raw)}: expected a whole number {span}{said}") from None
     if value < least or (most is not None and value > most):
-        raise error(f"{env}={raw!r}: must be {span}{what and ' (' + what + ')'}")
+        raise error(f"{_shown(env, raw)}: must be {span}{said}")
     return value
 
 
@@ -47,7 +57,7 @@ def choice(env: str, default: str | None, choices, error: type[Exception]) -> st
     if not raw:
         return default
     if raw not in choices:
-        raise error(f"{env}={raw!r}: expected one of {', '.join(choices)} (or unset)")
+        raise error(f"{_shown(env, raw)}: expected one of {', '.join(choices)} (or unset)")
     return raw
 
 

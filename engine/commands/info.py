@@ -1,4 +1,5 @@
-"""`python -m engine info <file> [--json]`: what a circom/snarkjs file holds.
+"""`python -m engine info <file> [--quiet|--json]`: what a circom/snarkjs file holds (--quiet: nothing printed on
+success, as for every command: the exit code says whether the file reads as its kind).
 
 Recognises .r1cs, .wtns, .zkey (and .ptau) and circom's circuit.wasm by their magic, and
 proof.json, public.json, verification_key.json and input.json by their shape, whatever their
@@ -27,7 +28,11 @@ def register(subparsers) -> None:
         "domain size, coefficient count, section sizes.",
     )
     p.add_argument("file", help="the file to describe (its kind is detected from its content)")
-    p.add_argument("--json", action="store_true", help="print a JSON object (on one line) instead of text")
+    out = p.add_mutually_exclusive_group()  # as every command's (engine/progress.py's add_output_flags)
+    out.add_argument("--quiet", action="store_true",
+                     help="nothing printed on success: the exit code says whether the file reads as its kind "
+                          "(errors still print)")
+    out.add_argument("--json", action="store_true", help="print a JSON object (on one line) instead of text")
     p.add_argument("--vram-budget", default=None, metavar="SIZE",
                    help="for a .zkey: the per-device VRAM budget to plan the key's GPU footprint for "
                    "(fold or host tier, device bytes, MSM cost; default 16GiB)")
@@ -55,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         if given:
             raise EngineError(f"{' and '.join(given)} {'plan' if len(given) > 1 else 'plans'} a key's GPU footprint, "
                               f"but {args.file} is a {summary.get('kind')} file, not a .zkey")
-    print(json.dumps(summary) if args.json else render(summary))  # one line, as every --json
+    if not args.quiet:  # --quiet: the file was read and described (exit 0), as `cache list --quiet`
+        print(json.dumps(summary) if args.json else render(summary))  # one line, as every --json
     return 0
 
 
