@@ -53,7 +53,13 @@ class CompileFailed(Exception):
 
 def write_cache_file(path: Path, data: bytes) -> bool:
     """`data` as `path`, whole or not at all (concurrent readers never see half a file); False where it could not
-    be written (a best-effort cache).  Its temporary file is locked while it exists: see remove_dead_temporaries."""
+    be written (a best-effort cache).  Its temporary file is locked while it exists: see remove_dead_temporaries.
+
+    Not engine/file_writes.py's writer, on purpose: cuda_kernels/ imports nothing of the engine but its errors
+    (tests/test_layout.py), and that writer is for a command's outputs: it writes a FIFO where it is (here a key
+    load waiting for a reader), marks the command finished (Ctrl-C ignored from there, here in mid-proof), raises,
+    and finds a killed writer's file by its fixed names at the next write of the same output, where a shared
+    cache's random names are swept per folder (remove_dead_temporaries; modcache's entries too)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         while True:  # (not mkstemp's 0600: an entry keeps the umask's permissions, as before, for a shared cache)
@@ -86,6 +92,24 @@ def write_cache_file(path: Path, data: bytes) -> bool:
                 pass
         os.close(fd)  # (the lock goes with it, after the rename)
     return renamed
+
+
+def read_cache_file(path: Path | str) -> bytes | None:
+    """An entry's bytes, or None where there is none or it is no regular file.  `path.read_bytes()` waited
+    forever on a FIFO of an entry's name (a cubin's, nvrtc.json: the cache may be a shared folder), in every
+    process's first key load; write_cache_file then renames the new entry over it.  Opened without following
+    a FIFO's wait (O_NONBLOCK, which a regular file ignores); other read errors reach the caller as before."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # (a directory too: FileIO would refuse it)
+            return None
+        with open(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
 
 
 def remove_dead_temporaries(directory: Path | str, suffixes: tuple[str, ...] = (".cubin", NVRTC_MEMO),
@@ -181,7 +205,10 @@ def remembered_nvrtc_version() -> tuple[int, int] | None:
     """The version in the memo, if the memo holds for this process: the same search and the same library
     file (an upgrade in place changes the file)."""
     try:
-        memo = json.loads(_memo_path().read_text())
+        data = read_cache_file(_memo_path())
+        if data is None:
+            return None
+        memo = json.loads(data)
         if memo["search"] != _nvrtc_search() or _library_identity(memo["library"]) != memo["identity"]:
             return None
         major, minor = memo["version"]
@@ -231,7 +258,7 @@ def cached_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = DE
     """The disk cache's CUBIN of this build, or None: nothing is compiled."""
     path = cache_dir() / f"{cache_key(params, arch, options)}.cubin"
     remove_dead_temporaries(path.parent)  # a killed build's
-    return path.read_bytes() if path.exists() else None
+    return read_cache_file(path)
 
 
 def compile_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = DEFAULT_OPTIONS,
@@ -246,8 +273,9 @@ def compile_cubin(params: str, arch: str = "sm_90", options: tuple[str, ...] = D
         if version != remembered_nvrtc_version():
             remember_nvrtc_version(version)
         path = cache_dir() / f"{cache_key(params, arch, options, version)}.cubin"
-        if use_cache and path.exists():
-            return path.read_bytes(), ""
+        cubin = read_cache_file(path) if use_cache else None
+        if cubin is not None:  # another process's, written meanwhile
+            return cubin, ""
         cubin, log = _nvrtc_compile(params, arch, options)
         if use_cache:
             remove_dead_temporaries(path.parent)

@@ -11,6 +11,7 @@ device node itself (`prove ... /dev/null`, as root), or the /dev/stdout link.  A
 through (its target is replaced), as snarkjs and `>` do.
 
 Only os, stat, fcntl, sys, time and the engine's error types are imported: the CLI client uses this too.
+The caches (kernels, wasm) have their own best-effort writer, cuda_kernels/build.write_cache_file, which says why.
 """
 from __future__ import annotations
 

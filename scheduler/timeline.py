@@ -226,24 +226,78 @@ class Timeline:
 # ---------------------------------------------------------------- analysis
 
 def load_events(path: str | os.PathLike) -> list[Event]:
-    """Read a JSON-lines timeline; blank lines are skipped, and so is a last line without its newline that does
-    not decode (a run killed while writing it: said as a warning).  A bad line elsewhere is msgspec.DecodeError
-    naming its number."""
+    """Read a JSON-lines timeline, every line checked, so that the figures perf/ prints from it are the run's.
+
+    Blank lines are skipped, and so is a last line without its newline that does not decode (a run killed while
+    writing it: said as a warning); a file with no event at all (one killed before its first line) is [] with a
+    warning.  Any other bad line is msgspec.DecodeError naming its number: a line that is not a JSON object of an
+    Event's fields and types, a stage this engine never writes (a typo'd or foreign stage used to go through
+    silently and drop out of every figure), a negative t_ns, and an end stage of a job's partition stamped before
+    its start (summarize printed a negative latency).  The lines themselves need not be in time order: a stage
+    stamped on another thread (GPU_END, CALL_START/END) is written when the event loop hands it on.  Fields this
+    version does not know are ignored."""
     decoder = msgspec.json.Decoder(Event)
-    events = []
+    events: list[Event] = []
+    order, cut = _TimeOrder(), False
     with open(path, "rb") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                events.append(decoder.decode(line))
+                event = decoder.decode(line)
             except msgspec.DecodeError as exc:
                 if not line.endswith(b"\n") and not f.read(1):
                     log.warning("timeline %s: its last line is cut short (the run was killed while writing it?); "
                                 "read without it", os.fspath(path))
+                    cut = True
                     break
-                raise msgspec.DecodeError(f"line {number}: {exc}") from None
+                raise msgspec.DecodeError(f"line {number}: not a timeline event: {exc}") from None
+            problem = _event_problem(event) or order.problem(event, number)
+            if problem is not None:
+                raise msgspec.ValidationError(f"line {number}: {problem}")
+            events.append(event)
+    if not events and not cut:
+        log.warning("timeline %s: holds no events (a run killed before its first line?)", os.fspath(path))
     return events
+
+
+_STAGES = frozenset(Stage)
+
+
+def _event_problem(event: Event) -> str | None:
+    """What makes one decoded line no event of this engine's timeline, or None."""
+    if event.stage not in _STAGES:
+        import difflib  # noqa: PLC0415 - only for a bad line
+
+        near = difflib.get_close_matches(event.stage.upper(), _STAGES, n=1)  # (gpu_start too)
+        hint = f"did you mean {near[0]}?" if near else "not one of scheduler.timeline.Stage"
+        return f"unknown stage {event.stage!r} ({hint})"
+    if event.t_ns < 0:
+        return f"{event.stage} at t_ns={event.t_ns}: a time.monotonic_ns() stamp is never negative"
+    return None
+
+
+class _TimeOrder:
+    """Each end stage of a job or partition against its latest start (in the file's order) of the same job and
+    partition: a real run stamps the end later.  Only a job's stages are paired (_START_OF: key loads and trims,
+    which may overlap for several keys, are not), and a TIMELINE_START (a second run's lines after the first's,
+    as `--timeline /dev/stdout >> file` leaves them) forgets the pairs before it."""
+
+    def __init__(self):
+        self._starts: dict[tuple[int, int, str], tuple[int, int]] = {}  # (job, partition, stage) -> (t_ns, line)
+
+    def problem(self, event: Event, number: int) -> str | None:
+        if event.stage == Stage.TIMELINE_START:
+            self._starts.clear()
+        if event.stage in _STARTS:
+            self._starts[(event.job, event.partition, event.stage)] = (event.t_ns, number)
+        start_stage = _START_OF.get(event.stage)
+        start = self._starts.get((event.job, event.partition, start_stage)) if start_stage else None
+        if start is None or start[0] <= event.t_ns:
+            return None
+        of = "".join(f" {name} {n}" for name, n in (("job", event.job), ("partition", event.partition)) if n >= 0)
+        return (f"{event.stage}{' of' if of else ''}{of} at t_ns={event.t_ns} is before its {start_stage} "
+                f"(line {start[1]}, t_ns={start[0]}): the times go backwards")
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -286,6 +340,14 @@ SPANS = (
     ("verify", Stage.VERIFY_START, Stage.VERIFY_END),
 )
 QUEUE_SPANS = ("host_wait", "budget_wait", "mem_wait", "gpu_wait")
+# end stage -> its start stage, for load_events' check that no end is stamped before its start
+_START_OF: dict[str, str] = {
+    **{end: start for _, start, end in SPANS},
+    Stage.CALL_END: Stage.CALL_START,
+    **{end: Stage.SUBMIT for end in (Stage.DONE, Stage.FAILED, Stage.CANCELLED)},
+    **{end: Stage.JOB_SUBMIT for end in (Stage.JOB_DONE, Stage.JOB_FAILED, Stage.JOB_CANCELLED)},
+}
+_STARTS = frozenset(_START_OF.values())
 
 
 def partition_spans(events: Iterable[Event]) -> dict[tuple[int, int], dict[str, tuple[int, int, Event]]]:

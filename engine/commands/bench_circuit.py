@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 
 from engine.commands.setup import quiet_prints_nothing
 from engine.paths import shown
@@ -54,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
     from engine.progress import format_timings, make_progress
 
     prog = make_progress("bench-circuit", quiet=args.quiet, json=args.json)
-    interrupts.made_directories(directories_to_make(args.directory))
+    check_request(args)  # before any directory is made: a typo'd --curve made DIR and removed it again
     try:
+        make_directories(args.directory, args.name)
         r1cs_path, wtns_path, bench = write_bench_circuit(
             args.directory, args.curve, args.constraints, n_public=args.public, seed=args.seed, name=args.name,
             progress=prog,
@@ -84,11 +87,106 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_request(args: argparse.Namespace) -> None:
+    """The arguments' own errors (engine.groth16.bench_circuit.check_request's), said before any directory is
+    made, so that a refused request touches nothing on disk."""
+    from engine.algebra.curves import curve_by_name  # noqa: PLC0415
+    from engine.errors import EngineError  # noqa: PLC0415
+    from engine.groth16.bench_circuit import check_request as check  # noqa: PLC0415
+
+    try:
+        curve = curve_by_name(args.curve)
+    except KeyError as exc:
+        raise EngineError(str(exc.args[0])) from None
+    try:
+        check(curve, args.constraints, args.public, args.seed, args.name)
+    except ValueError as exc:
+        raise EngineError(str(exc)) from None
+
+
+# Plans made again where a parent went away between two mkdirs (a run beside this one removed the folder it had
+# made, once; each run removes only its own): more than this many such runs at once is not a race but a fight.
+MAKE_TRIES = 8
+
+
+def make_directories(directory, name: str = "bench") -> list[str]:
+    """Make DIR and its missing parents, outermost first, and keep for the clean-up (engine/interrupts.py's
+    made_directories) only those this run's own mkdir created.  os.makedirs could not say which it made, so the
+    list was planned beforehand: two runs making one new folder both counted it as theirs, and the first to fail
+    removed it under the other, whose outputs then had no folder.  One that another run makes first is not ours
+    (FileExistsError), and is never removed by this run.  (Ctrl-C between a mkdir and its note leaves that empty
+    directory behind: better than removing another run's.)  An error names what DIR or a parent is instead."""
+    from engine import interrupts  # noqa: PLC0415
+
+    made: list[str] = []
+    interrupts.made_directories(made)  # (none yet: not an earlier run's in this process either)
+    for _ in range(MAKE_TRIES):
+        for path in directories_to_make(directory):
+            try:
+                os.mkdir(path)
+            except FileExistsError:  # a run beside this one made it (or it is no directory: said below)
+                continue
+            except FileNotFoundError as exc:
+                if os.path.lexists(os.path.dirname(path) or os.curdir):  # there, but a broken link (or the like)
+                    raise _make_error(directory, exc) from None
+                break  # a parent went away (another run's clean-up): plan again
+            except OSError as exc:
+                raise _make_error(directory, exc) from None
+            made.append(path)
+            interrupts.made_directories(made)
+        else:
+            break
+    refuse_no_directory(directory, name)
+    return made
+
+
+def refuse_no_directory(directory, name: str) -> None:
+    """DIR exists but is no directory: an error that says what it is (a FIFO was "a file")."""
+    from engine.errors import InputFileError  # noqa: PLC0415
+
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise InputFileError(directory, f"is {what_is(directory)}, not a directory: {name}.r1cs and {name}.wtns are "
+                                        "written into a directory")
+
+
+def _make_error(directory, exc: OSError) -> Exception:
+    """mkdir's refusal, naming the parent that is not a directory where that was it (ENOTDIR, or ENOENT under a
+    broken link)."""
+    from engine.errors import InputFileError  # noqa: PLC0415
+
+    if isinstance(exc, (NotADirectoryError, FileNotFoundError)):
+        parent = os.path.dirname(os.fsdecode(directory))
+        while parent and not os.path.lexists(parent):
+            parent = os.path.dirname(parent)
+        if parent and not os.path.isdir(parent):
+            return InputFileError(directory, f"cannot create the output directory: {shown(parent)} is "
+                                             f"{what_is(parent)}, not a directory")
+    return InputFileError(directory, f"cannot create the output directory: {exc.strerror or exc}")
+
+
+def what_is(path) -> str:
+    """What an existing path that is no directory names, in a message's words."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        try:
+            return f"a broken symbolic link (to {shown(os.readlink(path))})"
+        except OSError:  # (gone meanwhile)
+            return "a broken symbolic link"
+    except OSError as exc:  # (a loop of links)
+        return f"a symbolic link that cannot be followed ({exc.strerror or exc})"
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a file"
+
+
 def directories_to_make(directory) -> list[str]:
     """The directories os.makedirs(directory) would create, outermost first, named as the user's path names them
     (`new/deeper`: new, new/deeper); none where it exists, or is no path at all (write_bench_circuit's error)."""
-    import os  # noqa: PLC0415
-
     try:
         path = os.fsdecode(directory)
     except TypeError:
