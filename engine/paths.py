@@ -146,3 +146,23 @@ async def read_off_thread(fn, *args):
 
     threading.Thread(target=body, name="pipe reader", daemon=True).start()
     return await future
+
+
+def what_is(path) -> str:
+    """What an existing path that is no directory names, in a message's words (a FIFO was "a file")."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        try:
+            return f"a broken symbolic link (to {shown(os.readlink(path))})"
+        except OSError:  # (gone meanwhile)
+            return "a broken symbolic link"
+    except OSError as exc:  # (a loop of links)
+        return f"a symbolic link that cannot be followed ({exc.strerror or exc})"
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a file"

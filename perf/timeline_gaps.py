@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import logging
 import re
 import statistics
 import sys
 from pathlib import Path
+
+import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,6 +34,10 @@ from scheduler.timeline import Stage, load_events, summarize  # noqa: E402
 from cpu_share import format_share  # noqa: E402
 
 MS = 1e6  # ns per ms
+
+
+class TimelineUnusable(Exception):
+    """A timeline that reads but holds nothing this analysis can use."""
 
 
 def _med(xs: list[float]) -> float:
@@ -113,6 +119,8 @@ def per_proof(events) -> dict[str, list[float]]:
 
 def analyse(timeline: Path, shown: int) -> str:
     events = sorted(load_events(timeline), key=lambda e: e.t_ns)
+    if not any(e.stage == Stage.SUBMIT for e in events):  # (an empty file, a run killed before its first proof)
+        raise TimelineUnusable("no proof submitted in it: nothing to analyse")
     tag = timeline.stem.replace("timeline-", "")
     extras_path = timeline.with_name(f"extras-{tag}.json")
     extras = json.loads(extras_path.read_text()) if extras_path.exists() else {}
@@ -178,12 +186,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", help="a perf/sweep.py --out directory")
     p.add_argument("--batches", type=int, default=12, help="batch rows shown per run (default 12)")
     args = p.parse_args(argv)
+    logging.basicConfig(format="warning: %(message)s")  # load_events' word on a cut last line or an empty file
     files = sorted(Path(args.out).glob("timeline-*.jsonl"))
     if not files:
         print(f"{args.out}: no timeline-*.jsonl", file=sys.stderr)
         return 2
     for f in files:
-        print(analyse(f, args.batches))
+        try:
+            print(analyse(f, args.batches))
+        except (OSError, msgspec.DecodeError, TimelineUnusable) as exc:  # (msgspec's ValidationError is one)
+            print(f"error: {f}: {exc}", file=sys.stderr)  # a bad line, or a run with no proof: was a traceback
+            return 2
     return 0
 
 

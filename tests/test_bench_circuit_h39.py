@@ -116,3 +116,18 @@ def test_a_parent_that_is_no_directory_is_named(tmp_path, make, what):
     proc = run_engine("bench-circuit", "--constraints", "8", "top/sub/deeper", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == f"error: top/sub/deeper: cannot create the output directory: top is {what}, not a directory\n"
+
+
+@pytest.mark.parametrize(("make", "what"), [(_fifo, "a pipe (FIFO)"), (_broken_link, "a broken symbolic link (to "
+                                                                                     "nowhere)")])
+def test_the_apis_dir_that_is_no_directory_is_named_for_what_it_is(tmp_path, make, what):
+    """engine.groth16.write_bench_circuit (the API under the command) said "is a file" for a FIFO, and made a broken
+    link's target, or failed with makedirs' "File exists"."""
+    from engine.errors import InputFileError
+    from engine.groth16.bench_circuit import write_bench_circuit
+
+    make(tmp_path / "out")
+    with pytest.raises(InputFileError) as info:
+        write_bench_circuit(tmp_path / "out", "bn128", 8)
+    assert str(info.value).endswith(f"out: is {what}, not a directory: bench.r1cs and bench.wtns are written into a "
+                                    "directory"), str(info.value)

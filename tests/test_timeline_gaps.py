@@ -31,3 +31,18 @@ def test_a_sweeps_timelines_give_the_gaps_tables(tmp_path):
     text = gaps.stdout
     assert "### split-s1-c4" in text and "12 proofs in" in text and "proofs/s" in text
     assert "| stage: on device thread |" in text and "| thread group |" in text
+
+
+def test_a_bad_or_empty_timeline_is_one_error_line_not_a_traceback(tmp_path):
+    """A line of an unknown stage (load_events' ValidationError) and a run with no proof (min() of nothing) were
+    tracebacks; each is now `error: FILE: ...` and exit 2, the empty file's warning first."""
+    timeline = tmp_path / "timeline-a.jsonl"
+    cases = (('{"stage":"SUBMT","job":1,"partition":0,"t_ns":5}\n',
+              [f"error: {timeline}: line 1: unknown stage 'SUBMT' (did you mean SUBMIT?)"]),
+             ("", [f"warning: timeline {timeline}: holds no events (a run killed before its first line?)",
+                   f"error: {timeline}: no proof submitted in it: nothing to analyse"]))
+    for text, lines in cases:
+        timeline.write_text(text)
+        gaps = subprocess.run([sys.executable, str(REPO / "perf" / "timeline_gaps.py"), str(tmp_path)],
+                              capture_output=True, text=True, timeout=60, cwd=REPO)
+        assert (gaps.returncode, gaps.stdout, gaps.stderr.splitlines()) == (2, "", lines), gaps.stderr

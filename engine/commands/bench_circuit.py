@@ -8,10 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 
 from engine.commands.setup import quiet_prints_nothing
-from engine.paths import shown
+from engine.paths import shown, what_is
 from engine.progress import add_output_flags
 
 DESCRIPTION = """\
@@ -162,26 +161,6 @@ def _make_error(directory, exc: OSError) -> Exception:
             return InputFileError(directory, f"cannot create the output directory: {shown(parent)} is "
                                              f"{what_is(parent)}, not a directory")
     return InputFileError(directory, f"cannot create the output directory: {exc.strerror or exc}")
-
-
-def what_is(path) -> str:
-    """What an existing path that is no directory names, in a message's words."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        try:
-            return f"a broken symbolic link (to {shown(os.readlink(path))})"
-        except OSError:  # (gone meanwhile)
-            return "a broken symbolic link"
-    except OSError as exc:  # (a loop of links)
-        return f"a symbolic link that cannot be followed ({exc.strerror or exc})"
-    if stat.S_ISFIFO(mode):
-        return "a pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a file"
 
 
 def directories_to_make(directory) -> list[str]:

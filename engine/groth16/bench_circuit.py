@@ -33,6 +33,7 @@ from engine.algebra.curves import Curve, curve_by_name
 from engine.errors import CurveMismatchError, InputFileError
 from engine.formats import R1CS, write_r1cs, write_wtns
 from engine.formats.r1cs import LinearCombinations
+from engine.paths import what_is
 from engine.algebra.limbs import fr_from_ints, to_ints
 from engine.progress import Progress
 
@@ -402,9 +403,9 @@ def write_bench_circuit(directory, curve_name: str, n_constraints: int, *, n_pub
     directory = os.fspath(directory)
     if not directory:  # makedirs' error named no path
         raise ValueError("the output directory is an empty path (give a directory, . for this one)")
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise InputFileError(directory, f"is a file, not a directory: {name}.r1cs and {name}.wtns are written "
-                                        "into a directory")
+    if os.path.lexists(directory) and not os.path.isdir(directory):  # (a FIFO, a device, a broken link too)
+        raise InputFileError(directory, f"is {what_is(directory)}, not a directory: {name}.r1cs and {name}.wtns "
+                                        "are written into a directory")
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as exc:
