@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from engine.errors import EngineError
+from engine.errors import ConfigError  # noqa: F401 - its home before: re-exported (engine.config.ConfigError)
 
 # the command-line side (flags, no msgspec) lives in config_flags.py; its names are re-exported here
 from engine.config_flags import (  # noqa: F401
@@ -50,10 +50,6 @@ from engine.config_flags import (  # noqa: F401
     engine_flags_given,
 )
 START_METHODS = ("forkserver", "spawn")
-
-
-class ConfigError(EngineError):
-    """A configuration value (TOML file or flag) that is missing, malformed or out of range."""
 
 
 _UNITS = {
@@ -345,15 +341,10 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             if value != "auto" and value > most:
                 raise ConfigError(f"{name}: {_shown(value)} is more than this machine can use ({what}, all started "
                                   f"with the engine); give at most {most}")
-        if self.devices is not None and (not self.devices or min(self.devices) < 0):
-            raise ConfigError(f"devices: {self.devices} is not a list of device indices")
-        if self.devices is not None and len(set(self.devices)) != len(self.devices):  # was two workers on one GPU
-            twice = next(d for d in self.devices if self.devices.count(d) > 1)
-            raise ConfigError(f"devices: {self.devices} names device {twice} more than once")
+        _check_devices(self.devices)
         refuse_nan(self.idle_trim_s, "idle_trim_s")
         refuse_nan(self.shutdown_timeout_s, "shutdown_timeout_s")
-        if self.idle_trim_s is not None and self.idle_trim_s < 0:  # 0 (or None): never; a TOML file has no None
-            raise ConfigError(f"idle_trim_s: {self.idle_trim_s} is negative (0: never trim)")
+        _check_idle_trim(self.idle_trim_s)
         if self.shutdown_timeout_s is not None and self.shutdown_timeout_s < 0:
             raise ConfigError(f"shutdown_timeout_s: {self.shutdown_timeout_s} is negative (absent: wait for every job)")
 
@@ -362,6 +353,42 @@ class EngineConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         data = msgspec.to_builtins(self)
         data.update(changes)
         return convert(data, "configuration")
+
+
+# A device index no machine has: CUDA's count is far below (the engine starts a worker a device, and no more than
+# MAX_SIMULATED_DEVICES of simulated ones); `--devices 99999999999999999999` reached the engine's start.  Indices
+# below this that the machine lacks are refused there, where the device count is known ("not present").
+MAX_DEVICE_INDEX = MAX_SIMULATED_DEVICES - 1
+# The trim loop wakes every idle_trim_s (scheduler/device_worker.py): 1e-9 woke it without pause, a core's worth of
+# CPU for the life of the engine.  The tests' shortest is 0.01.
+MIN_IDLE_TRIM_S = 0.01
+
+
+def _check_devices(devices: list[int] | None) -> None:
+    """A list of distinct device indices, each from 0 to MAX_DEVICE_INDEX, the first bad one named."""
+    if devices is None:
+        return
+    if not devices:
+        raise ConfigError("devices: an empty list names no device (leave it out for all)")
+    for d in devices:
+        if not 0 <= d <= MAX_DEVICE_INDEX:
+            raise ConfigError(f"devices: {_shown(d)} is not a device index (0 to {MAX_DEVICE_INDEX})")
+    if len(set(devices)) != len(devices):  # was two workers on one GPU
+        twice = next(d for d in devices if devices.count(d) > 1)
+        raise ConfigError(f"devices: {_cut(repr(devices))} names device {twice} more than once")
+
+
+def _check_idle_trim(seconds: float | None) -> None:
+    """0 (or None) never trims; otherwise at least MIN_IDLE_TRIM_S, and finite (inf trimmed never, as 0 says)."""
+    if seconds is None or seconds == 0:  # a TOML file has no None
+        return
+    if seconds < 0:
+        raise ConfigError(f"idle_trim_s: {seconds} is negative (0: never trim)")
+    if seconds < MIN_IDLE_TRIM_S:
+        raise ConfigError(f"idle_trim_s: {seconds} is too short: at least {MIN_IDLE_TRIM_S} s between the trim "
+                          "loop's wake-ups (0: never trim)")
+    if math.isinf(seconds):
+        raise ConfigError("idle_trim_s: inf is no time to wait (0: never trim)")
 
 
 def _choice(name: str, value: str, choices: tuple[str, ...], hint: str = "") -> None:
@@ -458,16 +485,30 @@ def from_args(args: argparse.Namespace, base: EngineConfig | None = None) -> Eng
             changes[name] = value
     devices = getattr(args, "devices", None)
     if devices is not None:
-        try:
-            changes["devices"] = [int(d) for d in str(devices).split(",") if d.strip()]
-        except ValueError:
-            raise ConfigError(f"--devices: {devices!r} is not a comma-separated list of device indices") from None
+        changes["devices"] = device_list(str(devices))
     if not changes:
         return config
     try:
         return config.replace(**changes)
     except ConfigError as exc:
         raise ConfigError(_as_flag(str(exc).removeprefix("configuration: "), changes)) from None
+
+
+def device_list(text: str) -> list[int]:
+    """--devices' indices: ASCII digits between commas (spaces around them allowed, an empty item skipped, as a
+    trailing comma).  int() took '١' (an Arabic-Indic one), '+1' and '1_0' (ten); the item is named."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if not re.fullmatch(r"[0-9]+", item, re.ASCII):
+            raise ConfigError(f"--devices: {_cut(repr(item))} is not a device index (digits 0-9, such as 0,1)")
+        digits = item.lstrip("0") or "0"  # (int() of over 4300 digits, zeros too, is a ValueError)
+        if len(digits) > len(str(MAX_DEVICE_INDEX)):
+            raise ConfigError(f"--devices: {_cut(item)} is not a device index (0 to {MAX_DEVICE_INDEX})")
+        out.append(int(digits))
+    return out
 
 
 def _as_flag(message: str, changes: dict[str, Any]) -> str:

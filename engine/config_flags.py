@@ -3,6 +3,7 @@ command, `--help`, the service's client) does not import msgspec and the configu
 from __future__ import annotations
 
 import argparse
+import re
 
 BACKENDS = ("auto", "cpu", "gpu", "simulated")
 LOCK_MODES = ("split", "single")
@@ -13,24 +14,38 @@ ENGINE_ONLY_FLAGS = ("synthesis_workers", "compute_slots", "vram_budget", "host_
 EMPTY_KEY_CACHE_DIR = 'an empty directory name (leave it out for $GROTH16_KEY_CACHE or the default; "off": no cache)'
 
 
+def _shown(text: str) -> str:
+    """A flag's value for a message, cut where it is long (5000 digits filled the terminal)."""
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def whole_number(text: str) -> int:
+    """A whole number on the command line: ASCII digits, a sign allowed, spaces around them too.  int() also took
+    '٢' (an Arabic-Indic two) and '1_0' (ten): `--synthesis-workers ٢` started two workers."""
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text, re.ASCII):
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a whole number")
+    try:
+        return int(text)
+    except ValueError:  # over Python's 4300 digits
+        raise argparse.ArgumentTypeError(f"{_shown(text)} has over 4300 digits, more than any count") from None
+
+
 def slots_arg(text: str) -> int | str:
     """A count of slots or working sets on the command line: a number, or auto."""
     if text.strip().lower() == "auto":
         return "auto"
     try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor auto") from None
+        return whole_number(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is neither a number nor auto") from None
 
 
 def positive_int(text: str) -> int:
     """A count on the command line that must be at least 1 (0 and negatives were taken as 1 in silence)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = whole_number(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: need at least 1")
+        raise argparse.ArgumentTypeError(f"{_shown(text)}: need at least 1")
     return value
 
 
@@ -49,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] 
     g.add_argument("--config", metavar="FILE", help="engine configuration (TOML)")
     g.add_argument("--backend", choices=backends, default=None, help="where the heavy stages run (default auto)")
     g.add_argument("--devices", metavar="LIST", default=None, help="GPU indices, e.g. 0,1 (default: all)")
-    g.add_argument("--synthesis-workers", type=int, metavar="N", default=None,
+    g.add_argument("--synthesis-workers", type=whole_number, metavar="N", default=None,
                    help="processes that compute or read witnesses (default 2)")
     g.add_argument("--compute-slots", type=slots_arg, metavar="K", default=None,
                    help="proofs computing at once per device, or auto (default: two on a GPU, used by keys whose "
@@ -127,9 +142,9 @@ def direct_settings(args: argparse.Namespace) -> DirectSettings:
     """The direct path's settings from the flags that were given (every default None: not given)."""
     given = {name: getattr(args, name, None) for name in ("backend", "verify", "key_cache_dir")}
     if given["key_cache_dir"] is not None and not given["key_cache_dir"].strip():
-        from engine.env_setting import config_error  # noqa: PLC0415 - engine.config (msgspec) only for the error
+        from engine.errors import ConfigError  # noqa: PLC0415 - only for the error
 
-        raise config_error(f"--key-cache-dir: {EMPTY_KEY_CACHE_DIR}")
+        raise ConfigError(f"--key-cache-dir: {EMPTY_KEY_CACHE_DIR}")
     return DirectSettings(**{k: v for k, v in given.items() if v is not None})
 
 

@@ -1,10 +1,19 @@
 """A number from an environment variable (the spin and polling budgets in ms, the CLI's staging bound in MiB, the
 A/B switches' counts), read one way: unset or empty is the default, anything else out of range is one clear error
-naming the variable."""
+naming the variable.  Only ASCII digits make a number (int() and float() also read '١' and '1_0', which no one
+types meaning a count), and a number is finite: no variable here documents inf ("no limit"), and each read it as
+one (a spin that spun until the answer came, a pinning bound that never pinned)."""
 from __future__ import annotations
 
+import math
 import os
 import re
+
+# a decimal number as the docs write them (5, 1.5, .5, 2e3), signs allowed so that -1 is said to be out of range
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+# the spin and polling budgets: a wait of a second or more burnt on a core is no spin before an answer
+MAX_SPIN_MS = 1000.0
 
 
 def _shown(env: str, raw: str) -> str:
@@ -13,21 +22,31 @@ def _shown(env: str, raw: str) -> str:
     return f"{env}={text if len(text) <= 40 else text[:37] + '...'}"
 
 
-def number(env: str, default: float, error: type[Exception], off: str, unit: str, short: str) -> float:
-    """`env`'s value in `unit`s, else `default`; `error(message)` for a bad one (`off`: what 0 does)."""
+def number(env: str, default: float, error: type[Exception], off: str, unit: str, short: str,
+           most: float | None = None) -> float:
+    """`env`'s value in `unit`s, else `default`; `error(message)` for a bad one (`off`: what 0 does): not a
+    decimal number, negative, nan, inf (or 1e400, which float() makes inf), or above `most` where one is given."""
     raw = os.environ.get(env, "").strip()
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        raise error(f"{_shown(env, raw)}: expected a number of {unit} (0 {off})") from None
-    if not value >= 0:  # negative or NaN
-        raise error(f"{_shown(env, raw)}: must be >= 0 {short} (0 {off})")
+    if not raw:
+        return default
+    span = f"from 0 to {most:g} {short}" if most is not None else f">= 0 {short}"
+    if _DECIMAL.fullmatch(raw):
+        value = float(raw)
+    elif raw.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+        value = math.nan
+    else:
+        raise error(f"{_shown(env, raw)}: expected a number of {unit} (0 {off})")
+    if not math.isfinite(value):  # inf, nan, or more digits than a float holds
+        raise error(f"{_shown(env, raw)}: must be a finite number, {span} (0 {off})")
+    if value < 0 or (most is not None and value > most):
+        raise error(f"{_shown(env, raw)}: must be {span} (0 {off})")
     return value
 
 
-def milliseconds(env: str, default_ms: float, error: type[Exception], off: str) -> float:
-    """`env`'s value in ms, else `default_ms`."""
-    return number(env, default_ms, error, off, "milliseconds", "ms")
+def milliseconds(env: str, default_ms: float, error: type[Exception], off: str,
+                 most: float = MAX_SPIN_MS) -> float:
+    """`env`'s value in ms, else `default_ms`: a spin or polling budget, so at most `most` (MAX_SPIN_MS)."""
+    return number(env, default_ms, error, off, "milliseconds", "ms", most)
 
 
 def integer(env: str, default: int | None, error: type[Exception], least: int = 0, most: int | None = None,
@@ -39,12 +58,12 @@ def integer(env: str, default: int | None, error: type[Exception], least: int = 
         return default
     span = f">= {least}" if most is None else f"from {least} to {most}"
     said = what and f" ({what})"
+    if not _WHOLE.fullmatch(raw):  # (int() took '١' and '1_0')
+        raise error(f"{_shown(env, raw)}: expected a whole number {span}{said}")
     try:
         value = int(raw, 10)
-    except ValueError:
-        if re.fullmatch(r"[+-]?[0-9]+", raw, re.ASCII):  # whole, but over Python's 4300 digits (int() refuses)
-            raise error(f"{_shown(env, raw)}: a number of over 4300 digits; must be {span}{said}") from None
-        raise error(f"{_shown(env, raw)}: expected a whole number {span}{said}") from None
+    except ValueError:  # whole, but over Python's 4300 digits (int() refuses)
+        raise error(f"{_shown(env, raw)}: a number of over 4300 digits; must be {span}{said}") from None
     if value < least or (most is not None and value > most):
         raise error(f"{_shown(env, raw)}: must be {span}{said}")
     return value
@@ -67,9 +86,27 @@ def switch(env: str, error: type[Exception]) -> bool | None:
     return None if value is None else value == "1"
 
 
+def table(env: str, keys, choices, error: type[Exception]) -> dict[str, str] | None:
+    """`env`'s `KEY=CHOICE,KEY=CHOICE` (each key of `keys` at most once, spaces around the parts allowed), else
+    None where unset or empty; `error(message)` for anything else, the variable named and its value cut."""
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return None
+    out: dict[str, str] = {}
+    for part in raw.split(","):
+        key, sep, value = (p.strip() for p in part.partition("="))
+        if not sep or key not in keys or value not in choices:
+            raise error(f"{_shown(env, raw)}: expected KEY=VALUE pairs separated by commas, KEY one of "
+                        f"{', '.join(keys)}, VALUE one of {', '.join(choices)}")
+        if key in out:
+            raise error(f"{_shown(env, raw)}: {key} is given twice")
+        out[key] = value
+    return out
+
+
 def config_error(message: str) -> Exception:
     """The engine's ConfigError for `message`, for the helpers' `error` where the caller does not import
     engine.config (msgspec) itself."""
-    from engine.config import ConfigError  # noqa: PLC0415 - only for a bad value
+    from engine.errors import ConfigError  # noqa: PLC0415 - only for a bad value
 
     return ConfigError(message)

@@ -133,6 +133,12 @@ class KernelCompileError(DeviceError):
         super().__init__(message + (f"\n{log}" if log else ""))
 
 
+class ConfigError(EngineError):
+    """A configuration value (TOML file, flag or environment variable) that is missing, malformed or out of range.
+    Here, not in engine/config.py (which re-exports it), so that the flags' and variables' readers, which do not
+    load msgspec, raise it without importing the configuration (an import circle)."""
+
+
 class BudgetError(EngineError):
     """A job asks for more of a budget (VRAM, host memory) than the whole budget holds."""
 

@@ -262,12 +262,14 @@ def _footprint(path, budget: str, proofs: str | int) -> dict:
     `proofs` "auto": as the engine plans it under compute_slots "auto" (scheduler/compute_share.py), with
     how many of its proofs compute at once."""
     from engine.backends.gpu.footprint import KeyShape, plan_key
-    from engine.config import parse_size
+    from engine.config import ConfigError, parse_size
     from engine.errors import BudgetError
     from engine.formats.zkey import read_zkey
     from scheduler.compute_share import AUTO_SLOTS, plan_with_share
 
     budget_bytes = parse_size(budget, "--vram-budget")
+    if budget_bytes == 0:  # refused as prove and serve refuse it (it planned, and said "raise vram_budget")
+        raise ConfigError("--vram-budget: 0 bytes holds no key or witness (leave it out for the default, 16GiB)")
     shape, label = KeyShape.of(read_zkey(path)), os.fspath(path)
     try:
         if proofs == "auto":
@@ -275,8 +277,8 @@ def _footprint(path, budget: str, proofs: str | int) -> dict:
             computing = AUTO_SLOTS // take
         else:
             fp, computing = plan_key(shape, budget_bytes, proofs=int(proofs), label=label), None
-    except BudgetError as exc:
-        return {"budget_bytes": budget_bytes, "error": str(exc)}
+    except BudgetError as exc:  # the budget is --vram-budget's here, not the configuration's key
+        return {"budget_bytes": budget_bytes, "error": str(exc).replace("raise vram_budget", "raise --vram-budget")}
     out = {**fp.as_dict(), "summary": fp.describe()}
     if proofs != "auto" and fp.proofs_in_flight < int(proofs):  # said, not left to read off "x N"
         out["summary"] += f"; room for {fp.proofs_in_flight} of the {int(proofs)} proofs asked for"

@@ -7,11 +7,18 @@ from engine.env_setting import config_error, integer
 from engine.errors import BudgetError
 
 
+# GROTH16_WITNESS_MAX_WINDOW's range: msm.plan_msm tries windows of 2 bits up to its max_c, which is at most
+# footprint.MAX_WINDOW_BITS (22): 1 left it no window ("no MSM plan ... allow a smaller fold or the host tier"),
+# and a bound above 22 bounds nothing.
+WINDOW_BITS = (2, 22)
+
+
 def witness_max_window(max_c: int) -> int:
     """max_c, or GROTH16_WITNESS_MAX_WINDOW where that is smaller (A/B measurements); a value that is not a window
     width is one ConfigError naming the variable (int() of it was a ValueError traceback under `info`)."""
-    bound = integer("GROTH16_WITNESS_MAX_WINDOW", None, config_error, least=1, what="the witness MSMs' largest "
-                    "window in bits")  # (config_error imports engine.config, msgspec, only for a bad value)
+    least, most = WINDOW_BITS  # (config_error imports engine.config, msgspec, only for a bad value)
+    bound = integer("GROTH16_WITNESS_MAX_WINDOW", None, config_error, least=least, most=most,
+                    what="the witness MSMs' largest window in bits")
     return max_c if bound is None else min(max_c, bound)
 
 

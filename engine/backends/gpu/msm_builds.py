@@ -9,7 +9,6 @@ launch.  This module imports nothing of the engine, so msm.py importing it makes
 """
 from __future__ import annotations
 
-import os
 
 # How the XYZZ pass's kernels call the base field's out-of-line product, per group: two builds of
 # the same kernels (cuda_kernels/kernels.cu; field.cuh by_value):
@@ -59,17 +58,11 @@ PRODUCT_ABI: dict[str, str] | None = None  # one choice for every curve (tests, 
 
 def _env_abi() -> dict[str, str] | None:
     """GROTH16_MSM_PRODUCTS="g1=eo,g2=eo": one choice for every curve, for A/B runs of whole proofs
-    (perf/s32c_final.sh); unset: None."""
-    text = os.environ.get("GROTH16_MSM_PRODUCTS")
-    if not text:
-        return None
-    pairs = [part.split("=", 1) for part in text.split(",")]
-    table = dict(p for p in pairs if len(p) == 2)
-    if len(table) != len(pairs) or set(table) - {"g1", "g2"} or set(table.values()) - set(PRODUCT_ABIS):
-        from engine.env_setting import config_error  # noqa: PLC0415 - only for a bad value
+    (perf/s32c_final.sh); unset or empty: None.  Spaces around the parts are allowed ("g1=eo, g2=eo" was
+    refused), a group given twice is said, and a long value is cut in the message (env_setting.table)."""
+    from engine.env_setting import config_error, table  # noqa: PLC0415 - this module imports nothing of the engine
 
-        raise config_error(f"GROTH16_MSM_PRODUCTS={text!r}: g1=ABI,g2=ABI with ABI one of {PRODUCT_ABIS}")
-    return table
+    return table("GROTH16_MSM_PRODUCTS", ("g1", "g2"), PRODUCT_ABIS, config_error)
 
 
 def product_abi(group: str, curve: str | None) -> str:

@@ -23,11 +23,15 @@ DEFAULT_FIELD_MUL = "auto"
 # spill); the Montgomery ones (BLS12-381 until then) at 4.  GROTH16_NTT_MIN_BLOCKS overrides.
 NTT_MIN_BLOCKS_SHOUP = 3
 NTT_MIN_BLOCKS_MONTGOMERY = 4
+# The override's range: a count of 256-thread blocks an SM holds at once, 1 to 8 (2048 threads an SM on the GPUs
+# the kernels are built for); 0 and a number of 30 digits went into __launch_bounds__ unchecked.
+NTT_MIN_BLOCKS_MOST = 8
 
 
 def ntt_min_blocks(curve: Curve, shoup: bool = True) -> int:
     """For the passes on Shoup twiddles (shoup) or on Montgomery ones (the `_m` kernels)."""
-    forced = integer("GROTH16_NTT_MIN_BLOCKS", None, config_error)
+    forced = integer("GROTH16_NTT_MIN_BLOCKS", None, config_error, least=1, most=NTT_MIN_BLOCKS_MOST,
+                     what="blocks of 256 threads an SM")
     if forced is not None:
         return forced
     return NTT_MIN_BLOCKS_SHOUP if shoup and allows_shoup(curve.r, curve.n8r) else NTT_MIN_BLOCKS_MONTGOMERY

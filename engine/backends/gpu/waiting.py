@@ -5,7 +5,8 @@ adds a wake-up to every wait: 0.03-0.2 ms on the H200 (perf/RESULTS.md: the NTT'
 "wall"), a few percent of a small proof.  So a proof with a device tail, when it is the only one of this
 backend in flight, is waited for in two steps: blocking until its final phase starts (an event recorded
 just before it: the wake-up then happens while the final phase runs, ~3 ms at every size), then polling
-its done event for at most GROTH16_WAIT_SPIN_MS (default 5 ms; 0: never poll), then blocking as before.
+its done event for at most GROTH16_WAIT_SPIN_MS (default 5 ms; 0: never poll; at most 1000 ms,
+env_setting.MAX_SPIN_MS), then blocking as before.
 Beside other proofs every waiter blocks: threads spinning side by side would take the cores that the
 synthesis pool and the other waits need (engine/client_wait.py has the same rule for the client).
 """
