@@ -22,7 +22,6 @@ import _thread  # built in (threading would cost the CLI's start more)
 import json
 import os
 import socket
-import stat
 import sys
 import time
 
@@ -45,6 +44,7 @@ from engine.client_wire import (
     quote,
     read_async,
     read_sync,
+    read_token,
     request_head,
     send_all,
     split_url,
@@ -55,8 +55,9 @@ from engine.client_wire import (
     with_log,
     with_query,
 )
+from engine.client_wire import token_file_tokens  # noqa: F401 - engine.client's name for it, as before
 from engine.env_setting import switch
-from engine.errors import EngineError, InputFileError
+from engine.errors import EngineError
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -109,36 +110,6 @@ class ProofResult:
 def _snarkjs_text(obj: Any) -> str:
     # snarkjs: JSON.stringify(x, null, 1), and bfj lays an empty array out as "[\n]"
     return "[\n]" if obj == [] else json.dumps(obj, indent=1)
-
-
-def read_token(token: str | None, token_file: str | os.PathLike | None) -> str | None:
-    if token is not None or token_file is None:
-        return token
-    return token_file_tokens(token_file)[0]
-
-
-def token_file_tokens(path: str | os.PathLike) -> list[str]:
-    """The bearer tokens of a token file, one a line (blank lines and #comments skipped), for the client and
-    the server alike; an InputFileError naming the file where it cannot give one (a file that is not UTF-8 was
-    a UnicodeDecodeError traceback)."""
-    try:
-        with open(path, encoding="utf-8-sig") as f:  # a byte order mark (Notepad's) is no part of the token
-            regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)  # else at most 1 MiB: /dev/zero, `<(yes)`
-            text = f.read() if regular else f.read((1 << 20) + 1)  # took all the memory there was
-        if len(text) > 1 << 20:
-            raise InputFileError(path, "the token file gave more than 1 MiB without ending (not a regular file)")
-        lines = [s.strip() for s in text.splitlines()]
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read the token file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputFileError(path, "the token file is not UTF-8 text") from None
-    tokens = [s for s in lines if s and not s.startswith("#")]
-    if not tokens:
-        raise InputFileError(path, "the token file holds no token")
-    for token in tokens:
-        if (problem := token_problem(token)) is not None:
-            raise InputFileError(path, f"the token file's token {problem}")
-    return tokens
 
 
 # ------------------------------------------------------------------ one request, transport-free

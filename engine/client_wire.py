@@ -1,4 +1,5 @@
-"""The client's HTTP/1.1, without an HTTP library: URLs, request heads, and a sans-IO response reader.
+"""The client's HTTP/1.1, without an HTTP library: URLs, request heads, the bearer token (what a header can
+carry, read from a token file: the server reads its file with the same function), and a sans-IO response reader.
 
 `engine.client` speaks to the prover server over a plain socket (blocking)
 or asyncio streams (async); both drive the one `read_response` generator
@@ -11,7 +12,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import time
+
+from engine.errors import InputFileError
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 LINE, EXACT, REST = "line", "exact", "rest"  # what read_response asks its driver for
@@ -115,6 +119,36 @@ def token_problem(token: str) -> str | None:
     if odd is None:
         return None
     return f"has {odd!r}, which a bearer token cannot carry: use printable ASCII (letters, digits, -._~+/)"
+
+
+def read_token(token: str | None, token_file: str | os.PathLike | None) -> str | None:
+    if token is not None or token_file is None:
+        return token
+    return token_file_tokens(token_file)[0]
+
+
+def token_file_tokens(path: str | os.PathLike) -> list[str]:
+    """The bearer tokens of a token file, one a line (blank lines and #comments skipped), for the client and
+    the server alike; an InputFileError naming the file where it cannot give one (a file that is not UTF-8 was
+    a UnicodeDecodeError traceback)."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:  # a byte order mark (Notepad's) is no part of the token
+            regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)  # else at most 1 MiB: /dev/zero, `<(yes)`
+            text = f.read() if regular else f.read((1 << 20) + 1)  # took all the memory there was
+        if len(text) > 1 << 20:
+            raise InputFileError(path, "the token file gave more than 1 MiB without ending (not a regular file)")
+        lines = [s.strip() for s in text.splitlines()]
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read the token file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputFileError(path, "the token file is not UTF-8 text") from None
+    tokens = [s for s in lines if s and not s.startswith("#")]
+    if not tokens:
+        raise InputFileError(path, "the token file holds no token")
+    for token in tokens:
+        if (problem := token_problem(token)) is not None:
+            raise InputFileError(path, f"the token file's token {problem}")
+    return tokens
 
 
 def tls_failure(url: str, exc: OSError, tls) -> str:

@@ -39,6 +39,7 @@ _seen = False
 _owned = False  # the CLI runs as this process's main program (cli.main under engine/__main__)
 _finished = False  # finished() ran: every interrupt is too late
 _stopped_by: int | None = None  # the first of STOP_SIGNALS that came (None: none, or only Ctrl-C)
+_start_guard = None  # serve's start (stop_until_serving): what _on_stop hands a stop signal to, not Ctrl-C's handler
 # finished() and the watchdog's forced exit: whichever takes it first rules out the other.  The watchdog checked
 # _finished, lost the CPU to the main thread, which wrote the proof, and still exited 130; now it holds this lock
 # from its check to its exit, and finished() (before any output is renamed into place) waits for it.  Reentrant:
@@ -79,12 +80,14 @@ def check() -> None:
 
 def own_process(stop_signals: bool = True, json: bool = False) -> None:
     """The CLI is this process's main program: `finished()` may change how the process treats Ctrl-C.
-    Start-up handlers (engine/__main__'s, marked `loading`) give way to Python's for SIGINT and, with
-    `stop_signals` (not for serve, which handles SIGTERM itself), to `_on_stop` for STOP_SIGNALS; a signal
-    whose handler is anything else (ignored since the process started) is left alone.  With `stop_signals`, a
-    watchdog (_watch) ends a main thread that cannot run the handlers; `json`: its line is a JSON object."""
-    global _owned, _finished, _stopped_by, _json, _one_command
+    Start-up handlers (engine/__main__'s, marked `loading`) give way to Python's for SIGINT and to `_on_stop` for
+    STOP_SIGNALS (serve's too: at their default action until stop_until_serving, a SIGTERM there killed it with no
+    line); a signal whose handler is anything else (ignored since the process started) is left alone.  With
+    `stop_signals` (not serve, which handles them itself once it serves), a watchdog (_watch) ends a main thread
+    that cannot run the handlers; `json`: its line is a JSON object."""
+    global _owned, _finished, _stopped_by, _json, _one_command, _start_guard
     _owned, _finished, _stopped_by, _json, _one_command = True, False, None, json, stop_signals
+    _start_guard = None
     _stops_ignored.clear()
     _made.clear()
     _removed.clear()
@@ -92,17 +95,25 @@ def own_process(stop_signals: bool = True, json: bool = False) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt
     for signum in STOP_SIGNALS:
         if getattr(signal.getsignal(signum), "loading", False):
-            signal.signal(signum, _on_stop if stop_signals else signal.SIG_DFL)
+            signal.signal(signum, _on_stop)
     if stop_signals:
         _start_watch()
 
 
 def stop_until_serving() -> None:
-    """serve, before its event loop takes SIGTERM, SIGHUP and SIGQUIT (engine/service/server.py): own_process left
-    them at their default action for it, so one that came while serve read its --config or --token-file (a FIFO
-    nobody writes) killed it with no line (SIGQUIT a core).  Until then they stop it as they stop `prove`."""
+    """serve, before its event loop takes SIGTERM, SIGHUP and SIGQUIT (engine/service/server.py): until then they
+    stop it as they stop `prove` (one that came while serve read its --config or --token-file, a FIFO nobody writes,
+    killed it with no line), and they and Ctrl-C go to engine/service/start_signals.py, which raises the
+    KeyboardInterrupt only where the code can take it (not in an import, nor inside anyio's thread hand-off)."""
+    global _start_guard
     if not _owning_main():
         return
+    from engine.service import start_signals  # noqa: PLC0415 - small (signal, sys, threading, time)
+
+    start_signals.arm(_force_exit)
+    _start_guard = start_signals.on_interrupt
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not one ignored since the start)
+        signal.signal(signal.SIGINT, start_signals.on_interrupt)
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, _on_stop)
@@ -129,8 +140,10 @@ def _owning_main() -> bool:
 
 def _every_handled_signal_to(handler) -> None:
     """SIGINT and the stop signals to `handler`, but one the process was started ignoring (nohup) or not Python's."""
+    global _start_guard
     if not _owning_main():
         return
+    _start_guard = None
     for signum in (signal.SIGINT, *STOP_SIGNALS):
         if signal.getsignal(signum) not in (signal.SIG_IGN, None):
             signal.signal(signum, handler)
@@ -271,6 +284,9 @@ def _on_stop(signum, frame) -> None:
         return
     if _stopped_by is None:
         _stopped_by = signum
+    if _start_guard is not None:  # (even where Ctrl-C is ignored since the start)
+        _start_guard(signum, frame)
+        return
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler) and not getattr(handler, "loading", False):
         handler(signal.SIGINT, frame)

@@ -9,6 +9,7 @@
 * `core.py`: `Service`, which admits, runs, cancels and drains jobs
 * `http.py`: the aiohttp application (routes, auth, limits)
 * `server.py`: the process: engine + service + listener + signals
+* `start_signals.py`: Ctrl-C and the stop signals until the engine has started (where an interrupt may be raised)
 
 The wire API is documented in docs/service.md; the client is `engine.client`.
 """

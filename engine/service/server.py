@@ -22,9 +22,11 @@ from typing import Any, Callable
 import anyio
 from aiohttp import web
 
+from engine import interrupts
 from engine.api import Engine
 from engine.config import EngineConfig
 from engine.errors import EngineError
+from engine.service import start_signals
 from engine.service.core import Service
 from engine.service.http import build_app
 from engine.service.metrics import Metrics
@@ -41,15 +43,18 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
     `make_engine(engine_config, on_event=...)` gives the engine (an async context manager);
     perf/instant_serve.py passes a test double there to time the service and the wire alone.
     `interrupt_start` (the CLI, which owns the process): until the engine has started, Ctrl-C (and the stop
-    signals, engine/interrupts.py) raise KeyboardInterrupt where this thread is, not the asyncio Runner's
-    cancellation, which waited forever behind a blocking call on this thread (a --timeline FIFO's open()).
+    signals, engine/interrupts.py) end serve with KeyboardInterrupt: raised in our own code (the asyncio Runner's
+    cancellation alone waited forever behind a blocking call on this thread, a --timeline FIFO's open()), this
+    task cancelled where the loop's or a library's code runs (engine/service/start_signals.py).
     """
     announce = announce or _say
     metrics = Metrics()
     stop = asyncio.Event()
     state = {"signals": 0, "forced": False}
     service: Service | None = None
-    loop = asyncio.get_running_loop()
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    if interrupt_start:
+        start_signals.begin(task)
 
     def on_signal(signum: int) -> None:
         name = signal.Signals(signum).name
@@ -72,13 +77,13 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
     listener = listen(config.host, config.port)  # before the engine starts: a taken port fails at once
     port = listener.getsockname()[1]
     handled = (signal.SIGTERM, signal.SIGINT, *_drain_signals())
-    if interrupt_start and callable(signal.getsignal(signal.SIGINT)):  # (not one ignored since the start)
-        signal.signal(signal.SIGINT, _interrupt_start)  # the loop's handler replaces it below
     try:
         async with make_engine(engine_config, on_event=metrics.on_event) as eng:
             # Only now: while the engine starts (kernels compiled, a --timeline FIFO opened on this thread) a
             # signal stops serve as it stops `prove` (engine/interrupts.py: 128 + it), nothing admitted yet; the
             # loop's own handlers could not even run while an open() waited on this thread.
+            if interrupt_start:
+                await start_signals.started()
             for signum in handled:
                 loop.add_signal_handler(signum, on_signal, signum)
             async with anyio.create_task_group() as tg:
@@ -97,10 +102,18 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
                 finally:
                     await runner.cleanup()  # pollers have read their answers; idle connections close
                     service.close()
+    except asyncio.CancelledError:
+        if not (interrupt_start and start_signals.cancelled()):
+            raise
+        task.uncancel()  # (the Runner's own Ctrl-C does the same)
+        raise KeyboardInterrupt from None
     finally:
         listener.close()
         for signum in handled:
             loop.remove_signal_handler(signum)
+        if interrupt_start:  # Ctrl-C from here leaves at once (a KeyboardInterrupt in the Runner's close could
+            start_signals.end()  # skip the loop's stopping of anyio's worker threads, which the exit then waited for)
+            interrupts.exit_on_another()
         # Already on the way out: a SIGTERM (SIGHUP, SIGQUIT) now must not cut the exit short (the default
         # action would leave the CPU pool's workers behind, which are stopped at interpreter exit).
         for signum in handled:
@@ -108,15 +121,6 @@ async def serve(engine_config: EngineConfig, config: ServiceConfig, tokens: list
                 signal.signal(signum, signal.SIG_IGN)
     announce("engine serve: stopped")
     return 130 if state["forced"] else 0
-
-
-def _interrupt_start(signum, frame) -> None:
-    """Ctrl-C (or a stop signal, through engine/interrupts.py) while the engine starts: KeyboardInterrupt here;
-    a second one while that start is undone ends the process at once, with the first one's line."""
-    from engine import interrupts  # noqa: PLC0415
-
-    interrupts.exit_on_another()
-    raise KeyboardInterrupt
 
 
 def _drain_signals() -> tuple:

@@ -120,7 +120,7 @@ def read_tokens(path: str | None, source: str | None = None) -> list[str]:
     """The bearer tokens of a token file (one a line, blank lines and #comments skipped).  `source`, where the
     name came from a configuration file (`engine.toml: [service] token_file`), is named in the error with it: a
     relative name is read from the current directory, not the file's (it said "tok: cannot read ...")."""
-    from engine.client import token_file_tokens  # noqa: PLC0415 - the client reads the same file the same way
+    from engine.client_wire import token_file_tokens  # noqa: PLC0415 - the client reads the same file the same way
 
     if path is None:
         return []
