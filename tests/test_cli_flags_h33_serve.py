@@ -50,7 +50,7 @@ def test_a_seconds_key_of_the_service_table_that_is_infinite_is_refused_naming_f
     path.write_text(f"[service]\n{key} = inf\n")
     with pytest.raises(ConfigError) as info:
         load_files(path)
-    assert str(info.value).startswith(f"{path}: [service]: service.{key}: inf is not a finite"), str(info.value)
+    assert str(info.value).startswith(f"{path}: service.{key}: inf is not a finite"), str(info.value)
     with pytest.raises(ConfigError, match=f"^service.{key}: inf is not a finite number of seconds"):
         ServiceConfig(**{key: float("inf")})
 

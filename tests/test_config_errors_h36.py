@@ -191,3 +191,22 @@ def test_a_long_environment_value_is_cut_in_its_error(monkeypatch, value, words)
     with pytest.raises(ConfigError) as info:
         integer("GROTH16_X", None, config_error, least=1)
     assert len(str(info.value)) < 100 and words in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("text, words", [
+    ('[service]\nport = "80"', "service.port: expected a whole number, got the string '80'"),
+    ("[service]\nprot = 80", "service.prot: not a key of the service table (did you mean service.port?)"),
+    ("[service]\nmax_body = 1.5", 'service.max_body: expected a size (bytes, or a string such as "1GiB"), got the '
+                                  "number 1.5"),
+    ("[service]\ntoken_file = 5", "service.token_file: expected a file name (a string), got the whole number 5"),
+])
+def test_the_service_table_is_said_in_the_engines_words_too(tmp_path, text, words):
+    """serve's [service] table (engine/service/settings.py) was still msgspec's: "[service]: Expected `int`, got
+    `str` - at `$.port`", "Object contains unknown field `prot`"."""
+    from engine.service.settings import load_files
+
+    path = tmp_path / "engine.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_files(path)
+    assert str(info.value) == f"{path}: {words}"

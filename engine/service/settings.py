@@ -23,12 +23,12 @@ import ipaddress
 import math
 import os
 import socket
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
-from engine.config import (ConfigError, EngineConfig, check_field_types, convert, engine_part, parse_size,
-                           read_toml, refuse_nan)
+from engine.config import (ConfigError, EngineConfig, check_field_types, check_table, convert, engine_part,
+                           parse_size, read_toml, refuse_nan)
 from engine.errors import InputFileError
 
 
@@ -37,6 +37,12 @@ SECONDS = ("job_ttl_s", "default_deadline_s", "drain_timeout_s", "upload_timeout
 
 
 class ServiceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    EXPECTED: ClassVar[dict[str, str]] = {  # what a key holds, where its type alone says less (check_table)
+        "max_body": 'a size (bytes, or a string such as "1GiB")',
+        "memory_upload_max": 'a size (bytes, or a string such as "64MiB")',
+        "token_file": "a file name (a string)",
+    }
+
     host: str = "127.0.0.1"
     port: int = 8080
     token_file: str | None = None
@@ -84,10 +90,11 @@ def load_files(path: str | os.PathLike | None) -> tuple[EngineConfig, ServiceCon
     data = read_toml(path)
     engine = engine_part(data, path)
     service = data.get("service", {})
-    try:
-        service_config = msgspec.convert(service, ServiceConfig)
+    try:  # (check_table: the key as written and the problem in the engine's words, not msgspec's "Expected `int`,
+        # got `str` - at `$.port`"; the struct's own checks name their key as service.NAME too)
+        service_config = msgspec.convert(check_table(service, ServiceConfig, "service."), ServiceConfig)
     except (ConfigError, msgspec.ValidationError) as exc:
-        raise ConfigError(f"{path}: [service]: {exc}") from None
+        raise ConfigError(f"{path}: {exc}") from None
     return convert(engine, path), service_config
 
 
@@ -99,7 +106,7 @@ def with_flags(config: ServiceConfig, **flags: Any) -> ServiceConfig:
     data = msgspec.to_builtins(config)
     data.update(changes)
     try:
-        return msgspec.convert(data, ServiceConfig)
+        return msgspec.convert(check_table(data, ServiceConfig, "service."), ServiceConfig)
     except (ConfigError, msgspec.ValidationError) as exc:
         raise ConfigError(_as_flag(str(exc), changes)) from None
 
