@@ -175,7 +175,7 @@ async def test_a_loopback_address_says_where_ray_goes_for_it():
                    "(Connection refused), the address Ray uses for localhost", text
 
 
-@pytest.mark.parametrize("value", ["inf", "1e300"])
+@pytest.mark.parametrize("value", ["1e300"])
 async def test_a_check_timeout_too_long_for_a_socket_is_taken_as_a_day(value, monkeypatch):
     """OverflowError: timestamp out of range for platform time_t."""
     monkeypatch.setenv(TIMEOUT_ENV, value)
@@ -185,7 +185,7 @@ async def test_a_check_timeout_too_long_for_a_socket_is_taken_as_a_day(value, mo
                    "(Connection refused)", text
 
 
-@pytest.mark.parametrize("value", ["soon", "-1"])
+@pytest.mark.parametrize("value", ["soon", "-1", "inf", "1e400", "nan"])  # (inf: env_setting's numbers are finite)
 async def test_a_bad_check_timeout_names_its_variable(value, monkeypatch):
     monkeypatch.setenv(TIMEOUT_ENV, value)
     text, _ = await _start_error(f"127.0.0.1:{_free_port()}")

@@ -6,11 +6,12 @@
         async for r in cluster.prove_stream(key, witnesses):      # engine.StreamResult
             ...
 
-The driver (this process) keeps the queue and the placement (placement.py);
-each actor runs one `Engine` (actor.py).  A job is one call of the actor's
-`prove` with the job's witnesses as object-store references: put once by the
-driver (or given as references by the caller), fetched by the actor's node,
-and passed again by reference when the job is retried.
+The driver (this process) keeps the queue and the placement (placement.py)
+and feeds a stream's items (stream.py); each actor runs one `Engine`
+(actor.py).  A job is one call of the actor's `prove` with the job's
+witnesses as object-store references: put once by the driver (or given as
+references by the caller), fetched by the actor's node, and passed again by
+reference when the job is retried.
 
 Faults: when an actor dies (its process killed, its node lost) every job it
 held goes once more to another engine; a job whose engine dies twice fails
@@ -24,6 +25,7 @@ EngineClosedError, as from a local Engine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -31,11 +33,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Sequence
 
-from engine.jobs import (KeyInfo, StreamResult, _aiter, check_loop, checked_config, job_items, stream_limit,
-                         witness_items)
+from engine.jobs import KeyInfo, check_loop, checked_config, job_items, stream_limit, witness_items
 from engine.config import EngineConfig
 from scheduler.compute_share import AUTO_SLOTS
-from engine.distributed import connection
+from engine.distributed import connection, stream
 from engine.distributed.actor import EngineActor, KeySpec
 from engine.distributed.connection import import_ray, resources as _resources, start_local_ray  # noqa: F401
 from engine.distributed.placement import EngineSlot, Placement
@@ -370,59 +371,10 @@ class RayCluster:
         self._check_key(key, "prove")  # an Engine's stream names its check as prove's
         witness_items(items, "prove_stream's items")
         limit = stream_limit(max_in_flight, self.config.max_in_flight * max(1, len(self._placement.alive())))
-        results: asyncio.Queue = asyncio.Queue()
-        slots = asyncio.Semaphore(limit)
-        tasks: set[asyncio.Task] = set()
-        feeding = {"error": None, "count": 0, "done": False}
-
-        async def one(index: int, item: Any) -> None:
-            try:
-                proof = await self._job(key, [item])
-                results.put_nowait(StreamResult(index, item, proof[0], None))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                results.put_nowait(StreamResult(index, item, None, exc))
-
-        async def feeder() -> None:
-            try:
-                async for item in _aiter(items):
-                    await slots.acquire()
-                    task = asyncio.create_task(one(feeding["count"], item))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-                    feeding["count"] += 1
-            except Exception as exc:  # the caller's iterable failed: end the stream with its error
-                feeding["error"] = exc
-            finally:
-                feeding["done"] = True
-                results.put_nowait(None)  # wakes the consumer to re-check the count
-
-        feed = asyncio.create_task(feeder())
-        yielded, next_index, buffered = 0, 0, {}
-        try:
-            while not (feeding["done"] and yielded == feeding["count"]):
-                result = await results.get()
-                if result is None:
-                    continue
-                if not ordered:
-                    yielded += 1
-                    yield result
-                    slots.release()  # the reader came back for the next one: feed another item
-                    continue
-                buffered[result.index] = result
-                while next_index in buffered:
-                    yielded += 1
-                    yield buffered.pop(next_index)
-                    slots.release()
-                    next_index += 1
-            if feeding["error"] is not None:
-                raise feeding["error"]
-        finally:
-            feed.cancel()
-            for task in list(tasks):
-                task.cancel()
-            await asyncio.gather(feed, *tasks, return_exceptions=True)
+        flow = stream.results(lambda item: self._job(key, [item]), items, limit, ordered)
+        async with contextlib.aclosing(flow):  # leaving early cancels the items in flight
+            async for result in flow:
+                yield result
 
     async def _job(self, key: ClusterKey, items: list[Any]) -> list[Any]:
         """Run one job as a task of the cluster (so that leaving the block drains it)."""

@@ -9,11 +9,13 @@ and never ended here.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -36,11 +38,36 @@ _CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 def import_ray():
     try:
         import ray  # noqa: PLC0415
-    except ImportError:
-        raise BackendUnavailableError(
-            "Ray is not installed: pip install 'groth16-engine[ray]' (or pip install ray)"
-        ) from None
+    except BaseException as exc:
+        _exit_hook_kept_quiet()
+        if isinstance(exc, ImportError):
+            raise BackendUnavailableError(
+                "Ray is not installed: pip install 'groth16-engine[ray]' (or pip install ray)"
+            ) from None
+        raise
     return ray
+
+
+def _exit_hook_kept_quiet() -> None:
+    """An import of Ray cut off halfway (Ctrl-C in `prove --ray`'s first second, a broken install) left Ray's
+    exit hook (ray.shutdown, registered by ray._private.worker) in a package without the modules the hook
+    imports: at the exit it printed "Exception ignored in atexit callback" and its traceback, after the
+    command's error line (its JSON object with --json).  It is replaced by one that shuts down only what a
+    later, whole import started."""
+    worker = sys.modules.get("ray._private.worker")
+    if getattr(worker, "shutdown", None) is None:  # cut off before the hook was registered
+        return
+    atexit.unregister(worker.shutdown)
+    atexit.unregister(_shutdown_if_started)  # (once, whatever the number of imports cut off)
+    atexit.register(_shutdown_if_started)
+
+
+def _shutdown_if_started() -> None:
+    """Ray's exit hook after a cut-off import: ray.shutdown where a later import connected or started Ray."""
+    worker = sys.modules.get("ray._private.worker")
+    started = getattr(worker, "_global_node", None) is not None
+    if started or getattr(getattr(worker, "global_worker", None), "connected", False):
+        worker.shutdown(_exiting_interpreter=True)
 
 
 @dataclass
