@@ -199,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
 
         warnings.showwarning = _warning_line(args)
         log_lines = _route_log_warnings(args, named_command(argv))
+        exit_handoff = sys.modules.get("engine.exit_handoff")  # (loaded by engine/__main__, where it ends the process)
+        if exit_handoff is not None and exit_handoff.process_ends:
+            exit_handoff.check()  # a bad GROTH16_EXIT_HANDOFF: the command's error, not a silent "off" at its end
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # what it printed, here: a stdout that cannot take it is this command's error
         _said(args, argv)

@@ -17,8 +17,8 @@ The first request on a route has no history: the spin starts at once and lasts
 proof is then waited for asleep), unless the server said how long the route
 takes (`expect`: the key's recent proof time from its load answer).
 
-`spin_s` comes from the client's argument, else GROTH16_CLIENT_SPIN_MS (milliseconds;
-0 turns it off: the client blocks in recv as before), else DEFAULT_SPIN_MS.
+`spin_s` comes from the client's argument, else GROTH16_CLIENT_SPIN_MS (milliseconds, from 0
+to 1000 either way; 0 turns it off: the client blocks in recv as before), else DEFAULT_SPIN_MS.
 Plain sockets only (a TLS socket cannot peek: it blocks as before).  Standard
 library only, nothing imported beyond what the client has: it is on the CLI's path.
 """
@@ -28,12 +28,13 @@ import _thread  # built in: no import time on the CLI's path (threading would co
 import socket
 import time
 
-from engine.env_setting import milliseconds
+from engine.env_setting import MAX_SPIN_MS, milliseconds
 from engine.errors import EngineError
 
 DEFAULT_SPIN_MS = 3.0
 ENV = "GROTH16_CLIENT_SPIN_MS"
 HISTORY = 8  # the answers' times kept per route; the median of them is when the next is due
+LONGEST_DUE_S = 1e9  # as engine/client.py's timeout (socket.settimeout refuses from 2^63 ns, about 9.2e9 s, on)
 _PEEK = socket.MSG_PEEK
 _PEEK_NOW = socket.MSG_PEEK | socket.MSG_DONTWAIT
 # A lone request spins, concurrent ones do not: client threads spinning side by side fought over the GIL
@@ -53,12 +54,33 @@ class SpinSettingError(EngineError, ValueError):
 
 
 def spin_seconds(spin_ms: float | None = None) -> float:
-    """The spin budget a request gets: the argument, else the environment's, else the default (ms -> s)."""
+    """The spin budget a request gets: the argument, else the environment's, else the default (ms -> s).  The
+    argument is held to what the variable is (env_setting): `Client(spin_ms=inf)` spun a core until each answer
+    came, and one of 5000 ms burnt five seconds a request."""
     if spin_ms is None:
-        spin_ms = milliseconds(ENV, DEFAULT_SPIN_MS, SpinSettingError, "turns the spin off")
-    if not spin_ms >= 0:  # negative or NaN
-        raise SpinSettingError(f"the client's spin must be >= 0 ms, not {spin_ms!r}")
-    return spin_ms / 1e3
+        return milliseconds(ENV, DEFAULT_SPIN_MS, SpinSettingError, "turns the spin off") / 1e3
+    span = f"must be a finite number from 0 to {MAX_SPIN_MS:g} ms (0 turns the spin off)"
+    if isinstance(spin_ms, (str, bytes, bool)):  # (float() would read '3', and True is 1)
+        raise SpinSettingError(f"spin_ms={_shown(spin_ms)}: expected a number of milliseconds (0 turns the spin off)")
+    try:
+        ms = float(spin_ms)  # an int, a float, numpy's numbers
+    except OverflowError:  # an int beyond any float
+        raise SpinSettingError(f"spin_ms={_shown(spin_ms)}: {span}") from None
+    except (TypeError, ValueError):
+        raise SpinSettingError(f"spin_ms={_shown(spin_ms)}: expected a number of milliseconds (0 turns the spin "
+                               "off)") from None
+    if not 0 <= ms <= MAX_SPIN_MS:  # negative, NaN, inf, or more than a second
+        raise SpinSettingError(f"spin_ms={_shown(spin_ms)}: {span}")
+    return ms / 1e3
+
+
+def _shown(value) -> str:
+    """The argument for a message, cut where it is long (an int of over 4300 digits has no repr)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return "<an int of over 4300 digits>"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class AnswerWait:
@@ -70,8 +92,10 @@ class AnswerWait:
         self.spun_s = 0.0  # CPU-burning seconds so far (what the spin cost; tests read it)
 
     def expect(self, route: str, seconds: float) -> None:
-        """The server says this route takes about `seconds` (a key's recent proofs): due then, until measured."""
-        if seconds > 0 and route not in self.recent:
+        """The server says this route takes about `seconds` (a key's recent proofs): due then, until measured.
+        What no proof takes is ignored (a server's inf, nan or 1e300 became a nap that socket.settimeout refused:
+        an OverflowError from the next request); below LONGEST_DUE_S, the bound of the client's own timeout."""
+        if 0 < seconds < LONGEST_DUE_S and route not in self.recent:
             self.recent[route] = [seconds]
 
     def due(self, route: str) -> float | None:

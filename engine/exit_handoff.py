@@ -7,9 +7,11 @@ perf/RESULTS.md).  `hand_off()` forks a child that keeps the device files (only 
 closed in it, so whoever reads this process's pipes sees them end with this process), waits for this process to
 end, and leaves: the last reference to the device files is then the child's, and the teardown runs there, after
 the command has returned.  The child runs system calls only (no code of ours, no driver call), in a session of
-its own so a terminal's Ctrl-C is not sent to it.  GROTH16_EXIT_HANDOFF=0 turns it off.
+its own so a terminal's Ctrl-C is not sent to it.  GROTH16_EXIT_HANDOFF=0 turns it off (1 on, unset or blank the
+default, on; any other value is an error, as for every switch: engine/env_setting.py).
 
-Standard library only: engine/__main__ calls it last, after the command's files are written and closed.
+Standard library only (and engine/env_setting.py's switch, itself so): engine/__main__ calls it last, after the
+command's files are written and closed.
 """
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ import os
 import signal
 import sys
 import warnings
+
+from engine.env_setting import config_error, switch
+from engine.errors import ConfigError
 
 DEVICE_FILES = "/dev/nvidia"
 ENV = "GROTH16_EXIT_HANDOFF"
@@ -27,8 +32,28 @@ ENV = "GROTH16_EXIT_HANDOFF"
 process_ends = False
 
 
+def setting() -> bool | None:
+    """GROTH16_EXIT_HANDOFF read as every A/B switch is (engine/env_setting.py): 1 on, 0 off, unset or blank the
+    default (on); anything else a ConfigError naming the variable (only an exact "0" turned it off: " 0", "off"
+    and "false" left it on without a word)."""
+    return switch(ENV, config_error)
+
+
+def check() -> None:
+    """A bad GROTH16_EXIT_HANDOFF as the command's error (ConfigError), for the CLI's start: nothing later in a
+    command may raise it (releases_left_to_exit is asked in a `finally` that must close the backend, hand_off
+    after the command has ended)."""
+    setting()
+
+
 def enabled() -> bool:
-    return os.environ.get(ENV, "1") != "0" and sys.platform.startswith("linux") and hasattr(os, "fork")
+    """Whether the hand-off is made.  A bad value makes none (the teardown then runs in this process, as without
+    the hand-off): where it is read, at the command's end and the exit, no error can be said any more."""
+    try:
+        wanted = setting() is not False
+    except ConfigError:  # check() is where it is said, before the command
+        return False
+    return wanted and sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
 def releases_left_to_exit() -> bool:

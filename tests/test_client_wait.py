@@ -133,7 +133,7 @@ def test_a_due_answer_later_than_the_timeout_still_times_out(slow):
 def test_only_a_lone_request_spins(slow):
     """Two threads' requests waiting at once: the first stops spinning when the second starts waiting,
     and the second never spins (spinning threads fight over the GIL and the cores); both are answered."""
-    a, b = Client(slow.url, spin_ms=2000), Client(slow.url, spin_ms=2000)
+    a, b = Client(slow.url, spin_ms=1000), Client(slow.url, spin_ms=1000)  # (the most a spin takes)
     found = {}
 
     def call(name, c):

@@ -10,6 +10,7 @@ import json
 import os
 
 from engine.commands.setup import quiet_prints_nothing
+from engine.config_flags import whole_number
 from engine.paths import shown, what_is
 from engine.progress import add_output_flags
 
@@ -31,15 +32,47 @@ def register(subparsers) -> None:
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("directory", help="output directory (created if missing)")
-    p.add_argument("--constraints", type=int, required=True, metavar="N", help="number of constraints")
+    p.add_argument("--constraints", type=bench_size, required=True, metavar="N", help="number of constraints")
     p.add_argument("--curve", default="bn128", help="bn128/bn254 (default) or bls12381")
-    p.add_argument("--public", type=int, default=2, metavar="N",
+    p.add_argument("--public", type=bench_size, default=2, metavar="N",
                    help="public signals: ceil(N/2) outputs, the rest inputs (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=bench_seed, default=0, help="random seed (default 0)")
     p.add_argument("--name", default="bench", help="file name stem (default bench)")
     add_output_flags(p)
     quiet_prints_nothing(p)
     p.set_defaults(func=run, preload=preload)
+
+
+# Beyond this a size is refused as typed, cut: no key's domain comes near (2^31 at most), a --constraints of 400
+# digits was an OverflowError traceback (engine/groth16/bench_circuit.py's plan() makes it a float), and a --public
+# of thousands of digits was repeated in full.  The ranges below it are check_request's.
+FAR = 1 << 63
+
+
+def bench_size(text: str) -> int:
+    """--constraints, --public: a whole number in ASCII digits (int() took '٨٠' as 80 and '1_0' as 10)."""
+    value = whole_number(text)
+    if value >= FAR:
+        raise argparse.ArgumentTypeError(f"{_cut(text)} is more than any circuit holds (2^63 or more; a key's "
+                                         "domain is at most 2^31)")
+    if value <= -FAR:
+        raise argparse.ArgumentTypeError(f"{_cut(text)} is negative")
+    return value
+
+
+def bench_seed(text: str) -> int:
+    """--seed: a whole number in ASCII digits, as large as numpy takes (any size); a negative one of thousands of
+    digits is refused here, cut (check_request repeated it in full)."""
+    value = whole_number(text)
+    if value <= -FAR:
+        raise argparse.ArgumentTypeError(f"{_cut(text)} is negative")
+    return value
+
+
+def _cut(text: str) -> str:
+    """A value for a message, quoted, and cut where it is long."""
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def preload(args: argparse.Namespace) -> list[str]:

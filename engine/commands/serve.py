@@ -10,6 +10,17 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
+
+from engine.config_flags import whole_number
+
+# Beyond this a count is refused as typed, cut (ServiceConfig's own ranges below it name the flag and the value: a
+# 4000-digit --port was repeated in full); 2^63, as a size's bound (engine/config.py's parse_size).
+FAR = 1 << 63
+# a number of seconds as env_setting reads one: ASCII digits (float() took '٣' as 3 and '1_0' as 10), inf and nan
+# passed on to be refused by name
+_SECONDS = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)",
+                      re.ASCII | re.IGNORECASE)
 
 
 def register(subparsers) -> None:
@@ -22,16 +33,16 @@ def register(subparsers) -> None:
     )
     s = p.add_argument_group("service")
     s.add_argument("--host", default=None, help="address to bind (default 127.0.0.1; beyond loopback needs a token)")
-    s.add_argument("--port", type=int, default=None, help="TCP port (default 8080; 0 picks a free one)")
+    s.add_argument("--port", type=service_count, default=None, help="TCP port (default 8080; 0 picks a free one)")
     s.add_argument("--token-file", metavar="FILE", default=None,
                    help="bearer tokens, one a line: every request but /healthz must carry one")
     s.add_argument("--max-body", metavar="SIZE", default=None, help="largest request body (default 1GiB)")
     s.add_argument("--memory-upload-max", metavar="SIZE", default=None,
                    help="witness uploads up to SIZE are parsed in memory, larger ones spooled to a file "
                         "(default 64MiB; 0: always spooled)")
-    s.add_argument("--max-queued-per-key", type=int, metavar="N", default=None,
+    s.add_argument("--max-queued-per-key", type=service_count, metavar="N", default=None,
                    help="queued jobs per key before 429 (default 64)")
-    s.add_argument("--running-jobs", type=int, metavar="N", default=None,
+    s.add_argument("--running-jobs", type=service_count, metavar="N", default=None,
                    help="jobs handed to the engine at once (default: on GPUs with resident keys, each compute slot and "
                         "synthesis worker gets a job and one waiting; where the CPU ends proofs, each of them and each "
                         "epilogue thread one job; 0: that default)")
@@ -118,22 +129,38 @@ _ZERO = {"--default-deadline": "no deadline", "--drain-timeout": "a drain that w
          "--upload-timeout": "no upload timeout", "--idle-timeout": "no idle timeout"}  # what each one's 0 says
 
 
+def service_count(text: str) -> int:
+    """--port, --max-queued-per-key, --running-jobs: a whole number in ASCII digits (int() took '٨٠' as 80 and
+    '1_0' as 10), refused here, cut, from 2^63 on either way (no port or count comes near; a value of thousands of
+    digits was repeated in full); ServiceConfig (engine/service/settings.py) checks each one's own range."""
+    value = whole_number(text)
+    if value >= FAR:
+        raise argparse.ArgumentTypeError(f"{_cut(text)} is more than any port or count (2^63 or more)")
+    if value <= -FAR:
+        raise argparse.ArgumentTypeError(f"{_cut(text)} is negative")
+    return value
+
+
+def _cut(text: str) -> str:
+    """A value for a message, quoted, and cut where it is long."""
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def seconds(flag: str, text: str | None) -> float | None:
-    """A flag's seconds: a finite number, not negative, named as it was typed where it is not (`--upload-timeout
-    1e400` was taken as an endless timeout, `--default-deadline inf` as a deadline that never came, and `-1`
-    was refused as "-1.0")."""
+    """A flag's seconds: a finite number in ASCII digits, not negative, named as it was typed where it is not
+    (`--upload-timeout 1e400` was taken as an endless timeout, `--default-deadline inf` as a deadline that never
+    came, `-1` was refused as "-1.0", and '٣' or '1_0' were taken as 3 and 10)."""
     import math
 
     from engine.config import ConfigError
 
     if text is None:
         return None
-    shown = text if text and text.strip() == text and len(text) <= 40 else \
-        repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{flag}: {shown} is not a number of seconds") from None
+    shown = text if text and text.strip() == text and len(text) <= 40 else _cut(text)
+    if not _SECONDS.fullmatch(text.strip()):
+        raise ConfigError(f"{flag}: {shown} is not a number of seconds")
+    value = float(text)
     if math.isnan(value):
         raise ConfigError(f"{flag}: {shown} is not a number")
     if not math.isfinite(value):

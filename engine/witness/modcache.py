@@ -9,7 +9,7 @@ entry built for another version or CPU, and we then compile again.  The cache
 is best effort: a directory we cannot write just means no cache.
 
 Location: $GROTH16_ENGINE_CACHE/wasm, else $XDG_CACHE_HOME (or ~/.cache)
-/groth16-engine/wasm; GROTH16_ENGINE_CACHE=off disables it.
+/groth16-engine/wasm (also where it is set but blank); GROTH16_ENGINE_CACHE=off disables it.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from pathlib import Path
 import wasmtime
 
 from cuda_kernels.build import remove_dead_temporaries, write_cache_file
+from engine.bytecode_cache import OFF  # the words that turn a cache off, GROTH16_PYCACHE's and GROTH16_KEY_CACHE's
 
 ENV_VAR = "GROTH16_ENGINE_CACHE"
 _OLD_TEMPORARY = re.compile(r"[0-9a-f]{64}\.cwasm\.[0-9]+\.tmp")  # `<key>.cwasm.<pid>.tmp`, before the lock
@@ -33,13 +34,16 @@ def _sweep(directory: Path) -> None:
 
 
 def cache_dir() -> Path | None:
-    """Where compiled modules live, or None when the cache is switched off."""
-    env = os.environ.get(ENV_VAR)
-    if env is not None:
-        if env.strip().lower() in {"", "0", "off", "none", "false"}:
+    """Where compiled modules live, or None when the cache is switched off.  A blank value is the default, as a
+    blank GROTH16_KEY_CACHE or GROTH16_PYCACHE is (`GROTH16_ENGINE_CACHE="$UNSET"` turned the cache off, and
+    every process compiled circuit.wasm again)."""
+    env = os.environ.get(ENV_VAR, "")
+    if env.strip():
+        if env.strip().lower() in OFF:
             return None
         return Path(env).expanduser() / "wasm"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = xdg if xdg.strip() else Path.home() / ".cache"  # (a blank one was a folder named by spaces, here)
     return Path(base) / "groth16-engine" / "wasm"
 
 
