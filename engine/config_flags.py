@@ -14,8 +14,8 @@ ENGINE_ONLY_FLAGS = ("synthesis_workers", "compute_slots", "vram_budget", "host_
 EMPTY_KEY_CACHE_DIR = 'an empty directory name (leave it out for $GROTH16_KEY_CACHE or the default; "off": no cache)'
 
 
-def _shown(text: str) -> str:
-    """A flag's value for a message, cut where it is long (5000 digits filled the terminal)."""
+def quoted_value(text: str) -> str:
+    """A flag's value for a message, quoted, and cut where it is long (5000 digits filled the terminal)."""
     shown = repr(text)
     return shown if len(shown) <= 40 else shown[:37] + "..."
 
@@ -24,11 +24,11 @@ def whole_number(text: str) -> int:
     """A whole number on the command line: ASCII digits, a sign allowed, spaces around them too.  int() also took
     '٢' (an Arabic-Indic two) and '1_0' (ten): `--synthesis-workers ٢` started two workers."""
     if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text, re.ASCII):
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a whole number")
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)} is not a whole number")
     try:
         return int(text)
     except ValueError:  # over Python's 4300 digits
-        raise argparse.ArgumentTypeError(f"{_shown(text)} has over 4300 digits, more than any count") from None
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)} has over 4300 digits, more than any count") from None
 
 
 def slots_arg(text: str) -> int | str:
@@ -38,14 +38,14 @@ def slots_arg(text: str) -> int | str:
     try:
         return whole_number(text)
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is neither a number nor auto") from None
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)} is neither a number nor auto") from None
 
 
 def positive_int(text: str) -> int:
     """A count on the command line that must be at least 1 (0 and negatives were taken as 1 in silence)."""
     value = whole_number(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{_shown(text)}: need at least 1")
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)}: need at least 1")
     return value
 
 

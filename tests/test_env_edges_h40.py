@@ -182,11 +182,7 @@ def test_msm_products_bad_value_is_one_short_line(monkeypatch, value, words):
 ])
 def test_idle_trim_has_a_floor_and_an_end(tmp_path, text, words):
     """1e-9 woke the device worker's trim loop without pause, a core's worth of CPU for the engine's life."""
-    path = tmp_path / "engine.toml"
-    path.write_text(text + "\n")
-    with pytest.raises(ConfigError) as info:
-        load(path)
-    _one_line(info.value, f"{path}: {words}")
+    _file_refused(tmp_path, text, words)
 
 
 @pytest.mark.parametrize("seconds", [0, 0.01, 5, None])
@@ -225,6 +221,11 @@ def test_devices_flag_keeps_its_lists(value, devices):
                                          ("devices = [0, -1]", "devices: -1 is not a device index (0 to 1023)"),
                                          ("devices = []", "devices: an empty list names no device")])
 def test_devices_key_names_the_bad_index(tmp_path, text, words):
+    _file_refused(tmp_path, text, words)
+
+
+def _file_refused(tmp_path, text: str, words: str) -> None:
+    """engine.toml holding `text` is one ConfigError: its path, then `words`."""
     path = tmp_path / "engine.toml"
     path.write_text(text + "\n")
     with pytest.raises(ConfigError) as info:

@@ -10,7 +10,7 @@ import json
 import os
 
 from engine.commands.setup import quiet_prints_nothing
-from engine.config_flags import whole_number
+from engine.config_flags import quoted_value, whole_number
 from engine.paths import shown, what_is
 from engine.progress import add_output_flags
 
@@ -53,10 +53,10 @@ def bench_size(text: str) -> int:
     """--constraints, --public: a whole number in ASCII digits (int() took '٨٠' as 80 and '1_0' as 10)."""
     value = whole_number(text)
     if value >= FAR:
-        raise argparse.ArgumentTypeError(f"{_cut(text)} is more than any circuit holds (2^63 or more; a key's "
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)} is more than any circuit holds (2^63 or more; a key's "
                                          "domain is at most 2^31)")
     if value <= -FAR:
-        raise argparse.ArgumentTypeError(f"{_cut(text)} is negative")
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)} is negative")
     return value
 
 
@@ -65,14 +65,8 @@ def bench_seed(text: str) -> int:
     digits is refused here, cut (check_request repeated it in full)."""
     value = whole_number(text)
     if value <= -FAR:
-        raise argparse.ArgumentTypeError(f"{_cut(text)} is negative")
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)} is negative")
     return value
-
-
-def _cut(text: str) -> str:
-    """A value for a message, quoted, and cut where it is long."""
-    shown = repr(text)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def preload(args: argparse.Namespace) -> list[str]:

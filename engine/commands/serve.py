@@ -12,7 +12,7 @@ import argparse
 import copy
 import re
 
-from engine.config_flags import whole_number
+from engine.config_flags import quoted_value, whole_number
 
 # Beyond this a count is refused as typed, cut (ServiceConfig's own ranges below it name the flag and the value: a
 # 4000-digit --port was repeated in full); 2^63, as a size's bound (engine/config.py's parse_size).
@@ -135,16 +135,10 @@ def service_count(text: str) -> int:
     digits was repeated in full); ServiceConfig (engine/service/settings.py) checks each one's own range."""
     value = whole_number(text)
     if value >= FAR:
-        raise argparse.ArgumentTypeError(f"{_cut(text)} is more than any port or count (2^63 or more)")
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)} is more than any port or count (2^63 or more)")
     if value <= -FAR:
-        raise argparse.ArgumentTypeError(f"{_cut(text)} is negative")
+        raise argparse.ArgumentTypeError(f"{quoted_value(text)} is negative")
     return value
-
-
-def _cut(text: str) -> str:
-    """A value for a message, quoted, and cut where it is long."""
-    shown = repr(text)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def seconds(flag: str, text: str | None) -> float | None:
@@ -157,7 +151,7 @@ def seconds(flag: str, text: str | None) -> float | None:
 
     if text is None:
         return None
-    shown = text if text and text.strip() == text and len(text) <= 40 else _cut(text)
+    shown = text if text and text.strip() == text and len(text) <= 40 else quoted_value(text)
     if not _SECONDS.fullmatch(text.strip()):
         raise ConfigError(f"{flag}: {shown} is not a number of seconds")
     value = float(text)
