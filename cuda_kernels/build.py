@@ -151,10 +151,15 @@ def remove_dead_temporaries(directory: Path | str, suffixes: tuple[str, ...] = (
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("GROTH16_KERNEL_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """$GROTH16_KERNEL_CACHE, else $XDG_CACHE_HOME (or ~/.cache)/groth16-engine/kernels.  A blank variable is unset
+    (`GROTH16_KERNEL_CACHE="  "` was a folder named by spaces in the working directory): engine/bytecode_cache.py's
+    cache_home rule, copied, since cuda_kernels/ imports nothing of the engine but its errors.  A ~ is the home
+    folder, as in the other caches' variables (it was a folder named "~")."""
+    env = os.environ.get("GROTH16_KERNEL_CACHE", "")
+    if env.strip():
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = xdg if xdg.strip() else os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "groth16-engine" / "kernels"
 
 

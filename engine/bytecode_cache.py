@@ -24,9 +24,18 @@ ENV = "GROTH16_PYCACHE"
 OFF = ("off", "none", "0", "false", "no")
 
 
+def cache_home(environ=os.environ) -> str:
+    """$XDG_CACHE_HOME, else ~/.cache: where the engine's caches go by default (bytecode here, keys in
+    engine/formats/key_cache.py, compiled wasm; cuda_kernels/build.py keeps a copy of the rule, as it imports
+    nothing of the engine but its errors).  Here because the CLI imports this module first, and it is standard
+    library only.  A blank value is unset (`XDG_CACHE_HOME="  "` was a folder named by spaces in the working
+    directory); any other is kept as given, spaces in a real path too."""
+    value = environ.get("XDG_CACHE_HOME", "")
+    return value if value.strip() else os.path.join(os.path.expanduser("~"), ".cache")
+
+
 def default_dir(environ=os.environ) -> str:
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "groth16-engine", "pycache")
+    return os.path.join(cache_home(environ), "groth16-engine", "pycache")
 
 
 def chosen_dir(environ=os.environ) -> str | None:

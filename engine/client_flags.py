@@ -3,6 +3,8 @@ line's reader), so that building prove's parser for a local proof imports neithe
 other."""
 from __future__ import annotations
 
+import math
+
 PRIORITIES = ("high", "normal", "low")
 
 
@@ -15,22 +17,43 @@ def _server_url(value: str) -> str:
     return value
 
 
+# what a number of seconds is written with (float() also took '٣' as 3 and '1_0' as 10, and 'nan')
+_DECIMAL_CHARS = frozenset("0123456789+-.eE")
+_NO_DEADLINE = ("inf", "+inf", "infinity", "+infinity")
+
+
+def _deadline_seconds(value: str) -> tuple[float | None, str]:
+    """(seconds, "") for a good --deadline (inf: none, as leaving it out), else (None, why not)."""
+    text = value.strip()  # (spaces around it: as float() and the count flags take them)
+    if text.lower() in _NO_DEADLINE:
+        return math.inf, ""
+    seconds = math.nan
+    if set(text) <= _DECIMAL_CHARS:
+        try:
+            seconds = float(text)
+        except ValueError:  # '', '1e', '+-5', '1.2.3'
+            pass
+    if seconds == math.inf:  # 1e400: more digits than a float holds, not the word that means none
+        return None, "is more seconds than a float holds (inf: no deadline)"
+    if not seconds > 0:  # nan: none of the above; 0 and -1 (-1e400 too)
+        return None, "is not a number of seconds > 0 (inf: no deadline)"
+    return seconds, ""
+
+
 def deadline_value(value: str) -> float | None:
-    """--deadline's seconds (> 0; inf: none), or None: -1, 0 or NaN went to the server, refused once the key
-    had loaded."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds > 0 else None  # NaN too
+    """--deadline's seconds (> 0 and finite, written in ASCII digits; inf: none), or None: -1, 0 or NaN went to the
+    server, refused once the key had loaded, and float() took '٣' and '1_0' as 3 and 10, and 1e400 as none."""
+    return _deadline_seconds(value)[0]
 
 
 def _deadline(value: str) -> float:
-    seconds = deadline_value(value)
+    seconds, problem = _deadline_seconds(value)
     if seconds is None:
         from argparse import ArgumentTypeError  # noqa: PLC0415 - argparse is loaded where this runs
 
-        raise ArgumentTypeError(f"{value!r} is not a number of seconds > 0")
+        from engine.config_flags import quoted_value  # noqa: PLC0415 - loaded where this runs (prove's parser)
+
+        raise ArgumentTypeError(f"{quoted_value(value)} {problem}")
     return seconds
 
 
@@ -42,7 +65,8 @@ def add_server_arguments(parser) -> None:
     g.add_argument("--token-file", metavar="FILE", default=None, help="the bearer token for --server")
     g.add_argument("--priority", choices=PRIORITIES, default=None, help="with --server (default normal)")
     g.add_argument("--deadline", type=_deadline, metavar="S", default=None,
-                   help="with --server: cancel the proof if it has not finished after S seconds")
+                   help="with --server: cancel the proof if it has not finished after S seconds (inf: none, as "
+                        "without it)")
 
 
 # prove's flags that act only with --server or only with --ray (attribute, flag, the flag they need): a proof

@@ -12,6 +12,7 @@ import re
 # a decimal number as the docs write them (5, 1.5, .5, 2e3), signs allowed so that -1 is said to be out of range
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_NOT_FINITE = frozenset(sign + word for sign in ("", "+", "-") for word in ("inf", "infinity", "nan"))
 # the spin and polling budgets: a wait of a second or more burnt on a core is no spin before an answer
 MAX_SPIN_MS = 1000.0
 
@@ -32,7 +33,7 @@ def number(env: str, default: float, error: type[Exception], off: str, unit: str
     span = f"from 0 to {most:g} {short}" if most is not None else f">= 0 {short}"
     if _DECIMAL.fullmatch(raw):
         value = float(raw)
-    elif raw.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+    elif raw.lower() in _NOT_FINITE:  # (one sign at most: `+-inf` was read as nan, "must be a finite number")
         value = math.nan
     else:
         raise error(f"{_shown(env, raw)}: expected a number of {unit} (0 {off})")

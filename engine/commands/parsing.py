@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 
@@ -122,10 +123,13 @@ class Parser(argparse.ArgumentParser):
         return ""
 
 
+# a number as the commands' number flags take one: ASCII digits, a decimal point, an exponent, inf, nan (float()
+# also reads '١' and '1_000', which they refuse: config_flags.whole_number, serve's seconds, client_flags' deadline);
+# a pattern compiled on first use (an error's), not at every command's start
+_NUMBER = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)"
+
+
 def _number(text: str) -> bool:
-    """Whether float() reads `text` (1e3, inf, nan, 1_000: what the commands' number flags take)."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    """Whether `text` is written as the commands' number flags take one (-1.5e3, -inf: a flag's value, given
+    where argparse reads an option); '-1_000' and '-١' are no number of theirs, and are not said to be one."""
+    return re.fullmatch(_NUMBER, text, re.ASCII | re.IGNORECASE) is not None

@@ -44,6 +44,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from engine.bytecode_cache import cache_home  # the one rule for every cache's base (standard library, loaded first)
+
 log = logging.getLogger("engine.key_cache")
 
 MAGIC = b"G16KEYC\x00"
@@ -57,8 +59,8 @@ LEFTOVER_AGE_S = 3600  # where files cannot be locked, a temporary file older th
 
 
 def default_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "groth16-engine" / "keys"
+    """$XDG_CACHE_HOME/groth16-engine/keys, ~/.cache/... where that is unset or blank (cache_home's rule)."""
+    return Path(cache_home()) / "groth16-engine" / "keys"
 
 
 def resolve_dir(setting: str | os.PathLike | None = None) -> Path | None:

@@ -23,6 +23,7 @@ Given the same arguments and seed the files are byte-identical.
 """
 from __future__ import annotations
 
+import math
 import operator
 import os
 from dataclasses import dataclass, field
@@ -139,12 +140,31 @@ class BenchCircuit:
     mix: dict[str, int]  # constraints per gadget kind
 
 
+# A count of this or more is refused as such: no key's domain comes near (2^31 at most), and plan() takes a share
+# of it as a float (an API caller's count of about 1e308 and more was an OverflowError traceback); as the
+# command's own bound (engine/commands/bench_circuit.py's FAR).
+MOST = 1 << 63
+
+
+def shown_count(value: int) -> str:
+    """A count for a message, shortened where it is long (one of thousands of digits was repeated in full, and one
+    of more than 4300 cannot be printed: str() raises)."""
+    if abs(value) >= 10**40:
+        digits = round(abs(value).bit_length() * math.log10(2))
+        return f"a {'negative ' if value < 0 else ''}number of about {digits} digits"
+    return str(value)
+
+
 def plan(n_constraints: int, n_public: int) -> dict[str, int]:
-    """How many constraints of each kind (and outputs/inputs) for a target size."""
-    if n_constraints < 1:
-        raise ValueError("--constraints must be at least 1")
-    if n_public < 0:
-        raise ValueError("--public must not be negative")
+    """How many constraints of each kind (and outputs/inputs) for a target size; ValueError for a size that
+    cannot be one (below the least, or 2^63 and more)."""
+    for flag, value, least in (("--constraints", n_constraints, 1), ("--public", n_public, 0)):
+        if value < least:
+            raise ValueError(f"{flag} must {'be at least 1' if least else 'not be negative'} "
+                             f"(got {shown_count(value)})")
+        if value >= MOST:
+            raise ValueError(f"{flag} {shown_count(value)} is more than any circuit holds (2^63 or more; a key's "
+                             "domain is at most 2^31)")
     n_out = (n_public + 1) // 2
     n_in = n_public - n_out
     if n_constraints < n_out:
@@ -372,7 +392,7 @@ def check_request(curve, n_constraints: int, n_public: int, seed: int, name: str
     a circuit whose key's domain no NTT over the curve's Fr has (2^28 on BN254: killed for memory on the way)."""
     plan(n_constraints, n_public)
     if seed < 0:
-        raise ValueError(f"--seed must not be negative (got {seed})")
+        raise ValueError(f"--seed must not be negative (got {shown_count(seed)})")
     if not name or name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
         raise ValueError(f"--name {name!r} is not a file name stem: the files go into the directory as "
                          "<name>.r1cs and <name>.wtns")
