@@ -211,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report_interrupted(args)  # failed first
         if isinstance(exc.__cause__, BrokenPipeError):  # an output on a pipe whose reader left (/dev/stdout | head):
             raise exc.__cause__  # quietly 141 (engine/__main__), as for the command's own lines
-        code = report(args, type(exc).__name__, str(exc) + _cwd_note(exc), exc.exit_code, _answer_fields(exc),
-                      path=getattr(exc, "path", None))
+        code = report(args, type(exc).__name__, _as_given(args, exc) + _cwd_note(exc), exc.exit_code,
+                      _answer_fields(exc), path=getattr(exc, "path", None))
         _said(args, argv)
         return code
     except KeyboardInterrupt:
@@ -388,6 +388,19 @@ def warning_handler(args: "argparse.Namespace"):
                 self.handleError(record)
 
     return Lines(logging.WARNING)
+
+
+def _as_given(args: "argparse.Namespace", exc: Exception) -> str:
+    """An error about one configuration key (`key` and `problem`: the engine's start checks devices against the
+    machine, where it no longer knows who gave the list) named as the user gave the value: by the flag
+    (`--devices: device 5 is not present ...`), else by the --config file; an API caller keeps `devices: ...`."""
+    key, problem = getattr(exc, "key", None), getattr(exc, "problem", None)
+    if isinstance(key, str) and isinstance(problem, str):
+        if getattr(args, key, None) is not None:
+            return f"--{key.replace('_', '-')}: {problem}"
+        if getattr(args, "config", None):
+            return f"{args.config}: {key}: {problem}"
+    return str(exc)
 
 
 def _answer_fields(exc: Exception) -> dict:

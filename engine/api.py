@@ -276,7 +276,7 @@ class Engine(KeyLoading):
             ids = list(cfg.devices) if cfg.devices else list(range(count))
             missing = [d for d in ids if d >= count]
             if missing:
-                raise ConfigError(f"devices: {missing} not present (this machine has {count} CUDA device(s))")
+                raise devices_not_present(missing, count)
             return kit, [select_backend("gpu", device=d, key_cache_dir=cfg.key_cache_dir) for d in ids], ids
         return kit, [select_backend("cpu")], [0]
 
@@ -466,6 +466,31 @@ class Engine(KeyLoading):
             raise EngineClosedError("the engine has stopped on an internal error; leaving its `async with` "
                                     "raises it")
         check_loop(self._loop)
+
+
+def devices_not_present(missing: list[int], count: int) -> ConfigError:
+    """The error for device indices this machine lacks, said as the configuration's own are ("devices: ..."; was
+    "devices: [5] not present (... 1 CUDA device(s))"), with the key and the problem kept apart (`key`,
+    `problem`): the engine cannot know where the list came from, and a caller that does (the CLI: its --devices
+    flag, a --config file) says it its own way.  CUDA_VISIBLE_DEVICES, where set, is why the count is lower."""
+    one = len(missing) == 1
+    plural = "" if count == 1 else "s"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        has = f"this machine has {count} CUDA device{plural}"
+    else:
+        shown = repr(visible) if len(visible) <= 40 else repr(visible[:37] + "...")
+        has = f"CUDA_VISIBLE_DEVICES={shown} leaves this process {count} CUDA device{plural}"
+    problem = f"{'device' if one else 'devices'} {_listed(missing)} {'is' if one else 'are'} not present ({has})"
+    error = ConfigError(f"devices: {problem}")
+    error.key, error.problem = "devices", problem
+    return error
+
+
+def _listed(items: list[int]) -> str:
+    """5; 5 and 7; 5, 6 and 7 (the first eight, then a count)."""
+    shown = [str(i) for i in items[:8]] + ([f"{len(items) - 8} more"] if len(items) > 8 else [])
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
 # ------------------------------------------------------------------ for the CLI

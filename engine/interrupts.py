@@ -271,9 +271,22 @@ def _line_start() -> bytes:
     except OSError:
         return b""
     if not width:  # a terminal no one sized says 0: $COLUMNS, as the bar took it, or wider than a bar's default
-        columns = os.environ.get("COLUMNS", "")
-        width = (int(columns) if columns.isdigit() else 0) or 121
+        width = min(_env_columns() or _BAR_MOST, _BAR_MOST)
     return b"\r" + b" " * max(width - 1, 0) + b"\r"
+
+
+_BAR_MOST = 121  # wider than any bar's line (a title, 28 for the bar, 48 for the numbers and the stage's name)
+
+
+def _env_columns() -> int:
+    """$COLUMNS as engine/commands/parsing.py's env_columns() reads it for the bar, 0 where it is no width.  Read
+    here without that module (argparse), on the way out: `int(c) if c.isdigit()` raised ValueError for '²' (a
+    digit to isdigit(), not to int()) and for 5000 nines, and 10**12 asked for a terabyte of spaces; an error
+    here left the process holding its exit lock, without its interrupted line."""
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 0)
+    except ValueError:
+        return 0
 
 
 def _on_stop(signum, frame) -> None:

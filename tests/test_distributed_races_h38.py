@@ -34,8 +34,9 @@ runpy.run_module("engine", run_name="__main__", alter_sys=True)
 """
 
 INTERRUPTED = {"event": "error", "error": "Interrupted", "message": "interrupted", "exit_code": 130}
-NO_RAY = {"event": "error", "error": "BackendUnavailableError", "exit_code": 2,
-          "message": "Ray is not installed: pip install 'groth16-engine[ray]' (or pip install ray)"}
+NO_RAY = {"event": "error", "error": "BackendUnavailableError", "exit_code": 2,  # (a broken install's, as it is)
+          "message": "Ray is installed but its import failed: importing ray: ImportError (a broken install? pip "
+                     "install --force-reinstall ray)"}
 
 
 @pytest.mark.parametrize("cut_by, json_flag, code, said", [("KeyboardInterrupt", True, 130, INTERRUPTED),

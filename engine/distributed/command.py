@@ -151,6 +151,7 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace, progress=None):
             pass
     loggers = [logging.getLogger(name) for name in ("ray", "engine.distributed")]
     saved = [(logger.handlers[:], logger.propagate) for logger in loggers]
+    late = _ExceptionLines(args) if args.json else None  # without --json, Python's tracebacks as they were
     for logger in loggers:
         logger.handlers[:] = [warning_handler(args)]
         logger.propagate = False
@@ -171,8 +172,50 @@ def _ray_logs_as_warning_lines(args: argparse.Namespace, progress=None):
                     # no attribute 'internal_kv_get'"), is dropped, not Ray's own line after the error
                     handlers, propagate = [logging.NullHandler()], False
                 logger.handlers[:], logger.propagate = handlers, propagate
+            if late is not None:
+                late.ended = True
 
     return restore
+
+
+class _ExceptionLines:
+    """With --json, an exception in a thread that Ray leaves running (threading.excepthook) or one Python cannot
+    raise (sys.unraisablehook: a __del__, an atexit callback) printed Python's traceback on stderr among the JSON
+    objects, and after the command's error object where it came once the command had ended.  As Ray's log
+    records are: a warning object each until the end, dropped from then on (`ended`; the error object is last)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        import threading  # noqa: PLC0415
+
+        self.args, self.ended = args, False
+        threading.excepthook = self.in_thread
+        sys.unraisablehook = self.unraisable
+
+    def in_thread(self, hook) -> None:
+        if hook.exc_type is not SystemExit:  # (Python's own hook says nothing of a thread's SystemExit either)
+            self._say(f"in thread {getattr(hook.thread, 'name', None) or '?'}", hook.exc_type, hook.exc_value)
+
+    def unraisable(self, hook) -> None:
+        where = hook.err_msg or "Exception ignored in"
+        if hook.object is not None:
+            try:
+                shown = repr(hook.object)
+                where = f"{where}: {shown if len(shown) <= 200 else shown[:197] + '...'}"
+            except Exception:  # noqa: BLE001 - a repr that fails names nothing
+                pass
+        self._say(where, hook.exc_type, hook.exc_value)
+
+    def _say(self, where: str, exc_type, exc_value) -> None:
+        if self.ended:
+            return
+        try:
+            from cli import warning_line  # noqa: PLC0415
+
+            name = getattr(exc_type, "__name__", "Exception")
+            lines = str(exc_value).strip().splitlines() if exc_value is not None else []
+            warning_line(self.args, name, f"{where}: {name}" + (f": {lines[0]}" if lines else ""))
+        except Exception:  # noqa: BLE001 - a stderr that refuses it (a str() that fails): lost, never a traceback
+            pass
 
 
 # _CoreLines' reader, a process of its own: Ray's core ends this one in C++ (_exit, abort) after its last line, a

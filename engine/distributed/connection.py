@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -23,7 +24,7 @@ from typing import Any, Callable, Iterator
 
 from engine.distributed.fault_signals import fault_handlers_kept
 from engine.distributed.transport import first_line
-from engine.errors import BackendUnavailableError, EngineError, EngineLostError, EngineStartError
+from engine.errors import BackendUnavailableError, ConfigError, EngineError, EngineLostError, EngineStartError
 
 _GROUP_CLEANUP = "RAY_process_group_cleanup_enabled"
 _GCS_WAIT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"  # Ray's: a process without its GCS that long exits
@@ -36,16 +37,57 @@ _CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 
 
 def import_ray():
+    """Ray, imported.  Each way its import fails is one BackendUnavailableError naming what failed; a setting
+    of Ray's that its import would crash on (gcs_wait_s), a ConfigError naming the variable, before it."""
+    if "ray._raylet" not in sys.modules and _installed():  # its C++ settings are read as its core library loads
+        gcs_wait_s(strict=True)
     try:
         import ray  # noqa: PLC0415
     except BaseException as exc:
         _exit_hook_kept_quiet()
-        if isinstance(exc, ImportError):
-            raise BackendUnavailableError(
-                "Ray is not installed: pip install 'groth16-engine[ray]' (or pip install ray)"
-            ) from None
+        if isinstance(exc, Exception):
+            raise BackendUnavailableError(import_problem(exc)) from None
         raise
     return ray
+
+
+def _installed() -> bool:
+    """Whether Python finds a `ray` to import (where it finds none, that is the one thing to say)."""
+    import importlib.util  # noqa: PLC0415
+
+    try:
+        return importlib.util.find_spec("ray") is not None
+    except Exception:  # noqa: BLE001 - a finder that fails: the import says how
+        return False
+
+
+def import_problem(exc: Exception) -> str:
+    """Why `import ray` failed.  "not installed" only where Python found no `ray`: a broken install (a submodule,
+    a dependency or a shared library that would not load, an error in a module Ray imports) was said the same
+    way, and the user reinstalled what was there, or went looking for a missing package."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "ray":
+        return "Ray is not installed: pip install 'groth16-engine[ray]' (or pip install ray)"
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        what = f"no module named {exc.name!r}"
+    elif isinstance(exc, ImportError) and exc.name:  # a shared library (ray._raylet's) or a name not in a module
+        what = f"{exc.name}: {first_line(exc).removeprefix('ImportError: ')}"
+    else:  # (an ImportError that names nothing, an error of another kind: the module whose import it ended)
+        what = f"{_where(exc)}{first_line(exc)}"
+    return f"Ray is installed but its import failed: {what} (a broken install? pip install --force-reinstall ray)"
+
+
+def _where(exc: BaseException) -> str:
+    """"importing MODULE: ", the innermost module body running when `exc` was raised ("in FILE: " where that is no
+    module's: a script's, a finder's), "" where the traceback says nothing."""
+    tb, last, module = exc.__traceback__, None, None
+    while tb is not None:
+        last = tb.tb_frame
+        if last.f_code.co_name == "<module>" and last.f_globals.get("__name__") not in (None, "__main__"):
+            module = last.f_globals["__name__"]
+        tb = tb.tb_next
+    if module is not None:
+        return f"importing {module}: "
+    return f"in {last.f_code.co_filename}: " if last is not None else ""
 
 
 def _exit_hook_kept_quiet() -> None:
@@ -379,11 +421,8 @@ def watch_gcs(ray, gone: Callable[[str], None]) -> asyncio.Task | None:
     host, _, port = (address or "").rpartition(":")
     if not (host and port.isdigit()) or _client_mode():  # a Ray client has no GCS connection of its own to lose,
         return None  # and the address it is told may be the cluster's inside, not reachable from here
-    try:
-        wait = float(os.environ.get(_GCS_WAIT_ENV) or 60)
-    except ValueError:
-        wait = 60.0
-    patience = max(wait - 20, wait / 3)  # then ray.shutdown (seconds) ends this process's wait before Ray ends it
+    wait = _rays_own_gcs_wait(ray)
+    patience = max(wait - 20, wait / 3, 0)  # then ray.shutdown (seconds) ends this process's wait before Ray ends it
 
     async def watch() -> None:
         since = None
@@ -400,6 +439,52 @@ def watch_gcs(ray, gone: Callable[[str], None]) -> asyncio.Task | None:
             await asyncio.sleep(1.0)
 
     return asyncio.create_task(watch())
+
+
+GCS_WAIT_DEFAULT_S = 60  # Ray's default (src/ray/common/ray_config_def.h: int32_t, 60)
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def gcs_wait_s(strict: bool = False) -> int:
+    """RAY_gcs_rpc_server_reconnect_timeout_s as Ray's C++ reads it (ray_config.h: an istringstream's `>>` into an
+    int32_t, then RAY_CHECK that the text is not empty and was read to its end): blanks before it, a sign, ASCII
+    digits; a number past int32 clamped, a sign alone 0, a negative one taken (Ray's process then exits as soon
+    as its GCS fails to answer).  A value Ray does not take ("nan", "1.5", "60 ", "", "٦٠") ends `import ray`
+    with a segmentation fault and no word: `strict` (before that import) refuses it with one line; after it
+    (the variable changed since Ray read it) Ray's default.  float() took "nan" (the watch never said the
+    cluster was gone) and "inf"."""
+    text = os.environ.get(_GCS_WAIT_ENV)
+    if text is None:
+        return GCS_WAIT_DEFAULT_S
+    found = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?)([0-9]*)", text, re.ASCII) if text else None
+    if found is None:
+        if strict:
+            raise ConfigError(f"{_GCS_WAIT_ENV}: {_cut(text)} is not a whole number of seconds, and Ray's import "
+                              f"would crash on it (leave it unset for Ray's {GCS_WAIT_DEFAULT_S} s)")
+        return GCS_WAIT_DEFAULT_S
+    sign, digits = found.groups()
+    if not sign and not digits:  # blanks alone: Ray's value is whatever its memory held
+        return GCS_WAIT_DEFAULT_S
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > 10:  # (int() of over 4300 digits is a ValueError)
+        return _INT32[0] if sign == "-" else _INT32[1]
+    return max(_INT32[0], min(_INT32[1], int(sign + digits)))
+
+
+def _rays_own_gcs_wait(ray) -> int:
+    """The wait Ray's core uses, where its build says it (ray._config: the variable, or a cluster's system config
+    over it; 2.60's does not), else the variable read as Ray reads it."""
+    own = getattr(getattr(ray, "_config", None), "gcs_rpc_server_reconnect_timeout_s", None)
+    try:
+        value = own() if callable(own) else None
+    except Exception:  # noqa: BLE001 - a build whose accessor fails: the variable
+        value = None
+    return value if isinstance(value, int) and not isinstance(value, bool) else gcs_wait_s()
+
+
+def _cut(text: str) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 class Lifeline:
