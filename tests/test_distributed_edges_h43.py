@@ -225,3 +225,22 @@ def test_ray_missing_is_said_before_a_gcs_wait_that_its_import_would_crash_on(tm
     run = _prove_on_ray(tmp_path, env={GCS_WAIT: "nan"}, before=broken)
     assert _objects(run.stderr)[-1]["message"] == ("Ray is not installed: pip install 'groth16-engine[ray]' (or pip "
                                                    "install ray)"), run.stderr
+
+
+@pytest.mark.parametrize("value, shown", [("٣", "'٣'"), ("1_000", "'1_000'"), ("0", "'0'"),
+                                          ("9" * 5000, "'" + "9" * 36 + "...")])
+def test_engines_takes_ascii_counts_only_and_cuts_a_long_value(value, shown):
+    """--engines took '٣' as 3 and '1_000' as a thousand engine actors (int()), and repeated 5000 digits in full."""
+    from engine.distributed.command import _engines
+    from engine.errors import EngineError
+
+    with pytest.raises(EngineError) as info:
+        _engines(value)
+    assert str(info.value) == f"--engines: {shown} is not a count >= 1 or per-gpu"
+
+
+@pytest.mark.parametrize("value, count", [("3", 3), (" 2 ", 2), ("per-gpu", "per-gpu"), (" per-gpu", "per-gpu")])
+def test_engines_keeps_its_counts(value, count):
+    from engine.distributed.command import _engines
+
+    assert _engines(value) == count

@@ -35,14 +35,17 @@ def _address(value: str) -> str:
 
 
 def _engines(value: str) -> int | str:
-    if value == "per-gpu":
-        return value
+    """A count in ASCII digits (int() took '٣' and '1_000') or per-gpu; a bad one named, cut where it is long."""
+    from engine.config_flags import quoted_value, whole_number  # noqa: PLC0415 - small, argparse only
+
+    if value.strip() == "per-gpu":
+        return "per-gpu"
     try:
-        count = int(value)
-    except ValueError:
+        count = whole_number(value)
+    except argparse.ArgumentTypeError:
         count = 0
     if count < 1:
-        raise EngineError(f"--engines: {value!r} is not a count >= 1 or per-gpu")
+        raise EngineError(f"--engines: {quoted_value(value)} is not a count >= 1 or per-gpu")
     return count
 
 
