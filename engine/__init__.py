@@ -23,16 +23,19 @@ TYPE_CHECKING = False  # typing's own flag without importing typing (~4 ms of th
 from engine.errors import (
     BackendUnavailableError,
     BudgetError,
+    ConfigError,
     CurveMismatchError,
     DeviceError,
     DeviceOutOfMemoryError,
     EngineClosedError,
     EngineError,
+    EngineLostError,
     EngineStartError,
     FormatError,
     InputFileError,
     KernelCompileError,
     MismatchError,
+    TimelineWriteError,
     UnreducedWitnessError,
     UnsatisfiedWitnessError,
     VerificationError,
@@ -47,7 +50,6 @@ _LAZY = {
     "prove_files": ("engine.api", "prove_files"),
     "aprove_files": ("engine.api", "aprove_files"),
     "EngineConfig": ("engine.config", "EngineConfig"),
-    "ConfigError": ("engine.config", "ConfigError"),
     "load_config": ("engine.config", "load"),
     "Proof": ("engine.groth16.proof", "Proof"),
     "VerificationKey": ("engine.groth16.proof", "VerificationKey"),
@@ -71,7 +73,7 @@ __all__ = [
     "EngineError", "ConfigError", "EngineStartError", "EngineClosedError", "InputFileError", "FormatError",
     "MismatchError", "CurveMismatchError", "UnreducedWitnessError", "UnsatisfiedWitnessError", "VerificationError",
     "WitnessGenerationError", "BackendUnavailableError", "DeviceError", "DeviceOutOfMemoryError",
-    "KernelCompileError", "BudgetError",
+    "KernelCompileError", "BudgetError", "EngineLostError", "TimelineWriteError",
 ]
 
 
@@ -94,7 +96,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
 
     from engine.algebra.curves import BLS12_381, BN254, Curve, curve_by_name  # noqa: F401
     from engine.api import Engine, KeyHandle, StreamResult, aprove_files, prove_files  # noqa: F401
-    from engine.config import ConfigError, EngineConfig  # noqa: F401
+    from engine.config import EngineConfig  # noqa: F401
     from engine.config import load as load_config  # noqa: F401
     from engine.formats.json import read_proof, read_public, read_vkey  # noqa: F401
     from engine.formats.wtns import read_wtns  # noqa: F401
