@@ -14,7 +14,6 @@ Medians over --repeats rounds after one warm-up round.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -28,6 +27,8 @@ import numpy as np  # noqa: E402
 
 from engine.formats import read_wtns, read_zkey  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
+from script_args import Parser, count_list, curve_name, output_dir, output_file, positive, run_main  # noqa: E402
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 COLS = ["k", "stage ms/proof", "enqueue ms", "gather", "front", "msm_h", "sort_g1", "msm_b2", "check",
         "device ms", "wall ms", "ms/proof", "proofs/s"]
@@ -71,13 +72,13 @@ def one_round(backend, key, witness: np.ndarray, k: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--constraints", type=int, default=8189)
-    p.add_argument("--curve", default="bn128")
-    p.add_argument("--batches", default="1,4,8,16")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--workdir", default="/tmp/batch_phases")
-    p.add_argument("--json", default=None)
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--constraints", type=positive, default=8189)
+    p.add_argument("--curve", type=curve_name, default="bn128")
+    p.add_argument("--batches", type=count_list, default="1,4,8,16")
+    p.add_argument("--repeats", type=positive, default=5)
+    p.add_argument("--workdir", type=output_dir, default="/tmp/batch_phases")
+    p.add_argument("--json", type=output_file, default=None)
     args = p.parse_args(argv)
     require_gpu()
     from engine.backends.gpu import GpuBackend  # noqa: PLC0415 - needs the driver
@@ -110,9 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print("| " + " | ".join(fmt[c](r[c]) for c in COLS) + " |")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        write_file(args.json, json.dumps(rows, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

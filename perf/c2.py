@@ -20,7 +20,6 @@ stream at is set beside a pinned host-to-device copy measured on the same device
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -41,25 +40,28 @@ from engine.formats import read_wtns  # noqa: E402
 import sort_flags  # noqa: E402  (perf/sort_flags.py)
 from scheduler.budget import fmt_bytes  # noqa: E402
 from scheduler.timeline import MemorySink, Stage, summarize  # noqa: E402
+from script_args import Parser, count_list, input_file, output_dir, output_file, positive, run_main  # noqa: E402
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--zkey", required=True)
-    p.add_argument("--wtns", required=True)
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--zkey", type=input_file, required=True)
+    p.add_argument("--wtns", type=input_file, required=True)
     p.add_argument("--budgets", default="16GiB,whole", help="VRAM budgets per device, e.g. 16GiB,whole")
     p.add_argument("--modes", default="single,split")
-    p.add_argument("--partitions", type=int, default=10)
-    p.add_argument("--jobs", type=int, default=3)
-    p.add_argument("--concurrency", default="1", help="jobs in flight, e.g. 1,2")
+    p.add_argument("--partitions", type=positive, default=10)
+    p.add_argument("--jobs", type=positive, default=3)
+    p.add_argument("--concurrency", type=count_list, default="1", help="jobs in flight, e.g. 1,2")
     p.add_argument("--tier", choices=("auto", "resident", "host"), default="auto")
-    p.add_argument("--host-chunk", type=int, default=None, help="host tier: wires per streamed chunk (default: planned)")
-    p.add_argument("--synthesis-workers", type=int, default=4)
+    p.add_argument("--host-chunk", type=positive, default=None,
+                   help="host tier: wires per streamed chunk (default: planned)")
+    p.add_argument("--synthesis-workers", type=positive, default=4)
     p.add_argument("--compute-slots", type=slots_arg, default="auto",
                    help="compute slots a device (split mode): a number, or auto (the engine's default)")
     p.add_argument("--host-budget", default=None)
-    p.add_argument("--proof-dir", default=None, help="write the last proof (and vkey.json) here, for snarkjs")
-    p.add_argument("--json", default=None, help="append one JSON line per setting to this file")
+    p.add_argument("--proof-dir", type=output_dir, default=None,
+                   help="write the last proof (and vkey.json) here, for snarkjs")
+    p.add_argument("--json", type=output_file, default=None, help="append one JSON line per setting to this file")
     sort_flags.add(p)
     return p.parse_args(argv)
 
@@ -296,4 +298,4 @@ def main(argv=None) -> int:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -9,7 +9,6 @@ compute phase ended (Stage.GPU_END); computes and MSMs are counted in the backen
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from engine.api import Engine
 from engine.backends.cpu import CpuBackend
 from engine.config import EngineConfig
 from scheduler.timeline import MemorySink, Stage
+from script_args import Parser, input_file, positive, run_main  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -70,10 +70,10 @@ async def main(jobs: int, after: float, zkey: str, wtns: str) -> dict:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=30)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=positive, default=30)
     ap.add_argument("--after", type=float, default=3.0)
-    ap.add_argument("--zkey", default=str(EXAMPLES / "bn128" / "sudoku.zkey"))
-    ap.add_argument("--wtns", default=str(EXAMPLES / "bn128" / "sudoku.wtns"))
+    ap.add_argument("--zkey", type=input_file, default=str(EXAMPLES / "bn128" / "sudoku.zkey"))
+    ap.add_argument("--wtns", type=input_file, default=str(EXAMPLES / "bn128" / "sudoku.wtns"))
     a = ap.parse_args()
-    print(asyncio.run(main(a.jobs, a.after, a.zkey, a.wtns)))
+    print(run_main(asyncio.run, main(a.jobs, a.after, a.zkey, a.wtns)))

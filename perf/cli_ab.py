@@ -25,19 +25,20 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from cli_start import stages, wall  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
+from script_args import Parser, input_file, output_dir, positive, run_main  # noqa: E402
 
 PY = sys.executable
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--zkey", required=True)
-    ap.add_argument("--wtns", required=True)
-    ap.add_argument("--runs", type=int, default=7)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zkey", type=input_file, required=True)
+    ap.add_argument("--wtns", type=input_file, required=True)
+    ap.add_argument("--runs", type=positive, default=7)
     ap.add_argument("--gap", type=float, default=0.0,
                     help="seconds between runs: the last run's teardown, handed to a child at its exit "
                          "(engine/exit_handoff.py), done before the next run's cuInit")
-    ap.add_argument("--out", default="/tmp/cli-ab")
+    ap.add_argument("--out", type=output_dir, default="/tmp/cli-ab")
     ap.add_argument("entries", nargs="+", metavar="NAME=TREE[:VAR=VALUE...]")
     args = ap.parse_args()
     require_gpu()
@@ -81,4 +82,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from engine.commands.prove import ONE_PROOF_QUEUES  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
+from script_args import Parser, input_file, output_dir, output_file, positive, run_main  # noqa: E402
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 PY = sys.executable
 
@@ -76,13 +78,13 @@ def stages(stderr: str) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workdir")
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--domain-log", type=int, default=14)
-    ap.add_argument("--zkey")
-    ap.add_argument("--wtns")
-    ap.add_argument("--json")
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workdir", type=output_dir)
+    ap.add_argument("--runs", type=positive, default=5)
+    ap.add_argument("--domain-log", type=positive, default=14)
+    ap.add_argument("--zkey", type=input_file)
+    ap.add_argument("--wtns", type=input_file)
+    ap.add_argument("--json", type=output_file)
     args = ap.parse_args()
     require_gpu()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="cli-start-"))
@@ -136,8 +138,8 @@ def main() -> None:
         for k, v in r["stages ms"].items():
             print(f"  {k:<32} {v:9.2f} ms")
     if args.json:
-        Path(args.json).write_text(json.dumps({"floor_s": rows, "prove": results}, indent=1))
+        write_file(args.json, json.dumps({"floor_s": rows, "prove": results}, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

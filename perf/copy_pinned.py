@@ -9,7 +9,6 @@ warm in cache as a proof's witness is.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -22,13 +21,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cuda_kernels.driver import Device, PinnedBuffer  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
+from script_args import Parser, count_list, positive, positive_amount_list, run_main  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes-mib", default="0.25,2,8,32")
-    ap.add_argument("--threads", default="1,2,4,8")
-    ap.add_argument("--repeats", type=int, default=50)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes-mib", type=positive_amount_list, default="0.25,2,8,32")
+    ap.add_argument("--threads", type=count_list, default="1,2,4,8")
+    ap.add_argument("--repeats", type=positive, default=50)
     args = ap.parse_args()
     require_gpu()
     dev = Device(0)
@@ -71,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

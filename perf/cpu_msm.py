@@ -25,6 +25,7 @@ from engine.algebra import ec  # noqa: E402
 from engine.algebra import msm  # noqa: E402
 from engine.algebra import pairing as pr  # noqa: E402
 from engine.algebra.curves import BLS12_381, BN254  # noqa: E402
+from script_args import Parser, positive, run_main  # noqa: E402
 
 
 def random_points(curve, n: int, g2: bool, seed: int = 1) -> list:
@@ -117,8 +118,8 @@ def run_verify() -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workers", type=positive, default=os.cpu_count() or 2)
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--verify", action="store_true")
     args = ap.parse_args()
@@ -134,4 +135,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

@@ -9,7 +9,6 @@ file, unless its proof was already written (then Ctrl-C is too late and ignored:
 """
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import statistics
@@ -18,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from script_args import Parser, amount_list, input_file, positive, run_main  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,11 +41,11 @@ def one(zkey: str, wtns: str, delay: float, timeline: bool, group: bool) -> tupl
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("zkey")
-    ap.add_argument("wtns")
-    ap.add_argument("--delays", default="0.3,0.8,1.2,1.6,2.0")
-    ap.add_argument("--repeats", type=int, default=2)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("zkey", type=input_file)
+    ap.add_argument("wtns", type=input_file)
+    ap.add_argument("--delays", type=amount_list, default="0.3,0.8,1.2,1.6,2.0")
+    ap.add_argument("--repeats", type=positive, default=2)
     a = ap.parse_args()
     delays = [float(x) for x in a.delays.split(",")]
     for timeline in (False, True):
@@ -70,4 +70,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 from needs_gpu import require_gpu
+from script_args import Parser, output_file, positive, run_main
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,14 +90,14 @@ VARIANTS = ("release", "exit", "handoff", "release+handoff")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=9)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=positive, default=9)
     ap.add_argument("--device-mib", type=int, default=512)
     ap.add_argument("--pinned-mib", type=int, default=64)
-    ap.add_argument("--queues", type=int, default=4)
+    ap.add_argument("--queues", type=positive, default=4)
     ap.add_argument("--variants", default=",".join(VARIANTS))
-    ap.add_argument("--sequence", type=int, default=8, help="runs of each variant back to back")
-    ap.add_argument("--json", help="write every run here")
+    ap.add_argument("--sequence", type=positive, default=8, help="runs of each variant back to back")
+    ap.add_argument("--json", type=output_file, help="write every run here")
     args = ap.parse_args()
     require_gpu()
     variants = args.variants.split(",")
@@ -137,8 +139,8 @@ def main() -> None:
     for v in variants:
         print(f"- {v}: {seq[v] * 1e3:.1f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"turns": runs, "sequence": seq}, indent=1))
+        write_file(args.json, json.dumps({"turns": runs, "sequence": seq}, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

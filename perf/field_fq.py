@@ -10,7 +10,6 @@ product on the FP64 pipe, 0.79x the even/odd one on BN254, 0.70x on BLS12-381.)
 """
 from __future__ import annotations
 
-import argparse
 import random
 
 import numpy as np
@@ -19,6 +18,7 @@ from gpu_common import Device, U32, launch, time_ms
 from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import GpuBackend
 from needs_gpu import require_gpu
+from script_args import Parser, count_list, curve_list, positive, run_main  # noqa: E402
 
 OPS = {"fq_sqr": "x^2", "fq_mulsub": "x y - x w"}
 
@@ -91,10 +91,10 @@ def chains(backend, curve, iters: int, blocks_per_sm: list[int]) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--curves", default="bn128,bls12381")
-    ap.add_argument("--iters", type=int, default=256)
-    ap.add_argument("--blocks-per-sm", default="4,8")
+    ap = Parser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--curves", type=curve_list, default="bn128,bls12381")
+    ap.add_argument("--iters", type=positive, default=256)
+    ap.add_argument("--blocks-per-sm", type=count_list, default="4,8")
     args = ap.parse_args()
     require_gpu()
     backend = GpuBackend()
@@ -111,4 +111,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -15,9 +15,11 @@ from gpu_common import Device, U32, imads_per_mul, imads_per_shoup, launch, meas
 from engine.algebra.curves import BN254
 from engine.backends.gpu import GpuBackend
 from needs_gpu import require_gpu
+from script_args import Parser, run_main
 
 
 def main() -> None:
+    Parser(description=__doc__.split("\n\n")[0]).parse_args()  # --help here too, and no flag taken unread
     require_gpu()
     backend = GpuBackend()
     dev, stream = backend.device, backend.ctx.compute_stream(0)
@@ -39,4 +41,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -11,7 +11,6 @@ the early phase, each `--again` times.  Medians over the proofs (after a warm-up
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -28,16 +27,17 @@ from cuda_kernels.driver import Event  # noqa: E402
 from engine.backends.select import select_backend  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
 from engine.formats import read_wtns, read_zkey  # noqa: E402
+from script_args import Parser, input_file, positive, run_main  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
 PENDING: list[tuple[str, Event, Event]] = []
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--zkey", required=True)
-    ap.add_argument("--wtns", required=True)
-    ap.add_argument("--repeats", type=int, default=9)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", type=input_file, required=True)
+    ap.add_argument("--wtns", type=input_file, required=True)
+    ap.add_argument("--repeats", type=positive, default=9)
     ap.add_argument("--again", type=int, default=3)
     args = ap.parse_args()
     require_gpu()
@@ -83,4 +83,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

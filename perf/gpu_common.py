@@ -23,6 +23,7 @@ from cuda_kernels.driver import Device, Event, U32, launch  # noqa: E402
 from engine.algebra import ec  # noqa: E402
 from engine.algebra.curves import Curve  # noqa: E402
 from engine.algebra.limbs import from_ints, g1_to_mont, g2_to_mont  # noqa: E402
+from engine.file_writes import write_file  # noqa: E402
 
 
 def time_ms(stream, fn, repeats: int = 7, warmup: int = 2, before=None) -> float:
@@ -127,9 +128,8 @@ def report(dev: Device, rates: dict, rows: list[dict], cols: list[str], json_pat
     print(f"\n{datetime.date.today()} {dev.name}: bandwidth {rates['bw'] / 1e12:.2f} TB/s (copy, read+write), "
           f"IMAD rate {rates['imad'] / 1e12:.2f} T/s (perf_imad)")
     print(table(rows, cols))
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump({"rates": rates, "rows": rows, "device": dev.name}, f, indent=1)
+    if json_path:  # whole or not at all (engine/file_writes.py): a run's rows are not to be read half written
+        write_file(json_path, json.dumps({"rates": rates, "rows": rows, "device": dev.name}, indent=1))
 
 
 __all__ = ["time_ms", "report", "measure_bandwidth", "measure_imad_rate", "measure_rates", "imads_per_mul", "imads_per_shoup", "random_points", "random_scalars",

@@ -12,24 +12,24 @@ tiny fixture keys of tests/fixtures (a witness of a few wires: the per-proof cos
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
+from script_args import Parser, count_list, curve_name, input_file, positive, run_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "perf"), str(ROOT / "tests")]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--curve", default="bn128")
-    p.add_argument("--proofs", type=int, default=400)
-    p.add_argument("--concurrency", type=int, default=32)
-    p.add_argument("--slots", default="1,2")
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--curve", type=curve_name, default="bn128")
+    p.add_argument("--proofs", type=positive, default=400)
+    p.add_argument("--concurrency", type=positive, default=32)
+    p.add_argument("--slots", type=count_list, default="1,2")
     p.add_argument("--no-verify", action="store_true", help="the Engine's verify=False (no verify step a proof)")
-    p.add_argument("--zkey", default=None, help="another key than the tiny fixture's (with --wtns)")
-    p.add_argument("--wtns", default=None)
+    p.add_argument("--zkey", type=input_file, default=None, help="another key than the tiny fixture's (with --wtns)")
+    p.add_argument("--wtns", type=input_file, default=None)
     args = p.parse_args(argv)
 
     from fake_cuda import fake_driver  # noqa: PLC0415 - tests/fake_cuda.py
@@ -61,4 +61,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -9,7 +9,6 @@ its own cost to every Python call: read the ranks and the shares, not the absolu
 """
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import pstats
@@ -20,14 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from host_split import WarmKey  # noqa: E402  (perf/ is on sys.path when run as a script)
+from script_args import Parser, input_file, positive, run_main  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--zkey", required=True)
-    ap.add_argument("--wtns", required=True)
-    ap.add_argument("--repeats", type=int, default=30)
-    ap.add_argument("--top", type=int, default=35)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", type=input_file, required=True)
+    ap.add_argument("--wtns", type=input_file, required=True)
+    ap.add_argument("--repeats", type=positive, default=30)
+    ap.add_argument("--top", type=positive, default=35)
     args = ap.parse_args()
     warm = WarmKey(args.zkey, args.wtns)
     prof = cProfile.Profile()
@@ -47,4 +47,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

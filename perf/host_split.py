@@ -13,7 +13,6 @@ so that a proof/gpu ratio above 1 is split into host work and waiting.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -28,6 +27,7 @@ from engine.formats import read_wtns, read_zkey  # noqa: E402
 from engine.groth16.prover import check_witness_for_key, finish  # noqa: E402
 from engine.groth16.verifier import vk_from_zkey  # noqa: E402
 from engine.progress import stage_seconds  # noqa: E402
+from script_args import Parser, input_file, positive, run_main  # noqa: E402
 
 
 class WarmKey:
@@ -67,10 +67,10 @@ class WarmKey:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--zkey", required=True)
-    ap.add_argument("--wtns", required=True)
-    ap.add_argument("--repeats", type=int, default=7)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", type=input_file, required=True)
+    ap.add_argument("--wtns", type=input_file, required=True)
+    ap.add_argument("--repeats", type=positive, default=7)
     ap.add_argument("--backend", default="gpu")
     args = ap.parse_args()
     warm = WarmKey(args.zkey, args.wtns, warmups=0, backend=args.backend)
@@ -102,4 +102,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -14,7 +14,6 @@ time the CLI client and HTTP against it.  It prints the same
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import copy
 import sys
@@ -30,6 +29,7 @@ from engine.config import EngineConfig  # noqa: E402
 from engine.formats.json import read_proof, read_public  # noqa: E402
 from engine.service.server import serve  # noqa: E402
 from engine.service.settings import ServiceConfig, read_tokens  # noqa: E402
+from script_args import Parser, input_file, run_main  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "bn128"
 
@@ -77,9 +77,9 @@ class InstantEngine:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--token-file", default=None)
+    ap.add_argument("--token-file", type=input_file, default=None)
     ap.add_argument("--running-jobs", type=int, default=8)
     ap.add_argument("--delay-ms", type=float, default=0.0,
                     help="each proof takes this long, asleep: what idling between requests costs the wire")
@@ -91,4 +91,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -54,6 +54,10 @@ from engine.backends.gpu import msm as gmsm  # noqa: E402
 from engine.backends.gpu.ntt import build_tables  # noqa: E402
 from engine.formats.zkey import COEFF_DTYPE, ZKey, read_zkey, write_zkey  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
+from script_args import (  # noqa: E402
+    Parser, count_list, curve_name, input_file, output_dir, output_file, positive, run_main,
+)
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 
 def synthetic_zkey(path: Path, curve_name: str, log_c: int, seed: int = 0) -> None:
@@ -382,12 +386,12 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log-constraints", default="22")
-    ap.add_argument("--curve", default="bn128")
-    ap.add_argument("--zkey", help="time this key instead of synthetic ones")
-    ap.add_argument("--workdir", default=None)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log-constraints", type=count_list, default="22")
+    ap.add_argument("--curve", type=curve_name, default="bn128")
+    ap.add_argument("--zkey", type=input_file, help="time this key instead of synthetic ones")
+    ap.add_argument("--workdir", type=output_dir, default=None)
+    ap.add_argument("--repeats", type=positive, default=3)
     ap.add_argument("--legacy", default="", help="sizes (log constraints) to also time the pre-cache load at")
     ap.add_argument("--cold", default="", help="sizes to also time with the files evicted from the page cache")
     ap.add_argument("--tables-rerun", default="all",
@@ -400,7 +404,7 @@ def main() -> None:
                          "it or wait 2 s (pool_probe)")
     ap.add_argument("--no-cached", action="store_true", help="no loads from the cache")
     ap.add_argument("--miss-again", action="store_true", help="a second cache miss after the first load")
-    ap.add_argument("--json")
+    ap.add_argument("--json", type=output_file)
     args = ap.parse_args()
     require_gpu()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="keyload-"))
@@ -421,8 +425,8 @@ def main() -> None:
         if not args.keep and not args.zkey:
             path.unlink()
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        write_file(args.json, json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

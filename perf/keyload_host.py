@@ -29,6 +29,7 @@ from engine.backends.gpu.key import CSR_PARTS, cache_layout, csr_from_coeffs  # 
 from engine.formats import key_cache as kc  # noqa: E402
 from engine.formats.zkey import read_zkey  # noqa: E402
 from keyload import legacy_csr, read_file_s, synthetic_zkey  # noqa: E402
+from script_args import Parser, output_dir, positive, run_main  # noqa: E402
 
 
 class _NoDevice:
@@ -73,11 +74,12 @@ def median_s(fn, n=3):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log-constraints", type=int, default=22)
-    ap.add_argument("--workdir")
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log-constraints", type=positive, default=22)
+    ap.add_argument("--workdir", type=output_dir)
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="keyload-host-"))
+    work.mkdir(parents=True, exist_ok=True)  # a --workdir not there yet (script_args.output_dir checked its path)
     path = work / f"synthetic_bn128_{args.log_constraints}.zkey"
     if not path.exists():
         synthetic_zkey(path, "bn128", args.log_constraints)
@@ -115,4 +117,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

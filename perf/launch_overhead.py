@@ -12,7 +12,6 @@ call on the host's clock.
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import statistics
 import sys
@@ -27,6 +26,7 @@ from cuda_kernels.driver import Event, U32, launch  # noqa: E402
 from engine.algebra.curves import curve_by_name  # noqa: E402
 from engine.backends.select import select_backend  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
+from script_args import Parser, curve_name, positive, run_main  # noqa: E402
 
 NOOP_OP = 99  # groth16_pairing: no branch takes it
 
@@ -55,9 +55,9 @@ def rounds(fn, count: int, stream) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--count", type=int, default=3000)
-    ap.add_argument("--curve", default="bn128")
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=positive, default=3000)
+    ap.add_argument("--curve", type=curve_name, default="bn128")
     args = ap.parse_args()
     require_gpu()
     backend = select_backend("gpu")
@@ -112,4 +112,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

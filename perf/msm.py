@@ -58,6 +58,7 @@ from engine.backends.gpu import msm_builds
 from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import GpuBackend
 from needs_gpu import require_gpu
+from script_args import Parser, count_list, curve_list, output_file, positive, run_main  # noqa: E402
 
 PRODUCTS = {"xyzz": 10, "affine": 6}  # per addition; an Fq2 product counts 3 Fq products
 
@@ -284,19 +285,19 @@ def res_point(res, curve, g2: bool, stream) -> tuple | None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="16,18,20,22,24")
-    ap.add_argument("--curves", default="bn128,bls12381")
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=count_list, default="16,18,20,22,24")
+    ap.add_argument("--curves", type=curve_list, default="bn128,bls12381")
     ap.add_argument("--g2", action="store_true", help="also G2 (of --g2-curves)")
     ap.add_argument("--g2-only", action="store_true", help="only G2 (of --g2-curves)")
-    ap.add_argument("--g2-curves", default="bn128", help="comma list: the curves whose G2 --g2 times")
+    ap.add_argument("--g2-curves", type=curve_list, default="bn128", help="comma list: the curves whose G2 --g2 times")
     ap.add_argument("--fold", default="full")
     ap.add_argument("--accumulation", default=gmsm.default_accumulation(), help="comma list of xyzz, affine")
     ap.add_argument("--scalars", default="random", help="comma list: random, witness:ZERO,ONE")
-    ap.add_argument("--batch", type=int, default=1, help="also time this many vectors in one pass")
+    ap.add_argument("--batch", type=positive, default=1, help="also time this many vectors in one pass")
     ap.add_argument("--affine", default="", help="comma list of THREADSxM[s] (s: a round in three kernels)")
     ap.add_argument("--breakdown", action="store_true", help="also each phase's time")
-    ap.add_argument("--sets", type=int, default=1, help="also time this many MSMs of one sorted vector")
+    ap.add_argument("--sets", type=positive, default=1, help="also time this many MSMs of one sorted vector")
     ap.add_argument("--window", default="",
                     help="comma list of window bits to time beside the planner's (base: the curve-blind plan)")
     ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
@@ -309,8 +310,8 @@ def main() -> None:
     ap.add_argument("--heavy-slices", default="", help="comma list of msm.HEAVY_SLICES (blocks a block-list bucket)")
     ap.add_argument("--threads-per-sm", default="",
                     help="comma list of msm.ACCUMULATE_THREADS_PER_SM (the layout's accumulating threads an SM)")
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--json", help="write rows here too")
+    ap.add_argument("--repeats", type=positive, default=7)
+    ap.add_argument("--json", type=output_file, help="write rows here too")
     args = ap.parse_args()
     require_gpu()
     fold = args.fold if args.fold == "full" else int(args.fold)
@@ -391,4 +392,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

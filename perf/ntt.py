@@ -36,6 +36,7 @@ from engine.algebra.curves import curve_by_name
 from engine.backends.gpu import ntt as gntt
 from engine.backends.gpu import GpuBackend
 from needs_gpu import require_gpu
+from script_args import Parser, count_list, curve_list, output_file, positive, run_main, whole_count_list  # noqa: E402
 
 
 # sppark's best ordering of the forward BN254 NTT on an H200, wall ms (issue 15's table; another run)
@@ -134,19 +135,19 @@ def bench(backend: GpuBackend, curve, k: int, repeats: int, rates, per_pass: boo
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="16,18,20,22,24,26")
-    ap.add_argument("--curves", default="bn128,bls12381")
-    ap.add_argument("--repeats", type=int, default=9)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=count_list, default="16,18,20,22,24,26")
+    ap.add_argument("--curves", type=curve_list, default="bn128,bls12381")
+    ap.add_argument("--repeats", type=positive, default=9)
     ap.add_argument("--per-pass", action="store_true", help="also each pass's time (events between passes)")
-    ap.add_argument("--max-pass-levels", type=int, default=None,
+    ap.add_argument("--max-pass-levels", type=positive, default=None,
                     help="the passes' MAX_PASS_LEVELS (engine/backends/gpu/ntt.py): more, shorter passes below 10")
     ap.add_argument("--min-blocks", type=int, default=None,
                     help="the passes' MIN_PASS_BLOCKS (engine/backends/gpu/ntt.py; 0: 256-thread blocks always)")
-    ap.add_argument("--narrow-max-log", default=None,
+    ap.add_argument("--narrow-max-log", type=whole_count_list, default=None,
                     help="the passes' NARROW_MAX_LOG (engine/backends/gpu/ntt.py), or several, comma-separated: each "
                          "size timed under each in turn (0: the wide passes at every size)")
-    ap.add_argument("--json")
+    ap.add_argument("--json", type=output_file)
     args = ap.parse_args()
     require_gpu()
     narrow_settings = [int(v) for v in args.narrow_max_log.split(",")] if args.narrow_max_log else [None]
@@ -173,5 +174,6 @@ def main() -> None:
         cols += ["NTT passes ms", "iNTT+coset passes ms"]
     report(dev, rates, rows, cols, args.json)
 
+
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -21,6 +21,8 @@ import re
 import statistics
 import sys
 from pathlib import Path
+from needs_gpu import require_gpu
+from script_args import Parser, count_list, output_dir, positive, run_main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -167,28 +169,42 @@ def plans(where: Path, builds: dict[str, str], plan_spec: dict[int, list[list[in
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["build", "run", "plans"])
     ap.add_argument("dir")
     ap.add_argument("--builds", default="bn128=eo3,bls12381=eo4", help="plans: curve=variant,...")
     ap.add_argument("--variants", default="old,eo4,eo3,eo2", help="build: which of " + ",".join(VARIANTS))
     ap.add_argument("--plans", default="24=10-10-4/4-10-10/8-8-8/7-7-10/10-7-7",
                     help="plans: k=a-b-c/d-e-f,k=...")
-    ap.add_argument("--sizes", default="20,22,24")
-    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--sizes", type=count_list, default="20,22,24")
+    ap.add_argument("--repeats", type=positive, default=9)
     args = ap.parse_args()
     if args.mode == "build":
-        build(Path(args.dir), args.variants.split(","))
-    elif args.mode == "plans":
-        builds = dict(b.split("=") for b in args.builds.split(","))
-        spec = {int(k): [[int(x) for x in p.split("-")] for p in ps.split("/")]
-                for k, ps in (item.split("=") for item in args.plans.split(","))}
+        try:
+            output_dir(args.dir)
+        except argparse.ArgumentTypeError as e:
+            ap.error(f"argument dir: {e}")
+        unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
+        if unknown:
+            ap.error(f"argument --variants: no variant {', '.join(map(repr, unknown))} (one of: {', '.join(VARIANTS)})")
+        return build(Path(args.dir), args.variants.split(","))
+    if not Path(args.dir).is_dir():
+        ap.error(f"argument dir: {args.dir!r} is not a folder (what `ntt_ab.py build DIR` wrote)")
+    if args.mode == "plans":
+        try:
+            builds = dict(b.split("=") for b in args.builds.split(","))
+            spec = {int(k): [[int(x) for x in p.split("-")] for p in ps.split("/")]
+                    for k, ps in (item.split("=") for item in args.plans.split(","))}
+        except ValueError:
+            ap.error(f"argument --builds/--plans: {args.builds!r} / {args.plans!r}: not curve=variant,... / "
+                     "k=a-b-c/d-e-f,k=...")
+        require_gpu()
         sys.exit(plans(Path(args.dir), builds, spec, args.repeats))
-    else:
-        sys.exit(run(Path(args.dir), [int(s) for s in args.sizes.split(",")], args.repeats))
+    require_gpu()
+    sys.exit(run(Path(args.dir), [int(s) for s in args.sizes.split(",")], args.repeats))
 
 
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

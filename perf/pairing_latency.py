@@ -16,7 +16,6 @@ the binary loop and the tail's divsteps), and the SM clock those imply.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from engine.backends.gpu import GpuBackend  # noqa: E402
 from engine.backends.gpu import verify as gverify  # noqa: E402
 from engine.backends.gpu.epilogue import TOOLS, launch_pairing  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
+from script_args import Parser, curve_list, positive, run_main  # noqa: E402
 
 MODES = ["fq mul inline", "fq mul out of line", "fq2 mul (lane group)", "fq12 mul", "cyclotomic sqr", "g1 xyzz dbl",
          "fq12 sqr", "fq12 x line", "g2 dbl step", "g2 add step", "batch of 10 fq2 mul", "miller loop",
@@ -39,9 +39,10 @@ TWO_WARPS = {16, 17}  # modes launched with 64 threads (pairing.cuh's two-warp M
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--iters", type=int, default=2000)
-    ap.add_argument("--curves", default="bn128,bls12381", help="which curves' chains (each needs its kernels)")
+    ap = Parser(description=__doc__)
+    ap.add_argument("--iters", type=positive, default=2000)
+    ap.add_argument("--curves", type=curve_list, default="bn128,bls12381",
+                    help="which curves' chains (each needs its kernels)")
     args = ap.parse_args()
     require_gpu()
     curves = [c for c in (BN254, BLS12_381) if c.name in args.curves.split(",")]
@@ -71,4 +72,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

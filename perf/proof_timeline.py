@@ -17,7 +17,6 @@ the host's return from waiting on the done event and the start of the result's d
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -37,6 +36,7 @@ from cuda_kernels import driver  # noqa: E402
 from engine.backends.select import select_backend  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
 from engine.formats import read_wtns, read_zkey  # noqa: E402
+from script_args import Parser, input_file, positive, run_main  # noqa: E402
 
 LOG: list[tuple[float, str, object]] = []  # (host time, what, timing event or None)
 STREAMS: dict[int, str] = {}  # the streams in the order they first record a mark: upload, compute, side
@@ -100,10 +100,10 @@ def timed_proof(backend, key, values) -> tuple[float, float, float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--zkey", required=True)
-    ap.add_argument("--wtns", required=True)
-    ap.add_argument("--repeats", type=int, default=9)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", type=input_file, required=True)
+    ap.add_argument("--wtns", type=input_file, required=True)
+    ap.add_argument("--repeats", type=positive, default=9)
     args = ap.parse_args()
     require_gpu()
     runtime.Event = P.Event = StampedEvent  # the context's event pool makes them
@@ -155,4 +155,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -42,6 +42,10 @@ from engine.groth16.setup import select_setup_ops, setup_file  # noqa: E402
 from engine.groth16.verifier import vk_from_zkey  # noqa: E402
 from engine.progress import stage_seconds  # noqa: E402
 import sort_flags  # noqa: E402  (perf/sort_flags.py)
+from script_args import (  # noqa: E402
+    Parser, count_list, curve_list, input_file, output_dir, output_file, positive, run_main,
+)
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 STAGE_ORDER = ["gpu_upload", "gpu_evaluate", "gpu_ntt", "gpu_front", "gpu_msm_h", "gpu_msm_a_b1_c", "gpu_msm_b2",
                "gpu_check", "side_early", "side_mid", "side_front", "side_b2", "side_pi_b", "side_products", "side_h", "evaluate",
@@ -121,19 +125,19 @@ def snarkjs_prove_ms(zkey: Path, wtns: str, d: Path) -> float | None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log-constraints", default="16,20")
-    ap.add_argument("--curves", default="bn128,bls12381")
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log-constraints", type=count_list, default="16,20")
+    ap.add_argument("--curves", type=curve_list, default="bn128,bls12381")
     ap.add_argument("--backend", default="auto")
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--workdir", default="/tmp/groth16-bench")
+    ap.add_argument("--repeats", type=positive, default=5)
+    ap.add_argument("--workdir", type=output_dir, default="/tmp/groth16-bench")
     ap.add_argument("--snarkjs", action="store_true", help="also time snarkjs groth16 prove on the same files")
-    ap.add_argument("--files", nargs=2, action="append", metavar=("ZKEY", "WTNS"),
+    ap.add_argument("--files", type=input_file, nargs=2, action="append", metavar=("ZKEY", "WTNS"),
                     help="time these files instead of bench circuits (repeatable)")
     ap.add_argument("--narrow-max-log", type=int, default=None,
                     help="the NTT's NARROW_MAX_LOG (engine/backends/gpu/ntt.py; 0: the wide passes at every size)")
     sort_flags.add(ap)
-    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--json", type=output_file, help="write the rows here")
     args = ap.parse_args()
     sort_flags.apply(args)
     if args.narrow_max_log is not None:
@@ -156,10 +160,10 @@ def main() -> None:
     for r in rows:
         print("| " + " | ".join(str(r[c]) for c in cols) + " |")
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        write_file(args.json, json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

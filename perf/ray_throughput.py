@@ -41,25 +41,27 @@ from gpu_common import table  # noqa: E402
 from engine.api import Engine  # noqa: E402
 from engine.config import EngineConfig, SimulationConfig  # noqa: E402
 from engine.distributed.cluster import RayCluster, start_local_ray  # noqa: E402
+from script_args import Parser, count_list, output_file, positive, run_main  # noqa: E402
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--engines", default="1,2", help="engine counts, e.g. 1,2,4")
-    p.add_argument("--proofs", type=int, default=80, help="one-proof jobs per timed stream")
-    p.add_argument("--repeats", type=int, default=3)
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--engines", type=count_list, default="1,2", help="engine counts, e.g. 1,2,4")
+    p.add_argument("--proofs", type=positive, default=80, help="one-proof jobs per timed stream")
+    p.add_argument("--repeats", type=positive, default=3)
     p.add_argument("--no-local", action="store_true", help="skip the one-local-Engine baseline")
-    p.add_argument("--batch", type=int, default=1,
+    p.add_argument("--batch", type=positive, default=1,
                    help="proofs per job (jobs of several partitions: one call carries them all)")
     p.add_argument("--witness-mib", type=float, default=0.0, help="send in-memory witnesses of this size")
-    p.add_argument("--cpus", type=int, default=None, help="CPUs the local Ray instance advertises (default: all)")
-    p.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    p.add_argument("--cpus", type=positive, default=None, help="CPUs the local Ray instance advertises (default: all)")
+    p.add_argument("--json", type=output_file, metavar="FILE", help="write the rows as JSON")
     sim = p.add_argument_group("simulated device (a model, not a measurement)")
     sim.add_argument("--sim-gpu-ms", type=float, default=100.0)
     sim.add_argument("--sim-upload-ms", type=float, default=5.0)
     sim.add_argument("--sim-synth-ms", type=float, default=5.0)
-    sim.add_argument("--sim-devices", type=int, default=1, help="simulated GPUs per engine")
-    sim.add_argument("--slots", type=int, default=1, help="compute slots per device")
+    sim.add_argument("--sim-devices", type=positive, default=1, help="simulated GPUs per engine")
+    sim.add_argument("--slots", type=positive, default=1, help="compute slots per device")
     return p.parse_args(argv)
 
 
@@ -126,7 +128,7 @@ if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
     args = parse_args(None)
-    rows = asyncio.run(main(args))
+    rows = run_main(asyncio.run, main(args))
     load = os.getloadavg()[0]
     print(f"\n{datetime.date.today()} {os.cpu_count()} CPUs (load {load:.1f}); simulated device: gpu {args.sim_gpu_ms} ms, "
           f"upload {args.sim_upload_ms} ms, synthesis {args.sim_synth_ms} ms, {args.sim_devices} device(s) x "
@@ -134,5 +136,4 @@ if __name__ == "__main__":
           + (f"; {args.witness_mib} MiB witnesses through the object store" if args.witness_mib else ""))
     print(table(rows, ["setting", "proofs/s", "vs 1 engine", "ms per proof", "wall s (median)", "split"]))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+        run_main(write_file, args.json, json.dumps({"args": vars(args), "rows": rows}, indent=1))

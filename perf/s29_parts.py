@@ -6,7 +6,6 @@ and 512 KiB, interleaved round by round, medians of --repeats proofs each.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -16,16 +15,17 @@ sys.path.insert(0, str(ROOT))
 
 from engine.formats import rows  # noqa: E402
 from host_split import WarmKey  # noqa: E402  (perf/ is on sys.path when run as a script)
+from script_args import Parser, input_file, positive, run_main  # noqa: E402
 
 SIZES = (4 << 20, 1 << 20, 512 << 10)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--zkey", required=True)
-    ap.add_argument("--wtns", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--repeats", type=int, default=15)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", type=input_file, required=True)
+    ap.add_argument("--wtns", type=input_file, required=True)
+    ap.add_argument("--rounds", type=positive, default=3)
+    ap.add_argument("--repeats", type=positive, default=15)
     args = ap.parse_args()
     warm = WarmKey(args.zkey, args.wtns, warmups=0)
     zkey, wit, proof = warm.zkey, warm.wit, warm.proof
@@ -49,4 +49,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from needs_gpu import require_gpu
+from script_args import Parser, count_list, positive, run_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 IMPORTS = ("import numpy, engine.formats.zkey, engine.formats.wtns, engine.groth16.prover, "
@@ -115,9 +116,10 @@ def wall(code: str, *argv: str) -> tuple[float, str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--connections", default="1,4,8,32", help="CUDA_DEVICE_MAX_CONNECTIONS values to time")
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=positive, default=3)
+    ap.add_argument("--connections", type=count_list, default="1,4,8,32",
+                    help="CUDA_DEVICE_MAX_CONNECTIONS values to time")
     ap.add_argument("--gil", action="store_true", help="also the GIL probe")
     ap.add_argument("--only-new", action="store_true", help="skip the first rows")
     args = ap.parse_args()
@@ -142,4 +144,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -12,7 +12,6 @@ for that curve with NVRTC; the SASS comes from cuobjdump (CUDA's, or pip's nvidi
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import os
 import re
@@ -21,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from script_args import Parser, curve_name, input_file, run_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,10 +52,20 @@ def cubin_for(curve_name: str) -> bytes:
     return cubin
 
 
+def _tool(tool: str, flag: str, cubin: Path) -> str:
+    """cuobjdump's output; a file it cannot read (no CUBIN) is one line naming the file, exit 2, not a
+    CalledProcessError's traceback."""
+    proc = subprocess.run([tool, flag, str(cubin)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        said = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        print(f"{Path(sys.argv[0]).name}: {cubin}: cuobjdump could not read it ({said})", file=sys.stderr)
+        raise SystemExit(2)
+    return proc.stdout
+
+
 def mix(cubin: Path, kernels: list[str]) -> list[dict]:
     tool = cuobjdump()
-    sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-    usage = subprocess.run([tool, "-res-usage", str(cubin)], capture_output=True, text=True, check=True).stdout
+    sass, usage = (_tool(tool, flag, cubin) for flag in ("-sass", "-res-usage"))
     regs = dict(re.findall(r"Function (\w+):\s*\n\s*REG:(\d+)", usage))
     rows = []
     for body in re.split(r"\n\s*Function : ", sass)[1:]:
@@ -74,15 +84,15 @@ def mix(cubin: Path, kernels: list[str]) -> list[dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--cubin", type=Path, help="a built CUBIN")
-    src.add_argument("--curve", help="build this tree's kernels for the curve (bn128, bls12381)")
+    src.add_argument("--cubin", type=input_file, help="a built CUBIN")
+    src.add_argument("--curve", type=curve_name, help="build this tree's kernels for the curve (bn128, bls12381)")
     ap.add_argument("--kernels", default="", help="comma list of kernel names (default: every kernel)")
     args = ap.parse_args()
     kernels = [k for k in args.kernels.split(",") if k]
     if args.cubin:
-        rows = mix(args.cubin, kernels)
+        rows = mix(Path(args.cubin), kernels)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "k.cubin"
@@ -103,4 +113,4 @@ if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -44,7 +44,6 @@ verified by the engine (verify = true) on both sides.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -63,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 from engine.client import Client  # noqa: E402
 from engine.client_wait import ENV  # noqa: E402
 from engine.progress import stage_seconds  # noqa: E402
+from script_args import Parser, amount_list, count_list, output_dir, positive, run_main, whole_count_list  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "bn128" / "sudoku"
 
@@ -341,25 +341,26 @@ def instant_wtns(work: Path, log_c: int) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--log-constraints", default="14,16")
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log-constraints", type=count_list, default="14,16")
     ap.add_argument("--backend", default="auto")
-    ap.add_argument("--repeats", type=int, default=30)
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--running-jobs", default="0", help="comma-separated; 0 is the server's default")
-    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--repeats", type=positive, default=30)
+    ap.add_argument("--clients", type=positive, default=8)
+    ap.add_argument("--running-jobs", type=whole_count_list, default="0",
+                    help="comma-separated; 0 is the server's default")
+    ap.add_argument("--workdir", type=output_dir, default=None)
     ap.add_argument("--example", default=str(EXAMPLE))
     ap.add_argument("--instant-only", action="store_true", help="only the service over the instant engine")
-    ap.add_argument("--instant-delay-ms", default="0",
+    ap.add_argument("--instant-delay-ms", type=amount_list, default="0",
                     help="comma-separated: the instant engine's proofs take this long, asleep (perf/instant_serve.py "
                          "--delay-ms); the first value also times the CLI client")
     ap.add_argument("--client-venv", default=None,
                     help="run the CLI client from this venv (made if missing) instead of this checkout's interpreter")
     ap.add_argument("--client-wheel", default=None, help="the engine's wheel to install into --client-venv")
-    ap.add_argument("--spins", default="0,3",
+    ap.add_argument("--spins", type=amount_list, default="0,3",
                     help="comma-separated client spins (ms, engine/client_wait.py) to compare: the instant server's "
                          "rows, the paired rounds and the CLI client (its default against the first value)")
-    ap.add_argument("--rounds", type=int, default=4,
+    ap.add_argument("--rounds", type=positive, default=4,
                     help="paired rounds: in-process and HTTP (each spin) in alternating blocks of --repeats proofs")
     ap.add_argument("--no-rates", action="store_true", help="no proofs/s (latency and the CLI client only)")
     args = ap.parse_args()
@@ -510,4 +511,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

@@ -28,6 +28,7 @@ from engine.algebra.limbs import fr_from_ints  # noqa: E402
 from engine.progress import Progress  # noqa: E402
 from engine.groth16.setup import draw_toxic_waste, select_setup_ops, setup_file  # noqa: E402
 from engine.groth16.setup_scalars import log_domain  # noqa: E402
+from script_args import Parser, count_list, curve_name, positive, run_main  # noqa: E402
 
 PUBLIC = 2
 
@@ -104,14 +105,14 @@ def full(curve_name: str, k: int, workers: int | None, backend: str) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--curve", default="bn128")
-    p.add_argument("--bench", default=None, help="comma-separated powers for bench-circuit")
-    p.add_argument("--field", default=None, help="comma-separated powers for the field side")
-    p.add_argument("--points", type=int, default=None, help="scalars per fixed-base run")
-    p.add_argument("--full", type=int, default=None, help="power of one whole setup")
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--curve", type=curve_name, default="bn128")
+    p.add_argument("--bench", type=count_list, default=None, help="comma-separated powers for bench-circuit")
+    p.add_argument("--field", type=count_list, default=None, help="comma-separated powers for the field side")
+    p.add_argument("--points", type=positive, default=None, help="scalars per fixed-base run")
+    p.add_argument("--full", type=positive, default=None, help="power of one whole setup")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "auto"))
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--workers", type=positive, default=None)
     a = p.parse_args()
     if a.bench is a.field is a.points is a.full is None:  # the default table
         a.bench, a.field, a.points, a.full = "16,20", "16,18,20", 4096, 12
@@ -130,4 +131,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

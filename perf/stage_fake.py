@@ -8,20 +8,20 @@ microseconds each (perf/proof_timeline.py is the device's view).
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
+from script_args import Parser, input_file, positive, run_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "perf")]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--zkey", required=True)
-    ap.add_argument("--wtns", required=True)
-    ap.add_argument("--proofs", type=int, default=50)
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zkey", type=input_file, required=True)
+    ap.add_argument("--wtns", type=input_file, required=True)
+    ap.add_argument("--proofs", type=positive, default=50)
     args = ap.parse_args()
     from fake_cuda import fake_driver  # noqa: PLC0415
     import engine.backends.select as select  # noqa: PLC0415
@@ -53,4 +53,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

@@ -9,7 +9,6 @@ Median of `repeats` runs after one warm-up, random subgroup points.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
@@ -22,6 +21,7 @@ from engine.algebra.ec import g1_mul, g2_mul
 from engine.formats import read_zkey
 from engine.formats.json import read_proof, read_vkey
 from engine.groth16 import verifier
+from script_args import Parser, positive, run_main  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "tiny"
 
@@ -37,8 +37,8 @@ def median_ms(fn, repeats: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=20)
+    ap = Parser()
+    ap.add_argument("--repeats", type=positive, default=20)
     args = ap.parse_args()
     rng = random.Random(14)
     print("group            fast test   [r]P test   (ms per point)")
@@ -68,4 +68,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

@@ -30,34 +30,40 @@ from engine.config import EngineConfig, SimulationConfig, parse_size  # noqa: E4
 from engine.errors import EngineError  # noqa: E402
 from scheduler.timeline import Event, JsonlSink, MemorySink, summarize  # noqa: E402
 from cpu_share import CpuSnapshot, format_share  # noqa: E402  (perf/cpu_share.py)
+from script_args import (  # noqa: E402
+    Parser, count_list, input_file, output_dir, positive, positive_float, run_main, whole_count_list,
+)
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 
 def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
+    """A comma list of counts of at least one (script_args.count_list: '٣', '1,,2', 0 refused), as numbers."""
+    return [int(x) for x in count_list(text).split(",")]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--simulate", action="store_true", help="use the simulated device (no GPU)")
     src.add_argument("--backend", choices=("gpu", "cpu"), help="a real backend (needs --zkey and --wtns)")
-    p.add_argument("--zkey", help="proving key (real backend)")
-    p.add_argument("--wtns", nargs="+", help="witness file(s), used in turn (real backend)")
-    p.add_argument("--proofs", type=int, default=24, help="proofs per setting (default 24)")
+    p.add_argument("--zkey", type=input_file, help="proving key (real backend)")
+    p.add_argument("--wtns", type=input_file, nargs="+", help="witness file(s), used in turn (real backend)")
+    p.add_argument("--proofs", type=positive, default=24, help="proofs per setting (default 24)")
     p.add_argument("--warmup", type=int, default=None, help="proofs before measuring (default: 0 simulated, 1 real)")
     p.add_argument("--concurrency", type=_ints, default=[1, 2, 4, 8], help="jobs in flight, e.g. 1,2,4,8")
     p.add_argument("--slots", type=_ints, default=[1, 2], help="compute slots per device, e.g. 1,2")
     p.add_argument("--modes", default="single,split", help="lock modes, e.g. single,split")
-    p.add_argument("--devices", default=None, help="GPU indices (real) or a count (simulated), default 1")
-    p.add_argument("--synthesis-workers", type=int, default=4)
-    p.add_argument("--epilogue-threads", type=int, default=None,
+    p.add_argument("--devices", type=whole_count_list, default=None,
+                   help="GPU indices (real) or a count (simulated), default 1")
+    p.add_argument("--synthesis-workers", type=positive, default=4)
+    p.add_argument("--epilogue-threads", type=positive, default=None,
                    help="epilogues/verifications in flight (default: one per CPU; a simulation's are sleeps, "
                    "so give it as many as the modelled host has cores)")
     p.add_argument("--host-budget", default=None)
     p.add_argument("--vram-budget", default=None)
     p.add_argument("--no-verify", action="store_true")
-    p.add_argument("--out", default="perf/out", help="directory for PNGs, timelines and the table")
-    p.add_argument("--switch-interval", type=float, default=None, metavar="S",
+    p.add_argument("--out", type=output_dir, default="perf/out", help="directory for PNGs, timelines and the table")
+    p.add_argument("--switch-interval", type=positive_float, default=None, metavar="S",
                    help="sys.setswitchinterval for the run (an experiment: how long a thread that wants the GIL "
                    "waits for a busy one, 5 ms by default; the device thread's launches queue behind the others)")
     p.add_argument("--no-plots", action="store_true", help="no PNGs (the timelines and the table only)")
@@ -78,6 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.backend and not (args.zkey and args.wtns):
         p.error("--backend needs --zkey and --wtns")
+    if args.simulate and args.devices and (not args.devices.strip().isdigit() or int(args.devices) < 1):
+        p.error(f"argument --devices: {args.devices!r} is no count of simulated devices (1 or more)")
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     return args
 
@@ -99,7 +107,7 @@ def make_config(args: argparse.Namespace, mode: str, slots: int) -> EngineConfig
             verify_ms=args.sim_verify_ms, concurrency_gain=args.sim_gain, jitter=args.sim_jitter,
         )
         return EngineConfig(backend="simulated", simulation=sim, **common)
-    devices = _ints(args.devices) if args.devices else None
+    devices = [int(x) for x in args.devices.split(",")] if args.devices else None
     return EngineConfig(backend=args.backend, devices=devices, **common)
 
 
@@ -174,7 +182,7 @@ def plot_throughput(rows: list[dict], path: str, title: str) -> None:
     ax.legend()
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_file(path, lambda f: fig.savefig(f, format="png", dpi=110))  # a PNG whole or none
     plt.close(fig)
 
 
@@ -220,8 +228,8 @@ def sweep(args: argparse.Namespace) -> int:
         for e in events:
             sink(e)
         sink.close()
-        with open(os.path.join(args.out, f"extras-{mode}-s{slots}-c{conc}.json"), "wb") as f:
-            f.write(msgspec.json.format(msgspec.json.encode(extras)))
+        write_file(os.path.join(args.out, f"extras-{mode}-s{slots}-c{conc}.json"),
+                   msgspec.json.format(msgspec.json.encode(extras)))
         rows.append(dict(mode=mode, slots=slots, conc=conc, proofs=s.proofs_done, proofs_per_min=s.proofs_per_min,
                          p50=s.latency_p50_s, p95=s.latency_p95_s, gpu_busy=s.gpu_busy,
                          queue_wait=s.queue_wait_p50_s, failed=s.failed, timeline=name))
@@ -232,8 +240,8 @@ def sweep(args: argparse.Namespace) -> int:
     table = format_table(rows)
     print()
     print(table)
-    with open(os.path.join(args.out, "sweep.json"), "wb") as f:
-        f.write(msgspec.json.format(msgspec.json.encode({"source": what, "rows": rows})))
+    write_file(os.path.join(args.out, "sweep.json"),
+               msgspec.json.format(msgspec.json.encode({"source": what, "rows": rows})))
     if args.no_plots:
         return 0
     try:
@@ -258,4 +266,4 @@ def sweep(args: argparse.Namespace) -> int:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -7,7 +7,6 @@ G2: CUDA events, medians, and each build's tables compared byte for byte with th
 """
 from __future__ import annotations
 
-import argparse
 
 import numpy as np
 from gpu_common import Device, random_points, time_ms
@@ -17,14 +16,15 @@ from engine.backends.gpu import GpuBackend
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_builds
 from needs_gpu import require_gpu
+from script_args import Parser, curve_list, positive, run_main  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--log-n", type=int, default=20)
-    ap.add_argument("--curves", default="bn128,bls12381")
+    ap = Parser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--log-n", type=positive, default=20)
+    ap.add_argument("--curves", type=curve_list, default="bn128,bls12381")
     ap.add_argument("--builds", default="plain,eo,split")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=positive, default=3)
     args = ap.parse_args()
     require_gpu()
     backend = GpuBackend()
@@ -62,4 +62,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -9,7 +9,6 @@ GPU_START..GPU_END intervals per device over the wall time of the run.
 """
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -95,12 +94,47 @@ def plot_gantt(events: Sequence[Event], path: str, title: str = "timeline") -> N
     ax.set_xlabel("seconds since the first submission (colour = job)")
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        _save_whole(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def _save_whole(fig, path: str) -> None:
+    """The figure under `path` whole or not at all: drawn to a temporary file beside it and renamed over it (a
+    full disk, a kill half-way left half a PNG under the name).  A path that is there and is no plain file (a
+    FIFO, /dev/stdout) is written in place, as the engine writes its outputs (engine/file_writes.py).  Errors
+    stay OSErrors, for main()'s one line."""
+    import tempfile  # noqa: PLC0415
+
+    fmt = os.path.splitext(path)[1][1:].lower() or "png"
+    if os.path.exists(path) and not os.path.isfile(path):
+        fig.savefig(path, dpi=110, format=fmt)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, dpi=110, format=fmt)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # (loaded as a module, tests/test_timeline.py)
+        sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    from script_args import Parser  # noqa: PLC0415 - beside this file
+
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("file", help="timeline (JSON lines)")
     parser.add_argument("--gantt", metavar="PNG", help="write a Gantt chart")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -142,4 +176,6 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    sys.exit(main())
+    from script_args import run_main
+
+    sys.exit(run_main(main))

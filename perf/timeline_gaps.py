@@ -17,7 +17,6 @@ Stdlib + msgspec only; runs where the timelines were made or wherever they are c
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scheduler.timeline import Stage, load_events, summarize  # noqa: E402
 from cpu_share import format_share  # noqa: E402
+from script_args import Parser, positive, run_main  # noqa: E402
 
 MS = 1e6  # ns per ms
 
@@ -182,9 +182,9 @@ def analyse(timeline: Path, shown: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("out", help="a perf/sweep.py --out directory")
-    p.add_argument("--batches", type=int, default=12, help="batch rows shown per run (default 12)")
+    p.add_argument("--batches", type=positive, default=12, help="batch rows shown per run (default 12)")
     args = p.parse_args(argv)
     logging.basicConfig(format="warning: %(message)s")  # load_events' word on a cut last line or an empty file
     files = sorted(Path(args.out).glob("timeline-*.jsonl"))
@@ -203,4 +203,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -193,20 +193,69 @@ def time(dirs: list[Path]) -> None:
             Device.free(b, stream)
 
 
-if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "sass", "ptx", "time"):
-        sys.exit(f"usage (see the docstring): {sys.argv[0]} build OUT TREE [CURVES] | sass OUT | ptx TREE [CURVE]"
-                 " | time DIR...")
-    cmd = sys.argv[1]
+USAGE = (f"usage: {Path(sys.argv[0]).name} build OUT TREE [CURVES] | sass OUT | ptx TREE [CURVE] | time DIR... "
+         "(--help: what each does)")
+ARITY = {"build": (4, 5), "sass": (3, 3), "ptx": (3, 4), "time": (3, None)}  # argv's length, script and command in
+
+
+def _usage_error(problem: str = "") -> None:
+    """A wrong command line: the usage, one line (with what was wrong), exit 2 as argparse's."""
+    print(USAGE + (f": {problem}" if problem else ""), file=sys.stderr)
+    raise SystemExit(2)
+
+
+def main(argv: list[str]) -> None:
+    import pipe_exit  # noqa: PLC0415 - beside this file; `| head`: quietly 141, not a BrokenPipeError traceback
+
+    pipe_exit.install()
+    if len(argv) > 1 and argv[1] in ("-h", "--help"):
+        print(USAGE.split(" (--help")[0] + "\n\n" + __doc__.strip())
+        return
+    if len(argv) < 2 or argv[1] not in ARITY:
+        _usage_error(f"no command {argv[1]!r}" if len(argv) > 1 else "")
+    cmd, (least, most) = argv[1], ARITY[argv[1]]
+    if len(argv) < least or (most is not None and len(argv) > most):
+        _usage_error(f"{cmd} takes {least - 2}" + ("" if most == least else
+                                                   f" to {most - 2}" if most else " or more") + " arguments")
+    if cmd in ("build", "ptx"):
+        tree = Path(argv[3] if cmd == "build" else argv[2]).resolve()
+        if not (tree / "cuda_kernels").is_dir():
+            _usage_error(f"TREE {str(tree)!r} holds no cuda_kernels/ (name a checkout of this repository)")
+        sys.path.insert(0, str(tree))  # (the tree's own engine, as build() and ptx() read it)
+        from engine.algebra.curves import curve_by_name  # noqa: PLC0415
+
+        names = argv[4 if cmd == "build" else 3].split(",") if len(argv) > (4 if cmd == "build" else 3) else None
+        for name in names or ():
+            try:
+                curve_by_name(name)
+            except KeyError as e:
+                _usage_error(e.args[0])
+    if cmd == "sass" and not any(Path(argv[2]).glob("*.cubin")):
+        _usage_error(f"OUT {argv[2]!r} holds no .cubin (what `build OUT TREE` writes)")
+    try:
+        _run(cmd, argv)
+    except Exception as e:  # noqa: BLE001 - NVRTC's rejection of a variant: one line, the log where it has one
+        if type(e).__name__ != "CompileFailed":
+            raise
+        log = getattr(e, "log", "")
+        print(f"{Path(argv[0]).name}: {e}" + (f"\n{log.strip()}" if log.strip() else ""), file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _run(cmd: str, argv: list[str]) -> None:
     if cmd == "build":
-        build(Path(sys.argv[2]), Path(sys.argv[3]).resolve(), (sys.argv[4] if len(sys.argv) > 4 else "bn128,bls12381").split(","))
+        build(Path(argv[2]), Path(argv[3]).resolve(), (argv[4] if len(argv) > 4 else "bn128,bls12381").split(","))
     elif cmd == "sass":
-        sass(Path(sys.argv[2]))
+        sass(Path(argv[2]))
     elif cmd == "ptx":
-        for name, body in ptx(Path(sys.argv[2]).resolve(), sys.argv[3] if len(sys.argv) > 3 else "bn128").items():
+        for name, body in ptx(Path(argv[2]).resolve(), argv[3] if len(argv) > 3 else "bn128").items():
             print(f"{name[-60:]:60s} bra {branches(body):4d} lines {body.count(chr(10)):6d}")
     else:
         from needs_gpu import require_gpu  # noqa: PLC0415 - only `time` runs on the device
 
         require_gpu()
-        time([Path(p) for p in sys.argv[2:]])
+        time([Path(p) for p in argv[2:]])
+
+
+if __name__ == "__main__":
+    main(sys.argv)

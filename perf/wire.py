@@ -16,7 +16,6 @@ spent per request.  A bench for choosing the client's and the service's set-up.
 """
 from __future__ import annotations
 
-import argparse
 import socket
 import statistics
 import sys
@@ -30,6 +29,7 @@ from serve import EXAMPLE, instant_wtns, start_server, stop  # noqa: E402  (perf
 
 from engine.client import Client, _answer, _prove_request  # noqa: E402
 from engine.client_wire import read_sync, send_all  # noqa: E402
+from script_args import Parser, amount_list, positive, run_main  # noqa: E402
 
 PARTS = ("send", "-> handler", "upload read", "engine", "-> answer at client", "read + parse", "wire+service",
          "client CPU")
@@ -58,11 +58,12 @@ def one(c: Client, key: str, body: bytes) -> list[float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--log-constraints", type=int, default=14)
-    ap.add_argument("--repeats", type=int, default=200)
-    ap.add_argument("--delay-ms", default="0,15")
-    ap.add_argument("--spins", default="0,3", help="comma-separated client spins (ms); each is measured twice, ABAB")
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log-constraints", type=positive, default=14)
+    ap.add_argument("--repeats", type=positive, default=200)
+    ap.add_argument("--delay-ms", type=amount_list, default="0,15")
+    ap.add_argument("--spins", type=amount_list, default="0,3",
+                    help="comma-separated client spins (ms); each is measured twice, ABAB")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="perf-wire-"))
     body = Path(instant_wtns(work, args.log_constraints)).read_bytes()
@@ -88,4 +89,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

@@ -24,7 +24,6 @@ same method, for a circuit.wasm compiled elsewhere:
 """
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import multiprocessing as mp
@@ -41,6 +40,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from script_args import Parser, count_list, positive, positive_float, run_main  # noqa: E402
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 BIN = ROOT / "node_modules" / ".bin"
 CIRCUIT = ROOT / "tests" / "circuits" / "witness" / "merkle.circom"
@@ -269,11 +271,12 @@ def wasm_only(args, workers: list[int]) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=15, help="witnesses per in-process timing")
-    ap.add_argument("--cli-runs", type=int, default=5, help="runs of each command")
-    ap.add_argument("--seconds", type=float, default=6.0, help="duration of each throughput measurement")
-    ap.add_argument("--workers", default=None, help="comma-separated worker counts (default 1..cpu_count)")
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=positive, default=15, help="witnesses per in-process timing")
+    ap.add_argument("--cli-runs", type=positive, default=5, help="runs of each command")
+    ap.add_argument("--seconds", type=positive_float, default=6.0, help="duration of each throughput measurement")
+    ap.add_argument("--workers", type=count_list, default=None,
+                    help="comma-separated worker counts (default 1..cpu_count)")
     ap.add_argument("--no-write", action="store_true", help="print only, leave perf/RESULTS.md alone")
     ap.add_argument("--wasm", type=Path, metavar="FILE",
                     help="only the worker throughput, for this circuit.wasm (no node or snarkjs needed)")
@@ -391,10 +394,10 @@ def write_section(text: str, section: str = SECTION) -> None:
     else:
         nxt = old.find("\n## ", start + len(section))
         new = old[:start] + text + ("\n" + old[nxt + 1:] if nxt >= 0 else "")
-    RESULTS.write_text(new.rstrip("\n") + "\n")
+    write_file(RESULTS, new.rstrip("\n") + "\n")
 
 
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from script_args import Parser, positive, positive_float, run_main
+
 ROOT = Path(__file__).resolve().parents[1]
 CIRCUIT = ROOT / "tests" / "circuits" / "witness" / "merkle.circom"
 INPUT = ROOT / "tests" / "circuits" / "witness" / "merkle_input.json"
@@ -39,9 +41,9 @@ print(f"{{mode:8}} {{circuit.compiler}}: median {{statistics.median(times) * 1e3
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--limit-gib", type=float, default=8.0, help="RLIMIT_AS of the bounded run")
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=positive, default=15)
+    ap.add_argument("--limit-gib", type=positive_float, default=8.0, help="RLIMIT_AS of the bounded run")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
         # circom2 runs under WASI: its includes resolve from the repository as the working directory
@@ -62,4 +64,4 @@ def main() -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

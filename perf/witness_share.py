@@ -30,6 +30,8 @@ from gpu_common import table  # noqa: E402  (perf/ is on sys.path when run as a 
 
 from engine.algebra.curves import BN254  # noqa: E402
 from engine.witness.calculator import WasmCircuit  # noqa: E402
+from script_args import Parser, output_dir, output_file, run_main  # noqa: E402
+from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 POSEIDON_CHAIN = """pragma circom 2.0.0;
 include "circomlib/circuits/poseidon.circom";
@@ -123,9 +125,9 @@ def shares(witness: np.ndarray, r: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", help="write the rows here too")
-    ap.add_argument("--keep", help="build in this directory (kept) instead of a temporary one")
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", type=output_file, help="write the rows here too")
+    ap.add_argument("--keep", type=output_dir, help="build in this directory (kept) instead of a temporary one")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     rng = random.Random(args.seed)
@@ -140,10 +142,10 @@ def main() -> None:
             print(rows[-1], flush=True)
     print(table(rows, ["circuit", "wires", "zero", "one", "small", "-small", "full"]))
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        write_file(args.json, json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    main()
+    run_main(main)

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 from engine.formats.wtns import read_wtns  # noqa: E402
 from engine.groth16.kit import synthesise_wtns  # noqa: E402
 from scheduler.synth_pool import SynthPool  # noqa: E402
+from script_args import Parser, input_file, positive, run_main  # noqa: E402
 
 
 def mapped(path: str):
@@ -52,8 +53,8 @@ async def main(path: str, repeats: int) -> None:
 if __name__ == "__main__":
     import pipe_exit  # `| head`: quietly 141, not a BrokenPipeError traceback
     pipe_exit.install()
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("wtns")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("wtns", type=input_file)
+    ap.add_argument("--repeats", type=positive, default=3)
     a = ap.parse_args()
-    anyio.run(main, a.wtns, a.repeats)
+    run_main(anyio.run, main, a.wtns, a.repeats)
