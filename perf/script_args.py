@@ -80,33 +80,22 @@ def _items(text: str, what: str) -> list[str]:
     return items
 
 
-def count_list(text: str) -> str:
-    """A comma list of counts of at least one ("1,2,4"), checked here and handed on as given (the scripts split
-    it themselves, after the device check)."""
-    for item in _items(text, "counts (e.g. 1,2,4)"):
-        positive(item)
-    return text
+def _list_of(check, what: str, name: str):
+    """A comma list's reader: each item held to `check`, the list handed on as given (the scripts split it
+    themselves, after the device check)."""
+    def read(text: str) -> str:
+        for item in _items(text, what):
+            check(item)
+        return text
+
+    read.__name__ = name  # (argparse's word for the type)
+    return read
 
 
-def whole_count_list(text: str) -> str:
-    """A comma list of counts where 0 has a meaning of its own (the server's default, no wide passes)."""
-    for item in _items(text, "counts (e.g. 0,8)"):
-        count(item)
-    return text
-
-
-def amount_list(text: str) -> str:
-    """A comma list of finite amounts, 0 or more ("0,15" milliseconds)."""
-    for item in _items(text, "amounts (e.g. 0,1.5)"):
-        amount(item)
-    return text
-
-
-def positive_amount_list(text: str) -> str:
-    """A comma list of amounts above 0 (sizes to copy)."""
-    for item in _items(text, "amounts above 0 (e.g. 0.25,2)"):
-        positive_float(item)
-    return text
+count_list = _list_of(positive, "counts (e.g. 1,2,4)", "count_list")  # counts of at least one
+whole_count_list = _list_of(count, "counts (e.g. 0,8)", "whole_count_list")  # 0 has a meaning (no wide passes)
+amount_list = _list_of(amount, "amounts (e.g. 0,1.5)", "amount_list")  # finite, 0 or more ("0,15" ms)
+positive_amount_list = _list_of(positive_float, "amounts above 0 (e.g. 0.25,2)", "positive_amount_list")  # sizes
 
 
 def _curve_name(text: str) -> str:

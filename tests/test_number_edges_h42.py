@@ -13,20 +13,11 @@ import math
 import pytest
 
 from cli import build_parser
+from test_flag_edges_h41 import _usage_error
 from engine.client_argv import read_prove_server
 
 HUGE = "9" * 5000
 FILES = ["c.zkey", "w.wtns", "p.json", "q.json"]
-
-
-def _usage_error(capsys, argv: list[str]) -> str:
-    """argparse's refusal of `argv` (exit 2): its one error line, which must be short."""
-    with pytest.raises(SystemExit) as info:
-        build_parser(only=argv[0]).parse_args(argv)
-    assert info.value.code == 2
-    line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "error: argument" in line and len(line) < 200, line
-    return line
 
 
 # ---------------------------------------------------------------- prove --server --deadline
