@@ -34,21 +34,28 @@ import numpy as np  # noqa: E402
 
 from engine.api import Engine, run  # noqa: E402
 from engine.config import EngineConfig, parse_size  # noqa: E402
-from engine.config_flags import slots_arg  # noqa: E402
+from engine.config_flags import LOCK_MODES, slots_arg  # noqa: E402
 from engine.errors import EngineError  # noqa: E402
 from engine.formats import read_wtns  # noqa: E402
 import sort_flags  # noqa: E402  (perf/sort_flags.py)
 from scheduler.budget import fmt_bytes  # noqa: E402
 from scheduler.timeline import MemorySink, Stage, summarize  # noqa: E402
-from script_args import Parser, count_list, input_file, output_dir, output_file, positive, run_main  # noqa: E402
+from script_args import (  # noqa: E402
+    Parser, choice_list, count_list, input_file, list_of, output_dir, output_file, positive, run_main, size, word_or,
+)
+
+
+# sizes as the engine reads them (or whole) and lock modes, at the parse: a typo was a ConfigError after the key's
+# load, or a setting that ran nothing
+_budgets = list_of(word_or("whole", size, "budget"), "VRAM budgets (e.g. 16GiB,whole)", "budget_list")
 
 
 def parse_args(argv):
     p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--zkey", type=input_file, required=True)
     p.add_argument("--wtns", type=input_file, required=True)
-    p.add_argument("--budgets", default="16GiB,whole", help="VRAM budgets per device, e.g. 16GiB,whole")
-    p.add_argument("--modes", default="single,split")
+    p.add_argument("--budgets", type=_budgets, default="16GiB,whole", help="VRAM budgets per device, e.g. 16GiB,whole")
+    p.add_argument("--modes", type=choice_list(LOCK_MODES, "lock mode", "mode_list"), default="single,split")
     p.add_argument("--partitions", type=positive, default=10)
     p.add_argument("--jobs", type=positive, default=3)
     p.add_argument("--concurrency", type=count_list, default="1", help="jobs in flight, e.g. 1,2")
@@ -58,7 +65,7 @@ def parse_args(argv):
     p.add_argument("--synthesis-workers", type=positive, default=4)
     p.add_argument("--compute-slots", type=slots_arg, default="auto",
                    help="compute slots a device (split mode): a number, or auto (the engine's default)")
-    p.add_argument("--host-budget", default=None)
+    p.add_argument("--host-budget", type=size, default=None)
     p.add_argument("--proof-dir", type=output_dir, default=None,
                    help="write the last proof (and vkey.json) here, for snarkjs")
     p.add_argument("--json", type=output_file, default=None, help="append one JSON line per setting to this file")
@@ -290,7 +297,7 @@ def main(argv=None) -> int:
                         with open(args.json, "a") as f:
                             f.write(json.dumps(row) + "\n")
     except EngineError as exc:
-        print(f"c2: {exc}", file=sys.stderr)
+        print(f"c2.py: {exc}", file=sys.stderr)  # as run_main says it
         return 2
     return 0
 

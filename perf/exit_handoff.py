@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from needs_gpu import require_gpu
-from script_args import Parser, output_file, positive, run_main
+from script_args import Parser, choice_list, output_file, positive, run_main
 from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--device-mib", type=int, default=512)
     ap.add_argument("--pinned-mib", type=int, default=64)
     ap.add_argument("--queues", type=positive, default=4)
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--variants", type=choice_list(VARIANTS, "variant", "variant_list"), default=",".join(VARIANTS))
     ap.add_argument("--sequence", type=positive, default=8, help="runs of each variant back to back")
     ap.add_argument("--json", type=output_file, help="write every run here")
     args = ap.parse_args()

@@ -55,7 +55,7 @@ from engine.backends.gpu.ntt import build_tables  # noqa: E402
 from engine.formats.zkey import COEFF_DTYPE, ZKey, read_zkey, write_zkey  # noqa: E402
 from needs_gpu import require_gpu  # noqa: E402
 from script_args import (  # noqa: E402
-    Parser, count_list, curve_name, input_file, output_dir, output_file, positive, run_main,
+    Parser, count_list, curve_name, input_file, optional, output_dir, output_file, positive, run_main, word_or,
 )
 from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
@@ -385,6 +385,9 @@ def run_size(label: str, path: Path, backend_dir: Path, repeats: int, legacy: bo
     return row
 
 
+_sizes = optional(count_list)  # sizes (log constraints) among --log-constraints; "": none
+
+
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--log-constraints", type=count_list, default="22")
@@ -392,9 +395,11 @@ def main() -> None:
     ap.add_argument("--zkey", type=input_file, help="time this key instead of synthetic ones")
     ap.add_argument("--workdir", type=output_dir, default=None)
     ap.add_argument("--repeats", type=positive, default=3)
-    ap.add_argument("--legacy", default="", help="sizes (log constraints) to also time the pre-cache load at")
-    ap.add_argument("--cold", default="", help="sizes to also time with the files evicted from the page cache")
-    ap.add_argument("--tables-rerun", default="all",
+    ap.add_argument("--legacy", type=_sizes, default="",
+                    help="sizes (log constraints) to also time the pre-cache load at")
+    ap.add_argument("--cold", type=_sizes, default="",
+                    help="sizes to also time with the files evicted from the page cache")
+    ap.add_argument("--tables-rerun", type=word_or("all", count_list, "sizes_or_all"), default="all",
                     help="sizes to re-run the tables' kernels alone at (device tables ms); 'all' or a list")
     ap.add_argument("--proofs", type=int, default=0, help="proof latencies around a load (0: none)")
     ap.add_argument("--no-cache-off", action="store_true", help="skip the load with the cache off")
@@ -406,6 +411,12 @@ def main() -> None:
     ap.add_argument("--miss-again", action="store_true", help="a second cache miss after the first load")
     ap.add_argument("--json", type=output_file)
     args = ap.parse_args()
+    sizes = set(args.log_constraints.split(","))
+    for flag, value in (("--legacy", args.legacy), ("--cold", args.cold), ("--tables-rerun", args.tables_rerun)):
+        unknown = [k for k in value.split(",") if k and k != "all" and (args.zkey or k not in sizes)]
+        if unknown:  # a size no run has timed nothing, and said nothing
+            where = "--zkey times one key, no sizes" if args.zkey else f"--log-constraints {args.log_constraints}"
+            ap.error(f"argument {flag}: {','.join(unknown)} is not among the sizes timed ({where})")
     require_gpu()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="keyload-"))
     work.mkdir(parents=True, exist_ok=True)

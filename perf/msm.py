@@ -58,9 +58,73 @@ from engine.backends.gpu import msm_builds
 from engine.backends.gpu import msm_sort as gsort
 from engine.backends.gpu import GpuBackend
 from needs_gpu import require_gpu
-from script_args import Parser, count_list, curve_list, output_file, positive, run_main  # noqa: E402
+from script_args import (  # noqa: E402
+    Parser, amount, choice_list, count, count_list, curve_list, fields, list_of, optional, output_file, positive,
+    run_main, word_or,
+)
 
 PRODUCTS = {"xyzz": 10, "affine": 6}  # per addition; an Fq2 product counts 3 Fq products
+
+
+# The list flags' readers: each item to its grammar at the parse, not int() after the device's set-up (a typo was a
+# traceback there, or on a laptop "needs a CUDA device", which hid it); each value handed on as main() splits it.
+_fold = word_or("full", positive, "fold")
+_counts = optional(count_list)  # "": the module's own value
+_affine = optional(list_of(lambda t: fields(t.removesuffix("s"), "x", (positive, positive), "THREADSxM[s] shape"),
+                           "THREADSxM[s] shapes (e.g. 128x8,256x4s)", "affine_list"))
+_fix = optional(list_of(lambda t: fields(t, ":", (positive,) * 3, "SERIAL:WARPMAX:PERLANE class"),
+                        "SERIAL:WARPMAX:PERLANE classes (e.g. 16:256:8)", "fix_list"))
+_window = optional(list_of(word_or("base", positive, "window"), "windows (e.g. base,11)", "window_list"))
+_accumulation = choice_list(("xyzz", "affine"), "accumulation", "accumulation_list")
+_abis = optional(choice_list(msm_builds.PRODUCT_ABIS, "product ABI", "abi_list"))
+_sorts = optional(choice_list(gsort.SORTS, "sort", "sort_list"))
+
+
+def _combo(text: str) -> None:
+    """ABI:SORT[:BOUND]: ABI and SORT one of theirs or "default", BOUND a count (0: the unbounded kernel)."""
+    def one_of(choices):
+        def check(word: str) -> str:
+            if word != "default" and word not in choices:
+                raise argparse.ArgumentTypeError(f"{word!r} is not default nor one of {', '.join(choices)}")
+            return word
+        return check
+
+    checks = (one_of(msm_builds.PRODUCT_ABIS), one_of(gsort.SORTS), count)
+    fields(text, ":", checks[:3 if text.count(":") == 2 else 2], "ABI:SORT[:BOUND] pair")
+
+
+_combos = optional(list_of(_combo, "ABI:SORT[:BOUND] pairs (e.g. ref:direct,eo:direct:3)", "combo_list"))
+
+
+def _fraction(text: str) -> float:
+    value = amount(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is above 1 (a share)")
+    return value
+
+
+def scalar_list(text: str) -> str:
+    """random and witness:ZERO,ONE (shares of zeros and ones, their sum at most 1; the comma is the list's too),
+    handed on with random first: main() split "witness:Z,O,random" into a kind "witness:Z,O,random" (a
+    ValueError after the set-up), and its "x random" column needs the random row first."""
+    items, kinds, i = [item.strip() for item in text.split(",")], [], 0
+    while i < len(items):
+        if items[i] == "random":
+            kinds.append("random")
+            i += 1
+            continue
+        if not items[i].startswith("witness:") or i + 1 == len(items):
+            raise argparse.ArgumentTypeError(f"{text!r} is no comma list of random, witness:ZERO,ONE "
+                                             f"(at {items[i]!r})")
+        zero, one = items[i].removeprefix("witness:"), items[i + 1]
+        try:
+            if _fraction(zero) + _fraction(one) > 1:
+                raise argparse.ArgumentTypeError("the shares add up to more than 1")
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"witness:{zero},{one}: {e}") from None
+        kinds.append(f"witness:{zero},{one}")
+        i += 2
+    return ",".join(sorted(dict.fromkeys(kinds), key=lambda k: k != "random"))
 
 
 def witness_scalars(curve, n: int, zero: float, one: float, seed: int = 7) -> np.ndarray:
@@ -291,24 +355,30 @@ def main() -> None:
     ap.add_argument("--g2", action="store_true", help="also G2 (of --g2-curves)")
     ap.add_argument("--g2-only", action="store_true", help="only G2 (of --g2-curves)")
     ap.add_argument("--g2-curves", type=curve_list, default="bn128", help="comma list: the curves whose G2 --g2 times")
-    ap.add_argument("--fold", default="full")
-    ap.add_argument("--accumulation", default=gmsm.default_accumulation(), help="comma list of xyzz, affine")
-    ap.add_argument("--scalars", default="random", help="comma list: random, witness:ZERO,ONE")
+    ap.add_argument("--fold", type=_fold, default="full", help="full, or a count")
+    ap.add_argument("--accumulation", type=_accumulation, default=gmsm.default_accumulation(),
+                    help="comma list of xyzz, affine")
+    ap.add_argument("--scalars", type=scalar_list, default="random", help="comma list: random, witness:ZERO,ONE")
     ap.add_argument("--batch", type=positive, default=1, help="also time this many vectors in one pass")
-    ap.add_argument("--affine", default="", help="comma list of THREADSxM[s] (s: a round in three kernels)")
+    ap.add_argument("--affine", type=_affine, default="",
+                    help="comma list of THREADSxM[s] (s: a round in three kernels)")
     ap.add_argument("--breakdown", action="store_true", help="also each phase's time")
     ap.add_argument("--sets", type=positive, default=1, help="also time this many MSMs of one sorted vector")
-    ap.add_argument("--window", default="",
+    ap.add_argument("--window", type=_window, default="",
                     help="comma list of window bits to time beside the planner's (base: the curve-blind plan)")
-    ap.add_argument("--fix", default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
-    ap.add_argument("--min-segment", default="", help="comma list of shortest segments")
-    ap.add_argument("--product", default="", help="comma list of value, ref (msm_builds.PRODUCT_ABI, both groups)")
-    ap.add_argument("--reduce-threads", default="", help="comma list of msm_reduce_segments block sizes")
-    ap.add_argument("--combos", default="", help="comma list of ABI:SORT[:BOUND], e.g. ref:direct,eo:direct:3")
-    ap.add_argument("--sort", default="", help="comma list of direct, binned, auto (msm.SORT)")
-    ap.add_argument("--min-chunk", default="", help="comma list of msm.MIN_CHUNK (a sparse vector's least chunk)")
-    ap.add_argument("--heavy-slices", default="", help="comma list of msm.HEAVY_SLICES (blocks a block-list bucket)")
-    ap.add_argument("--threads-per-sm", default="",
+    ap.add_argument("--fix", type=_fix, default="", help="comma list of SERIAL:WARPMAX:PERLANE fix-up classes")
+    ap.add_argument("--min-segment", type=_counts, default="", help="comma list of shortest segments")
+    ap.add_argument("--product", type=_abis, default="",
+                    help=f"comma list of {', '.join(msm_builds.PRODUCT_ABIS)} (msm_builds.PRODUCT_ABI, both groups)")
+    ap.add_argument("--reduce-threads", type=_counts, default="", help="comma list of msm_reduce_segments block sizes")
+    ap.add_argument("--combos", type=_combos, default="",
+                    help="comma list of ABI:SORT[:BOUND], e.g. ref:direct,eo:direct:3")
+    ap.add_argument("--sort", type=_sorts, default="", help="comma list of direct, binned, auto (msm.SORT)")
+    ap.add_argument("--min-chunk", type=_counts, default="",
+                    help="comma list of msm.MIN_CHUNK (a sparse vector's least chunk)")
+    ap.add_argument("--heavy-slices", type=_counts, default="",
+                    help="comma list of msm.HEAVY_SLICES (blocks a block-list bucket)")
+    ap.add_argument("--threads-per-sm", type=_counts, default="",
                     help="comma list of msm.ACCUMULATE_THREADS_PER_SM (the layout's accumulating threads an SM)")
     ap.add_argument("--repeats", type=positive, default=7)
     ap.add_argument("--json", type=output_file, help="write rows here too")

@@ -22,7 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 from needs_gpu import require_gpu
-from script_args import Parser, count_list, output_dir, positive, run_main
+from script_args import Parser, count_list, curve_name, output_dir, positive, run_main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -39,6 +39,37 @@ VARIANTS = {"old": (0, 4, 0, True), "eo4": (1, 4, 0, True), "eo3": (1, 3, 0, Tru
             "eo4bf": (1, 4, 1, True), "eo3bf": (1, 3, 1, True), "mo4": (1, 4, 0, False),
             "mo3": (1, 3, 0, False)}  # (NTT_EO_PRODUCTS, blocks an SM, NTT_BRANCH_FREE, Shoup twiddles)
 CURVES = ("bn128", "bls12381")
+
+
+def plan_list(text: str) -> dict[int, list[list[int]]]:
+    """--plans k=a-b-c/d-e-f,k=...: each pass a count of at least 1 and each plan's passes adding up to its k,
+    read at the parse (int() after the device's set-up was a ValueError's traceback, a sum off an assert's)."""
+    spec = {}
+    for item in (i.strip() for i in text.split(",")):
+        k, _, plans_text = item.partition("=")
+        try:
+            log_n = positive(k.strip())
+            options = [[positive(x.strip()) for x in p.split("-")] for p in plans_text.split("/")]
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"{item!r} is no k=a-b-c/d-e-f (counts of at least 1)") from None
+        bad = [p for p in options if sum(p) != log_n]
+        if bad:
+            raise argparse.ArgumentTypeError(f"{item!r}: the plan {'-'.join(map(str, bad[0]))} adds up to "
+                                             f"{sum(bad[0])}, not {log_n}")
+        spec[log_n] = options
+    return spec
+
+
+def build_list(text: str) -> dict[str, str]:
+    """--builds curve=variant,...: a curve (an alias too) and a variant `build` makes, as the engine names the
+    curve (the CUBIN's name): a typo was a KeyError or a missing file after the device's set-up."""
+    builds = {}
+    for item in (i.strip() for i in text.split(",")):
+        curve, eq, variant = (part.strip() for part in item.partition("="))
+        if not eq or variant not in VARIANTS:
+            raise argparse.ArgumentTypeError(f"{item!r} is no curve=variant (a variant of: {', '.join(VARIANTS)})")
+        builds[curve_name(curve)] = variant
+    return builds
 
 
 def variant_params(params: str, blocks: int) -> str:
@@ -172,9 +203,9 @@ def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["build", "run", "plans"])
     ap.add_argument("dir")
-    ap.add_argument("--builds", default="bn128=eo3,bls12381=eo4", help="plans: curve=variant,...")
+    ap.add_argument("--builds", type=build_list, default="bn128=eo3,bls12381=eo4", help="plans: curve=variant,...")
     ap.add_argument("--variants", default="old,eo4,eo3,eo2", help="build: which of " + ",".join(VARIANTS))
-    ap.add_argument("--plans", default="24=10-10-4/4-10-10/8-8-8/7-7-10/10-7-7",
+    ap.add_argument("--plans", type=plan_list, default="24=10-10-4/4-10-10/8-8-8/7-7-10/10-7-7",
                     help="plans: k=a-b-c/d-e-f,k=...")
     ap.add_argument("--sizes", type=count_list, default="20,22,24")
     ap.add_argument("--repeats", type=positive, default=9)
@@ -191,15 +222,12 @@ def main() -> None:
     if not Path(args.dir).is_dir():
         ap.error(f"argument dir: {args.dir!r} is not a folder (what `ntt_ab.py build DIR` wrote)")
     if args.mode == "plans":
-        try:
-            builds = dict(b.split("=") for b in args.builds.split(","))
-            spec = {int(k): [[int(x) for x in p.split("-")] for p in ps.split("/")]
-                    for k, ps in (item.split("=") for item in args.plans.split(","))}
-        except ValueError:
-            ap.error(f"argument --builds/--plans: {args.builds!r} / {args.plans!r}: not curve=variant,... / "
-                     "k=a-b-c/d-e-f,k=...")
+        cubins = [f"{c}-{v}.cubin" for c, v in args.builds.items()]
+        missing = [name for name in cubins if not (Path(args.dir) / name).is_file()]
+        if missing:
+            ap.error(f"argument dir: {args.dir!r} holds no {', '.join(missing)} (`ntt_ab.py build DIR` writes them)")
         require_gpu()
-        sys.exit(plans(Path(args.dir), builds, spec, args.repeats))
+        sys.exit(plans(Path(args.dir), args.builds, args.plans, args.repeats))
     require_gpu()
     sys.exit(run(Path(args.dir), [int(s) for s in args.sizes.split(",")], args.repeats))
 

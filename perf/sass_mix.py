@@ -40,7 +40,10 @@ def cuobjdump() -> str:
                 return str(cand)
     except ImportError:
         pass
-    sys.exit("cuobjdump not found: install the CUDA toolkit or `pip install nvidia-cuda-cuobjdump`")
+    # exit 2 and the script's name, as every other refusal of these scripts (sys.exit(str) was exit 1)
+    print("sass_mix.py: cuobjdump not found: install the CUDA toolkit or `pip install nvidia-cuda-cuobjdump`",
+          file=sys.stderr)
+    raise SystemExit(2)
 
 
 def cubin_for(curve_name: str) -> bytes:

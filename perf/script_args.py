@@ -5,10 +5,11 @@ and `type=float` took 1e400 (inf) and nan: a benchmark then ran for ever, or fai
 Every number flag of these scripts is a count or an amount (repeats, proofs, milliseconds, MiB), so the Parser
 reads `int` as a count (ASCII digits, 0 or more) and `float` as a finite amount (0 or more); a flag that needs
 1 or more says so with `type=positive` (or `positive_float`).  Comma lists (count_list, amount_list, curve_list)
-are checked whole at the parse, before a GPU script's device check, not item by item after the device's set-up;
-files to read, files and folders to write are checked there too (input_file, output_file, output_dir), and
-run_main() turns the engine's own user errors (a wrong key) into its one line.  Named script_args, not args: the
-scripts' own `args = ap.parse_args()` would hide a module of that name.
+are checked whole at the parse, before a GPU script's device check, not item by item after the device's set-up
+(list_of, choice_list, word_or and fields build a script's own: msm.py's THREADSxM[s], ntt_ab.py's plans; size
+reads a memory size as the engine does); files to read, files and folders to write are checked there too
+(input_file, output_file, output_dir), and run_main() turns the engine's own user errors (a wrong key) into its
+one line.  Named script_args, not args: the scripts' own `args = ap.parse_args()` would hide a module of that name.
 """
 from __future__ import annotations
 
@@ -81,15 +82,79 @@ def _items(text: str, what: str) -> list[str]:
 
 
 def _list_of(check, what: str, name: str):
-    """A comma list's reader: each item held to `check`, the list handed on as given (the scripts split it
-    themselves, after the device check)."""
+    """A comma list's reader: each item held to `check`, the list handed on as a string, its items stripped and
+    joined by commas (the scripts split it themselves, after the device check: " affine" matched no mode)."""
     def read(text: str) -> str:
-        for item in _items(text, what):
+        items = _items(text, what)
+        for item in items:
             check(item)
-        return text
+        return ",".join(items)
 
     read.__name__ = name  # (argparse's word for the type)
     return read
+
+
+list_of = _list_of  # a script's own comma list: list_of(check, "what its items are", "name")
+
+
+def choice_list(choices, what: str, name: str, blank: bool = False):
+    """A comma list of words, each one of `choices` (lock modes, sort kinds): a typo was matched literally
+    (timed nothing) or refused deep in a run, after the device's set-up.  `blank`: "" is the script's default."""
+    def check(item: str) -> None:
+        if item not in choices:
+            raise argparse.ArgumentTypeError(f"{_shown(item)} is no {what} (one of: {', '.join(choices)})")
+
+    read = _list_of(check, f"{what}s (e.g. {','.join(list(choices)[:2])})", name)
+    return optional(read) if blank else read
+
+
+def optional(read):
+    """A reader that also takes "" (the flag's default: none of them, the script's own value)."""
+    def read_or_none(text: str) -> str:
+        return "" if text == "" else read(text)
+
+    read_or_none.__name__ = read.__name__
+    return read_or_none
+
+
+def word_or(word: str, check, name: str):
+    """`word` itself ("full", "all", "whole", "base") or a value `check` takes, handed on as a string."""
+    def read(text: str) -> str:
+        if text.strip() == word:
+            return word
+        try:
+            value = check(text.strip())
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"{e}, and not {word!r}") from None
+        return value if isinstance(value, str) else text.strip()  # a list's reader hands on its own form
+
+    read.__name__ = name
+    return read
+
+
+def fields(text: str, sep: str, checks, what: str) -> list:
+    """An item's fields (SERIAL:WARPMAX:PERLANE, THREADSxM), each held to its check: the item is named whole
+    in the refusal, with what it should be."""
+    parts = text.split(sep)
+    if len(parts) != len(checks):
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is no {what}")
+    try:
+        return [check(part) for check, part in zip(checks, parts, strict=True)]
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is no {what}: {e}") from None
+
+
+def size(text: str) -> str:
+    """A memory size as the engine reads it (8GiB, 512MiB, 1.5G, 1000000), handed on as given."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from engine.config import parse_size  # noqa: PLC0415 - the engine's own grammar
+    from engine.errors import EngineError  # noqa: PLC0415
+
+    try:
+        parse_size(text.strip(), "size")
+    except EngineError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("size: ")) from None
+    return text.strip()
 
 
 count_list = _list_of(positive, "counts (e.g. 1,2,4)", "count_list")  # counts of at least one

@@ -31,14 +31,28 @@ from engine.errors import EngineError  # noqa: E402
 from scheduler.timeline import Event, JsonlSink, MemorySink, summarize  # noqa: E402
 from cpu_share import CpuSnapshot, format_share  # noqa: E402  (perf/cpu_share.py)
 from script_args import (  # noqa: E402
-    Parser, count_list, input_file, output_dir, positive, positive_float, run_main, whole_count_list,
+    Parser, choice_list, count_list, input_file, output_dir, positive, positive_float, run_main, size,
+    whole_count_list,
 )
+from engine.config_flags import LOCK_MODES  # noqa: E402
 from engine.file_writes import write_file  # noqa: E402 - whole or not at all
 
 
 def _ints(text: str) -> list[int]:
     """A comma list of counts of at least one (script_args.count_list: '٣', '1,,2', 0 refused), as numbers."""
     return [int(x) for x in count_list(text).split(",")]
+
+
+def _gantt(text: str) -> str:
+    """MODE:SLOTS:CONC: a lock mode and two counts of at least one, handed on stripped."""
+    parts = [part.strip() for part in text.split(":")]
+    if len(parts) != 3 or parts[0] not in LOCK_MODES:
+        raise argparse.ArgumentTypeError(f"{text!r} is no MODE:SLOTS:CONC (MODE one of {', '.join(LOCK_MODES)})")
+    try:
+        positive(parts[1]), positive(parts[2])
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is no MODE:SLOTS:CONC: {e}") from None
+    return ":".join(parts)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -52,15 +66,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=None, help="proofs before measuring (default: 0 simulated, 1 real)")
     p.add_argument("--concurrency", type=_ints, default=[1, 2, 4, 8], help="jobs in flight, e.g. 1,2,4,8")
     p.add_argument("--slots", type=_ints, default=[1, 2], help="compute slots per device, e.g. 1,2")
-    p.add_argument("--modes", default="single,split", help="lock modes, e.g. single,split")
+    p.add_argument("--modes", type=choice_list(LOCK_MODES, "lock mode", "mode_list"), default="single,split",
+                   help="lock modes, e.g. single,split")
     p.add_argument("--devices", type=whole_count_list, default=None,
                    help="GPU indices (real) or a count (simulated), default 1")
     p.add_argument("--synthesis-workers", type=positive, default=4)
     p.add_argument("--epilogue-threads", type=positive, default=None,
                    help="epilogues/verifications in flight (default: one per CPU; a simulation's are sleeps, "
                    "so give it as many as the modelled host has cores)")
-    p.add_argument("--host-budget", default=None)
-    p.add_argument("--vram-budget", default=None)
+    p.add_argument("--host-budget", type=size, default=None)
+    p.add_argument("--vram-budget", type=size, default=None)
     p.add_argument("--no-verify", action="store_true")
     p.add_argument("--out", type=output_dir, default="perf/out", help="directory for PNGs, timelines and the table")
     p.add_argument("--switch-interval", type=positive_float, default=None, metavar="S",
@@ -68,7 +83,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    "waits for a busy one, 5 ms by default; the device thread's launches queue behind the others)")
     p.add_argument("--no-plots", action="store_true", help="no PNGs (the timelines and the table only)")
     p.add_argument("--cpu", action="store_true", help="print each run's CPU time per thread group and worker")
-    p.add_argument("--gantt", default=None, metavar="MODE:SLOTS:CONC", help="which run to draw (default: the fastest)")
+    p.add_argument("--gantt", type=_gantt, default=None, metavar="MODE:SLOTS:CONC",
+                   help="which run to draw (default: the fastest)")
     sim = p.add_argument_group("simulated device (a model, not a measurement)")
     sim.add_argument("--sim-gpu-ms", type=float, default=60.0, help="kernel time of one proof alone")
     sim.add_argument("--sim-upload-ms", type=float, default=25.0, help="upload stream time per proof")
@@ -76,8 +92,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sim.add_argument("--sim-synth-ms", type=float, default=40.0)
     sim.add_argument("--sim-epilogue-ms", type=float, default=4.0)
     sim.add_argument("--sim-verify-ms", type=float, default=4.0)
-    sim.add_argument("--sim-vram", default="16GiB")
-    sim.add_argument("--sim-working-set", default="5GiB")
+    sim.add_argument("--sim-vram", type=size, default="16GiB")
+    sim.add_argument("--sim-working-set", type=size, default="5GiB")
     sim.add_argument("--sim-gain", type=float, default=0.2, help="extra throughput per extra concurrent proof")
     sim.add_argument("--sim-jitter", type=float, default=0.1)
     sim.add_argument("--sim-rows", type=int, default=4096, help="witness rows (host bytes = 32 × rows)")
@@ -87,6 +103,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.simulate and args.devices and (not args.devices.strip().isdigit() or int(args.devices) < 1):
         p.error(f"argument --devices: {args.devices!r} is no count of simulated devices (1 or more)")
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.gantt:  # one of the sweep's runs, or runs[chosen] was a KeyError after the whole sweep
+        mode, slots, conc = args.gantt.split(":")
+        skipped = mode == "single" and int(slots) > 1 and 1 in args.slots  # (sweep() does not run it)
+        if mode not in args.modes or int(slots) not in args.slots or int(conc) not in args.concurrency or skipped:
+            p.error(f"argument --gantt: {args.gantt!r} is not one of this sweep's runs (--modes, --slots, "
+                    "--concurrency; single mode runs 1 slot)")
     return args
 
 
@@ -203,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return sweep(args)
     except EngineError as exc:  # a budget too small, a bad file: one line, not a traceback
-        print(f"sweep: {exc}", file=sys.stderr)
+        print(f"sweep.py: {exc}", file=sys.stderr)  # as run_main and the parser say it
         return 2
 
 

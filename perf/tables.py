@@ -16,14 +16,15 @@ from engine.backends.gpu import GpuBackend
 from engine.backends.gpu import msm as gmsm
 from engine.backends.gpu import msm_builds
 from needs_gpu import require_gpu
-from script_args import Parser, curve_list, positive, run_main  # noqa: E402
+from script_args import Parser, choice_list, curve_list, positive, run_main  # noqa: E402
 
 
 def main() -> None:
     ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--log-n", type=positive, default=20)
     ap.add_argument("--curves", type=curve_list, default="bn128,bls12381")
-    ap.add_argument("--builds", default="plain,eo,split")
+    ap.add_argument("--builds", type=choice_list(msm_builds.TABLE_ABIS[1:], "table build", "build_list"),
+                    default="plain,eo,split")
     ap.add_argument("--repeats", type=positive, default=3)
     args = ap.parse_args()
     require_gpu()
