@@ -59,6 +59,10 @@ _LAZY = {
     "read_vkey": ("engine.formats.json", "read_vkey"),
     "read_zkey": ("engine.formats.zkey", "read_zkey"),
     "read_wtns": ("engine.formats.wtns", "read_wtns"),
+    "Witness": ("engine.formats.wtns", "Witness"),  # what read_wtns returns, and Engine.prove takes
+    # the EngineError (a WitnessGenerationError) a job fails with when its synthesis worker dies; its module is the
+    # pool's (numpy, anyio), so lazy like the API it comes from
+    "SynthesisCrashedError": ("scheduler.synth_pool", "SynthesisCrashedError"),
     "Curve": ("engine.algebra.curves", "Curve"),
     "BN254": ("engine.algebra.curves", "BN254"),
     "BLS12_381": ("engine.algebra.curves", "BLS12_381"),
@@ -68,12 +72,12 @@ _LAZY = {
 __all__ = [
     "Engine", "EngineConfig", "KeyHandle", "StreamResult", "Proof", "VerificationKey",
     "prove_files", "aprove_files", "load_config", "verify",
-    "read_proof", "read_public", "read_vkey", "read_zkey", "read_wtns",
+    "read_proof", "read_public", "read_vkey", "read_zkey", "read_wtns", "Witness",
     "Curve", "BN254", "BLS12_381", "curve_by_name",
     "EngineError", "ConfigError", "EngineStartError", "EngineClosedError", "InputFileError", "FormatError",
     "MismatchError", "CurveMismatchError", "UnreducedWitnessError", "UnsatisfiedWitnessError", "VerificationError",
     "WitnessGenerationError", "BackendUnavailableError", "DeviceError", "DeviceOutOfMemoryError",
-    "KernelCompileError", "BudgetError", "EngineLostError", "TimelineWriteError",
+    "KernelCompileError", "BudgetError", "EngineLostError", "TimelineWriteError", "SynthesisCrashedError",
 ]
 
 
@@ -99,7 +103,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from engine.config import EngineConfig  # noqa: F401
     from engine.config import load as load_config  # noqa: F401
     from engine.formats.json import read_proof, read_public, read_vkey  # noqa: F401
-    from engine.formats.wtns import read_wtns  # noqa: F401
+    from engine.formats.wtns import Witness, read_wtns  # noqa: F401
     from engine.formats.zkey import read_zkey  # noqa: F401
     from engine.groth16.proof import Proof, VerificationKey  # noqa: F401
     from engine.groth16.verifier import verify  # noqa: F401
+    from scheduler.synth_pool import SynthesisCrashedError  # noqa: F401

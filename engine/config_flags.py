@@ -81,11 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] 
     g.add_argument("--no-verify", dest="verify", action="store_false",
                    help="skip that check (faster; a wrong proof is then not caught before it is written)")
     g.add_argument("--timeline", metavar="FILE", default=None, help="write every stage as JSON lines to FILE")
-    g.add_argument("--key-cache-dir", metavar="DIR", default=None,
-                   help="where the GPU backend keeps device-ready keys (default $GROTH16_KEY_CACHE, else "
-                        "$XDG_CACHE_HOME (or ~/.cache)/groth16-engine/keys; 'off' for none)")
-    g.add_argument("--no-key-cache", dest="key_cache_dir", action="store_const", const="off",
-                   help="neither read nor write the key cache")
+    # one or the other: `--no-key-cache --key-cache-dir x` was taken, the last one winning without a word
+    cache = g.add_mutually_exclusive_group()
+    cache.add_argument("--key-cache-dir", metavar="DIR", default=None,
+                       help="where the GPU backend keeps device-ready keys (default $GROTH16_KEY_CACHE, else "
+                            "$XDG_CACHE_HOME (or ~/.cache)/groth16-engine/keys; 'off' for none)")
+    cache.add_argument("--no-key-cache", dest="key_cache_dir", action="store_const", const="off",
+                       help="neither read nor write the key cache")
 
 
 def engine_flags_given(args: argparse.Namespace) -> list[str]:

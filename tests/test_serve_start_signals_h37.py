@@ -43,7 +43,8 @@ exec(compile(code, aio.__file__, "exec"), ns)
 aio.WorkerThread.start = ns["start"]
 """
 
-# While MODULE is being imported (serve's start imports aiohttp and asyncio after the signals became interrupts);
+# While MODULE is being imported (serve's start imports uvloop and the engine's pools after the signals became
+# interrupts; aiohttp, numpy and asyncio come before, in its preload: tests/test_cli_ends_h47.py);
 # the exit hooks (run by engine/__main__'s _leave) say whether that import finished.
 IN_AN_IMPORT = """
 import atexit, os, runpy, signal, sys
@@ -147,8 +148,8 @@ def test_a_signal_inside_anyios_thread_hand_off_ends_serve(tmp_path, signum):
     assert _serve(tmp_path, IN_ANYIO_THREAD_START, SIGNUM=int(signum)) == (128 + signum, [_line(signum)], [])
 
 
-@pytest.mark.parametrize(("module", "signum"), [("aiohttp", signal.SIGTERM), ("asyncio.base_events", signal.SIGINT)],
-                         ids=["aiohttp-SIGTERM", "asyncio-SIGINT"])
+@pytest.mark.parametrize(("module", "signum"), [("uvloop", signal.SIGTERM), ("scheduler.cpu_pool", signal.SIGINT)],
+                         ids=["uvloop-SIGTERM", "cpu_pool-SIGINT"])
 def test_a_signal_inside_an_import_waits_for_its_end(tmp_path, module, signum):
     """The import was cut short by the KeyboardInterrupt (a C extension's init could crash: -11)."""
     code, lines, left = _serve(tmp_path, IN_AN_IMPORT, MODULE=module, SIGNUM=int(signum), SIGNALS=1)
@@ -157,7 +158,7 @@ def test_a_signal_inside_an_import_waits_for_its_end(tmp_path, module, signum):
 
 def test_a_second_signal_while_the_first_waits_for_an_import_leaves_at_once(tmp_path):
     """The first waits for the import's end; the second does not wait (the first one's line, no exit hooks)."""
-    code, lines, left = _serve(tmp_path, IN_AN_IMPORT, MODULE="aiohttp", SIGNUM=int(signal.SIGTERM), SIGNALS=2)
+    code, lines, left = _serve(tmp_path, IN_AN_IMPORT, MODULE="uvloop", SIGNUM=int(signal.SIGTERM), SIGNALS=2)
     assert (code, lines, left) == (143, ["interrupted by SIGTERM"], [])
 
 

@@ -59,7 +59,19 @@ def register(subparsers) -> None:
     from engine.config_flags import PROVING_BACKENDS, add_arguments
 
     add_arguments(p, backends=PROVING_BACKENDS)  # "simulated" answers no request: its proofs are no proofs
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, preload=preload)
+
+
+def preload(args: argparse.Namespace) -> list[str]:
+    """The modules `_serve` imports, loaded while a signal still ends the start at once with its line (cli.main):
+    after that, one inside an import (aiohttp's, numpy's: 200 ms of the start) waited for the import's end.  The
+    server's module only where aiohttp and prometheus_client are found: `_serve` says how to install them."""
+    import importlib.util
+
+    modules = ["logging", "engine.api", "engine.config", "engine.service.settings", "engine.commands.outputs"]
+    if all(importlib.util.find_spec(name) is not None for name in ("aiohttp", "prometheus_client")):
+        modules.append("engine.service.server")
+    return modules
 
 
 def run(args: argparse.Namespace) -> int:

@@ -167,7 +167,7 @@ def join(address: str | None, ray_init: dict, ended: threading.Event | None = No
                     ray.init(address=address, **{"include_dashboard": False, "logging_level": logging.WARNING,
                                                  **ray_init})
                 except ConnectionError as exc:
-                    raise _refused(exc) from None
+                    raise _refused(exc, address) from None
         _made.address, _made.gcs, _made.users, _made.ended = address, _gcs_address(ray), 1, ended
         return True
 
@@ -282,13 +282,22 @@ def _sigterm_kept() -> Iterator[None]:
             signal.signal(signal.SIGTERM, before)
 
 
-def _refused(exc: ConnectionError) -> BaseException:
+_NONE_FOUND = "Could not find any running Ray instance"  # Ray's words (services.py) where "auto" finds none
+NO_RAY_HERE = ("no Ray runs on this node ('auto' joins the cluster that `ray start` started here, or the one "
+               "RAY_ADDRESS names): start one with `ray start --head`, or give 'local' (`--ray local`) for a Ray "
+               "instance of this process's own")
+
+
+def _refused(exc: ConnectionError, address: str) -> BaseException:
     """ray.init says "Failed to connect to Ray cluster at HOST:PORT", its reason in its cause's text: a token the
-    cluster refused (token authentication, Ray's default for a new cluster) is said, with what to set."""
+    cluster refused (token authentication, Ray's default for a new cluster) is said, with what to set.  "auto" on a
+    node where no Ray runs was Ray's own advice, to set an `--address` flag this command line does not have."""
     cause = str(exc.__cause__ or "")
     if "AuthenticationError" in cause or "InvalidAuthToken" in cause:
         return AddressError("the cluster refused this process's authentication token: set RAY_AUTH_MODE=token, with "
                             "the cluster's token in RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token")
+    if address == "auto" and str(exc).startswith(_NONE_FOUND):
+        return AddressError(NO_RAY_HERE)
     return exc
 
 

@@ -8,9 +8,10 @@ Python's own handler raised KeyboardInterrupt wherever the main thread was, and 
 * anyio's hand-off to a worker thread, between the thread's start and anyio's tying its stop to the loop's main
   task: that thread (not a daemon) waited for work forever, the exit (threading._shutdown) waited for it, and
   every later signal was ignored: serve never ended (once in some 400 stops during its start);
-* an import (numpy's, aiohttp's, 90-210 ms into the start) or a C extension calling back into Python (msgspec's
-  convert of the configuration): the process died of SIGSEGV (-11), or importlib's lock callback swallowed the
-  interrupt ("Exception ignored") and serve went on to listen, its SIGTERM lost.
+* an import (numpy's, aiohttp's, 90-210 ms into the start: now serve's preload, before this window; uvloop's and
+  the engine's pools' are still in it) or a C extension calling back into Python (msgspec's convert of the
+  configuration): the process died of SIGSEGV (-11), or importlib's lock callback swallowed the interrupt
+  ("Exception ignored") and serve went on to listen, its SIGTERM lost.
 
 So a KeyboardInterrupt is raised only in our own code (engine/, scheduler/: a --timeline FIFO's open() or a
 --config FIFO's read waits there, and only an exception ends that wait), outside any import, and, once the loop
