@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from cuda_kernels.cache_home import cache_home, scratch_home  # every cache's base, one rule
+
 SOURCE_DIR = Path(__file__).resolve().parent
 ENTRY = "kernels.cu"
 DEFAULT_OPTIONS = ("-std=c++17", "-default-device", "-DNDEBUG")
@@ -152,15 +154,14 @@ def remove_dead_temporaries(directory: Path | str, suffixes: tuple[str, ...] = (
 
 def cache_dir() -> Path:
     """$GROTH16_KERNEL_CACHE, else $XDG_CACHE_HOME (or ~/.cache)/groth16-engine/kernels.  A blank variable is unset
-    (`GROTH16_KERNEL_CACHE="  "` was a folder named by spaces in the working directory): engine/bytecode_cache.py's
-    cache_home rule, copied, since cuda_kernels/ imports nothing of the engine but its errors.  A ~ is the home
+    (`GROTH16_KERNEL_CACHE="  "` was a folder named by spaces in the working directory); the base is every cache's
+    (cuda_kernels/cache_home.py: a relative $XDG_CACHE_HOME or $HOME ignored; no absolute home at all, this
+    process's own folder, said once).  A ~ is the home
     folder, as in the other caches' variables (it was a folder named "~")."""
     env = os.environ.get("GROTH16_KERNEL_CACHE", "")
     if env.strip():
         return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = xdg if xdg.strip() else os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "groth16-engine" / "kernels"
+    return Path(cache_home() or scratch_home("CUDA kernels")) / "groth16-engine" / "kernels"
 
 
 def sources() -> dict[str, str]:

@@ -9,8 +9,10 @@ The public face::
         proof = await eng.prove(key, {"a": 3, "b": 11})
         proof.write("proof.json", "public.json")
 
-Everything named in `__all__` is importable from `engine`.  The errors are
-loaded at once (they are small); the rest on first use, so that importing
+Everything named in `__all__` is importable from `engine`: every EngineError an
+Engine call can end with among them.  engine.errors' are loaded at once (they
+are small); the rest, the errors of the pools, the witness calculator and the
+GPU included, on first use, so that importing
 `engine` (or one of its light modules, such as the client) stays fast and
 pulls in neither numpy nor CUDA.
 """
@@ -63,6 +65,22 @@ _LAZY = {
     # the EngineError (a WitnessGenerationError) a job fails with when its synthesis worker dies; its module is the
     # pool's (numpy, anyio), so lazy like the API it comes from
     "SynthesisCrashedError": ("scheduler.synth_pool", "SynthesisCrashedError"),
+    # the other EngineErrors an Engine call can end with, from the modules that raise them (lazy for the same
+    # reason): a pool's worker that died or did not start, a task's output larger than its room, no shared memory
+    # left for a witness, a setup worker that died, the witness calculator's kinds, a GPU context lost for good,
+    # a bad $GROTH16_WAIT_SPIN_MS of the GPU backend
+    "OutputTooLargeError": ("scheduler.synth_pool", "OutputTooLargeError"),
+    "CpuWorkerCrashedError": ("scheduler.cpu_pool", "CpuWorkerCrashedError"),
+    "CpuPoolError": ("scheduler.cpu_pool", "CpuPoolError"),
+    "SetupWorkerCrashedError": ("scheduler.setup_pool", "SetupWorkerCrashedError"),
+    "ShmSpaceError": ("scheduler.shm", "ShmSpaceError"),
+    "WitnessInputError": ("engine.witness.errors", "WitnessInputError"),
+    "CircuitFileError": ("engine.witness.errors", "CircuitFileError"),
+    "CircuitAssertionError": ("engine.witness.errors", "CircuitAssertionError"),
+    "CircuitPrimeError": ("engine.witness.errors", "CircuitPrimeError"),
+    "CircuitMismatchError": ("engine.witness.errors", "CircuitMismatchError"),
+    "DeviceContextLostError": ("cuda_kernels.driver_errors", "DeviceContextLostError"),
+    "WaitSettingError": ("engine.backends.gpu.waiting", "WaitSettingError"),
     "Curve": ("engine.algebra.curves", "Curve"),
     "BN254": ("engine.algebra.curves", "BN254"),
     "BLS12_381": ("engine.algebra.curves", "BLS12_381"),
@@ -78,6 +96,9 @@ __all__ = [
     "MismatchError", "CurveMismatchError", "UnreducedWitnessError", "UnsatisfiedWitnessError", "VerificationError",
     "WitnessGenerationError", "BackendUnavailableError", "DeviceError", "DeviceOutOfMemoryError",
     "KernelCompileError", "BudgetError", "EngineLostError", "TimelineWriteError", "SynthesisCrashedError",
+    "OutputTooLargeError", "CpuWorkerCrashedError", "CpuPoolError", "SetupWorkerCrashedError", "ShmSpaceError",
+    "WitnessInputError", "CircuitFileError", "CircuitAssertionError", "CircuitPrimeError", "CircuitMismatchError",
+    "DeviceContextLostError", "WaitSettingError",
 ]
 
 
@@ -107,4 +128,16 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from engine.formats.zkey import read_zkey  # noqa: F401
     from engine.groth16.proof import Proof, VerificationKey  # noqa: F401
     from engine.groth16.verifier import verify  # noqa: F401
-    from scheduler.synth_pool import SynthesisCrashedError  # noqa: F401
+    from cuda_kernels.driver_errors import DeviceContextLostError  # noqa: F401
+    from engine.backends.gpu.waiting import WaitSettingError  # noqa: F401
+    from engine.witness.errors import (  # noqa: F401
+        CircuitAssertionError,
+        CircuitFileError,
+        CircuitMismatchError,
+        CircuitPrimeError,
+        WitnessInputError,
+    )
+    from scheduler.cpu_pool import CpuPoolError, CpuWorkerCrashedError  # noqa: F401
+    from scheduler.setup_pool import SetupWorkerCrashedError  # noqa: F401
+    from scheduler.shm import ShmSpaceError  # noqa: F401
+    from scheduler.synth_pool import OutputTooLargeError, SynthesisCrashedError  # noqa: F401

@@ -20,26 +20,22 @@ from __future__ import annotations
 import os
 import sys
 
+from cuda_kernels.cache_home import cache_home, scratch_home, user_home  # noqa: F401 - every cache's rule (re-exported)
+
 ENV = "GROTH16_PYCACHE"
 OFF = ("off", "none", "0", "false", "no")
 
 
-def cache_home(environ=os.environ) -> str:
-    """$XDG_CACHE_HOME, else ~/.cache: where the engine's caches go by default (bytecode here, keys in
-    engine/formats/key_cache.py, compiled wasm; cuda_kernels/build.py keeps a copy of the rule, as it imports
-    nothing of the engine but its errors).  Here because the CLI imports this module first, and it is standard
-    library only.  A blank value is unset (`XDG_CACHE_HOME="  "` was a folder named by spaces in the working
-    directory); any other is kept as given, spaces in a real path too."""
-    value = environ.get("XDG_CACHE_HOME", "")
-    return value if value.strip() else os.path.join(os.path.expanduser("~"), ".cache")
-
-
-def default_dir(environ=os.environ) -> str:
-    return os.path.join(cache_home(environ), "groth16-engine", "pycache")
+def default_dir(environ=os.environ) -> str | None:
+    """The bytecode's folder under cache_home(); None (no bytecode cache) where there is no home: a cache of one
+    process's bytecode would only cost its writes."""
+    home = cache_home(environ)
+    return None if home is None else os.path.join(home, "groth16-engine", "pycache")
 
 
 def chosen_dir(environ=os.environ) -> str | None:
-    """Where the CLI would keep bytecode when Python may not write it beside the sources; None for "off"."""
+    """Where the CLI would keep bytecode when Python may not write it beside the sources; None for "off" (and
+    for no home folder: default_dir)."""
     value = environ.get(ENV, "").strip()
     if not value:
         return default_dir(environ)

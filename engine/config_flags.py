@@ -76,10 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser, *, backends: tuple[str, ...] 
     g.add_argument("--lock-mode", choices=LOCK_MODES, default=None,
                    help="split: a memory lock and compute slots per device (default); single: one lock over "
                         "both phases (for comparisons)")
-    g.add_argument("--verify", dest="verify", action="store_true", default=None,
-                   help="verify every proof before returning it (default)")
-    g.add_argument("--no-verify", dest="verify", action="store_false",
-                   help="skip that check (faster; a wrong proof is then not caught before it is written)")
+    # one or the other: `--verify --no-verify` was taken, the last one winning without a word
+    check = g.add_mutually_exclusive_group()
+    check.add_argument("--verify", dest="verify", action="store_true", default=None,
+                       help="verify every proof before returning it (default)")
+    check.add_argument("--no-verify", dest="verify", action="store_false",
+                       help="skip that check (faster; a wrong proof is then not caught before it is written)")
     g.add_argument("--timeline", metavar="FILE", default=None, help="write every stage as JSON lines to FILE")
     # one or the other: `--no-key-cache --key-cache-dir x` was taken, the last one winning without a word
     cache = g.add_mutually_exclusive_group()

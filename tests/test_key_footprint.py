@@ -433,7 +433,7 @@ def test_sweep_prints_a_budget_error_as_one_line_not_a_traceback():
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     lines = [l for l in out.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("sweep: ") and "4.0 GiB" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("sweep.py: ") and "4.0 GiB" in lines[0]
     assert not re.search(r"-\d", lines[0])
 
 

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from engine.bytecode_cache import cache_home  # the one rule for every cache's base (standard library, loaded first)
+from engine.bytecode_cache import cache_home, scratch_home  # every cache's base (standard library, loaded first)
 
 log = logging.getLogger("engine.key_cache")
 
@@ -59,8 +59,9 @@ LEFTOVER_AGE_S = 3600  # where files cannot be locked, a temporary file older th
 
 
 def default_dir() -> Path:
-    """$XDG_CACHE_HOME/groth16-engine/keys, ~/.cache/... where that is unset or blank (cache_home's rule)."""
-    return Path(cache_home()) / "groth16-engine" / "keys"
+    """$XDG_CACHE_HOME/groth16-engine/keys, ~/.cache/... where that is unset or not absolute (cache_home's rule);
+    where no absolute home is found, this process's own folder (scratch_home: not one in the working directory)."""
+    return Path(cache_home() or scratch_home("device-ready keys")) / "groth16-engine" / "keys"
 
 
 def resolve_dir(setting: str | os.PathLike | None = None) -> Path | None:
@@ -228,7 +229,8 @@ class KeyCache:
                 count = int(np.prod(shape, dtype=np.int64))
                 arr = np.frombuffer(buf, dtype=dt, count=count, offset=int(a["offset"])) if count else np.zeros(0, dt)
                 if arr.nbytes != ranges[a["name"]][1]:
-                    raise ValueError(f"array {a['name']} has {arr.nbytes} bytes, its header says {ranges[a['name']][1]}")
+                    raise ValueError(f"array {a['name']} has {arr.nbytes} bytes, its header says "
+                                     f"{ranges[a['name']][1]}")
                 arrays[a["name"]] = arr.reshape(shape)
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # (a header nested too deep)
             os.close(fd)

@@ -22,7 +22,7 @@ from pathlib import Path
 import wasmtime
 
 from cuda_kernels.build import remove_dead_temporaries, write_cache_file
-from engine.bytecode_cache import OFF, cache_home  # the words that turn a cache off (GROTH16_PYCACHE's too), the base
+from engine.bytecode_cache import OFF, cache_home, scratch_home  # the words that turn a cache off, every cache's base
 
 ENV_VAR = "GROTH16_ENGINE_CACHE"
 _OLD_TEMPORARY = re.compile(r"[0-9a-f]{64}\.cwasm\.[0-9]+\.tmp")  # `<key>.cwasm.<pid>.tmp`, before the lock
@@ -42,7 +42,8 @@ def cache_dir() -> Path | None:
         if env.strip().lower() in OFF:
             return None
         return Path(env).expanduser() / "wasm"
-    return Path(cache_home()) / "groth16-engine" / "wasm"  # (a blank XDG_CACHE_HOME is unset, as for every cache)
+    # (a blank or relative XDG_CACHE_HOME is unset, as for every cache; no absolute home: this process's own folder)
+    return Path(cache_home() or scratch_home("compiled circuit.wasm")) / "groth16-engine" / "wasm"
 
 
 def cache_key(wasm: bytes, settings: str) -> str:
