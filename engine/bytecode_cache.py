@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cuda_kernels.cache_home import cache_home, scratch_home, user_home  # noqa: F401 - every cache's rule (re-exported)
+from cuda_kernels.cache_home import cache_home  # every cache's base, one rule
 
 ENV = "GROTH16_PYCACHE"
 OFF = ("off", "none", "0", "false", "no")

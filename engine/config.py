@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from engine.env_setting import cut as _cut
 from engine.errors import ConfigError  # noqa: F401 - its home before: re-exported (engine.config.ConfigError)
 
 # the command-line side (flags, no msgspec) lives in config_flags.py; its names are re-exported here
@@ -209,8 +210,6 @@ def _shown(value: Any) -> str:
     return _cut(repr(value))
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 MAX_SIMULATED_DEVICES = 1024  # as compute_slots' bound: what one engine starts at once

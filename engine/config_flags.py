@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from engine.env_setting import quoted_value  # noqa: F401 - the flags' messages (serve, bench-circuit import it here)
+
 BACKENDS = ("auto", "cpu", "gpu", "simulated")
 LOCK_MODES = ("split", "single")
 PROVING_BACKENDS = ("auto", "cpu", "gpu")  # what a command that writes real proofs offers ("simulated" makes none)
@@ -14,10 +16,6 @@ ENGINE_ONLY_FLAGS = ("synthesis_workers", "compute_slots", "vram_budget", "host_
 EMPTY_KEY_CACHE_DIR = 'an empty directory name (leave it out for $GROTH16_KEY_CACHE or the default; "off": no cache)'
 
 
-def quoted_value(text: str) -> str:
-    """A flag's value for a message, quoted, and cut where it is long (5000 digits filled the terminal)."""
-    shown = repr(text)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def whole_number(text: str) -> int:

@@ -17,10 +17,20 @@ _NOT_FINITE = frozenset(sign + word for sign in ("", "+", "-") for word in ("inf
 MAX_SPIN_MS = 1000.0
 
 
+def cut(text: str) -> str:
+    """A message's rendering of a value, cut at 40 characters (5000 digits were a 5000-character line)."""
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def quoted_value(text: str) -> str:
+    """A variable's or a flag's value for a message: quoted, and cut where it is long (engine/config_flags.py's
+    flags use it too)."""
+    return cut(repr(text))
+
+
 def _shown(env: str, raw: str) -> str:
-    """`NAME='value'` for a message, the value cut where it is long (5000 digits were a 5000-character line)."""
-    text = repr(raw)
-    return f"{env}={text if len(text) <= 40 else text[:37] + '...'}"
+    """`NAME='value'` for a message, the value cut where it is long."""
+    return f"{env}={quoted_value(raw)}"
 
 
 def number(env: str, default: float, error: type[Exception], off: str, unit: str, short: str,

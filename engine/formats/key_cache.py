@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from engine.bytecode_cache import cache_home, scratch_home  # every cache's base (standard library, loaded first)
+from cuda_kernels.cache_home import cache_home, scratch_home  # every cache's base, one rule
 
 log = logging.getLogger("engine.key_cache")
 

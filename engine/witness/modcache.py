@@ -22,7 +22,8 @@ from pathlib import Path
 import wasmtime
 
 from cuda_kernels.build import remove_dead_temporaries, write_cache_file
-from engine.bytecode_cache import OFF, cache_home, scratch_home  # the words that turn a cache off, every cache's base
+from cuda_kernels.cache_home import cache_home, scratch_home  # every cache's base, one rule
+from engine.bytecode_cache import OFF  # the words that turn a cache off
 
 ENV_VAR = "GROTH16_ENGINE_CACHE"
 _OLD_TEMPORARY = re.compile(r"[0-9a-f]{64}\.cwasm\.[0-9]+\.tmp")  # `<key>.cwasm.<pid>.tmp`, before the lock
