@@ -60,6 +60,13 @@ def test_a_curve_alias_is_read_as_the_engine_names_it(tmp_path):
     timed, no word said; an alias now reaches the GPU check like the name itself."""
     line = _one_line(_run("pairing_latency", "--curves", "BN254,bls12-381"))
     assert "needs a CUDA device" in line, line
+    sys.path.insert(0, str(REPO / "perf"))
+    try:
+        import script_args  # noqa: PLC0415 - perf/'s, as the scripts import it
+    finally:
+        sys.path.remove(str(REPO / "perf"))
+    assert script_args.curve_list("BN254,bls12-381") == "bn128,bls12381"  # the names the scripts compare with
+    assert script_args.curve_name(" bn254 ") == "bn128"
 
 
 @pytest.mark.parametrize("script,argv", [
